@@ -1,0 +1,28 @@
+# Installation: headers, the shared library (plus the CANN library names as aliases), the kvflash
+# program, a CMake package (find_package(kvflash)) and a pkg-config file.
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS kvflash EXPORT kvflashTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS kvflash_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+# CANN build lines link -lascendcl -lopapi -lnnopbase: make each name resolve to kvflash.
+foreach(alias ascendcl opapi nnopbase)
+  install(CODE "execute_process(COMMAND ${CMAKE_COMMAND} -E create_symlink libkvflash.so
+    \$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/lib${alias}.so)")
+endforeach()
+
+install(EXPORT kvflashTargets NAMESPACE kvflash:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kvflash)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kvflashConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/kvflashConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kvflash)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/kvflashConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/kvflashConfig.cmake ${PROJECT_BINARY_DIR}/kvflashConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kvflash)
+
+configure_file(${PROJECT_SOURCE_DIR}/cmake/kvflash.pc.in ${PROJECT_BINARY_DIR}/kvflash.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/kvflash.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,21 @@
+#include "core/error.hpp"
+
+#include "kvflash/status.h"
+
+namespace kvflash::core {
+thread_local std::string t_last_error;
+
+Status fail(Status code, const std::string& op, const std::string& message) {
+  t_last_error = "[" + op + "] " + message;
+  return code;
+}
+
+void clear_error() { t_last_error.clear(); }
+
+}  // namespace kvflash::core
+
+namespace kvflash {
+const char* last_error_message() { return core::t_last_error.c_str(); }
+}  // namespace kvflash
+
+extern "C" const char* kvflash_last_error_message(void) { return kvflash::last_error_message(); }

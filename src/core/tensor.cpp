@@ -1,0 +1,78 @@
+#include "kvflash/tensor.hpp"
+
+#include <algorithm>
+
+namespace kvflash {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return 4;
+    case DType::kFloat16: return 2;
+    case DType::kBFloat16: return 2;
+    case DType::kInt8: return 1;
+    case DType::kUInt8: return 1;
+    case DType::kBool: return 1;
+    case DType::kInt32: return 4;
+    case DType::kInt64: return 8;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return "fp32";
+    case DType::kFloat16: return "fp16";
+    case DType::kBFloat16: return "bf16";
+    case DType::kInt8: return "int8";
+    case DType::kUInt8: return "uint8";
+    case DType::kBool: return "bool";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+  }
+  return "unknown";
+}
+
+bool dtype_is_known(DType dtype) { return dtype_size(dtype) != 0; }
+
+TensorView TensorView::contiguous(void* data, DType dtype, std::span<const int64_t> shape) {
+  TensorView v;
+  v.data = data;
+  v.dtype = dtype;
+  v.rank = static_cast<int>(std::min<size_t>(shape.size(), kMaxRank));
+  int64_t stride = 1;
+  for (int i = v.rank - 1; i >= 0; --i) {
+    v.shape[i] = shape[i];
+    v.strides[i] = stride;
+    stride *= std::max<int64_t>(shape[i], 1);
+  }
+  return v;
+}
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= shape[i];
+  return n;
+}
+
+bool TensorView::is_contiguous() const {
+  if (offset != 0) return false;
+  int64_t expected = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    if (shape[i] != 1 && strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+std::string TensorView::describe() const {
+  std::string s = dtype_name(dtype);
+  s += "[";
+  for (int i = 0; i < rank; ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  s += "]";
+  return s;
+}
+
+}  // namespace kvflash
