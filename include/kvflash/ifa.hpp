@@ -64,8 +64,12 @@ class IfaPlan {
   ~IfaPlan();
   /// Bytes of scratch memory run() needs (may be 0). Any alignment is accepted.
   size_t workspace_size() const;
-  /// Computes into attention_out (and softmax_lse). kInvalid if workspace_size is too small or a
-  /// referenced block-table id is outside the cache; then nothing is written.
+  /// The checks that need the device data, without computing: kInvalid if workspace_size is too
+  /// small or a block-table id that the lengths reference is outside [0, num_blocks). The aclnn
+  /// phase 2 calls this synchronously before it enqueues run().
+  Status check_run(size_t workspace_size) const;
+  /// check_run(), then computes into attention_out (and softmax_lse). Nothing is written when a
+  /// check fails.
   Status run(void* workspace, size_t workspace_size) const;
   const Impl& impl() const { return *impl_; }
 
