@@ -1,0 +1,107 @@
+// The objects behind the opaque aclnn handles, and the small internal API every aclnn operator
+// shim is written against (IFA here, SFA in aclnn_sparse_flash_attention*.cpp):
+//
+//   aclnnStatus aclnnFooGetWorkspaceSize(..., uint64_t* workspaceSize, aclOpExecutor** executor) {
+//     core::clear_error();
+//     if (!workspaceSize || !executor) return null_arg(kOp, ...);   // *executor = nullptr first
+//     TensorView q; if (auto s = tensor_view(kOp, "query", query, &q); s != Status::kSuccess) ...
+//     ... create the plan ...
+//     ExecutorWork work{kOp, plan->workspace_size(), check_fn, run_fn};
+//     *executor = make_executor(std::move(work)); *workspaceSize = ...; return ACLNN_SUCCESS;
+//   }
+//   aclnnStatus aclnnFoo(void* ws, uint64_t n, aclOpExecutor* e, aclrtStream s) {
+//     return launch(kOp, ws, n, e, s);
+//   }
+//
+// Handles given to callers are checked against registries before use, so a destroyed or foreign
+// pointer is an error code, never a use-after-free.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnn/acl_meta.h"
+#include "kvflash/status.hpp"
+#include "kvflash/tensor.hpp"
+
+/// A tensor descriptor. `view` carries the view dims, strides, offset and data exactly as given
+/// to aclCreateTensor; view.dtype holds the aclDataType value even when kvflash has no such
+/// DType (tensor_view() rejects those when an operator reads the tensor).
+struct aclTensor {
+  kvflash::TensorView view;
+  aclDataType acl_dtype = ACL_DT_UNDEFINED;
+  aclFormat format = ACL_FORMAT_ND;
+  std::vector<int64_t> storage_dims;
+};
+
+/// Owns copies of the descriptors it was made from; a null input entry stays null.
+struct aclTensorList {
+  std::vector<std::unique_ptr<aclTensor>> tensors;
+};
+
+/// A host array, copied at creation.
+struct aclIntArray {
+  std::vector<int64_t> values;
+};
+
+namespace kvflash::aclnn {
+
+// ---- handle registries ---------------------------------------------------------------------
+
+/// True if t / l / a is a live object created by aclCreateTensor / aclCreateTensorList /
+/// aclCreateIntArray and not yet destroyed.
+bool is_live(const aclTensor* t);
+bool is_live(const aclTensorList* l);
+bool is_live(const aclIntArray* a);
+
+// ---- argument conversion (each failure is recorded with core::fail) ------------------------
+
+/// Required tensor: null -> kNullPtr; dead handle or dtype unknown to kvflash -> kInvalid.
+Status tensor_view(const char* op, const char* arg, const aclTensor* t, TensorView* out);
+/// Optional tensor: null -> nullopt (success); otherwise as tensor_view().
+Status optional_view(const char* op, const char* arg, const aclTensor* t,
+                     std::optional<TensorView>* out);
+/// Required tensor list: null list or null element -> kNullPtr; otherwise each as tensor_view().
+Status tensor_list_views(const char* op, const char* arg, const aclTensorList* l,
+                         std::vector<TensorView>* out);
+/// Optional host array: null -> nullopt; a dead handle -> kInvalid. The values are copied.
+Status optional_int_array(const char* op, const char* arg, const aclIntArray* a,
+                          std::optional<std::vector<int64_t>>* out);
+/// Records "<arg> must not be null" and returns kNullPtr as an aclnnStatus.
+aclnnStatus null_arg(const char* op, const char* arg);
+
+// ---- executors and phase 2 -----------------------------------------------------------------
+
+/// One operator call prepared by phase 1. Both functions receive phase 2's workspace pointer
+/// and size; they must capture (by value / shared_ptr) everything they need.
+struct ExecutorWork {
+  std::string op;               ///< operator name used in messages, e.g. "incre_flash_attention"
+  uint64_t workspace_size = 0;  ///< what phase 1 reported
+  /// Synchronous phase-2 checks that need device data (may be empty). A failure is returned by
+  /// phase 2 and nothing is enqueued.
+  std::function<Status(void* workspace, uint64_t workspace_size)> check;
+  /// The computation, run on the stream's worker thread. A failure is reported by
+  /// aclrtSynchronizeStream (ACL_ERROR_INTERNAL_ERROR plus the message).
+  std::function<Status(void* workspace, uint64_t workspace_size)> run;
+};
+
+/// Registers a single-use executor and returns its handle (an opaque id, never reused).
+aclOpExecutor* make_executor(ExecutorWork work);
+
+/// The common phase 2: null executor -> 161001; an executor that is not live (consumed,
+/// destroyed, never created) -> 161002; workspace_size below phase 1's -> 161002; null workspace
+/// with a nonzero requirement -> 161001; dead stream handle -> 161002; check() failure -> its
+/// status. A rejected call leaves the executor usable. On success the executor is consumed
+/// (unless repeatable) and run() is enqueued on stream (null = the default stream).
+aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
+                   aclOpExecutor* executor, aclrtStream stream);
+
+/// Enqueues work on stream (null = the default stream). kInvalid if stream is not live.
+Status enqueue(const char* op, aclrtStream stream, std::function<Status()> work);
+
+}  // namespace kvflash::aclnn
