@@ -1,0 +1,19 @@
+// The `kvflash demo` workloads: real model shapes, checked against the reference, timed.
+#pragma once
+
+namespace kvflash::tools {
+
+struct DemoOptions {
+  int num_threads = 0;  ///< 0 = library default
+  int iterations = 10;  ///< timed runs (median reported)
+  bool quick = false;   ///< smaller batch, for smoke tests
+};
+
+/// Llama-3-8B decode step over a paged KV cache (bf16, or int8 with per-channel antiquant).
+/// Returns true when the sample check passed.
+bool run_ifa_demo(const DemoOptions& options, bool int8_kv, double read_bandwidth_gbs);
+
+/// DeepSeek-V3.2 sparse MLA decode step. Returns true when the sample check passed.
+bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs);
+
+}  // namespace kvflash::tools
