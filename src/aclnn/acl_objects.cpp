@@ -1,0 +1,320 @@
+// aclTensor / aclTensorList / aclIntArray: creation (with the bounds checks that let operators
+// trust a descriptor), destruction through registries (a dead handle is an error code, never a
+// use-after-free), and conversion to kvflash views for the operator shims.
+#include "aclnn/acl_objects.hpp"
+
+#include <cstdio>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/error.hpp"
+
+namespace kvflash::aclnn {
+namespace {
+
+constexpr const char* kMeta = "acl_meta";
+
+// Owns every live object; what the program never destroys is freed when the library unloads.
+template <typename T>
+class Registry {
+ public:
+  T* add(std::unique_ptr<T> obj) {
+    T* raw = obj.get();
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.emplace(raw, std::move(obj));
+    return raw;
+  }
+  bool contains(const T* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return live_.count(p) != 0;
+  }
+  std::unique_ptr<T> remove(const T* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(p);
+    if (it == live_.end()) return nullptr;
+    std::unique_ptr<T> obj = std::move(it->second);
+    live_.erase(it);
+    return obj;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const T*, std::unique_ptr<T>> live_;
+};
+
+Registry<aclTensor>& tensors() {
+  static Registry<aclTensor> r;
+  return r;
+}
+Registry<aclTensorList>& tensor_lists() {
+  static Registry<aclTensorList> r;
+  return r;
+}
+Registry<aclIntArray>& int_arrays() {
+  static Registry<aclIntArray> r;
+  return r;
+}
+
+std::string ptr_str(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%p", p);
+  return buf;
+}
+
+std::string dims_str(const int64_t* dims, uint64_t n) {
+  std::string s = "[";
+  for (uint64_t i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// Largest element index the view touches (offset + sum (dim-1)*stride), or -1 for an empty view;
+// false on int64 overflow.
+bool max_index(const int64_t* dims, const int64_t* strides, uint64_t n, int64_t offset,
+               int64_t* out) {
+  int64_t idx = offset;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (dims[i] == 0) {
+      *out = -1;
+      return true;
+    }
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    int64_t step;
+    if (__builtin_mul_overflow(dims[i] - 1, strides[i], &step) ||
+        __builtin_add_overflow(idx, step, &idx))
+      return false;
+  }
+  *out = idx;
+  return true;
+}
+
+aclTensor* create_tensor(const int64_t* view_dims, uint64_t view_rank, aclDataType dtype,
+                         const int64_t* stride, int64_t offset, aclFormat format,
+                         const int64_t* storage_dims, uint64_t storage_rank, void* data) {
+  auto reject = [](const std::string& why) -> aclTensor* {
+    core::fail(Status::kInvalid, "aclCreateTensor", why);
+    return nullptr;
+  };
+  if (view_rank > static_cast<uint64_t>(kMaxRank))
+    return reject("viewDimsNum (" + std::to_string(view_rank) + ") must be <= " + std::to_string(kMaxRank));
+  if (view_rank > 0 && view_dims == nullptr) return reject("viewDims is null but viewDimsNum is " + std::to_string(view_rank));
+  if (view_rank > 0 && stride == nullptr) return reject("stride is null but viewDimsNum is " + std::to_string(view_rank));
+  if (storage_rank > 0 && storage_dims == nullptr) return reject("storageDims is null but storageDimsNum is " + std::to_string(storage_rank));
+  if (offset < 0) return reject("offset (" + std::to_string(offset) + ") must be >= 0");
+  for (uint64_t i = 0; i < view_rank; ++i) {
+    if (view_dims[i] < 0) return reject("viewDims " + dims_str(view_dims, view_rank) + " has a negative dim");
+    if (stride[i] < 0) return reject("stride " + dims_str(stride, view_rank) + " has a negative entry");
+  }
+  int64_t storage_numel = 1;
+  for (uint64_t i = 0; i < storage_rank; ++i) {
+    if (storage_dims[i] < 0) return reject("storageDims " + dims_str(storage_dims, storage_rank) + " has a negative dim");
+    if (__builtin_mul_overflow(storage_numel, storage_dims[i], &storage_numel))
+      return reject("storageDims " + dims_str(storage_dims, storage_rank) + " overflow int64");
+  }
+  int64_t last = 0;
+  if (!max_index(view_dims, stride, view_rank, offset, &last))
+    return reject("the view (dims " + dims_str(view_dims, view_rank) + ", stride " + dims_str(stride, view_rank) + ") overflows int64");
+  // The storage dims say how big the buffer is; a view reaching past them would make operators
+  // read or write outside it. Without storage dims the view itself is the only description.
+  if (storage_rank > 0 && last >= storage_numel)
+    return reject("the view (dims " + dims_str(view_dims, view_rank) + ", stride " + dims_str(stride, view_rank) +
+                  ", offset " + std::to_string(offset) + ") reaches element " + std::to_string(last) +
+                  " but storageDims " + dims_str(storage_dims, storage_rank) + " hold " + std::to_string(storage_numel));
+  if (last >= 0 && data == nullptr) return reject("tensorData is null for a non-empty view");
+
+  auto t = std::make_unique<aclTensor>();
+  t->view.data = data;
+  t->view.dtype = static_cast<DType>(dtype);
+  t->view.rank = static_cast<int>(view_rank);
+  for (uint64_t i = 0; i < view_rank; ++i) {
+    t->view.shape[i] = view_dims[i];
+    t->view.strides[i] = stride[i];
+  }
+  t->view.offset = offset;
+  t->acl_dtype = dtype;
+  t->format = format;
+  t->storage_dims.assign(storage_dims, storage_dims + storage_rank);
+  return tensors().add(std::move(t));
+}
+
+}  // namespace
+
+bool is_live(const aclTensor* t) { return tensors().contains(t); }
+bool is_live(const aclTensorList* l) { return tensor_lists().contains(l); }
+bool is_live(const aclIntArray* a) { return int_arrays().contains(a); }
+
+aclnnStatus null_arg(const char* op, const char* arg) {
+  return static_cast<aclnnStatus>(core::fail(Status::kNullPtr, op, std::string(arg) + " must not be null"));
+}
+
+namespace {
+
+// Shared by tensors reached directly and through a list (list copies are not in the registry).
+Status convert(const char* op, const std::string& arg, const aclTensor& t, TensorView* out) {
+  if (!dtype_is_known(t.view.dtype))
+    return core::fail(Status::kInvalid, op,
+                      arg + " dtype (aclDataType " + std::to_string(static_cast<int>(t.acl_dtype)) +
+                          ") is not supported (fp16, bf16, fp32, int8, uint8, bool, int32, int64)");
+  *out = t.view;
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+Status tensor_view(const char* op, const char* arg, const aclTensor* t, TensorView* out) {
+  if (t == nullptr) return core::fail(Status::kNullPtr, op, std::string(arg) + " must not be null");
+  if (!is_live(t))
+    return core::fail(Status::kInvalid, op, std::string(arg) + " (" + ptr_str(t) + ") is not a live aclTensor");
+  return convert(op, arg, *t, out);
+}
+
+Status optional_view(const char* op, const char* arg, const aclTensor* t,
+                     std::optional<TensorView>* out) {
+  out->reset();
+  if (t == nullptr) return Status::kSuccess;
+  TensorView v;
+  if (Status s = tensor_view(op, arg, t, &v); s != Status::kSuccess) return s;
+  *out = v;
+  return Status::kSuccess;
+}
+
+Status tensor_list_views(const char* op, const char* arg, const aclTensorList* l,
+                         std::vector<TensorView>* out) {
+  out->clear();
+  if (l == nullptr) return core::fail(Status::kNullPtr, op, std::string(arg) + " must not be null");
+  if (!is_live(l))
+    return core::fail(Status::kInvalid, op, std::string(arg) + " (" + ptr_str(l) + ") is not a live aclTensorList");
+  for (size_t i = 0; i < l->tensors.size(); ++i) {
+    const std::string name = std::string(arg) + "[" + std::to_string(i) + "]";
+    if (!l->tensors[i]) return core::fail(Status::kNullPtr, op, name + " must not be null");
+    TensorView v;
+    if (Status s = convert(op, name, *l->tensors[i], &v); s != Status::kSuccess) return s;
+    out->push_back(v);
+  }
+  return Status::kSuccess;
+}
+
+Status optional_int_array(const char* op, const char* arg, const aclIntArray* a,
+                          std::optional<std::vector<int64_t>>* out) {
+  out->reset();
+  if (a == nullptr) return Status::kSuccess;
+  if (!is_live(a))
+    return core::fail(Status::kInvalid, op, std::string(arg) + " (" + ptr_str(a) + ") is not a live aclIntArray");
+  *out = a->values;
+  return Status::kSuccess;
+}
+
+}  // namespace kvflash::aclnn
+
+using namespace kvflash::aclnn;  // NOLINT: thin C entry points
+
+extern "C" {
+
+aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDataType dataType,
+                           const int64_t* stride, int64_t offset, aclFormat format,
+                           const int64_t* storageDims, uint64_t storageDimsNum, void* tensorData) {
+  try {
+    return create_tensor(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims,
+                         storageDimsNum, tensorData);
+  } catch (const std::bad_alloc&) {
+    kvflash::core::fail(kvflash::Status::kRuntime, "aclCreateTensor", "out of memory");
+    return nullptr;
+  }
+}
+
+aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size) {
+  if (size > 0 && value == nullptr) {
+    kvflash::core::fail(kvflash::Status::kNullPtr, "aclCreateTensorList", "value is null but size is " + std::to_string(size));
+    return nullptr;
+  }
+  try {
+    auto list = std::make_unique<aclTensorList>();
+    list->tensors.reserve(size);
+    for (uint64_t i = 0; i < size; ++i) {
+      if (value[i] != nullptr && !is_live(value[i])) {
+        kvflash::core::fail(kvflash::Status::kInvalid, "aclCreateTensorList",
+                            "value[" + std::to_string(i) + "] is not a live aclTensor");
+        return nullptr;
+      }
+      list->tensors.push_back(value[i] ? std::make_unique<aclTensor>(*value[i]) : nullptr);
+    }
+    return tensor_lists().add(std::move(list));
+  } catch (const std::bad_alloc&) {
+    kvflash::core::fail(kvflash::Status::kRuntime, "aclCreateTensorList", "out of memory");
+    return nullptr;
+  }
+}
+
+aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
+  if (size > 0 && value == nullptr) {
+    kvflash::core::fail(kvflash::Status::kNullPtr, "aclCreateIntArray", "value is null but size is " + std::to_string(size));
+    return nullptr;
+  }
+  try {
+    auto array = std::make_unique<aclIntArray>();
+    array->values.assign(value, value + size);
+    return int_arrays().add(std::move(array));
+  } catch (const std::bad_alloc&) {
+    kvflash::core::fail(kvflash::Status::kRuntime, "aclCreateIntArray", "out of memory");
+    return nullptr;
+  }
+}
+
+aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
+  if (tensor == nullptr) return ACLNN_SUCCESS;
+  if (!tensors().remove(tensor))
+    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensor",
+                                                        ptr_str(tensor) + " is not a live aclTensor"));
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyTensorList(const aclTensorList* array) {
+  if (array == nullptr) return ACLNN_SUCCESS;
+  if (!tensor_lists().remove(array))
+    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensorList",
+                                                        ptr_str(array) + " is not a live aclTensorList"));
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
+  if (array == nullptr) return ACLNN_SUCCESS;
+  if (!int_arrays().remove(array))
+    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyIntArray",
+                                                        ptr_str(array) + " is not a live aclIntArray"));
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetDataType(const aclTensor* tensor, aclDataType* dataType) {
+  if (tensor == nullptr || dataType == nullptr) return null_arg("aclGetDataType", tensor ? "dataType" : "tensor");
+  if (!is_live(tensor))
+    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetDataType", "tensor is not a live aclTensor"));
+  *dataType = tensor->acl_dtype;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetFormat(const aclTensor* tensor, aclFormat* format) {
+  if (tensor == nullptr || format == nullptr) return null_arg("aclGetFormat", tensor ? "format" : "tensor");
+  if (!is_live(tensor))
+    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetFormat", "tensor is not a live aclTensor"));
+  *format = tensor->format;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetTensorListSize(const aclTensorList* tensorList, uint64_t* size) {
+  if (tensorList == nullptr || size == nullptr) return null_arg("aclGetTensorListSize", tensorList ? "size" : "tensorList");
+  if (!is_live(tensorList))
+    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetTensorListSize", "tensorList is not a live aclTensorList"));
+  *size = tensorList->tensors.size();
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size) {
+  if (array == nullptr || size == nullptr) return null_arg("aclGetIntArraySize", array ? "size" : "array");
+  if (!is_live(array))
+    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetIntArraySize", "array is not a live aclIntArray"));
+  *size = array->values.size();
+  return ACLNN_SUCCESS;
+}
+
+}  // extern "C"

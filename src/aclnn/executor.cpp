@@ -1,0 +1,143 @@
+// Executors and the common phase 2. An executor handle is an id from a counter, never a pointer
+// and never reissued, so a consumed or destroyed executor passed again is recognised (161002)
+// without touching freed memory.
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "aclnn/acl_objects.hpp"
+#include "aclnn/runtime_state.hpp"
+#include "core/error.hpp"
+
+namespace kvflash::aclnn {
+namespace {
+
+struct Entry {
+  std::shared_ptr<const ExecutorWork> work;  // shared with tasks already on a stream
+  bool repeatable = false;
+};
+
+struct Executors {
+  std::mutex mu;
+  uintptr_t next_id = 1;
+  std::unordered_map<uintptr_t, Entry> live;
+};
+
+Executors& executors() {
+  static Executors e;
+  return e;
+}
+
+uintptr_t id_of(const aclOpExecutor* e) { return reinterpret_cast<uintptr_t>(e); }
+
+std::string handle_str(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%p", p);
+  return buf;
+}
+
+aclnnStatus as_acl(Status s) { return static_cast<aclnnStatus>(s); }
+
+}  // namespace
+
+aclOpExecutor* make_executor(ExecutorWork work) {
+  auto shared = std::make_shared<const ExecutorWork>(std::move(work));
+  Executors& ex = executors();
+  std::lock_guard<std::mutex> lock(ex.mu);
+  // Ids are multiples of 16 so handles look like aligned pointers to code that prints them.
+  const uintptr_t id = ex.next_id++ * 16;
+  ex.live.emplace(id, Entry{std::move(shared), false});
+  return reinterpret_cast<aclOpExecutor*>(id);
+}
+
+Status enqueue(const char* op, aclrtStream stream, std::function<Status()> work) {
+  std::shared_ptr<Stream> s = find_stream(stream);
+  if (!s)
+    return core::fail(Status::kInvalid, op, "stream (" + handle_str(stream) + ") is not a live aclrtStream");
+  if (!s->submit(std::move(work)))
+    return core::fail(Status::kRuntime, op, "stream (" + handle_str(stream) + ") is being destroyed");
+  return Status::kSuccess;
+}
+
+aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
+                   aclOpExecutor* executor, aclrtStream stream) {
+  core::clear_error();
+  if (executor == nullptr) return null_arg(op, "executor");
+  Executors& ex = executors();
+  Entry entry;
+  {
+    std::lock_guard<std::mutex> lock(ex.mu);
+    auto it = ex.live.find(id_of(executor));
+    if (it == ex.live.end())
+      return as_acl(core::fail(Status::kInvalid, op,
+                               "executor (" + handle_str(executor) +
+                                   ") is not live: it was already consumed by a phase-2 call, "
+                                   "destroyed, or never returned by phase 1"));
+    entry = it->second;
+  }
+  const ExecutorWork& work = *entry.work;
+  if (work.op != op)
+    return as_acl(core::fail(Status::kInvalid, op, "executor was created for " + work.op));
+  if (workspace_size < work.workspace_size)
+    return as_acl(core::fail(Status::kInvalid, op,
+                             "workspaceSize (" + std::to_string(workspace_size) +
+                                 ") is smaller than the " + std::to_string(work.workspace_size) +
+                                 " bytes phase 1 asked for"));
+  if (workspace == nullptr && work.workspace_size > 0)
+    return as_acl(core::fail(Status::kNullPtr, op,
+                             "workspace must not be null (phase 1 asked for " +
+                                 std::to_string(work.workspace_size) + " bytes)"));
+  std::shared_ptr<Stream> s = find_stream(stream);
+  if (!s)
+    return as_acl(core::fail(Status::kInvalid, op,
+                             "stream (" + handle_str(stream) + ") is not a live aclrtStream"));
+  if (work.check) {
+    if (Status st = work.check(workspace, workspace_size); st != Status::kSuccess) return as_acl(st);
+  }
+  // Consume before enqueueing, atomically: of two racing launches of one executor exactly one
+  // gets past this point.
+  if (!entry.repeatable) {
+    std::lock_guard<std::mutex> lock(ex.mu);
+    if (ex.live.erase(id_of(executor)) == 0)
+      return as_acl(core::fail(Status::kInvalid, op, "executor was consumed by a concurrent phase-2 call"));
+  }
+  std::shared_ptr<const ExecutorWork> owned = entry.work;
+  if (!s->submit([owned, workspace, workspace_size] { return owned->run(workspace, workspace_size); }))
+    return as_acl(core::fail(Status::kRuntime, op, "stream (" + handle_str(stream) + ") is being destroyed"));
+  return ACLNN_SUCCESS;
+}
+
+}  // namespace kvflash::aclnn
+
+using namespace kvflash::aclnn;  // NOLINT: thin C entry points
+
+extern "C" {
+
+aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
+  if (executor == nullptr) return null_arg("aclSetAclOpExecutorRepeatable", "executor");
+  Executors& ex = executors();
+  std::lock_guard<std::mutex> lock(ex.mu);
+  auto it = ex.live.find(id_of(executor));
+  if (it == ex.live.end())
+    return as_acl(kvflash::core::fail(kvflash::Status::kInvalid, "aclSetAclOpExecutorRepeatable",
+                                      "executor (" + handle_str(executor) + ") is not live"));
+  it->second.repeatable = true;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
+  if (executor == nullptr) return null_arg("aclDestroyAclOpExecutor", "executor");
+  std::shared_ptr<const ExecutorWork> released;  // freed outside the lock
+  Executors& ex = executors();
+  std::lock_guard<std::mutex> lock(ex.mu);
+  auto it = ex.live.find(id_of(executor));
+  if (it == ex.live.end())
+    return as_acl(kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyAclOpExecutor",
+                                      "executor (" + handle_str(executor) + ") is not live"));
+  released = std::move(it->second.work);
+  ex.live.erase(it);
+  return ACLNN_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,388 @@
+// The ACL runtime on the CPU: one device (0) whose "device memory" is host memory, contexts that
+// only remember their device, and streams that are in-order worker queues (stream.hpp).
+//
+// Every handle given out (stream, context, allocation) is recorded in a table, so a handle that
+// was never created or is already destroyed yields ACL_ERROR_INVALID_PARAM instead of undefined
+// behaviour. The tables own what they hold: anything the program never released is freed when
+// the library unloads (streams are drained first).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "acl/acl.h"
+#include "aclnn/runtime_state.hpp"
+#include "aclnn/stream.hpp"
+#include "core/error.hpp"
+
+namespace kvflash::aclnn {
+namespace {
+
+constexpr const char* kRt = "acl";
+constexpr size_t kDeviceAlignment = 64;  // every kernel may assume cache-line aligned buffers
+constexpr int32_t kNumDevices = 1;
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+
+// Member order is destruction order reversed: streams are drained and joined first, while the
+// memory their tasks may still touch is alive.
+struct Runtime {
+  std::mutex mu;
+  bool initialized = false;
+  int32_t current_device = -1;  // -1: no aclrtSetDevice yet
+  std::unordered_map<void*, std::unique_ptr<void, AlignedFree>> device_memory;
+  std::unordered_map<void*, std::unique_ptr<void, AlignedFree>> host_memory;
+  std::unordered_map<uintptr_t, int32_t> contexts;  // handle id -> device
+  uintptr_t next_context_id = 1;
+  std::unordered_map<void*, std::shared_ptr<Stream>> streams;
+  std::shared_ptr<Stream> default_stream;
+
+  ~Runtime() {
+    for (auto& [handle, stream] : streams) stream->close();
+    if (default_stream) default_stream->close();
+  }
+};
+
+Runtime& rt() {
+  static Runtime runtime;
+  return runtime;
+}
+
+thread_local aclrtContext t_current_context = nullptr;
+
+aclError rt_fail(aclError code, const std::string& message) {
+  core::fail(Status::kRuntime, kRt, message + " (aclError " + std::to_string(code) + ")");
+  return code;
+}
+
+std::string ptr_str(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%p", p);
+  return buf;
+}
+
+aclError allocate(std::unordered_map<void*, std::unique_ptr<void, AlignedFree>>* table,
+                  const char* fn, void** ptr, size_t size) {
+  if (ptr == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": pointer slot is null");
+  *ptr = nullptr;
+  if (size == 0) return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": size must be > 0");
+  if (size > SIZE_MAX - kDeviceAlignment)
+    return rt_fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": size " + std::to_string(size) + " is too large");
+  const size_t rounded = (size + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
+  void* p = std::aligned_alloc(kDeviceAlignment, rounded);
+  if (p == nullptr)
+    return rt_fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": out of memory allocating " + std::to_string(size) + " bytes");
+  std::lock_guard<std::mutex> lock(rt().mu);
+  table->emplace(p, std::unique_ptr<void, AlignedFree>(p));
+  *ptr = p;
+  return ACL_SUCCESS;
+}
+
+aclError release(std::unordered_map<void*, std::unique_ptr<void, AlignedFree>>* table,
+                 const char* fn, void* ptr) {
+  if (ptr == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": pointer is null");
+  std::unique_ptr<void, AlignedFree> owned;
+  {
+    std::lock_guard<std::mutex> lock(rt().mu);
+    auto it = table->find(ptr);
+    if (it == table->end())
+      return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": " + ptr_str(ptr) +
+                                                  " was not allocated by it or is already freed");
+    owned = std::move(it->second);
+    table->erase(it);
+  }
+  return ACL_SUCCESS;  // owned frees outside the lock
+}
+
+bool valid_memcpy_kind(aclrtMemcpyKind kind) {
+  return kind == ACL_MEMCPY_HOST_TO_HOST || kind == ACL_MEMCPY_HOST_TO_DEVICE ||
+         kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+}
+
+aclError check_memcpy(const char* fn, void* dst, size_t dest_max, const void* src, size_t count,
+                      aclrtMemcpyKind kind) {
+  if (!valid_memcpy_kind(kind))
+    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": kind (" + std::to_string(kind) + ") is not an aclrtMemcpyKind");
+  if (count > dest_max)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": count (" + std::to_string(count) +
+                                                ") exceeds destMax (" + std::to_string(dest_max) + ")");
+  if (count > 0 && (dst == nullptr || src == nullptr))
+    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": dst and src must not be null");
+  return ACL_SUCCESS;
+}
+
+aclError check_memset(const char* fn, void* ptr, size_t max_count, size_t count) {
+  if (count > max_count)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": count (" + std::to_string(count) +
+                                                ") exceeds maxCount (" + std::to_string(max_count) + ")");
+  if (count > 0 && ptr == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": devPtr is null");
+  return ACL_SUCCESS;
+}
+
+aclError check_device(const char* fn, int32_t device_id) {
+  if (device_id < 0 || device_id >= kNumDevices)
+    return rt_fail(ACL_ERROR_INVALID_DEVICE, std::string(fn) + ": deviceId (" + std::to_string(device_id) +
+                                                 ") must be 0 (the CPU is the only device)");
+  return ACL_SUCCESS;
+}
+
+// Reports a stream's failure on the calling thread.
+aclError report(const char* fn, const std::optional<Stream::Failure>& failure) {
+  if (!failure) return ACL_SUCCESS;
+  core::fail(failure->status, kRt,
+             std::string(fn) + ": a task failed with status " +
+                 std::to_string(static_cast<int>(failure->status)) + ": " + failure->message);
+  return ACL_ERROR_INTERNAL_ERROR;
+}
+
+}  // namespace
+
+std::shared_ptr<Stream> find_stream(aclrtStream handle) {
+  Runtime& r = rt();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (handle == nullptr) {
+    if (!r.default_stream) r.default_stream = std::make_shared<Stream>();
+    return r.default_stream;
+  }
+  auto it = r.streams.find(handle);
+  return it == r.streams.end() ? nullptr : it->second;
+}
+
+}  // namespace kvflash::aclnn
+
+using kvflash::aclnn::Stream;
+using namespace kvflash::aclnn;  // NOLINT: the C entry points below are thin
+
+extern "C" {
+
+aclError aclInit(const char* configPath) {
+  if (configPath != nullptr) {
+    std::FILE* f = std::fopen(configPath, "rb");
+    if (f == nullptr) return rt_fail(ACL_ERROR_INVALID_FILE, std::string("aclInit: cannot open config file '") + configPath + "'");
+    std::fclose(f);
+  }
+  std::lock_guard<std::mutex> lock(rt().mu);
+  if (rt().initialized) return rt_fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialised");
+  rt().initialized = true;
+  return ACL_SUCCESS;
+}
+
+aclError aclFinalize(void) {
+  std::unordered_map<void*, std::shared_ptr<Stream>> streams;
+  std::shared_ptr<Stream> default_stream;
+  {
+    std::lock_guard<std::mutex> lock(rt().mu);
+    if (!rt().initialized) return rt_fail(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialised (or finalised twice)");
+    rt().initialized = false;
+    rt().current_device = -1;
+    streams.swap(rt().streams);
+    default_stream.swap(rt().default_stream);
+  }
+  for (auto& [handle, stream] : streams) stream->close();
+  if (default_stream) default_stream->close();
+  return ACL_SUCCESS;
+}
+
+const char* aclGetRecentErrMsg(void) { return kvflash::last_error_message(); }
+
+size_t aclDataTypeSize(aclDataType dataType) {
+  switch (dataType) {
+    case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: return 4;
+    case ACL_FLOAT16: case ACL_INT16: case ACL_UINT16: case ACL_BF16: return 2;
+    case ACL_INT8: case ACL_UINT8: case ACL_BOOL: return 1;
+    case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: case ACL_COMPLEX64: return 8;
+    case ACL_COMPLEX128: return 16;
+    default: return 0;  // ACL_DT_UNDEFINED, ACL_STRING, ACL_INT4 (sub-byte) and unknown values
+  }
+}
+
+aclError aclrtSetDevice(int32_t deviceId) {
+  if (aclError e = check_device("aclrtSetDevice", deviceId)) return e;
+  std::lock_guard<std::mutex> lock(rt().mu);
+  rt().current_device = deviceId;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtResetDevice(int32_t deviceId) {
+  if (aclError e = check_device("aclrtResetDevice", deviceId)) return e;
+  // Work still queued on the default stream belongs to this device: finish it.
+  if (auto s = find_stream(nullptr)) (void)s->synchronize();
+  std::lock_guard<std::mutex> lock(rt().mu);
+  rt().current_device = -1;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetDevice(int32_t* deviceId) {
+  if (deviceId == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice: deviceId is null");
+  std::lock_guard<std::mutex> lock(rt().mu);
+  if (rt().current_device < 0) return rt_fail(ACL_ERROR_INVALID_DEVICE, "aclrtGetDevice: no device is set");
+  *deviceId = rt().current_device;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetDeviceCount(uint32_t* count) {
+  if (count == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count is null");
+  *count = kNumDevices;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetRunMode(aclrtRunMode* runMode) {
+  if (runMode == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetRunMode: runMode is null");
+  *runMode = ACL_HOST;  // the program and its "device" share one memory
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeDevice(void) {
+  std::vector<std::shared_ptr<Stream>> all;
+  {
+    std::lock_guard<std::mutex> lock(rt().mu);
+    for (auto& [handle, stream] : rt().streams) all.push_back(stream);
+    if (rt().default_stream) all.push_back(rt().default_stream);
+  }
+  aclError result = ACL_SUCCESS;
+  for (auto& s : all) {
+    aclError e = report("aclrtSynchronizeDevice", s->synchronize());
+    if (result == ACL_SUCCESS) result = e;
+  }
+  return result;
+}
+
+aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
+  if (context == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context is null");
+  if (aclError e = check_device("aclrtCreateContext", deviceId)) return e;
+  std::lock_guard<std::mutex> lock(rt().mu);
+  // Context handles are ids (never dereferenced), so a destroyed handle is never reissued.
+  const uintptr_t id = rt().next_context_id++ * 16;
+  rt().contexts.emplace(id, deviceId);
+  *context = reinterpret_cast<aclrtContext>(id);
+  t_current_context = *context;  // CANN makes a new context current on the calling thread
+  rt().current_device = deviceId;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyContext(aclrtContext context) {
+  std::lock_guard<std::mutex> lock(rt().mu);
+  if (rt().contexts.erase(reinterpret_cast<uintptr_t>(context)) == 0)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyContext: " + ptr_str(context) + " is not a live context");
+  if (t_current_context == context) t_current_context = nullptr;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSetCurrentContext(aclrtContext context) {
+  std::lock_guard<std::mutex> lock(rt().mu);
+  auto it = rt().contexts.find(reinterpret_cast<uintptr_t>(context));
+  if (it == rt().contexts.end())
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtSetCurrentContext: " + ptr_str(context) + " is not a live context");
+  t_current_context = context;
+  rt().current_device = it->second;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetCurrentContext(aclrtContext* context) {
+  if (context == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetCurrentContext: context is null");
+  std::lock_guard<std::mutex> lock(rt().mu);
+  if (t_current_context == nullptr ||
+      rt().contexts.count(reinterpret_cast<uintptr_t>(t_current_context)) == 0)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetCurrentContext: no current context on this thread");
+  *context = t_current_context;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtCreateStream(aclrtStream* stream) {
+  if (stream == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is null");
+  *stream = nullptr;
+  std::shared_ptr<Stream> s;
+  try {
+    s = std::make_shared<Stream>();
+  } catch (const std::exception& e) {  // std::system_error when no thread can be started
+    return rt_fail(ACL_ERROR_BAD_ALLOC, std::string("aclrtCreateStream: ") + e.what());
+  }
+  std::lock_guard<std::mutex> lock(rt().mu);
+  rt().streams.emplace(s.get(), s);
+  *stream = s.get();
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyStream(aclrtStream stream) {
+  std::shared_ptr<Stream> s;
+  {
+    std::lock_guard<std::mutex> lock(rt().mu);
+    auto it = rt().streams.find(stream);
+    if (it == rt().streams.end())
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: " + ptr_str(stream) + " is not a live stream");
+    s = std::move(it->second);
+    rt().streams.erase(it);
+  }
+  s->close();  // queued work still runs to completion
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream) {
+  std::shared_ptr<Stream> s = find_stream(stream);
+  if (!s) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream: " + ptr_str(stream) + " is not a live stream");
+  return report("aclrtSynchronizeStream", s->synchronize());
+}
+
+aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
+  if (policy != ACL_MEM_MALLOC_HUGE_FIRST && policy != ACL_MEM_MALLOC_HUGE_ONLY &&
+      policy != ACL_MEM_MALLOC_NORMAL_ONLY) {
+    if (devPtr) *devPtr = nullptr;
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: policy (" + std::to_string(policy) + ") is not an aclrtMemMallocPolicy");
+  }
+  return allocate(&rt().device_memory, "aclrtMalloc", devPtr, size);
+}
+
+aclError aclrtFree(void* devPtr) { return release(&rt().device_memory, "aclrtFree", devPtr); }
+
+aclError aclrtMallocHost(void** hostPtr, size_t size) {
+  return allocate(&rt().host_memory, "aclrtMallocHost", hostPtr, size);
+}
+
+aclError aclrtFreeHost(void* hostPtr) { return release(&rt().host_memory, "aclrtFreeHost", hostPtr); }
+
+aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
+                     aclrtMemcpyKind kind) {
+  if (aclError e = check_memcpy("aclrtMemcpy", dst, destMax, src, count, kind)) return e;
+  if (count > 0) std::memmove(dst, src, count);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
+  if (aclError e = check_memset("aclrtMemset", devPtr, maxCount, count)) return e;
+  if (count > 0) std::memset(devPtr, value, count);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count,
+                          aclrtMemcpyKind kind, aclrtStream stream) {
+  if (aclError e = check_memcpy("aclrtMemcpyAsync", dst, destMax, src, count, kind)) return e;
+  std::shared_ptr<Stream> s = find_stream(stream);
+  if (!s) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: " + ptr_str(stream) + " is not a live stream");
+  if (!s->submit([dst, src, count] {
+        if (count > 0) std::memmove(dst, src, count);
+        return kvflash::Status::kSuccess;
+      }))
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: the stream is being destroyed");
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t count,
+                          aclrtStream stream) {
+  if (aclError e = check_memset("aclrtMemsetAsync", devPtr, maxCount, count)) return e;
+  std::shared_ptr<Stream> s = find_stream(stream);
+  if (!s) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMemsetAsync: " + ptr_str(stream) + " is not a live stream");
+  if (!s->submit([devPtr, value, count] {
+        if (count > 0) std::memset(devPtr, value, count);
+        return kvflash::Status::kSuccess;
+      }))
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMemsetAsync: the stream is being destroyed");
+  return ACL_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,54 @@
+// An in-order work queue served by one worker thread: the CPU stand-in for an Ascend stream.
+// Work submitted to one stream runs in submission order; work on different streams may run
+// concurrently. A failing task does not stop the ones after it (they are independent calls);
+// the first failure since the last synchronize() is kept and reported by it.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "kvflash/status.hpp"
+
+namespace kvflash::aclnn {
+
+class Stream {
+ public:
+  struct Failure {
+    Status status = Status::kSuccess;
+    std::string message;
+  };
+
+  Stream();
+  /// Drains the queue and joins the worker.
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  /// Queues task; false once close() has begun (the task is dropped).
+  bool submit(std::function<Status()> task);
+  /// Blocks until every task submitted before the call has finished. Returns the first failure
+  /// since the previous synchronize() (and forgets it), or nullopt.
+  std::optional<Failure> synchronize();
+  /// Refuses further work, runs what is queued, joins the worker. Idempotent.
+  void close();
+
+ private:
+  void worker_loop();
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;  // worker waits for tasks or closing_
+  std::condition_variable idle_cv_;  // synchronize() waits for completed_ to catch up
+  std::deque<std::function<Status()>> queue_;
+  uint64_t submitted_ = 0;
+  uint64_t completed_ = 0;
+  bool closing_ = false;
+  std::optional<Failure> failure_;
+  std::thread worker_;
+};
+
+}  // namespace kvflash::aclnn
