@@ -1,0 +1,125 @@
+// The normalised SFA problem: what validation produces and every SFA kernel consumes.
+//
+// Validation (src/sfa/sfa_validate.cpp) turns the user's layouts (BSND/TND query, BSND/TND/PA_BSND
+// KV) into one description. Query rows are numbered r in [0, num_rows): BSND r = b*S1 + i, TND r =
+// t. Every per-row tensor (query, query_rope, indices, output, softmax outputs) is addressed through
+// RowView (r / rows_inner, r % rows_inner), every KV tensor through KvView. Kernels never look at
+// layouts and never re-check what the validator checked; the only run-time check left (block-table
+// ids of selected positions) is done by sfa_check_block_ids before any kernel runs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kvflash/tensor.hpp"
+
+namespace kvflash::core {
+
+/// Element (r, h, d) of a per-query-row tensor lives at
+///   data + (r / rows_inner) * s_outer + (r % rows_inner) * s_inner + h * s_head + d * s_dim.
+/// BSND: (outer, inner) = (b, i); TND: outer is always 0 and inner = t.
+struct SfaRowView {
+  void* data = nullptr;  ///< nullptr means absent
+  DType dtype = DType::kFloat16;
+  int64_t rows_inner = 1;
+  int64_t s_outer = 0, s_inner = 0, s_head = 0, s_dim = 1;
+  bool present() const { return data != nullptr; }
+  int64_t index(int64_t r, int64_t h, int64_t d) const {
+    return (r / rows_inner) * s_outer + (r % rows_inner) * s_inner + h * s_head + d * s_dim;
+  }
+};
+
+/// KV element (b, j, d) of batch b's logical token j:
+///   non-paged: data + b * s_batch + (kv_row0[b] + j) * s_pos + d * s_dim
+///   paged:     data + blk * s_block + (j % block_size) * s_pos + d * s_dim,
+///              blk = block_table[b * bt_s0 + (j / block_size) * bt_s1]
+struct SfaKvView {
+  const void* data = nullptr;
+  int64_t s_batch = 0, s_block = 0, s_pos = 0, s_dim = 1;
+};
+
+/// Per-batch lengths (read from the actual-length tensors when the plan is created).
+struct SfaBatch {
+  int64_t lq = 0;       ///< query rows of this batch
+  int64_t lkv = 0;      ///< KV tokens of this batch
+  int64_t kv_row0 = 0;  ///< TND KV: first row of this batch in key (askv[b-1]); else 0
+};
+
+/// What one query row is (computed once at plan time).
+struct SfaRow {
+  int32_t batch = -1;  ///< -1: row not covered by any batch (output zeros, max = sum = 0)
+  int64_t i = 0;       ///< row index inside its batch
+};
+
+struct SfaProblem {
+  int64_t batch = 0;       ///< B
+  int64_t num_heads = 0;   ///< N1 (N2 = 1, so every head uses the single KV head)
+  int64_t sparse_size = 0; ///< K
+  int64_t sparse_block_size = 1;
+  int64_t num_rows = 0;    ///< B*S1 (BSND) or T1 (TND)
+  int64_t sparse_mode = 3; ///< 0 or 3
+  DType dtype = DType::kFloat16;  ///< query, key, value, ropes and output
+  float scale = 1.0f;
+
+  static constexpr int64_t kNopeDim = 512;
+  static constexpr int64_t kRopeDim = 64;
+
+  SfaRowView q, q_rope;   ///< (r, h, d)
+  SfaRowView indices;     ///< (r, 0, k), int32
+  SfaRowView out;         ///< (r, h, d)
+  SfaRowView softmax_max, softmax_sum;  ///< (r, h, 0) fp32; absent when not requested
+
+  SfaKvView k, k_rope, v;
+  bool v_is_k = false;  ///< value aliases key element for element: gather once
+  bool paged = false;
+  const int32_t* block_table = nullptr;
+  int64_t bt_s0 = 0, bt_s1 = 0;
+  int64_t block_size = 0;  ///< paged only
+  int64_t num_blocks = 0;  ///< paged only: valid ids are [0, num_blocks)
+
+  const float* sinks = nullptr;  ///< (h) at sinks[h * sinks_s0]; nullptr = no sinks
+  int64_t sinks_s0 = 1;
+
+  std::vector<SfaBatch> batches;
+  std::vector<SfaRow> rows;  ///< num_rows entries
+
+  int num_threads = 0;  ///< 0 = library default
+};
+
+// The two helpers below are `static` (internal linkage) because the per-ISA kernel units compile
+// them with their own ISA flags: a shared inline copy could otherwise be picked by the linker for
+// the baseline code and fault on a CPU without that ISA.
+
+/// The selection rules of spec §3.4 steps 1-2 for one row: thr is the visible prefix, valid_count
+/// the number of index entries examined. Entries are expanded with sfa_selected_range.
+struct SfaRowLimits {
+  int64_t thr = 0;          ///< <= 0: the row is invalid (zeros, max = sum = 0)
+  int64_t valid_count = 0;  ///< min(K, ceil(thr / sbs))
+};
+
+static inline SfaRowLimits sfa_row_limits(const SfaProblem& p, int64_t r) {
+  SfaRowLimits lim;
+  const SfaRow& row = p.rows[r];
+  if (row.batch < 0) return lim;
+  const SfaBatch& bt = p.batches[row.batch];
+  lim.thr = p.sparse_mode == 3 ? bt.lkv - bt.lq + row.i + 1 : bt.lkv;
+  if (lim.thr <= 0) return lim;
+  const int64_t blocks = (lim.thr + p.sparse_block_size - 1) / p.sparse_block_size;
+  lim.valid_count = blocks < p.sparse_size ? blocks : p.sparse_size;
+  return lim;
+}
+
+/// Expands index entry x under limit thr: returns false when the list ends (x == -1); otherwise
+/// [*begin, *end) is the selected token range, empty when x is skipped (x < -1 or out of range).
+static inline bool sfa_selected_range(int32_t x, int64_t sbs, int64_t thr, int64_t* begin, int64_t* end) {
+  *begin = *end = 0;
+  if (x == -1) return false;
+  if (x < -1) return true;
+  const int64_t b = static_cast<int64_t>(x) * sbs;
+  if (b >= thr) return true;
+  *begin = b;
+  *end = b + sbs < thr ? b + sbs : thr;
+  return true;
+}
+
+}  // namespace kvflash::core

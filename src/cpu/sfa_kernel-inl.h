@@ -1,0 +1,248 @@
+// The SFA kernel body, written once against a vector-traits type and compiled per ISA
+// (sfa_kernel_{scalar,avx2,avx512}.cpp include it inside their own namespace with their flags).
+//
+// One task = one query row r and a block of heads [h0, h1). The row's selected KV tokens are
+// streamed in tiles of kSfaTile positions in gather order; each tile is gathered once (fp32) and
+// used by every head of the block as two small GEMMs:
+//   S[h][t]  = (Q[h] . K[t]) * scale             (heads x 576) x (576 x tile)
+//   O[h][:] += P[h][t] * V[t][:]                 (heads x tile) x (tile x 512)
+// with an online softmax in fp32 (P stays fp32). Each (h, t) score has its own accumulator over d
+// in a fixed order and each O[h][d] accumulates over t in gather order, so a head's result is the
+// same whichever task, worker or head block computes it: output bits are thread-count independent.
+//
+// Include it only from a per-ISA translation unit, inside that ISA's namespace (kvflash::cpu::<isa>)
+// after simd_<isa>.h, simd_math-inl.h and softmax_state.h (Vec, kLanes, v*, vexp, SoftmaxState),
+// and after <cstring>, "core/sfa_problem.hpp" and "cpu/sfa_kernel.hpp" at file scope.
+
+namespace sfa_body {
+
+using kvflash::DType;
+using kvflash::core::SfaProblem;
+
+constexpr int64_t kNope = SfaProblem::kNopeDim;
+constexpr int64_t kRope = SfaProblem::kRopeDim;
+constexpr int64_t kQk = kNope + kRope;  // 576: one dot product over nope then rope dims
+constexpr int kHeadRegs = 4;            // heads per register block in both micro-kernels
+constexpr int kTokRegs = 2;             // tokens per register block in the score micro-kernel
+constexpr int kDimRegs = 2;             // vectors of d per register block in the P.V micro-kernel
+
+static_assert(kQk % kLanes == 0 && kNope % (kLanes * kDimRegs) == 0);
+static_assert(kvflash::cpu::kSfaTile % kLanes == 0);
+
+struct Scratch {
+  float* q;    // hb x 576
+  float* kt;   // tile x 576
+  float* vt;   // tile x 512 (unused when V aliases K)
+  float* s;    // hb x tile
+  float* acc;  // hb x 512
+  SoftmaxState* st;  // hb (max, sum) per head
+  int64_t* pos;  // tile
+};
+
+inline float to_float(const void* base, DType dt, int64_t i) {
+  const uint16_t h = static_cast<const uint16_t*>(base)[i];
+  return dt == DType::kBFloat16 ? bf16_to_f32(h) : fp16_to_f32(h);
+}
+
+// n elements (n % kW == 0) at base + i*stride to fp32 dst.
+inline void convert_row(const void* base, DType dt, int64_t stride, int64_t n, float* dst) {
+  const uint16_t* src = static_cast<const uint16_t*>(base);
+  if (stride == 1) {
+    if (dt == DType::kBFloat16) {
+      for (int64_t d = 0; d < n; d += kLanes) vstore(dst + d, vload_bf16(src + d));
+    } else {
+      for (int64_t d = 0; d < n; d += kLanes) vstore(dst + d, vload_fp16(src + d));
+    }
+    return;
+  }
+  for (int64_t d = 0; d < n; ++d) dst[d] = to_float(base, dt, d * stride);
+}
+
+inline void store_out(void* base, DType dt, int64_t i, float x) {
+  uint16_t* o = static_cast<uint16_t*>(base);
+  o[i] = dt == DType::kBFloat16 ? f32_to_bf16(x) : f32_to_fp16(x);
+}
+
+// Address of element (b, j, d = 0) of a KV view for batch b's logical token j.
+inline const void* kv_row(const SfaProblem& p, const kvflash::core::SfaKvView& v, int64_t b,
+                          int64_t j) {
+  int64_t off;
+  if (p.paged) {
+    const int64_t blk = p.block_table[b * p.bt_s0 + (j / p.block_size) * p.bt_s1];
+    off = blk * v.s_block + (j % p.block_size) * v.s_pos;
+  } else {
+    off = b * v.s_batch + (p.batches[b].kv_row0 + j) * v.s_pos;
+  }
+  return static_cast<const uint16_t*>(v.data) + off;
+}
+
+// Scores of HR heads x TR tokens: every (h, t) accumulates q[h][d] * k[t][d] over d in order.
+template <int HR, int TR>
+inline void score_block(const float* q, const float* kt, int64_t tile, float scale, float* s) {
+  Vec acc[HR][TR];
+  for (int h = 0; h < HR; ++h)
+    for (int t = 0; t < TR; ++t) acc[h][t] = vzero();
+  for (int64_t d = 0; d < kQk; d += kLanes) {
+    Vec kv[TR];
+    for (int t = 0; t < TR; ++t) kv[t] = vload(kt + t * kQk + d);
+    for (int h = 0; h < HR; ++h) {
+      const Vec qv = vload(q + h * kQk + d);
+      for (int t = 0; t < TR; ++t) acc[h][t] = vfma(qv, kv[t], acc[h][t]);
+    }
+  }
+  for (int h = 0; h < HR; ++h)
+    for (int t = 0; t < TR; ++t) s[h * tile + t] = vreduce_add(acc[h][t]) * scale;
+}
+
+template <int HR>
+inline void score_heads(const float* q, const float* kt, int64_t n, int64_t tile, float scale,
+                        float* s) {
+  int64_t t = 0;
+  for (; t + kTokRegs <= n; t += kTokRegs)
+    score_block<HR, kTokRegs>(q, kt + t * kQk, tile, scale, s + t);
+  for (; t < n; ++t) score_block<HR, 1>(q, kt + t * kQk, tile, scale, s + t);
+}
+
+// acc[h][d] += sum over t (in order) of p[h][t] * v[t][d], for HR heads.
+template <int HR>
+inline void pv_heads(const float* p, int64_t tile, const float* vt, int64_t v_stride, int64_t n,
+                     float* acc) {
+  for (int64_t d = 0; d < kNope; d += kLanes * kDimRegs) {
+    Vec a[HR][kDimRegs];
+    for (int h = 0; h < HR; ++h)
+      for (int c = 0; c < kDimRegs; ++c) a[h][c] = vload(acc + h * kNope + d + c * kLanes);
+    for (int64_t t = 0; t < n; ++t) {
+      Vec v[kDimRegs];
+      for (int c = 0; c < kDimRegs; ++c) v[c] = vload(vt + t * v_stride + d + c * kLanes);
+      for (int h = 0; h < HR; ++h) {
+        const Vec ph = vset1(p[h * tile + t]);
+        for (int c = 0; c < kDimRegs; ++c) a[h][c] = vfma(ph, v[c], a[h][c]);
+      }
+    }
+    for (int h = 0; h < HR; ++h)
+      for (int c = 0; c < kDimRegs; ++c) vstore(acc + h * kNope + d + c * kLanes, a[h][c]);
+  }
+}
+
+// Gathers, scores and accumulates one tile of n selected positions for heads [0, nh).
+inline void process_tile(const SfaProblem& p, int64_t b, int64_t nh, int64_t n, Scratch& w) {
+  constexpr int64_t tile = kvflash::cpu::kSfaTile;
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t j = w.pos[t];
+    convert_row(kv_row(p, p.k, b, j), p.dtype, p.k.s_dim, kNope, w.kt + t * kQk);
+    convert_row(kv_row(p, p.k_rope, b, j), p.dtype, p.k_rope.s_dim, kRope, w.kt + t * kQk + kNope);
+    if (!p.v_is_k) convert_row(kv_row(p, p.v, b, j), p.dtype, p.v.s_dim, kNope, w.vt + t * kNope);
+  }
+  int64_t h = 0;
+  for (; h + kHeadRegs <= nh; h += kHeadRegs)
+    score_heads<kHeadRegs>(w.q + h * kQk, w.kt, n, tile, p.scale, w.s + h * tile);
+  for (; h < nh; ++h) score_heads<1>(w.q + h * kQk, w.kt, n, tile, p.scale, w.s + h * tile);
+
+  // Online softmax (shared rules of softmax_state.h): P = exp(S - max) replaces S, in fp32. The
+  // tile is padded to whole vectors with -inf, whose weight is exactly 0.
+  const int64_t padded = (n + kLanes - 1) / kLanes * kLanes;
+  for (h = 0; h < nh; ++h) {
+    float* s = w.s + h * tile;
+    for (int64_t t = n; t < padded; ++t) s[t] = kNegInf;
+    const float alpha = softmax_fold_tile(w.st[h], s, padded);
+    softmax_scale_acc(w.acc + h * kNope, kNope, alpha);
+  }
+  const float* vt = p.v_is_k ? w.kt : w.vt;
+  const int64_t v_stride = p.v_is_k ? kQk : kNope;
+  for (h = 0; h + kHeadRegs <= nh; h += kHeadRegs)
+    pv_heads<kHeadRegs>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope);
+  for (; h < nh; ++h) pv_heads<1>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope);
+}
+
+inline void write_zero_row(const SfaProblem& p, int64_t r, int64_t h0, int64_t h1) {
+  for (int64_t h = h0; h < h1; ++h) {
+    for (int64_t d = 0; d < kNope; ++d) store_out(p.out.data, p.dtype, p.out.index(r, h, d), 0.0f);
+    if (p.softmax_max.present()) {
+      static_cast<float*>(p.softmax_max.data)[p.softmax_max.index(r, h, 0)] = 0.0f;
+      static_cast<float*>(p.softmax_sum.data)[p.softmax_sum.index(r, h, 0)] = 0.0f;
+    }
+  }
+}
+
+// One task: query row r, heads [h0, h1).
+inline void run_task(const SfaProblem& p, int64_t r, int64_t h0, int64_t h1, Scratch& w) {
+  const kvflash::core::SfaRowLimits lim = kvflash::core::sfa_row_limits(p, r);
+  if (lim.thr <= 0) {  // uncovered or causally invalid row: zeros and max = sum = 0, even with sinks
+    write_zero_row(p, r, h0, h1);
+    return;
+  }
+  const int64_t b = p.rows[r].batch;
+  const int64_t nh = h1 - h0;
+  for (int64_t h = 0; h < nh; ++h) {
+    convert_row(static_cast<const uint16_t*>(p.q.data) + p.q.index(r, h0 + h, 0), p.dtype,
+                p.q.s_dim, kNope, w.q + h * kQk);
+    convert_row(static_cast<const uint16_t*>(p.q_rope.data) + p.q_rope.index(r, h0 + h, 0),
+                p.dtype, p.q_rope.s_dim, kRope, w.q + h * kQk + kNope);
+    w.st[h] = SoftmaxState{};
+  }
+  std::memset(w.acc, 0, sizeof(float) * nh * kNope);
+
+  // Stream the selection (spec §3.4 step 2) in gather order, kSfaTile positions at a time.
+  const int32_t* idx = static_cast<const int32_t*>(p.indices.data);
+  int64_t n = 0;
+  for (int64_t k = 0; k < lim.valid_count; ++k) {
+    int64_t begin, end;
+    if (!kvflash::core::sfa_selected_range(idx[p.indices.index(r, 0, k)], p.sparse_block_size,
+                                           lim.thr, &begin, &end))
+      break;
+    for (int64_t j = begin; j < end; ++j) {
+      w.pos[n++] = j;
+      if (n == kvflash::cpu::kSfaTile) {
+        process_tile(p, b, nh, n, w);
+        n = 0;
+      }
+    }
+  }
+  if (n > 0) process_tile(p, b, nh, n, w);
+
+  for (int64_t h = 0; h < nh; ++h) {
+    float m = w.st[h].max;
+    float l = w.st[h].sum;
+    float* acc = w.acc + h * kNope;
+    if (p.sinks != nullptr) {
+      // The sink joins the max and the denominator but brings no value vector.
+      const float sigma = p.sinks[(h0 + h) * p.sinks_s0];
+      const float ms = sigma > m ? sigma : m;
+      const float alpha = softmax_rescale(m, ms);
+      softmax_scale_acc(acc, kNope, alpha);
+      l = l * alpha + exp_scalar(sigma - ms);
+      m = ms;
+    }
+    if (!(l > 0.0f)) {  // empty selection without a sink: zeros, max = sum = 0
+      m = 0.0f;
+      l = 0.0f;
+      std::memset(acc, 0, sizeof(float) * kNope);
+    } else {
+      const Vec den = vset1(l);
+      for (int64_t d = 0; d < kNope; d += kLanes) vstore(acc + d, vdiv(vload(acc + d), den));
+    }
+    for (int64_t d = 0; d < kNope; ++d)
+      store_out(p.out.data, p.dtype, p.out.index(r, h0 + h, d), acc[d]);
+    if (p.softmax_max.present()) {
+      static_cast<float*>(p.softmax_max.data)[p.softmax_max.index(r, h0 + h, 0)] = m;
+      static_cast<float*>(p.softmax_sum.data)[p.softmax_sum.index(r, h0 + h, 0)] = l;
+    }
+  }
+}
+
+// Runs task `task` of schedule sch in scratch slot `slot` (64-byte aligned, laid out as lay).
+// The thread pool is driven from the ISA-neutral dispatcher, so no std::function or pool code is
+// instantiated with this unit's ISA flags.
+inline void run_one(const SfaProblem& p, const kvflash::cpu::SfaSchedule& sch,
+                    const kvflash::cpu::SfaScratchLayout& lay, float* slot, int64_t task) {
+  Scratch w{slot + lay.q,   slot + lay.kt, slot + lay.vt, slot + lay.s,
+            slot + lay.acc, reinterpret_cast<SoftmaxState*>(slot + lay.st),
+            reinterpret_cast<int64_t*>(slot + lay.pos)};
+  const int64_t blocks = (p.num_heads + sch.head_block - 1) / sch.head_block;
+  const int64_t r = task / blocks;
+  const int64_t h0 = (task % blocks) * sch.head_block;
+  const int64_t h1 = h0 + sch.head_block < p.num_heads ? h0 + sch.head_block : p.num_heads;
+  run_task(p, r, h0, h1, w);
+}
+
+}  // namespace sfa_body

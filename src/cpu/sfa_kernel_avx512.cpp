@@ -1,0 +1,26 @@
+// SFA kernel, AVX-512 path (16 fp32 lanes). The body is sfa_kernel-inl.h.
+#include <cstdint>
+#include <cstring>
+
+// GCC 12's intrinsic headers trip -W(maybe-)uninitialized on their internal _mm*_undefined
+// operands once inlined here (a known false positive); nothing in this unit is uninitialised.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "core/sfa_problem.hpp"
+#include "cpu/simd_avx512.h"
+#include "cpu/sfa_kernel.hpp"
+#include "cpu/sfa_kernel_isa.hpp"
+
+namespace kvflash::cpu::avx512 {
+#include "cpu/simd_math-inl.h"
+#include "cpu/softmax_state.h"
+#include "cpu/sfa_kernel-inl.h"
+}  // namespace kvflash::cpu::avx512
+
+namespace kvflash::cpu {
+void sfa_task_avx512(const core::SfaProblem& p, const SfaSchedule& s, const SfaScratchLayout& lay,
+                 float* slot, int64_t task) {
+  avx512::sfa_body::run_one(p, s, lay, slot, task);
+}
+}  // namespace kvflash::cpu

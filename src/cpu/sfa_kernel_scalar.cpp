@@ -1,0 +1,21 @@
+// SFA kernel, portable scalar path (any x86-64). The body is sfa_kernel-inl.h.
+#include <cstdint>
+#include <cstring>
+
+#include "core/sfa_problem.hpp"
+#include "cpu/simd_scalar.h"
+#include "cpu/sfa_kernel.hpp"
+#include "cpu/sfa_kernel_isa.hpp"
+
+namespace kvflash::cpu::scalar {
+#include "cpu/simd_math-inl.h"
+#include "cpu/softmax_state.h"
+#include "cpu/sfa_kernel-inl.h"
+}  // namespace kvflash::cpu::scalar
+
+namespace kvflash::cpu {
+void sfa_task_scalar(const core::SfaProblem& p, const SfaSchedule& s, const SfaScratchLayout& lay,
+                 float* slot, int64_t task) {
+  scalar::sfa_body::run_one(p, s, lay, slot, task);
+}
+}  // namespace kvflash::cpu
