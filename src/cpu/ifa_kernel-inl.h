@@ -1,0 +1,301 @@
+// The IFA kernel body, written once against the thin vector type. No include guard on purpose:
+// each ifa_kernel_<isa>.cpp includes it inside its own namespace (kvflash::cpu::<isa>) after
+// simd_<isa>.h, simd_math-inl.h and softmax_state.h, with <cstring>, <algorithm>,
+// core/ifa_problem.hpp and cpu/ifa_workspace.hpp included before the namespace.
+//
+// Per chunk task: the G query heads of kv head n2 are processed together, so each K and V row is
+// read from memory once. A row is widened (int8: dequantised as (x + offset) * scale in fp32) into
+// a small fp32 buffer padded with zeros to dp, then every head takes its dot product / P·V update
+// from that buffer. Scores follow spec §2.5: s = fl32(q·k * scale), + pse, then mask replacement
+// by kMaskedScore. Only positions in [begin, end) of the chunk are ever addressed.
+
+namespace ifa_detail {
+
+using core::IfaProblem;
+
+enum class KvKind { kFp16, kBf16, kInt8 };
+
+template <KvKind kKind>
+constexpr int64_t kv_elem_size() {
+  return kKind == KvKind::kInt8 ? 1 : 2;
+}
+
+// Element i (in elements from row) of a K/V row, widened; memcpy because rows may be misaligned.
+template <KvKind kKind>
+inline float kv_scalar(const std::byte* row, int64_t i) {
+  if constexpr (kKind == KvKind::kInt8) {
+    int8_t x;
+    std::memcpy(&x, row + i, sizeof(x));
+    return static_cast<float>(x);
+  } else {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * i, sizeof(h));
+    return kKind == KvKind::kFp16 ? fp16_to_f32(h) : bf16_to_f32(h);
+  }
+}
+
+template <KvKind kKind>
+inline Vec kv_vector(const std::byte* p) {
+  if constexpr (kKind == KvKind::kInt8) {
+    return vload_int8(reinterpret_cast<const int8_t*>(p));
+  } else if constexpr (kKind == KvKind::kFp16) {
+    return vload_fp16(reinterpret_cast<const uint16_t*>(p));
+  } else {
+    return vload_bf16(reinterpret_cast<const uint16_t*>(p));
+  }
+}
+
+// dst[0, dp) = the d channels of a row (channel stride s_dim), dequantised for int8, zero padded.
+template <KvKind kKind>
+inline void load_row(const std::byte* row, int64_t s_dim, int64_t d, int64_t dp, const float* sc,
+                     const float* off, float* dst) {
+  int64_t i = 0;
+  if (s_dim == 1) {
+    for (; i + kLanes <= d; i += kLanes) {
+      Vec x = kv_vector<kKind>(row + i * kv_elem_size<kKind>());
+      if constexpr (kKind == KvKind::kInt8) x = vmul(vadd(x, vload(off + i)), vload(sc + i));
+      vstore(dst + i, x);
+    }
+  }
+  for (; i < d; ++i) {
+    float x = kv_scalar<kKind>(row, i * s_dim);
+    if constexpr (kKind == KvKind::kInt8) x = (x + off[i]) * sc[i];
+    dst[i] = x;
+  }
+  for (; i < dp; ++i) dst[i] = 0.0f;
+}
+
+// Address of row (b, n2, j) of a K or V cache; *s_dim receives its channel stride.
+template <KvKind kKind>
+inline const std::byte* kv_row(const core::KvCacheView& kv, const core::BlockTableView& bt,
+                               int64_t b, int64_t n2, int64_t j, int64_t* s_dim) {
+  constexpr int64_t es = kv_elem_size<kKind>();
+  if (!kv.paged) {
+    const core::KvCacheView::Seq& seq = kv.seqs[b];
+    *s_dim = seq.s_dim;
+    return static_cast<const std::byte*>(seq.base) + (j * seq.s_pos + n2 * seq.s_head) * es;
+  }
+  const int64_t blk = bt.data[b * bt.s0 + (j / bt.block_size) * bt.s1];
+  const int64_t o = j % bt.block_size;
+  *s_dim = kv.s_dim;
+  return static_cast<const std::byte*>(kv.cache) +
+         (blk * kv.s_block + o * kv.s_pos + n2 * kv.s_head) * es;
+}
+
+// Element index of a View3 of the query dtype, widened.
+inline float view_f32(const core::View3& v, int64_t index) {
+  uint16_t h;
+  std::memcpy(&h, static_cast<const uint16_t*>(v.data) + index, sizeof(h));
+  return v.dtype == DType::kFloat16 ? fp16_to_f32(h) : bf16_to_f32(h);
+}
+
+// s[g][t] = q_g · k for the g heads of a group; q_g at q0 + g * head_floats. Heads go four at a
+// time so four independent FMA chains share each load of k.
+inline void score_row(const float* q0, int64_t head_floats, int64_t group, int64_t dp,
+                      const float* k, float (*s)[kIfaTile], int64_t t) {
+  int64_t g = 0;
+  for (; g + 4 <= group; g += 4) {
+    const float* qa = q0 + g * head_floats;
+    const float* qb = qa + head_floats;
+    const float* qc = qb + head_floats;
+    const float* qd = qc + head_floats;
+    Vec a = vzero(), b = vzero(), c = vzero(), d = vzero();
+    for (int64_t i = 0; i < dp; i += kLanes) {
+      const Vec kv = vload(k + i);
+      a = vfma(vload(qa + i), kv, a);
+      b = vfma(vload(qb + i), kv, b);
+      c = vfma(vload(qc + i), kv, c);
+      d = vfma(vload(qd + i), kv, d);
+    }
+    s[g][t] = vreduce_add(a);
+    s[g + 1][t] = vreduce_add(b);
+    s[g + 2][t] = vreduce_add(c);
+    s[g + 3][t] = vreduce_add(d);
+  }
+  for (; g < group; ++g) {
+    const float* qa = q0 + g * head_floats;
+    Vec a = vzero();
+    for (int64_t i = 0; i < dp; i += kLanes) a = vfma(vload(qa + i), vload(k + i), a);
+    s[g][t] = vreduce_add(a);
+  }
+}
+
+template <KvKind kKind>
+void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const IfaChunkTask& t) {
+  const int64_t group = p.group, d = p.head_dim, dp = l.dp, hf = l.head_floats;
+  const int64_t b = t.b, n2 = t.n2;
+  const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
+  float* slot = ifa_slot(l, base, first, b, n2, t.chunk, t.num_chunks);
+
+  // Per-channel fp32 antiquant tables of this kv head (prepared once per run).
+  const float* k_sc = nullptr;
+  const float* v_sc = nullptr;
+  const float* k_off = nullptr;
+  const float* v_off = nullptr;
+  if constexpr (kKind == KvKind::kInt8) {
+    const auto* aq = reinterpret_cast<const float*>(base + l.antiquant);
+    const int64_t nd = p.num_kv_heads * d;
+    k_sc = aq + n2 * d;
+    v_sc = aq + nd + n2 * d;
+    k_off = aq + 2 * nd + n2 * d;
+    v_off = aq + 3 * nd + n2 * d;
+  }
+
+  SoftmaxState st[kIfaMaxGroup];
+  bool any_unmasked[kIfaMaxGroup];
+  for (int64_t g = 0; g < group; ++g) {
+    float* acc = slot + g * hf;
+    float* q = acc + dp;
+    const int64_t h = n2 * group + g;
+    for (int64_t i = 0; i < dp; ++i) acc[i] = 0.0f;
+    for (int64_t i = 0; i < d; ++i) q[i] = view_f32(p.q, p.q.index(b, h, i));
+    for (int64_t i = d; i < dp; ++i) q[i] = 0.0f;
+    st[g] = SoftmaxState{};
+    any_unmasked[g] = false;
+  }
+
+  alignas(64) float row[kIfaMaxHeadDim];
+  alignas(64) float s[kIfaMaxGroup][kIfaTile];
+  const auto* mask = static_cast<const uint8_t*>(p.mask.data);
+  for (int64_t j0 = t.begin; j0 < t.end; j0 += kIfaTile) {
+    const int64_t n = std::min<int64_t>(kIfaTile, t.end - j0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t s_dim = 1;
+      const std::byte* kr = kv_row<kKind>(p.k, p.block_table, b, n2, j0 + i, &s_dim);
+      load_row<kKind>(kr, s_dim, d, dp, k_sc, k_off, row);
+      score_row(slot + dp, hf, group, dp, row, s, i);
+    }
+    // Scale, bias, mask (spec §2.5 steps 3-5), then fold the tile into each head's state.
+    const int64_t n_vec = (n + kLanes - 1) / kLanes * kLanes;
+    for (int64_t g = 0; g < group; ++g) {
+      const int64_t h = n2 * group + g;
+      float* sg = s[g];
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t j = j0 + i;
+        float x = sg[i] * p.scale;
+        if (p.pse.present()) x += view_f32(p.pse, p.pse.index(b, h, j));
+        if (mask != nullptr && mask[p.mask.index(b, h, j)] != 0) {
+          x = core::kMaskedScore;
+        } else {
+          any_unmasked[g] = true;
+        }
+        sg[i] = x;
+      }
+      for (int64_t i = n; i < n_vec; ++i) sg[i] = kNegInf;
+      const float alpha = softmax_fold_tile(st[g], sg, n_vec);
+      softmax_scale_acc(slot + g * hf, dp, alpha);
+    }
+    // acc_g += p_g[i] * v_i: each V row widened once, used by every head.
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t s_dim = 1;
+      const std::byte* vr = kv_row<kKind>(p.v, p.block_table, b, n2, j0 + i, &s_dim);
+      load_row<kKind>(vr, s_dim, d, dp, v_sc, v_off, row);
+      for (int64_t g = 0; g < group; ++g) {
+        float* acc = slot + g * hf;
+        const Vec pv = vset1(s[g][i]);
+        for (int64_t c = 0; c < dp; c += kLanes) {
+          vstore(acc + c, vfma(pv, vload(row + c), vload(acc + c)));
+        }
+      }
+    }
+  }
+  for (int64_t g = 0; g < group; ++g) {
+    float* hdr = slot + g * hf + 2 * dp;
+    hdr[IfaHeadSlot::kMax] = st[g].max;
+    hdr[IfaHeadSlot::kSum] = st[g].sum;
+    hdr[IfaHeadSlot::kAnyUnmasked] = any_unmasked[g] ? 1.0f : 0.0f;
+  }
+}
+
+// Writes o[0, d) (fp32, already normalised) as output row (b, h).
+inline void write_row(const IfaProblem& p, const IfaLayout& l, const std::byte* base, int64_t b,
+                      int64_t h, const float* o) {
+  const int64_t d = p.head_dim;
+  const int64_t row = b * p.out_s0 + h * p.out_s1;
+  if (p.out_dtype == DType::kInt8) {
+    const auto* q2 = reinterpret_cast<const float*>(base + l.quant2);
+    const float* qs = q2 + h * d;
+    const float* qo = q2 + p.num_heads * d + h * d;
+    auto* out = static_cast<int8_t*>(p.out);
+    for (int64_t i = 0; i < d; ++i) out[row + i * p.out_s2] = f32_to_int8_sat(o[i] * qs[i] + qo[i]);
+    return;
+  }
+  auto* out = static_cast<std::byte*>(p.out);
+  const bool fp16 = p.out_dtype == DType::kFloat16;
+  for (int64_t i = 0; i < d; ++i) {
+    const uint16_t bits = fp16 ? f32_to_fp16(o[i]) : f32_to_bf16(o[i]);
+    std::memcpy(out + 2 * (row + i * p.out_s2), &bits, sizeof(bits));
+  }
+}
+
+inline void write_lse(const IfaProblem& p, int64_t b, int64_t h, float lse) {
+  if (p.lse != nullptr) p.lse[b * p.lse_s0 + h * p.lse_s1] = lse;
+}
+
+inline void merge_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, int64_t task) {
+  const int64_t b = task / p.num_kv_heads, n2 = task % p.num_kv_heads;
+  const int64_t group = p.group, dp = l.dp, hf = l.head_floats;
+  const int64_t num_chunks = ifa_num_chunks(p.kv_len[b]);
+  const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
+  alignas(64) float zeros[kIfaMaxHeadDim] = {};
+  for (int64_t g = 0; g < group; ++g) {
+    const int64_t h = n2 * group + g;
+    // Overall max and whether any attended position of the row was unmasked.
+    float m_total = kNegInf;
+    bool any_unmasked = false;
+    for (int64_t c = 0; c < num_chunks; ++c) {
+      const float* hdr = ifa_slot(l, base, first, b, n2, c, num_chunks) + g * hf + 2 * dp;
+      const float m = hdr[IfaHeadSlot::kMax];
+      if (m > m_total) m_total = m;
+      any_unmasked = any_unmasked || hdr[IfaHeadSlot::kAnyUnmasked] != 0.0f;
+    }
+    // Empty rows, rows whose scores are all -inf, and fully masked rows when asked: zeros.
+    if (num_chunks == 0 || m_total == kNegInf || (p.zero_fully_masked_rows && !any_unmasked)) {
+      write_row(p, l, base, b, h, zeros);
+      write_lse(p, b, h, kNegInf);
+      continue;
+    }
+    // Fixed-order log-sum-exp merge into chunk 0's accumulator.
+    float* acc = ifa_slot(l, base, first, b, n2, 0, num_chunks) + g * hf;
+    SoftmaxState total{m_total, 0.0f};
+    for (int64_t c = 0; c < num_chunks; ++c) {
+      const float* part = ifa_slot(l, base, first, b, n2, c, num_chunks) + g * hf;
+      const float w = softmax_merge_weight(part[2 * dp + IfaHeadSlot::kMax], m_total);
+      total.sum += w * part[2 * dp + IfaHeadSlot::kSum];
+      if (c == 0) {
+        softmax_scale_acc(acc, dp, w);
+      } else if (w != 0.0f) {
+        const Vec wv = vset1(w);
+        for (int64_t i = 0; i < dp; i += kLanes) {
+          vstore(acc + i, vfma(wv, vload(part + i), vload(acc + i)));
+        }
+      }
+    }
+    const Vec inv_div = vset1(total.sum);
+    for (int64_t i = 0; i < dp; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), inv_div));
+    write_row(p, l, base, b, h, acc);
+    write_lse(p, b, h, softmax_lse(total));
+  }
+}
+
+}  // namespace ifa_detail
+
+void ifa_chunk(const core::IfaProblem& p, const IfaLayout& layout, std::byte* base, int64_t task) {
+  using ifa_detail::KvKind;
+  const IfaChunkTask t = ifa_chunk_task(p, layout, base, task);
+  switch (p.k.dtype) {
+    case DType::kInt8:
+      ifa_detail::chunk_impl<KvKind::kInt8>(p, layout, base, t);
+      break;
+    case DType::kBFloat16:
+      ifa_detail::chunk_impl<KvKind::kBf16>(p, layout, base, t);
+      break;
+    default:
+      ifa_detail::chunk_impl<KvKind::kFp16>(p, layout, base, t);
+      break;
+  }
+}
+
+void ifa_merge(const core::IfaProblem& p, const IfaLayout& layout, std::byte* base, int64_t task) {
+  ifa_detail::merge_impl(p, layout, base, task);
+}

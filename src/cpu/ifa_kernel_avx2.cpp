@@ -1,0 +1,15 @@
+// The IFA kernel compiled for the avx2 instruction set (see ifa_kernel-inl.h).
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "core/ifa_problem.hpp"
+#include "cpu/ifa_kernel_isa.hpp"
+#include "cpu/ifa_workspace.hpp"
+#include "cpu/simd_avx2.h"
+
+namespace kvflash::cpu::avx2 {
+#include "cpu/simd_math-inl.h"
+#include "cpu/softmax_state.h"
+#include "cpu/ifa_kernel-inl.h"
+}  // namespace kvflash::cpu::avx2

@@ -1,0 +1,119 @@
+#include "cpu/ifa_workspace.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "core/half.hpp"
+
+namespace kvflash::cpu {
+namespace {
+
+size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+float widen(const void* data, DType dtype, int64_t index) {
+  switch (dtype) {
+    case DType::kFloat16: {
+      uint16_t h;
+      std::memcpy(&h, static_cast<const uint16_t*>(data) + index, sizeof(h));
+      return core::fp16_to_float(h);
+    }
+    case DType::kBFloat16: {
+      uint16_t h;
+      std::memcpy(&h, static_cast<const uint16_t*>(data) + index, sizeof(h));
+      return core::bf16_to_float(h);
+    }
+    default: {
+      float f;
+      std::memcpy(&f, static_cast<const float*>(data) + index, sizeof(f));
+      return f;
+    }
+  }
+}
+
+// dst[i][j][k] = view(i, j, k) for a (ni, nj, nk) box; 0 where the view is absent.
+void expand(const core::View3& view, int64_t ni, int64_t nj, int64_t nk, float* dst) {
+  for (int64_t i = 0; i < ni; ++i) {
+    for (int64_t j = 0; j < nj; ++j) {
+      for (int64_t k = 0; k < nk; ++k) {
+        *dst++ = view.present() ? widen(view.data, view.dtype, view.index(i, j, k)) : 0.0f;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int64_t ifa_num_chunks(int64_t kv_len) {
+  return kv_len <= 0 ? 0 : (kv_len + kIfaChunkLen - 1) / kIfaChunkLen;
+}
+
+IfaLayout ifa_layout(const core::IfaProblem& p) {
+  IfaLayout l;
+  l.dp = (p.head_dim + kIfaDimAlign - 1) / kIfaDimAlign * kIfaDimAlign;
+  l.head_floats = 2 * l.dp + IfaHeadSlot::kHeader;
+  l.slot_floats = p.group * l.head_floats;
+  for (int64_t b = 0; b < p.batch; ++b) l.num_chunk_tasks += ifa_num_chunks(p.kv_len[b]);
+  l.num_chunk_tasks *= p.num_kv_heads;
+
+  size_t at = 0;
+  l.chunk_first = at;
+  at = round_up(at + sizeof(int64_t) * static_cast<size_t>(p.batch + 1), kIfaWorkspaceAlign);
+  l.antiquant = at;
+  if (p.antiquant != core::AntiquantMode::kNone) {
+    at += sizeof(float) * 4 * static_cast<size_t>(p.num_kv_heads * p.head_dim);
+    at = round_up(at, kIfaWorkspaceAlign);
+  }
+  l.quant2 = at;
+  if (p.quant_scale2.present()) {
+    at += sizeof(float) * 2 * static_cast<size_t>(p.num_heads * p.head_dim);
+    at = round_up(at, kIfaWorkspaceAlign);
+  }
+  l.slots = at;
+  at += sizeof(float) * static_cast<size_t>(l.num_chunk_tasks * l.slot_floats);
+  // Slack so any caller alignment can be moved up to kIfaWorkspaceAlign.
+  l.bytes = at + kIfaWorkspaceAlign;
+  return l;
+}
+
+std::byte* ifa_prepare(const core::IfaProblem& p, const IfaLayout& l, void* ws) {
+  const auto addr = reinterpret_cast<uintptr_t>(ws);
+  auto* base = static_cast<std::byte*>(ws) + (round_up(addr, kIfaWorkspaceAlign) - addr);
+
+  auto* first = reinterpret_cast<int64_t*>(base + l.chunk_first);
+  first[0] = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    first[b + 1] = first[b] + ifa_num_chunks(p.kv_len[b]) * p.num_kv_heads;
+  }
+  if (p.antiquant != core::AntiquantMode::kNone) {
+    auto* aq = reinterpret_cast<float*>(base + l.antiquant);
+    const int64_t n = 2 * p.num_kv_heads * p.head_dim;
+    expand(p.antiquant_scale, 2, p.num_kv_heads, p.head_dim, aq);
+    expand(p.antiquant_offset, 2, p.num_kv_heads, p.head_dim, aq + n);
+  }
+  if (p.quant_scale2.present()) {
+    auto* q2 = reinterpret_cast<float*>(base + l.quant2);
+    const int64_t n = p.num_heads * p.head_dim;
+    expand(p.quant_scale2, 1, p.num_heads, p.head_dim, q2);
+    expand(p.quant_offset2, 1, p.num_heads, p.head_dim, q2 + n);
+  }
+  return base;
+}
+
+IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& l, const std::byte* base,
+                            int64_t task) {
+  const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
+  // The sequence whose range [first[b], first[b + 1]) holds task (empty sequences have empty ranges).
+  const int64_t b = std::upper_bound(first, first + p.batch + 1, task) - first - 1;
+  IfaChunkTask t;
+  t.b = b;
+  t.num_chunks = ifa_num_chunks(p.kv_len[b]);
+  const int64_t rem = task - first[b];
+  t.n2 = rem / t.num_chunks;
+  t.chunk = rem % t.num_chunks;
+  t.begin = p.kv_begin[b] + t.chunk * kIfaChunkLen;
+  t.end = std::min(t.begin + kIfaChunkLen, p.kv_begin[b] + p.kv_len[b]);
+  return t;
+}
+
+}  // namespace kvflash::cpu

@@ -1,0 +1,75 @@
+// The IFA kernel's work decomposition and workspace layout, shared by every ISA.
+//
+// Work: each sequence b is cut into chunks of kIfaChunkLen positions (the last one shorter). A chunk
+// task (b, n2, c) runs the online softmax of the G query heads of kv head n2 over chunk c and
+// leaves (max, sum, acc[D]) per head in its own slot; a merge task (b, n2) then combines the
+// chunks of (b, n2) in chunk order and writes the output. Split points depend only on kv_len[b],
+// so the output bits depend neither on the thread count nor on the rest of the batch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/ifa_problem.hpp"
+
+namespace kvflash::cpu {
+
+/// Positions per split-KV chunk: long enough that the merge and slot traffic are noise next to the
+/// K/V bytes of a chunk, short enough that one long sequence feeds many threads.
+inline constexpr int64_t kIfaChunkLen = 512;
+/// Positions scored before one online-softmax update (a multiple of every ISA's lane count).
+inline constexpr int64_t kIfaTile = 32;
+/// The head dim is padded with zeros to a multiple of the widest vector, so inner loops have no
+/// tails.
+inline constexpr int64_t kIfaDimAlign = 16;
+/// Limits guaranteed by validation (spec §2.11: D <= 512, G <= 64); they size stack buffers.
+inline constexpr int64_t kIfaMaxHeadDim = 512;
+inline constexpr int64_t kIfaMaxGroup = 64;
+/// Alignment of the workspace base the kernel uses (the caller's pointer may have any alignment).
+inline constexpr size_t kIfaWorkspaceAlign = 64;
+
+/// Float offsets inside one head's part of a chunk slot: acc[dp], the head's query in fp32 [dp],
+/// then the softmax state.
+struct IfaHeadSlot {
+  static constexpr int64_t kHeader = 16;  // max, sum, any_unmasked; padded to keep 64-byte rows
+  static constexpr int64_t kMax = 0, kSum = 1, kAnyUnmasked = 2;
+};
+
+struct IfaLayout {
+  int64_t dp = 0;               ///< head_dim rounded up to kIfaDimAlign
+  int64_t head_floats = 0;      ///< floats per head in a slot: acc[dp], q[dp], header
+  int64_t slot_floats = 0;      ///< group * head_floats
+  int64_t num_chunk_tasks = 0;  ///< sum over b of chunks(b) * num_kv_heads
+  // Byte offsets from the aligned workspace base.
+  size_t chunk_first = 0;  ///< int64 [batch + 1]: first chunk task of each sequence
+  size_t antiquant = 0;    ///< float [2: scale, offset][2: key, value][num_kv_heads][head_dim]
+  size_t quant2 = 0;       ///< float [2: scale, offset][num_heads][head_dim]
+  size_t slots = 0;        ///< float [num_chunk_tasks][slot_floats]
+  size_t bytes = 0;        ///< total the caller must provide, alignment slack included
+};
+
+/// Number of chunks of a sequence of kv_len positions.
+int64_t ifa_num_chunks(int64_t kv_len);
+
+IfaLayout ifa_layout(const core::IfaProblem& p);
+
+/// Aligns ws, fills the chunk index and the fp32 scale tables (antiquant scale/offset and
+/// quant_scale2/offset2 expanded to per-channel). Returns the aligned base.
+std::byte* ifa_prepare(const core::IfaProblem& p, const IfaLayout& layout, void* ws);
+
+/// Where chunk task `task` works.
+struct IfaChunkTask {
+  int64_t b = 0, n2 = 0, chunk = 0, num_chunks = 0;
+  int64_t begin = 0, end = 0;  ///< absolute positions [begin, end)
+};
+IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& layout,
+                            const std::byte* base, int64_t task);
+
+/// The slot of chunk c of (b, n2).
+inline float* ifa_slot(const IfaLayout& layout, std::byte* base, const int64_t* chunk_first,
+                       int64_t b, int64_t n2, int64_t c, int64_t num_chunks) {
+  const int64_t task = chunk_first[b] + n2 * num_chunks + c;
+  return reinterpret_cast<float*>(base + layout.slots) + task * layout.slot_floats;
+}
+
+}  // namespace kvflash::cpu

@@ -1,0 +1,95 @@
+// The thin vector type of the AVX-512 kernels: 16 fp32 lanes. Include only from *_avx512.cpp
+// translation units (compiled with the AVX-512 flags). Every kernel body (*-inl.h) is written
+// against this interface; simd_avx2.h and simd_scalar.h provide the same names.
+#pragma once
+
+// GCC 12's AVX-512 intrinsics initialise their "undefined" operands from themselves, which its
+// own -Wuninitialized then reports at every use; the pragmas silence that inside the header only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <cstdint>
+
+namespace kvflash::cpu::avx512 {
+
+inline constexpr int kLanes = 16;
+
+struct Vec {
+  __m512 v;
+};
+
+inline Vec vzero() { return {_mm512_setzero_ps()}; }
+inline Vec vset1(float x) { return {_mm512_set1_ps(x)}; }
+inline Vec vload(const float* p) { return {_mm512_loadu_ps(p)}; }
+inline void vstore(float* p, Vec a) { _mm512_storeu_ps(p, a.v); }
+
+// Widening loads of kLanes elements; any alignment.
+inline Vec vload_fp16(const uint16_t* p) {
+  return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+}
+inline Vec vload_bf16(const uint16_t* p) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return {_mm512_castsi512_ps(_mm512_slli_epi32(w, 16))};
+}
+inline Vec vload_int8(const int8_t* p) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b))};
+}
+
+inline Vec vadd(Vec a, Vec b) { return {_mm512_add_ps(a.v, b.v)}; }
+inline Vec vsub(Vec a, Vec b) { return {_mm512_sub_ps(a.v, b.v)}; }
+inline Vec vmul(Vec a, Vec b) { return {_mm512_mul_ps(a.v, b.v)}; }
+inline Vec vdiv(Vec a, Vec b) { return {_mm512_div_ps(a.v, b.v)}; }
+/// a * b + c, fused.
+inline Vec vfma(Vec a, Vec b, Vec c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+// max/min follow the x86 rule: when either operand is NaN the second operand is returned.
+inline Vec vmax(Vec a, Vec b) { return {_mm512_max_ps(a.v, b.v)}; }
+inline Vec vmin(Vec a, Vec b) { return {_mm512_min_ps(a.v, b.v)}; }
+
+/// Horizontal sum in a fixed order (halving tree), so results do not depend on anything but input.
+inline float vreduce_add(Vec a) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a.v),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
+  const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  const __m128 e = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(e, _mm_movehdup_ps(e)));
+}
+inline float vreduce_max(Vec a) {
+  const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(a.v),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
+  const __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  const __m128 e = _mm_max_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_max_ss(e, _mm_movehdup_ps(e)));
+}
+
+// Primitives of the exp in simd_exp-inl.h.
+/// Round to nearest integer, ties to even.
+inline Vec vround(Vec a) {
+  return {_mm512_roundscale_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+}
+/// 2^n for integral n in [-126, 127].
+inline Vec vpow2i(Vec n) {
+  const __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n.v), _mm512_set1_epi32(127));
+  return {_mm512_castsi512_ps(_mm512_slli_epi32(e, 23))};
+}
+/// a < b ? x : y (false for NaN).
+inline Vec vselect_lt(Vec a, Vec b, Vec x, Vec y) {
+  return {_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ), y.v, x.v)};
+}
+/// isnan(a) ? x : y.
+inline Vec vselect_nan(Vec a, Vec x, Vec y) {
+  return {_mm512_mask_blend_ps(_mm512_cmp_ps_mask(a.v, a.v, _CMP_UNORD_Q), y.v, x.v)};
+}
+
+// Scalar conversions with the F16C instructions (exact, round to nearest even). The kernels use
+// these instead of core/half.hpp: an inline function from a shared header compiled into this
+// translation unit could be chosen by the linker for a plain-x86-64 caller.
+inline float fp16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+inline uint16_t f32_to_fp16(float f) {
+  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+}  // namespace kvflash::cpu::avx512
