@@ -107,6 +107,8 @@ Status validate_non_paged(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
                    "query batch (" + str(s->batch) + ", one tensor per batch)");
   }
   const bool list = s->kv_mode == KvMode::kList;
+  // Every element is checked against the query-derived dims, so list elements can differ in S
+  // only (rule 7).
   s->seq_s.assign(s->batch, 0);
   for (int64_t i = 0; i < count; ++i) {
     const std::string suffix = "[" + str(i) + "]";
@@ -117,19 +119,6 @@ Status validate_non_paged(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
       s->seq_s[i] = seq;
     } else {
       s->seq_s.assign(s->batch, seq);
-    }
-  }
-  if (list) {
-    // Rule 7: list elements may differ in S only.
-    const int s_axis = s->layout == Layout::kBnsd ? 2 : 1;
-    for (int64_t i = 1; i < count; ++i) {
-      for (int d = 0; d < a.key[0].rank; ++d) {
-        if (d != s_axis && a.key[i].shape[d] != a.key[0].shape[d]) {
-          return invalid("key[" + str(i) + "] shape " + dims_str(a.key[i]) +
-                         " must equal key[0] shape " + dims_str(a.key[0]) +
-                         " apart from the sequence dim " + std::to_string(s_axis));
-        }
-      }
     }
   }
   p->k.seqs.resize(s->batch);
