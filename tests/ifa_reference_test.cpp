@@ -551,5 +551,87 @@ TEST(IfaCaseList, ReferenceIsFiniteAndInformative) {
   }
 }
 
+// ---- the comparator itself: it must fail on what it exists to catch ---------------------------
+
+struct Written {
+  IfaArgs args;
+  std::vector<std::byte> out;
+};
+
+// args with attention_out holding ref's rounded values (fp16 output).
+Written write_reference(IfaArgs a, const IfaReference& r) {
+  Written w;
+  w.out.resize(static_cast<size_t>(a.attention_out.numel()) * dtype_size(a.attention_out.dtype));
+  a.attention_out.data = w.out.data();
+  for (size_t i = 0; i < r.rounded.size(); ++i) set(a.attention_out, {0, 0, static_cast<int64_t>(i)}, r.rounded[i]);
+  w.args = a;
+  return w;
+}
+
+TEST(IfaCompare, AcceptsReferenceAndRejectsPerturbations) {
+  Logical p(1, 2, 1, 16, 9, 17);
+  Store st;
+  IfaArgs a = p.bsh(st);
+  a.attention_out = st.make(DType::kFloat16, {1, 1, 32});
+  const IfaReference r = ifa_reference(a);
+  Written w = write_reference(a, r);
+  EXPECT_TRUE(testing::compare_ifa_output("ok", w.args, r));
+  // One element moved by 4 ulp of fp16 relative to max|V| fails, and the message names it.
+  const double bump = 4 * 0x1p-10 * r.v_absmax[r.row(0, 1)];
+  set(w.args.attention_out, {0, 0, 16 + 3}, r.rounded[r.index(0, 1, 3)] + bump);
+  const auto bad = testing::compare_ifa_output("bumped", w.args, r);
+  EXPECT_FALSE(bad);
+  EXPECT_NE(std::string(bad.message()).find("b=0, h=1, d=3"), std::string::npos) << bad.message();
+  // NaN fails.
+  set(w.args.attention_out, {0, 0, 16 + 3}, std::numeric_limits<double>::quiet_NaN());
+  EXPECT_FALSE(testing::compare_ifa_output("nan", w.args, r));
+}
+
+TEST(IfaCompare, RejectsVacuousReference) {
+  Logical p(1, 2, 1, 16, 9, 18);
+  Store st;
+  IfaArgs a = p.bsh(st);
+  a.actual_seq_lengths = std::vector<int64_t>{0};  // everything empty: output all zeros
+  a.attention_out = st.make(DType::kFloat16, {1, 1, 32});
+  const IfaReference r = ifa_reference(a);
+  Written w = write_reference(a, r);
+  EXPECT_FALSE(testing::compare_ifa_output("vacuous", w.args, r));
+  testing::IfaCompareOptions allow;
+  allow.allow_mostly_empty = true;
+  EXPECT_TRUE(testing::compare_ifa_output("vacuous-allowed", w.args, r, allow));
+}
+
+TEST(IfaCompare, Int8WithinOneLsbAndEmptyRowsExact) {
+  Logical p(1, 2, 1, 16, 9, 19);
+  Store st;
+  IfaArgs a = p.bsh(st);
+  a.attention_out = st.make(DType::kInt8, {1, 1, 32});
+  a.quant_scale2 = st.make(DType::kFloat32, {1});
+  set(*a.quant_scale2, {0}, 90.0);
+  const IfaReference r = ifa_reference(a);
+  Written w = write_reference(a, r);
+  EXPECT_TRUE(testing::compare_ifa_output("i8", w.args, r));
+  const double x = r.rounded[5];
+  set(w.args.attention_out, {0, 0, 5}, x > 0 ? x - 1 : x + 1);
+  EXPECT_TRUE(testing::compare_ifa_output("i8-1lsb", w.args, r));
+  set(w.args.attention_out, {0, 0, 5}, x > 0 ? x - 2 : x + 2);
+  EXPECT_FALSE(testing::compare_ifa_output("i8-2lsb", w.args, r));
+}
+
+TEST(IfaCompare, LseChecked) {
+  Logical p(1, 2, 1, 16, 9, 20);
+  Store st;
+  IfaArgs a = p.bsh(st);
+  a.attention_out = st.make(DType::kFloat16, {1, 1, 32});
+  const IfaReference r = ifa_reference(a);
+  Written w = write_reference(a, r);
+  w.args.softmax_lse = st.make(DType::kFloat32, {1, 2});
+  set(*w.args.softmax_lse, {0, 0}, r.lse[0]);
+  set(*w.args.softmax_lse, {0, 1}, r.lse[1]);
+  EXPECT_TRUE(testing::compare_ifa_output("lse", w.args, r));
+  set(*w.args.softmax_lse, {0, 1}, r.lse[1] + 0.01);
+  EXPECT_FALSE(testing::compare_ifa_output("lse-off", w.args, r));
+}
+
 }  // namespace
 }  // namespace kvflash

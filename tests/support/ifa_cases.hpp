@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,9 @@ struct IfaCase {
   /// Rough cost (B * N * max_len * D) used for size caps.
   int64_t work() const;
 };
+
+/// gtest prints a case by its name.
+inline void PrintTo(const IfaCase& c, std::ostream* os) { *os << c.name(); }
 
 enum class Tier { kSmoke, kCi, kFull };
 /// KVFLASH_TEST_TIER = smoke | ci | full (default ci).
