@@ -1,0 +1,27 @@
+// Checks an SFA output against the oracle, element by element (spec §0.2.3).
+//
+// Output: |out - ref| <= atol + rtol * |ref| with rtol = 2^-10 (fp16) / 2^-7 (bf16) and atol =
+// rtol * max|V| over the row's selected positions; rows that select nothing (empty, invalid or
+// uncovered) must be exactly 0. softmax_max / softmax_sum (when requested) within a tolerance that
+// follows the fp32 score error, and exactly 0 for invalid and uncovered rows.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kvflash/sfa.hpp"
+#include "sfa_reference.hpp"
+
+namespace kvflash::testing {
+
+/// Relative tolerance of an SFA output dtype (fp16 2^-10, bf16 2^-7).
+double sfa_rtol(DType dtype);
+
+/// Compares args.attention_out (and the softmax outputs if requested) with ref. A reference in
+/// which fewer than a quarter of the rows attend anything fails unless allow_mostly_empty.
+::testing::AssertionResult compare_sfa_output(const std::string& case_name, const SfaArgs& args,
+                                              const reference::SfaReference& ref,
+                                              bool allow_mostly_empty = false);
+
+}  // namespace kvflash::testing
