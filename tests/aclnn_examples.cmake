@@ -1,0 +1,55 @@
+# Drop-in checks of the aclnn-compatible API (included by tests/CMakeLists.txt):
+#   1. install this build into a scratch prefix (fixture),
+#   2. build every examples/ifa_*.cpp against it with the compile line of docs/api.md and run it
+#      (each example checks its own output and exits non-zero on a mismatch),
+#   3. build the seed document's example program unchanged, with the kvflash and the CANN library
+#      names, and check its printed output (skipped when ../shared/seeds is absent),
+#   4. consume the install through pkg-config and through find_package(kvflash).
+set(KVFLASH_ACLNN_PREFIX ${PROJECT_BINARY_DIR}/aclnn-prefix)
+set(KVFLASH_ACLNN_WORK ${PROJECT_BINARY_DIR}/aclnn-examples)
+set(KVFLASH_ACLNN_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/aclnn)
+# A sanitizer build's libkvflash needs the sanitizer runtime linked into the program as well.
+set(KVFLASH_ACLNN_FLAGS "")
+if(KVFLASH_SANITIZE)
+  set(KVFLASH_ACLNN_FLAGS "-fsanitize=${KVFLASH_SANITIZE}")
+endif()
+
+add_test(NAME aclnn_install_prefix
+  COMMAND ${KVFLASH_ACLNN_SCRIPTS}/install_prefix.sh ${CMAKE_COMMAND} ${PROJECT_BINARY_DIR}
+          ${KVFLASH_ACLNN_PREFIX})
+set_tests_properties(aclnn_install_prefix PROPERTIES FIXTURES_SETUP kvflash_aclnn_prefix
+  RESOURCE_LOCK kvflash_aclnn_prefix TIMEOUT 300)
+
+function(kvflash_aclnn_program_test name)
+  cmake_parse_arguments(ARG "" "SRC;LINK" "EXTRA" ${ARGN})
+  add_test(NAME ${name}
+    COMMAND ${KVFLASH_ACLNN_SCRIPTS}/build_and_run.sh --cxx ${CMAKE_CXX_COMPILER}
+            --prefix ${KVFLASH_ACLNN_PREFIX} --src ${ARG_SRC} --work ${KVFLASH_ACLNN_WORK}/${name}
+            --link ${ARG_LINK} --flags "${KVFLASH_ACLNN_FLAGS}" ${ARG_EXTRA})
+  set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED kvflash_aclnn_prefix
+    SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS aclnn)
+endfunction()
+
+file(GLOB KVFLASH_IFA_EXAMPLES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/examples/ifa_*.cpp)
+foreach(example ${KVFLASH_IFA_EXAMPLES})
+  get_filename_component(example_name ${example} NAME_WE)
+  kvflash_aclnn_program_test(aclnn_example_${example_name} SRC ${example} LINK kvflash)
+endforeach()
+
+# The seed: the example program of the V2 operator document, compiled unchanged.
+set(KVFLASH_SEED_DOC ${PROJECT_SOURCE_DIR}/../shared/seeds/aclnn_incre_flash_attention_v2.en.txt)
+kvflash_aclnn_program_test(aclnn_seed_ifa_v2_kvflash SRC ${KVFLASH_SEED_DOC} LINK kvflash
+  EXTRA --seed --expect-seed-output)
+kvflash_aclnn_program_test(aclnn_seed_ifa_v2_cann_libs SRC ${KVFLASH_SEED_DOC} LINK cann
+  EXTRA --seed --expect-seed-output)
+
+# Package consumers.
+kvflash_aclnn_program_test(aclnn_consumer_pkgconfig
+  SRC ${PROJECT_SOURCE_DIR}/examples/ifa_v1_basic.cpp LINK pkgconfig)
+add_test(NAME aclnn_consumer_find_package
+  COMMAND ${KVFLASH_ACLNN_SCRIPTS}/find_package_check.sh ${CMAKE_COMMAND} ${KVFLASH_ACLNN_PREFIX}
+          ${KVFLASH_ACLNN_SCRIPTS}/find_package_consumer
+          ${PROJECT_SOURCE_DIR}/examples/ifa_v1_basic.cpp
+          ${KVFLASH_ACLNN_WORK}/aclnn_consumer_find_package "${KVFLASH_ACLNN_FLAGS}")
+set_tests_properties(aclnn_consumer_find_package PROPERTIES FIXTURES_REQUIRED kvflash_aclnn_prefix
+  TIMEOUT 300 LABELS aclnn)
