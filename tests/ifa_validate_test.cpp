@@ -583,6 +583,14 @@ TEST_F(IfaValidateTest, ListModeLengthBoundedByItsOwnS) {
   invalid(a, "actual_seq_lengths[1] (4) must be <= the key sequence length of batch 1 (3)");
 }
 
+TEST_F(IfaValidateTest, TotalWorkOverflowRejected) {
+  // Zero strides let a tiny buffer describe 2^56 positions; 2 * 2^56 * N * D overflows int64.
+  IfaArgs a = bsh();
+  a.key = {strided(DType::kFloat16, {2, int64_t{1} << 56, 32}, {0, 0, 1}, 0)};
+  a.value = a.key;
+  invalid(a, "sum of kv_len * num_heads * head_dim overflows");
+}
+
 // ---- paged KV (§2.8) ------------------------------------------------------------------------
 
 TEST_F(IfaValidateTest, PagedBlockSizeRange) {

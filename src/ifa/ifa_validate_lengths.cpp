@@ -128,6 +128,18 @@ Status validate_lengths(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
     }
   }
   p->max_kv_len = *std::max_element(p->kv_len.begin(), p->kv_len.end());
+  // Decision: views with zero strides can describe sequences far longer than memory. Bounding
+  // the total work (sum of kv_len * N * D) keeps every size the kernel derives from it (workspace,
+  // chunk counts) far from overflow.
+  std::optional<int64_t> work = 0;
+  for (int64_t b = 0; b < s->batch && work; ++b) {
+    const auto row = core::checked_mul(p->kv_len[b], s->num_heads * s->head_dim);
+    work = row ? core::checked_add(*work, *row) : std::nullopt;
+  }
+  if (!work) {
+    return invalid("actual_seq_lengths / key sequence lengths are too large: the sum of kv_len * "
+                   "num_heads * head_dim overflows int64");
+  }
   return Status::kSuccess;
 }
 
