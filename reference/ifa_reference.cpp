@@ -17,7 +17,8 @@ const double kMaskedScoreD = static_cast<double>(-1.0e12f);
 // ---- reading a view --------------------------------------------------------------------------
 
 double widen(const TensorView& v, int64_t elem) {
-  const char* p = static_cast<const char*>(v.data) + elem * static_cast<int64_t>(dtype_size(v.dtype));
+  const char* p =
+      static_cast<const char*>(v.data) + elem * static_cast<int64_t>(dtype_size(v.dtype));
   switch (v.dtype) {
     case DType::kFloat32: {
       float f;
@@ -34,9 +35,11 @@ double widen(const TensorView& v, int64_t elem) {
       std::memcpy(&h, p, 2);
       return core::bf16_to_float(h);
     }
-    case DType::kInt8: return static_cast<int8_t>(*p);
+    case DType::kInt8:
+      return static_cast<int8_t>(*p);
     case DType::kUInt8:
-    case DType::kBool: return static_cast<uint8_t>(*p);
+    case DType::kBool:
+      return static_cast<uint8_t>(*p);
     case DType::kInt32: {
       int32_t i;
       std::memcpy(&i, p, 4);
@@ -91,22 +94,27 @@ struct Geometry {
 };
 
 // Sequence dim of a (batch-contiguous or list) KV tensor in the given layout.
-int64_t kv_seq_len(const Geometry& g, const TensorView& t) { return g.bnsd ? t.shape[2] : t.shape[1]; }
+int64_t kv_seq_len(const Geometry& g, const TensorView& t) {
+  return g.bnsd ? t.shape[2] : t.shape[1];
+}
 
 }  // namespace
 
 double ifa_round_to_dtype(double x, DType dtype) {
   switch (dtype) {
-    case DType::kFloat16: return round_format(x, 10, -14, 65520.0);
+    case DType::kFloat16:
+      return round_format(x, 10, -14, 65520.0);
     case DType::kBFloat16:
       // Halfway between the largest bf16 (0x1.fep127) and 2^128 rounds (to even) to 2^128 = inf.
       return round_format(x, 7, -126, std::ldexp(2.0 - std::ldexp(1.0, -8), 127));
-    case DType::kFloat32: return static_cast<double>(static_cast<float>(x));
+    case DType::kFloat32:
+      return static_cast<double>(static_cast<float>(x));
     case DType::kInt8: {
       if (std::isnan(x)) return x;
       return std::clamp(std::nearbyint(x), -128.0, 127.0);
     }
-    default: return x;
+    default:
+      return x;
   }
 }
 

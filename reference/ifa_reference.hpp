@@ -19,11 +19,12 @@ namespace kvflash::reference {
 enum class IfaRowKind : uint8_t {
   kNormal,       ///< at least one attended position is unmasked
   kEmpty,        ///< no positions: length 0, or left-padding start < 0
-  kFullyMasked,  ///< every attended position masked: mean of V, or zeros with zero_fully_masked_rows
+  kFullyMasked,  ///< every attended position masked: mean of V, or zeros with
+                 ///< zero_fully_masked_rows
 };
 
-/// The oracle's result. Element (b, h, d) is at index (b * num_heads + h) * head_dim + d; row (b, h)
-/// is at b * num_heads + h.
+/// The oracle's result. Element (b, h, d) is at index (b * num_heads + h) * head_dim + d; row (b,
+/// h) is at b * num_heads + h.
 struct IfaReference {
   int64_t batch = 0, num_heads = 0, head_dim = 0;
   DType out_dtype = DType::kFloat16;
@@ -41,7 +42,9 @@ struct IfaReference {
   std::vector<double> v_absmax;
   std::vector<IfaRowKind> row_kind;
 
-  int64_t index(int64_t b, int64_t h, int64_t d) const { return (b * num_heads + h) * head_dim + d; }
+  int64_t index(int64_t b, int64_t h, int64_t d) const {
+    return (b * num_heads + h) * head_dim + d;
+  }
   int64_t row(int64_t b, int64_t h) const { return b * num_heads + h; }
 };
 

@@ -114,7 +114,8 @@ TEST_P(IfaDeterminismTest, SequenceAloneEqualsSequenceInBatch) {
                                << " in the batch (" << hex_diff(s.out, part) << ")";
     if (!all_lse.empty()) {
       const size_t per = all_lse.size() / static_cast<size_t>(c.batch);
-      const std::vector<std::byte> lpart(all_lse.begin() + b * per, all_lse.begin() + (b + 1) * per);
+      const std::vector<std::byte> lpart(all_lse.begin() + b * per,
+                                         all_lse.begin() + (b + 1) * per);
       ASSERT_TRUE(s.lse == lpart) << c.name() << ": LSE of batch " << b << " alone differs";
     }
   }
@@ -134,8 +135,8 @@ TEST_P(IfaDeterminismTest, PoisonNeverReachesOutput) {
   for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
     uint16_t h;
     std::memcpy(&h, bytes.data() + i, 2);
-    const bool nan_or_inf = o.dtype == DType::kFloat16 ? (h & 0x7c00u) == 0x7c00u
-                                                      : (h & 0x7f80u) == 0x7f80u;
+    const bool nan_or_inf =
+        o.dtype == DType::kFloat16 ? (h & 0x7c00u) == 0x7c00u : (h & 0x7f80u) == 0x7f80u;
     ASSERT_FALSE(nan_or_inf) << c.name() << ": non-finite output element " << i / 2;
   }
   for (float l : [&] {
@@ -152,7 +153,8 @@ std::vector<IfaCase> determinism_cases() {
   // long ones (split-KV), paged, list and strided inputs. Small single cases add nothing here.
   std::vector<IfaCase> picked;
   for (const IfaCase& c : ifa_cases_for_run()) {
-    if (c.batch > 1 || c.max_len() >= 1000 || c.paged || c.list_mode || c.strided) picked.push_back(c);
+    if (c.batch > 1 || c.max_len() >= 1000 || c.paged || c.list_mode || c.strided)
+      picked.push_back(c);
   }
   return picked;
 }

@@ -23,7 +23,8 @@ TEST_P(IfaKernelTest, MatchesReference) {
   for (cpu::Isa isa : isas_to_test()) {
     ScopedIsaCap cap(isa);
     for (int threads : kThreadCounts) {
-      SCOPED_TRACE(std::string("isa=") + cpu::isa_name(isa) + " threads=" + std::to_string(threads));
+      SCOPED_TRACE(std::string("isa=") + cpu::isa_name(isa) +
+                   " threads=" + std::to_string(threads));
       data.poison_outputs();
       data.mutable_args().num_threads = threads;
       ASSERT_TRUE(run_ifa(data.args())) << c.name();

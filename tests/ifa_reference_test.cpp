@@ -1,6 +1,8 @@
 // The oracle's own checks: hand-computable results and equalities between equivalent encodings of
 // the same problem (layouts, GQA vs MHA, paged vs contiguous, list vs contiguous, antiquant vs
 // pre-dequantised values), plus sanity of the shared case list.
+#include "ifa_reference.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include <set>
 
 #include "core/half.hpp"
-#include "ifa_reference.hpp"
 #include "support/compare.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/test_rng.hpp"
@@ -66,8 +67,12 @@ struct Logical {
   int64_t B, N, KVN, D, S;
   std::vector<double> q, k, v;
   double& qa(int64_t b, int64_t h, int64_t d) { return q[(b * N + h) * D + d]; }
-  double& ka(int64_t b, int64_t n, int64_t j, int64_t d) { return k[((b * KVN + n) * S + j) * D + d]; }
-  double& va(int64_t b, int64_t n, int64_t j, int64_t d) { return v[((b * KVN + n) * S + j) * D + d]; }
+  double& ka(int64_t b, int64_t n, int64_t j, int64_t d) {
+    return k[((b * KVN + n) * S + j) * D + d];
+  }
+  double& va(int64_t b, int64_t n, int64_t j, int64_t d) {
+    return v[((b * KVN + n) * S + j) * D + d];
+  }
 
   Logical(int64_t b, int64_t n, int64_t kvn, int64_t d, int64_t s, uint64_t seed)
       : B(b), N(n), KVN(kvn), D(d), S(s) {
@@ -173,7 +178,7 @@ TEST(IfaReference, FullyMaskedRowGivesMeanOfVOrZeros) {
   a.actual_seq_lengths = std::vector<int64_t>{5, 3};
   TensorView m = st.make(DType::kBool, {2, 5});
   for (int64_t j = 0; j < 5; ++j) {
-    set(m, {0, j}, 1);              // batch 0 fully masked
+    set(m, {0, j}, 1);               // batch 0 fully masked
     set(m, {1, j}, j == 1 ? 1 : 0);  // batch 1: position 1 masked
   }
   a.atten_mask = m;
@@ -232,8 +237,8 @@ TEST(IfaReference, LayoutsAgree) {
     IfaArgs a = bsh;
     a.input_layout = layout;
     const bool bnsd = std::string(layout) == "BNSD";
-    a.query = st.make(DType::kFloat16, bnsd ? std::vector<int64_t>{2, 4, 1, 16}
-                                            : std::vector<int64_t>{2, 1, 4, 16});
+    a.query = st.make(DType::kFloat16,
+                      bnsd ? std::vector<int64_t>{2, 4, 1, 16} : std::vector<int64_t>{2, 1, 4, 16});
     a.attention_out = a.query;
     const std::vector<int64_t> kshape =
         bnsd ? std::vector<int64_t>{2, 2, 6, 16} : std::vector<int64_t>{2, 6, 2, 16};
@@ -241,8 +246,9 @@ TEST(IfaReference, LayoutsAgree) {
     for (int64_t b = 0; b < 2; ++b) {
       for (int64_t h = 0; h < 4; ++h)
         for (int64_t d = 0; d < 16; ++d)
-          set(a.query, bnsd ? std::initializer_list<int64_t>{b, h, 0, d}
-                            : std::initializer_list<int64_t>{b, 0, h, d},
+          set(a.query,
+              bnsd ? std::initializer_list<int64_t>{b, h, 0, d}
+                   : std::initializer_list<int64_t>{b, 0, h, d},
               p.qa(b, h, d));
       for (int64_t n = 0; n < 2; ++n)
         for (int64_t j = 0; j < 6; ++j)
@@ -563,7 +569,8 @@ Written write_reference(IfaArgs a, const IfaReference& r) {
   Written w;
   w.out.resize(static_cast<size_t>(a.attention_out.numel()) * dtype_size(a.attention_out.dtype));
   a.attention_out.data = w.out.data();
-  for (size_t i = 0; i < r.rounded.size(); ++i) set(a.attention_out, {0, 0, static_cast<int64_t>(i)}, r.rounded[i]);
+  for (size_t i = 0; i < r.rounded.size(); ++i)
+    set(a.attention_out, {0, 0, static_cast<int64_t>(i)}, r.rounded[i]);
   w.args = a;
   return w;
 }

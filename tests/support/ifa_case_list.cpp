@@ -18,8 +18,8 @@ struct Combo {
 };
 // Spec §2.2: the allowed (query, key/value, output) dtype combinations.
 constexpr Combo kCombos[] = {
-    {kF16, kF16, kF16}, {kBf16, kBf16, kBf16}, {kF16, kF16, kI8},   {kF16, kI8, kF16},
-    {kF16, kI8, kI8},   {kBf16, kI8, kBf16},   {kBf16, kI8, kI8},   {kBf16, kBf16, kI8},
+    {kF16, kF16, kF16}, {kBf16, kBf16, kBf16}, {kF16, kF16, kI8}, {kF16, kI8, kF16},
+    {kF16, kI8, kI8},   {kBf16, kI8, kBf16},   {kBf16, kI8, kI8}, {kBf16, kBf16, kI8},
 };
 constexpr IfaLayout kLayouts[] = {IfaLayout::kBsh, IfaLayout::kBsnd, IfaLayout::kBnsd};
 constexpr DType kMaskDtypes[] = {DType::kBool, DType::kInt8, DType::kUInt8};
@@ -88,7 +88,7 @@ void gqa_groups(std::vector<IfaCase>& v) {
   struct G {
     int64_t n, kvn;
   };
-  constexpr G kGroups[] = {{4, 4}, {8, 4}, {12, 4}, {16, 4}, {10, 2}, {7, 1},
+  constexpr G kGroups[] = {{4, 4},  {8, 4},  {12, 4}, {16, 4}, {10, 2}, {7, 1},
                            {32, 4}, {32, 2}, {64, 2}, {64, 1}, {96, 3}};
   int idx = 0;
   for (const G& g : kGroups) {
@@ -216,12 +216,10 @@ void masks(std::vector<IfaCase>& v) {
     Combo combo;
     bool zero, lse;
   };
-  const Full kFull[] = {{MaskShape::kBN1S, kCombos[0], false, false},
-                        {MaskShape::kB11S, kCombos[1], false, true},
-                        {MaskShape::kBS, kCombos[0], true, true},
-                        {MaskShape::k1N1S, kCombos[5], true, false},
-                        {MaskShape::k111S, kCombos[3], false, true},
-                        {MaskShape::kB1S, kCombos[4], true, true}};
+  const Full kFull[] = {
+      {MaskShape::kBN1S, kCombos[0], false, false}, {MaskShape::kB11S, kCombos[1], false, true},
+      {MaskShape::kBS, kCombos[0], true, true},     {MaskShape::k1N1S, kCombos[5], true, false},
+      {MaskShape::k111S, kCombos[3], false, true},  {MaskShape::kB1S, kCombos[4], true, true}};
   for (const Full& f : kFull) {
     IfaCase c = make(kLayouts[idx % 3], f.combo, 4, 2, 64, {30, 65, 17});
     c.mask = f.shape;
@@ -267,8 +265,8 @@ void paged(std::vector<IfaCase>& v) {
   constexpr int64_t kBs3d[] = {16, 48, 64, 128, 256, 512};
   int idx = 0;
   for (int64_t bs : kBs3d) {
-    IfaCase c = make(kLayouts[idx % 3], kCombos[idx % 2], 4, 2, 64,
-                     {bs - 1, bs + 1, 2 * bs + 5, 0});
+    IfaCase c =
+        make(kLayouts[idx % 3], kCombos[idx % 2], 4, 2, 64, {bs - 1, bs + 1, 2 * bs + 5, 0});
     c.paged = true;
     c.block_size = bs;
     add(v, c);

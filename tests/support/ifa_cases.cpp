@@ -20,34 +20,51 @@ constexpr int64_t kSanitizerWorkCap = int64_t{1} << 22;
 
 const char* short_dtype(DType t) {
   switch (t) {
-    case DType::kFloat16: return "f16";
-    case DType::kBFloat16: return "bf16";
-    case DType::kInt8: return "i8";
-    case DType::kUInt8: return "u8";
-    case DType::kBool: return "bool";
-    case DType::kFloat32: return "f32";
-    default: return "?";
+    case DType::kFloat16:
+      return "f16";
+    case DType::kBFloat16:
+      return "bf16";
+    case DType::kInt8:
+      return "i8";
+    case DType::kUInt8:
+      return "u8";
+    case DType::kBool:
+      return "bool";
+    case DType::kFloat32:
+      return "f32";
+    default:
+      return "?";
   }
 }
 
 const char* layout_name(IfaLayout l) {
   switch (l) {
-    case IfaLayout::kBsh: return "BSH";
-    case IfaLayout::kBsnd: return "BSND";
-    case IfaLayout::kBnsd: return "BNSD";
+    case IfaLayout::kBsh:
+      return "BSH";
+    case IfaLayout::kBsnd:
+      return "BSND";
+    case IfaLayout::kBnsd:
+      return "BNSD";
   }
   return "?";
 }
 
 const char* mask_name(MaskShape m) {
   switch (m) {
-    case MaskShape::kNone: return "none";
-    case MaskShape::kBS: return "bs";
-    case MaskShape::kB1S: return "b1s";
-    case MaskShape::kB11S: return "b11s";
-    case MaskShape::kBN1S: return "bn1s";
-    case MaskShape::k1N1S: return "1n1s";
-    case MaskShape::k111S: return "111s";
+    case MaskShape::kNone:
+      return "none";
+    case MaskShape::kBS:
+      return "bs";
+    case MaskShape::kB1S:
+      return "b1s";
+    case MaskShape::kB11S:
+      return "b11s";
+    case MaskShape::kBN1S:
+      return "bn1s";
+    case MaskShape::k1N1S:
+      return "1n1s";
+    case MaskShape::k111S:
+      return "111s";
   }
   return "?";
 }
@@ -72,10 +89,12 @@ void store(const TensorView& v, int64_t elem, double x) {
       std::memcpy(p, &h, 2);
       break;
     }
-    case DType::kInt8: *p = static_cast<char>(static_cast<int8_t>(std::clamp(x, -128.0, 127.0)));
+    case DType::kInt8:
+      *p = static_cast<char>(static_cast<int8_t>(std::clamp(x, -128.0, 127.0)));
       break;
     case DType::kUInt8:
-    case DType::kBool: *p = static_cast<char>(static_cast<uint8_t>(std::clamp(x, 0.0, 255.0)));
+    case DType::kBool:
+      *p = static_cast<char>(static_cast<uint8_t>(std::clamp(x, 0.0, 255.0)));
       break;
     case DType::kInt32: {
       const int32_t i = static_cast<int32_t>(x);
@@ -120,7 +139,9 @@ int64_t IfaCase::max_len() const {
   return m;
 }
 
-int64_t IfaCase::work() const { return batch * num_heads * std::max<int64_t>(max_len(), 1) * head_dim; }
+int64_t IfaCase::work() const {
+  return batch * num_heads * std::max<int64_t>(max_len(), 1) * head_dim;
+}
 
 std::string IfaCase::name() const {
   std::string s = "ifa:b" + std::to_string(batch) + ":n" + std::to_string(num_heads) + ":kvn" +
@@ -257,9 +278,12 @@ IfaCaseData::IfaCaseData(const IfaCase& c) : case_(c) {
     for (int64_t h = 0; h < N; ++h) {
       for (int64_t d = 0; d < D; ++d) {
         const double x = rng.normal();
-        if (bsh) put(a.query, {b, 0, h * D + d}, x);
-        else if (bnsd) put(a.query, {b, h, 0, d}, x);
-        else put(a.query, {b, 0, h, d}, x);
+        if (bsh)
+          put(a.query, {b, 0, h * D + d}, x);
+        else if (bnsd)
+          put(a.query, {b, h, 0, d}, x);
+        else
+          put(a.query, {b, 0, h, d}, x);
       }
     }
   }
@@ -274,14 +298,18 @@ IfaCaseData::IfaCaseData(const IfaCase& c) : case_(c) {
   // ignored (spec §2.7), and the data must be laid out as right padding.
   const bool padding_active = c.kv_padding >= 0 && c.pass_lengths && !c.list_mode && !c.paged;
   if (c.paged) {
-    for (int64_t b = 0; b < B; ++b) blocks_per_seq = std::max(blocks_per_seq, ceil_div(lens[b], c.block_size));
+    for (int64_t b = 0; b < B; ++b)
+      blocks_per_seq = std::max(blocks_per_seq, ceil_div(lens[b], c.block_size));
     blocks_per_seq += 1;  // one spare slot per sequence, always -1
   }
   for (int64_t b = 0; b < B; ++b) {
     const int64_t slack = c.pass_lengths ? c.kv_slack : 0;
-    if (c.paged) seq_cap[b] = blocks_per_seq * c.block_size;
-    else if (c.list_mode) seq_cap[b] = lens[b] + slack + (c.pass_lengths ? (b % 3) * 4 : 0);
-    else seq_cap[b] = max_len + slack;
+    if (c.paged)
+      seq_cap[b] = blocks_per_seq * c.block_size;
+    else if (c.list_mode)
+      seq_cap[b] = lens[b] + slack + (c.pass_lengths ? (b % 3) * 4 : 0);
+    else
+      seq_cap[b] = max_len + slack;
     count[b] = lens[b];
     if (padding_active) {
       begin[b] = seq_cap[b] - c.kv_padding - lens[b];
@@ -359,9 +387,12 @@ IfaCaseData::IfaCaseData(const IfaCase& c) : case_(c) {
       const int64_t tb = c.list_mode ? 1 : B;
       const int64_t S = seq_cap[t];
       std::vector<int64_t> shape;
-      if (bsh) shape = {tb, S, KVN * D};
-      else if (bnsd) shape = {tb, KVN, S, D};
-      else shape = {tb, S, KVN, D};
+      if (bsh)
+        shape = {tb, S, KVN * D};
+      else if (bnsd)
+        shape = {tb, KVN, S, D};
+      else
+        shape = {tb, S, KVN, D};
       TensorView k = alloc(c.kv_dtype, shape, c.strided, k_poison);
       TensorView v = alloc(c.kv_dtype, shape, c.strided, v_poison);
       for (int64_t bi = 0; bi < tb; ++bi) {
@@ -394,13 +425,26 @@ IfaCaseData::IfaCaseData(const IfaCase& c) : case_(c) {
   if (c.mask != MaskShape::kNone) {
     std::vector<int64_t> shape;
     switch (c.mask) {
-      case MaskShape::kBS: shape = {B, width}; break;
-      case MaskShape::kB1S: shape = {B, 1, width}; break;
-      case MaskShape::kB11S: shape = {B, 1, 1, width}; break;
-      case MaskShape::kBN1S: shape = {B, N, 1, width}; break;
-      case MaskShape::k1N1S: shape = {1, N, 1, width}; break;
-      case MaskShape::k111S: shape = {1, 1, 1, width}; break;
-      case MaskShape::kNone: break;
+      case MaskShape::kBS:
+        shape = {B, width};
+        break;
+      case MaskShape::kB1S:
+        shape = {B, 1, width};
+        break;
+      case MaskShape::kB11S:
+        shape = {B, 1, 1, width};
+        break;
+      case MaskShape::kBN1S:
+        shape = {B, N, 1, width};
+        break;
+      case MaskShape::k1N1S:
+        shape = {1, N, 1, width};
+        break;
+      case MaskShape::k111S:
+        shape = {1, 1, 1, width};
+        break;
+      case MaskShape::kNone:
+        break;
     }
     TensorView m = alloc(c.mask_dtype, shape, c.strided, 1);
     const bool per_head = c.mask == MaskShape::kBN1S || c.mask == MaskShape::k1N1S;
@@ -415,9 +459,15 @@ IfaCaseData::IfaCaseData(const IfaCase& c) : case_(c) {
           // Any nonzero byte masks (spec §2.5): integer masks use arbitrary nonzero codes.
           if (x != 0 && c.mask_dtype != DType::kBool) x = 1 + static_cast<double>(rng.below(126));
           switch (m.rank) {
-            case 2: put(m, {b, j}, x); break;
-            case 3: put(m, {b, 0, j}, x); break;
-            default: put(m, {b, h, 0, j}, x); break;
+            case 2:
+              put(m, {b, j}, x);
+              break;
+            case 3:
+              put(m, {b, 0, j}, x);
+              break;
+            default:
+              put(m, {b, h, 0, j}, x);
+              break;
           }
         }
       }
@@ -449,10 +499,18 @@ IfaCaseData::IfaCaseData(const IfaCase& c) : case_(c) {
       shape = {2};
     } else {
       switch (c.antiquant_shape % 4) {
-        case 0: shape = {2, KVN, 1, D}; break;
-        case 1: shape = {2, 1, KVN, D}; break;
-        case 2: shape = {2, KVN, D}; break;
-        default: shape = {2, KVN * D}; break;
+        case 0:
+          shape = {2, KVN, 1, D};
+          break;
+        case 1:
+          shape = {2, 1, KVN, D};
+          break;
+        case 2:
+          shape = {2, KVN, D};
+          break;
+        default:
+          shape = {2, KVN * D};
+          break;
       }
     }
     const int64_t n = c.antiquant == QuantMode::kPerTensor ? 2 : 2 * KVN * D;
@@ -473,8 +531,8 @@ IfaCaseData::IfaCaseData(const IfaCase& c) : case_(c) {
     for (int64_t s : shape) n *= s;
     const int64_t lead = c.strided ? 1 : 0;  // strided cases: an unaligned output pointer
     buffers_.emplace_back(static_cast<size_t>(n + lead) * dtype_size(c.out_dtype));
-    a.attention_out = TensorView::contiguous(buffers_.back().data() + lead * dtype_size(c.out_dtype),
-                                             c.out_dtype, shape);
+    a.attention_out = TensorView::contiguous(
+        buffers_.back().data() + lead * dtype_size(c.out_dtype), c.out_dtype, shape);
   }
   if (c.out_quant != QuantMode::kNone) {
     std::vector<int64_t> shape;
@@ -482,14 +540,30 @@ IfaCaseData::IfaCaseData(const IfaCase& c) : case_(c) {
       shape = {1};
     } else {
       switch (c.out_quant_shape % 8) {
-        case 0: shape = {N * D}; break;
-        case 1: shape = {1, N * D}; break;
-        case 2: shape = {1, 1, N * D}; break;
-        case 3: shape = {N, D}; break;
-        case 4: shape = {1, N, D}; break;
-        case 5: shape = {N, 1, D}; break;
-        case 6: shape = {1, N, 1, D}; break;
-        default: shape = {1, 1, N, D}; break;
+        case 0:
+          shape = {N * D};
+          break;
+        case 1:
+          shape = {1, N * D};
+          break;
+        case 2:
+          shape = {1, 1, N * D};
+          break;
+        case 3:
+          shape = {N, D};
+          break;
+        case 4:
+          shape = {1, N, D};
+          break;
+        case 5:
+          shape = {N, 1, D};
+          break;
+        case 6:
+          shape = {1, N, 1, D};
+          break;
+        default:
+          shape = {1, 1, N, D};
+          break;
       }
     }
     const DType st = c.out_quant_bf16 ? DType::kBFloat16 : DType::kFloat32;

@@ -65,9 +65,9 @@ struct IfaCase {
   bool lse = false;                ///< request softmax_lse
   bool zero_fully_masked = false;  ///< zero_fully_masked_rows
 
-  double logit_scale = 1.5;  ///< scale_value = logit_scale / sqrt(D) (q, k ~ N(0, 1))
-  double value_scale = 1.0;  ///< V ~ N(0, value_scale^2)
-  std::string tag;           ///< appended to the name to tell apart otherwise equal cases
+  double logit_scale = 1.5;          ///< scale_value = logit_scale / sqrt(D) (q, k ~ N(0, 1))
+  double value_scale = 1.0;          ///< V ~ N(0, value_scale^2)
+  std::string tag;                   ///< appended to the name to tell apart otherwise equal cases
   bool expect_mostly_empty = false;  ///< the output is legitimately (almost) all zeros/offsets
 
   std::string name() const;

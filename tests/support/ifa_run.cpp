@@ -22,8 +22,8 @@ std::vector<cpu::Isa> isas_to_test() {
   std::vector<std::byte> ws(plan->workspace_size());
   const Status ran = plan->run(ws.data(), ws.size());
   if (ran != Status::kSuccess) {
-    return ::testing::AssertionFailure() << "IfaPlan::run returned " << static_cast<int>(ran) << ": "
-                                         << last_error_message();
+    return ::testing::AssertionFailure()
+           << "IfaPlan::run returned " << static_cast<int>(ran) << ": " << last_error_message();
   }
   return ::testing::AssertionSuccess();
 }
