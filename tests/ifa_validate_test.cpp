@@ -1,6 +1,8 @@
 // validate_ifa / check_block_table: one test per rejection rule of spec §2.2-2.11 (exact status
 // code, and a message that names the argument), plus the normalised problem every accepted
 // layout and mode produces.
+#include "ifa/ifa_validate.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -12,7 +14,6 @@
 
 #include "core/error.hpp"
 #include "core/ifa_problem.hpp"
-#include "ifa/ifa_validate.hpp"
 #include "kvflash/ifa.hpp"
 
 namespace kvflash {
@@ -879,9 +880,9 @@ TEST_F(IfaValidateTest, AntiquantScaleDtypeMustEqualQuery) {
 }
 
 TEST_F(IfaValidateTest, AntiquantScaleShapes) {
-  const std::vector<std::vector<int64_t>> bad = {
-      {3}, {1}, {2, 2}, {2, 33}, {2, 2, 17}, {2, 2, 2, 16}, {2, 1, 1, 32}, {1, 2, 1, 16},
-      {2, 2, 1, 16, 1}};
+  const std::vector<std::vector<int64_t>> bad = {{3},           {1},           {2, 2},
+                                                 {2, 33},       {2, 2, 17},    {2, 2, 2, 16},
+                                                 {2, 1, 1, 32}, {1, 2, 1, 16}, {2, 2, 1, 16, 1}};
   for (const auto& shape : bad) {
     IfaArgs a = bsh(2, 4, 2, 16, 8, DType::kFloat16, DType::kInt8);
     TensorView t = tensor(DType::kFloat16, {128});
@@ -967,9 +968,12 @@ TEST_F(IfaValidateTest, QuantOffset2DtypeAndShape) {
 TEST_F(IfaValidateTest, Int8QueryScalesMustBeAbsent) {
   for (int which = 0; which < 3; ++which) {
     IfaArgs a = bsh();
-    const char* name = which == 0 ? "dequant_scale1" : which == 1 ? "quant_scale1" : "dequant_scale2";
-    (which == 0 ? a.dequant_scale1 : which == 1 ? a.quant_scale1 : a.dequant_scale2) =
-        tensor(DType::kFloat32, {1});
+    const char* name = which == 0   ? "dequant_scale1"
+                       : which == 1 ? "quant_scale1"
+                                    : "dequant_scale2";
+    (which == 0   ? a.dequant_scale1
+     : which == 1 ? a.quant_scale1
+                  : a.dequant_scale2) = tensor(DType::kFloat32, {1});
     invalid(a, std::string(name) + " must be absent");
   }
 }
@@ -1362,9 +1366,9 @@ TEST_F(IfaValidateTest, QuantScale2Views) {
     int64_t s1, s2;
   };
   // N = 4, D = 16.
-  const Case cases[] = {{{1}, 0, 0},           {{1, 1, 1}, 0, 0},      {{64}, 16, 1},
-                        {{1, 64}, 16, 1},      {{1, 1, 64}, 16, 1},    {{4, 16}, 16, 1},
-                        {{1, 4, 16}, 16, 1},   {{4, 1, 16}, 16, 1},    {{1, 4, 1, 16}, 16, 1},
+  const Case cases[] = {{{1}, 0, 0},           {{1, 1, 1}, 0, 0},   {{64}, 16, 1},
+                        {{1, 64}, 16, 1},      {{1, 1, 64}, 16, 1}, {{4, 16}, 16, 1},
+                        {{1, 4, 16}, 16, 1},   {{4, 1, 16}, 16, 1}, {{1, 4, 1, 16}, 16, 1},
                         {{1, 1, 4, 16}, 16, 1}};
   for (const auto& c : cases) {
     IfaArgs a = bsh(2, 4, 2, 16, 8, DType::kFloat16, DType::kFloat16, DType::kInt8);

@@ -71,9 +71,9 @@ Status incre_flash_attention(const IfaArgs& args) {
   try {
     workspace.resize(plan->workspace_size());
   } catch (const std::bad_alloc&) {
-    return core::fail(Status::kRuntime, ifa::kIfaOp,
-                      "cannot allocate a workspace of " + std::to_string(plan->workspace_size()) +
-                          " bytes");
+    return core::fail(
+        Status::kRuntime, ifa::kIfaOp,
+        "cannot allocate a workspace of " + std::to_string(plan->workspace_size()) + " bytes");
   }
   return plan->run(workspace.data(), workspace.size());
 }

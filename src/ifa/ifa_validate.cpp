@@ -163,8 +163,8 @@ Status check_heads(const IfaArgs& a, IfaShape* s) {
   s->num_heads = a.num_heads;
   s->num_kv_heads = a.num_key_value_heads == 0 ? a.num_heads : a.num_key_value_heads;
   if (s->num_kv_heads > kMaxKvHeads) {
-    return invalid("num_key_value_heads (" + str(s->num_kv_heads) + ") must be <= " +
-                   str(kMaxKvHeads));
+    return invalid("num_key_value_heads (" + str(s->num_kv_heads) +
+                   ") must be <= " + str(kMaxKvHeads));
   }
   if (s->num_heads % s->num_kv_heads != 0) {
     return invalid("num_heads (" + str(s->num_heads) + ") must be a multiple of " +
@@ -229,8 +229,7 @@ Status check_query_and_out(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
   }
   const TensorView& o = a.attention_out;
   if (!same_dims(o, q)) {
-    return invalid("attention_out shape " + dims_str(o) + " must equal query shape " +
-                   dims_str(q));
+    return invalid("attention_out shape " + dims_str(o) + " must equal query shape " + dims_str(q));
   }
   if (!o.is_contiguous()) {
     return invalid("attention_out must be contiguous with offset 0, got " + o.describe() +

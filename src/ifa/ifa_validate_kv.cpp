@@ -10,17 +10,20 @@ namespace {
 
 constexpr int64_t kMaxListBatch = 256;
 constexpr int64_t kMaxBlockSize = 512;
-constexpr int64_t kBlockAlignFloat = 16;  // fp16/bf16 caches
-constexpr int64_t kBlockAlignInt8 = 32;   // int8 caches
+constexpr int64_t kBlockAlignFloat = 16;    // fp16/bf16 caches
+constexpr int64_t kBlockAlignInt8 = 32;     // int8 caches
 constexpr int64_t kMaxPagedHidden = 65535;  // upstream copy-stride limit of 3-D caches
 
 std::string str(int64_t v) { return std::to_string(v); }
 
 const char* layout_name(Layout l) {
   switch (l) {
-    case Layout::kBsh: return "BSH";
-    case Layout::kBsnd: return "BSND";
-    case Layout::kBnsd: return "BNSD";
+    case Layout::kBsh:
+      return "BSH";
+    case Layout::kBsnd:
+      return "BSND";
+    case Layout::kBnsd:
+      return "BNSD";
   }
   return "?";
 }
@@ -45,8 +48,8 @@ Status check_seq_tensor(const TensorView& t, const std::string& name, const IfaS
       // kvn * d <= 256 * 512, no overflow.
       if (t.shape[2] != kvn * d) {
         return invalid(name + " hidden size (dim 2 = " + str(t.shape[2]) +
-                       ") must equal num_key_value_heads (" + str(kvn) + ") * head_dim (" +
-                       str(d) + "), got " + t.describe());
+                       ") must equal num_key_value_heads (" + str(kvn) + ") * head_dim (" + str(d) +
+                       "), got " + t.describe());
       }
       *seq = t.shape[1];
       break;
@@ -54,9 +57,8 @@ Status check_seq_tensor(const TensorView& t, const std::string& name, const IfaS
     case Layout::kBnsd: {
       const int n_axis = s.layout == Layout::kBsnd ? 2 : 1;
       if (t.shape[n_axis] != kvn) {
-        return invalid(name + " head dim " + std::to_string(n_axis) + " (" +
-                       str(t.shape[n_axis]) + ") must equal num_key_value_heads (" + str(kvn) +
-                       "), got " + t.describe());
+        return invalid(name + " head dim " + std::to_string(n_axis) + " (" + str(t.shape[n_axis]) +
+                       ") must equal num_key_value_heads (" + str(kvn) + "), got " + t.describe());
       }
       if (t.shape[3] != d) {
         return invalid(name + " dim 3 (" + str(t.shape[3]) + ") must equal the query head_dim (" +
@@ -170,8 +172,8 @@ Status validate_paged(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
   const int64_t kvn = s->num_kv_heads, d = s->head_dim;
   if (k.rank == 3) {
     if (k.shape[1] != bs) {
-      return invalid("key cache dim 1 (" + str(k.shape[1]) + ") must equal block_size (" +
-                     str(bs) + "), got " + k.describe());
+      return invalid("key cache dim 1 (" + str(k.shape[1]) + ") must equal block_size (" + str(bs) +
+                     "), got " + k.describe());
     }
     if (k.shape[2] != kvn * d) {
       return invalid("key cache dim 2 (" + str(k.shape[2]) + ") must equal num_key_value_heads (" +
@@ -192,23 +194,25 @@ Status validate_paged(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
                      str(kvn) + "), got " + k.describe());
     }
     if (k.shape[2] != bs) {
-      return invalid("key cache dim 2 (" + str(k.shape[2]) + ") must equal block_size (" +
-                     str(bs) + "), got " + k.describe());
+      return invalid("key cache dim 2 (" + str(k.shape[2]) + ") must equal block_size (" + str(bs) +
+                     "), got " + k.describe());
     }
     if (k.shape[3] != d) {
       return invalid("key cache dim 3 (" + str(k.shape[3]) + ") must equal the query head_dim (" +
                      str(d) + "), got " + k.describe());
     }
   } else {
-    return invalid("key cache must be 3-D (blocknum, block_size, KV_N*D) or, with BNSD, 4-D "
-                   "(blocknum, KV_N, block_size, D), got " + k.describe());
+    return invalid(
+        "key cache must be 3-D (blocknum, block_size, KV_N*D) or, with BNSD, 4-D "
+        "(blocknum, KV_N, block_size, D), got " +
+        k.describe());
   }
   const TensorView& bt = *a.block_table;
   if (bt.dtype != DType::kInt32) {
     return invalid(std::string("block_table dtype must be int32, got ") + dtype_name(bt.dtype));
   }
-  if (bt.rank != 2) return invalid("block_table must be 2-D (batch, max_blocks_per_seq), got " +
-                                   bt.describe());
+  if (bt.rank != 2)
+    return invalid("block_table must be 2-D (batch, max_blocks_per_seq), got " + bt.describe());
   if (bt.shape[0] != s->batch) {
     return invalid("block_table dim 0 (" + str(bt.shape[0]) + ") must equal the query batch (" +
                    str(s->batch) + ")");

@@ -60,9 +60,9 @@ Status check_paged_capacity(const IfaArgs& a, const std::vector<int64_t>& lens, 
     const int64_t need = lens[b] / bt.block_size + (lens[b] % bt.block_size != 0 ? 1 : 0);
     if (need > bt.blocks_per_seq) {
       const int64_t idx = a.actual_seq_lengths->size() == 1 ? 0 : b;
-      return invalid("block_table dim 1 (" + str(bt.blocks_per_seq) + ") is too small: " +
-                     "actual_seq_lengths[" + str(idx) + "] (" + str(lens[b]) + ") needs " +
-                     str(need) + " blocks of block_size " + str(bt.block_size));
+      return invalid("block_table dim 1 (" + str(bt.blocks_per_seq) +
+                     ") is too small: " + "actual_seq_lengths[" + str(idx) + "] (" + str(lens[b]) +
+                     ") needs " + str(need) + " blocks of block_size " + str(bt.block_size));
     }
     const auto sum = core::checked_add(total, need);
     if (!sum) return invalid("actual_seq_lengths need more than int64 blocks in total");
@@ -137,8 +137,9 @@ Status validate_lengths(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
     work = row ? core::checked_add(*work, *row) : std::nullopt;
   }
   if (!work) {
-    return invalid("actual_seq_lengths / key sequence lengths are too large: the sum of kv_len * "
-                   "num_heads * head_dim overflows int64");
+    return invalid(
+        "actual_seq_lengths / key sequence lengths are too large: the sum of kv_len * "
+        "num_heads * head_dim overflows int64");
   }
   return Status::kSuccess;
 }

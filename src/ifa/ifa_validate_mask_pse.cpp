@@ -11,7 +11,8 @@ namespace {
 std::string str(int64_t v) { return std::to_string(v); }
 
 Status validate_mask(const TensorView& m, const IfaShape& s, core::IfaProblem* p) {
-  if (m.numel() == 0) return Status::kSuccess;  // numel 0 means absent ([IFA-UT] case_maskshape_size)
+  if (m.numel() == 0)
+    return Status::kSuccess;  // numel 0 means absent ([IFA-UT] case_maskshape_size)
   if (m.dtype != DType::kBool && m.dtype != DType::kInt8 && m.dtype != DType::kUInt8) {
     return invalid(std::string("atten_mask dtype must be bool, int8 or uint8, got ") +
                    dtype_name(m.dtype));
@@ -21,8 +22,8 @@ Status validate_mask(const TensorView& m, const IfaShape& s, core::IfaProblem* p
                    m.describe());
   }
   if (m.shape[0] != s.batch && m.shape[0] != 1) {
-    return invalid("atten_mask dim 0 (" + str(m.shape[0]) + ") must be the batch (" +
-                   str(s.batch) + ") or 1, got " + m.describe());
+    return invalid("atten_mask dim 0 (" + str(m.shape[0]) + ") must be the batch (" + str(s.batch) +
+                   ") or 1, got " + m.describe());
   }
   int64_t head_stride = 0;
   if (m.rank == 3 && m.shape[1] != 1) {
@@ -44,9 +45,8 @@ Status validate_mask(const TensorView& m, const IfaShape& s, core::IfaProblem* p
   const int64_t cols = m.shape[m.rank - 1];
   if (cols < s.mask_cols) {
     return invalid("atten_mask last dim (" + str(cols) + ") must be >= " + str(s.mask_cols) +
-                   (s.kv_mode == KvMode::kPaged
-                        ? " (block_table dim 1 * block_size)"
-                        : " (the end of the longest attended KV range)") +
+                   (s.kv_mode == KvMode::kPaged ? " (block_table dim 1 * block_size)"
+                                                : " (the end of the longest attended KV range)") +
                    ", got " + m.describe());
   }
   p->mask.data = element_ptr(m, 0);
@@ -66,8 +66,8 @@ Status validate_pse(const TensorView& t, const IfaShape& s, core::IfaProblem* p)
     return invalid("pse_shift must be 4-D (B|1, N, 1, S), got " + t.describe());
   }
   if (t.shape[0] != s.batch && t.shape[0] != 1) {
-    return invalid("pse_shift dim 0 (" + str(t.shape[0]) + ") must be the batch (" +
-                   str(s.batch) + ") or 1, got " + t.describe());
+    return invalid("pse_shift dim 0 (" + str(t.shape[0]) + ") must be the batch (" + str(s.batch) +
+                   ") or 1, got " + t.describe());
   }
   if (t.shape[1] != s.num_heads) {
     return invalid("pse_shift dim 1 (" + str(t.shape[1]) + ") must equal num_heads (" +

@@ -58,10 +58,9 @@ Status validate_antiquant(const IfaArgs& a, const IfaShape& s, core::IfaProblem*
   if (s.kv_dtype != DType::kInt8) {
     for (const auto* view : {&a.antiquant_scale, &a.antiquant_offset}) {
       if (view->has_value()) {
-        return invalid(std::string(view == &a.antiquant_scale ? "antiquant_scale"
-                                                              : "antiquant_offset") +
-                       " is only allowed with int8 key/value, got " + dtype_name(s.kv_dtype) +
-                       " key/value");
+        return invalid(
+            std::string(view == &a.antiquant_scale ? "antiquant_scale" : "antiquant_offset") +
+            " is only allowed with int8 key/value, got " + dtype_name(s.kv_dtype) + " key/value");
       }
     }
     return Status::kSuccess;
@@ -74,10 +73,9 @@ Status validate_antiquant(const IfaArgs& a, const IfaShape& s, core::IfaProblem*
     return invalid(std::string("antiquant_scale dtype (") + dtype_name(sc.dtype) +
                    ") must equal the query dtype (" + dtype_name(s.q_dtype) + ")");
   }
-  const std::string expected = "expected (2), (2," + str(s.num_kv_heads) + ",1," +
-                               str(s.head_dim) + "), (2,1," + str(s.num_kv_heads) + "," +
-                               str(s.head_dim) + "), (2," + str(s.num_kv_heads) + "," +
-                               str(s.head_dim) + ") or (2," +
+  const std::string expected = "expected (2), (2," + str(s.num_kv_heads) + ",1," + str(s.head_dim) +
+                               "), (2,1," + str(s.num_kv_heads) + "," + str(s.head_dim) + "), (2," +
+                               str(s.num_kv_heads) + "," + str(s.head_dim) + ") or (2," +
                                str(s.num_kv_heads * s.head_dim) + ")";
   if (!antiquant_view(sc, s, &p->antiquant_scale, &p->antiquant)) {
     return invalid("antiquant_scale shape " + dims_str(sc) + " is not supported; " + expected);
@@ -95,8 +93,7 @@ Status validate_antiquant(const IfaArgs& a, const IfaShape& s, core::IfaProblem*
     }
     core::AntiquantMode mode;
     if (!antiquant_view(off, s, &p->antiquant_offset, &mode)) {
-      return invalid("antiquant_offset shape " + dims_str(off) + " is not supported; " +
-                     expected);
+      return invalid("antiquant_offset shape " + dims_str(off) + " is not supported; " + expected);
     }
   }
   return Status::kSuccess;
@@ -107,7 +104,7 @@ bool quant2_channel_view(const TensorView& t, int64_t n, int64_t d, core::View3*
   const auto& sh = t.shape;
   const auto& st = t.strides;
   const int64_t nd = n * d;
-  auto flat = [&](int axis) {  // one dim of N*D elements
+  auto flat = [&](int axis) {           // one dim of N*D elements
     v->s1 = n == 1 ? 0 : d * st[axis];  // n >= 2: bounded by the view check, (n*d - 1) * st
     v->s2 = st[axis];
     return true;
@@ -190,8 +187,8 @@ Status validate_post_quant(const IfaArgs& a, const IfaShape& s, core::IfaProblem
                      ") must equal the quant_scale2 dtype (" + dtype_name(sc.dtype) + ")");
     }
     if (!same_dims(off, sc)) {
-      return invalid("quant_offset2 shape " + dims_str(off) + " must equal the quant_scale2 shape " +
-                     dims_str(sc));
+      return invalid("quant_offset2 shape " + dims_str(off) +
+                     " must equal the quant_scale2 shape " + dims_str(sc));
     }
     KVFLASH_RETURN_IF_ERROR(quant2_view(off, "quant_offset2", s, &p->quant_offset2));
   }

@@ -5,9 +5,7 @@
 
 namespace kvflash::ifa {
 
-Status invalid(const std::string& message) {
-  return core::fail(Status::kInvalid, kIfaOp, message);
-}
+Status invalid(const std::string& message) { return core::fail(Status::kInvalid, kIfaOp, message); }
 
 Status null_ptr(const std::string& message) {
   return core::fail(Status::kNullPtr, kIfaOp, message);
@@ -39,8 +37,8 @@ Status check_view(const TensorView& v, const std::string& name, int64_t* numel) 
                      ") must be >= 0");
     }
     if (v.strides[i] < 0) {
-      return invalid(name + " stride " + std::to_string(i) + " (" +
-                     std::to_string(v.strides[i]) + ") must be >= 0 (negative strides are not "
+      return invalid(name + " stride " + std::to_string(i) + " (" + std::to_string(v.strides[i]) +
+                     ") must be >= 0 (negative strides are not "
                      "supported)");
     }
   }

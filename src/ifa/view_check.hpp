@@ -13,9 +13,9 @@ namespace kvflash::ifa {
 inline constexpr const char* kIfaOp = "incre_flash_attention";
 
 /// Propagates a non-success Status from the current function.
-#define KVFLASH_RETURN_IF_ERROR(expr)                                         \
-  do {                                                                        \
-    const ::kvflash::Status kvflash_status_ = (expr);                         \
+#define KVFLASH_RETURN_IF_ERROR(expr)                                           \
+  do {                                                                          \
+    const ::kvflash::Status kvflash_status_ = (expr);                           \
     if (kvflash_status_ != ::kvflash::Status::kSuccess) return kvflash_status_; \
   } while (0)
 
