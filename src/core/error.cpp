@@ -6,7 +6,10 @@ namespace kvflash::core {
 thread_local std::string t_last_error;
 
 Status fail(Status code, const std::string& op, const std::string& message) {
-  t_last_error = "[" + op + "] " + message;
+  // Built by append: GCC 12 misreports operator+ chains on strings under -Wrestrict.
+  t_last_error.clear();
+  t_last_error.reserve(op.size() + message.size() + 3);
+  t_last_error.append("[").append(op).append("] ").append(message);
   return code;
 }
 
