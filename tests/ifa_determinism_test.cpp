@@ -77,21 +77,25 @@ class IfaDeterminismTest : public ::testing::TestWithParam<IfaCase> {};
 
 TEST_P(IfaDeterminismTest, BitsIndependentOfRunsAndThreads) {
   IfaCaseData data(GetParam());
-  std::vector<std::byte> first_out, first_lse;
-  for (int threads : kThreadCounts) {
-    for (int rep = 0; rep < 2; ++rep) {
-      data.poison_outputs();
-      data.mutable_args().num_threads = threads;
-      ASSERT_TRUE(run_ifa(data.args())) << GetParam().name();
-      if (first_out.empty()) {
-        first_out = data.output_bytes();
-        first_lse = data.lse_bytes();
-        continue;
+  for (cpu::Isa isa : isas_to_test()) {
+    ScopedIsaCap cap(isa);
+    std::vector<std::byte> first_out, first_lse;
+    for (int threads : kThreadCounts) {
+      for (int rep = 0; rep < 2; ++rep) {
+        data.poison_outputs();
+        data.mutable_args().num_threads = threads;
+        ASSERT_TRUE(run_ifa(data.args())) << GetParam().name();
+        if (first_out.empty()) {
+          first_out = data.output_bytes();
+          first_lse = data.lse_bytes();
+          continue;
+        }
+        ASSERT_TRUE(data.output_bytes() == first_out)
+            << GetParam().name() << " isa=" << cpu::isa_name(isa) << " threads=" << threads
+            << " rep=" << rep << ": " << hex_diff(data.output_bytes(), first_out);
+        ASSERT_TRUE(data.lse_bytes() == first_lse)
+            << GetParam().name() << " isa=" << cpu::isa_name(isa) << " threads=" << threads;
       }
-      ASSERT_TRUE(data.output_bytes() == first_out)
-          << GetParam().name() << " threads=" << threads << " rep=" << rep << ": "
-          << hex_diff(data.output_bytes(), first_out);
-      ASSERT_TRUE(data.lse_bytes() == first_lse) << GetParam().name() << " threads=" << threads;
     }
   }
 }
@@ -99,24 +103,28 @@ TEST_P(IfaDeterminismTest, BitsIndependentOfRunsAndThreads) {
 TEST_P(IfaDeterminismTest, SequenceAloneEqualsSequenceInBatch) {
   const IfaCase& c = GetParam();
   IfaCaseData data(c);
-  data.mutable_args().num_threads = 3;
-  ASSERT_TRUE(run_ifa(data.args())) << c.name();
-  const std::vector<std::byte> all = data.output_bytes();
-  const std::vector<std::byte> all_lse = data.lse_bytes();
-  const size_t per_batch = all.size() / static_cast<size_t>(c.batch);
-  for (int64_t b = 0; b < c.batch; ++b) {
-    SingleBatch s = single_batch(data, b);
-    s.args.num_threads = 2;
-    ASSERT_TRUE(run_ifa(s.args)) << c.name() << " batch " << b << " alone";
-    const std::vector<std::byte> part(all.begin() + b * per_batch,
-                                      all.begin() + (b + 1) * per_batch);
-    ASSERT_TRUE(s.out == part) << c.name() << ": batch " << b << " alone differs from batch " << b
-                               << " in the batch (" << hex_diff(s.out, part) << ")";
-    if (!all_lse.empty()) {
-      const size_t per = all_lse.size() / static_cast<size_t>(c.batch);
-      const std::vector<std::byte> lpart(all_lse.begin() + b * per,
-                                         all_lse.begin() + (b + 1) * per);
-      ASSERT_TRUE(s.lse == lpart) << c.name() << ": LSE of batch " << b << " alone differs";
+  for (cpu::Isa isa : isas_to_test()) {
+    ScopedIsaCap cap(isa);
+    data.mutable_args().num_threads = 3;
+    ASSERT_TRUE(run_ifa(data.args())) << c.name();
+    const std::vector<std::byte> all = data.output_bytes();
+    const std::vector<std::byte> all_lse = data.lse_bytes();
+    const size_t per_batch = all.size() / static_cast<size_t>(c.batch);
+    for (int64_t b = 0; b < c.batch; ++b) {
+      SingleBatch s = single_batch(data, b);
+      s.args.num_threads = 2;
+      ASSERT_TRUE(run_ifa(s.args)) << c.name() << " batch " << b << " alone";
+      const std::vector<std::byte> part(all.begin() + b * per_batch,
+                                        all.begin() + (b + 1) * per_batch);
+      ASSERT_TRUE(s.out == part) << c.name() << " isa=" << cpu::isa_name(isa) << ": batch " << b
+                                 << " alone differs from batch " << b << " in the batch ("
+                                 << hex_diff(s.out, part) << ")";
+      if (!all_lse.empty()) {
+        const size_t per = all_lse.size() / static_cast<size_t>(c.batch);
+        const std::vector<std::byte> lpart(all_lse.begin() + b * per,
+                                           all_lse.begin() + (b + 1) * per);
+        ASSERT_TRUE(s.lse == lpart) << c.name() << ": LSE of batch " << b << " alone differs";
+      }
     }
   }
 }
