@@ -31,6 +31,8 @@ Status IfaPlan::create(const IfaArgs& args, std::unique_ptr<IfaPlan>* plan) {
     plan->reset(new IfaPlan(std::move(impl)));  // the constructor is private: no make_unique
   } catch (const std::bad_alloc&) {
     return core::fail(Status::kRuntime, ifa::kIfaOp, "out of memory while planning");
+  } catch (...) {
+    return core::fail(Status::kRuntime, ifa::kIfaOp, "unexpected failure while planning");
   }
   return Status::kSuccess;
 }
@@ -60,6 +62,8 @@ Status IfaPlan::run(void* workspace, size_t workspace_size) const {
     // Only a failure to start worker threads can get here; nothing is half-written that a
     // retry would not overwrite.
     return core::fail(Status::kRuntime, ifa::kIfaOp, std::string("run failed: ") + e.what());
+  } catch (...) {
+    return core::fail(Status::kRuntime, ifa::kIfaOp, "run failed");
   }
   return Status::kSuccess;
 }

@@ -1,5 +1,7 @@
 #include "ifa/view_check.hpp"
 
+#include <optional>
+
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
 
