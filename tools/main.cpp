@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
 
   bool ok = tools::run_ifa_demo(demo, /*int8_kv=*/false, bw);
   ok = tools::run_ifa_demo(demo, /*int8_kv=*/true, bw) && ok;
+  ok = tools::run_sfa_demo(demo, bw) && ok;
   std::printf("demo: %s\n", ok ? "all sample checks passed" : "SAMPLE CHECK FAILED");
   return ok ? 0 : 1;
 }
