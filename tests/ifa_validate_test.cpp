@@ -1131,6 +1131,15 @@ TEST_F(IfaValidateTest, ListModeBnsd) {
   EXPECT_EQ(p.k.seqs[0].s_head, 3 * 16);
 }
 
+TEST_F(IfaValidateTest, EmptyKvWithHugeStridesIsNeverAddressed) {
+  IfaArgs a = bsh(2, 4, 2, 16, 0);
+  a.key[0].strides[0] = INT64_MAX;  // nothing is addressed in an empty view: no overflow either
+  a.key[0].offset = INT64_MAX;
+  const IfaProblem p = accept(a);
+  EXPECT_EQ(p.k.seqs[1].base, nullptr);
+  EXPECT_EQ(p.kv_len, (std::vector<int64_t>{0, 0}));
+}
+
 TEST_F(IfaValidateTest, KvWithZeroLength) {
   IfaArgs a = bsh(2, 4, 2, 16, 0);
   a.key[0].data = nullptr;

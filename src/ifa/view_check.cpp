@@ -74,7 +74,8 @@ Status check_view(const TensorView& v, const std::string& name, int64_t* numel) 
 }
 
 const void* element_ptr(const TensorView& v, int64_t index) {
-  if (v.data == nullptr) return nullptr;
+  // An empty view is never dereferenced, and its offset and strides were not bounded.
+  if (v.data == nullptr || v.numel() == 0) return nullptr;
   return static_cast<const char*>(v.data) +
          (v.offset + index) * static_cast<int64_t>(dtype_size(v.dtype));
 }

@@ -34,8 +34,8 @@ bool is_null_view(const TensorView& v);
 /// elements must have data. `name` is the argument name used in messages. *numel gets the count.
 Status check_view(const TensorView& v, const std::string& name, int64_t* numel);
 
-/// Pointer to element `index` (counted from data, including the view's offset), or nullptr for a
-/// view without data (legal only when it is empty and so never dereferenced).
+/// Pointer to element `index` (counted from data, including the view's offset) of a view that
+/// passed check_view, or nullptr for an empty view (never dereferenced).
 const void* element_ptr(const TensorView& v, int64_t index);
 
 /// a * b for stride scaling; fails with a message naming `name` when it overflows.
