@@ -994,6 +994,13 @@ TEST_F(IfaValidateTest, LseShape) {
   invalid(a, "softmax_lse shape");
 }
 
+TEST_F(IfaValidateTest, LseWithoutData) {
+  IfaArgs a = bsh();
+  a.softmax_lse = tensor(DType::kFloat32, {2, 4});
+  a.softmax_lse->data = nullptr;
+  invalid(a, "softmax_lse");
+}
+
 TEST_F(IfaValidateTest, LseContiguous) {
   IfaArgs a = bsh();
   a.softmax_lse = strided(DType::kFloat32, {2, 4}, {8, 1}, 0);
@@ -1254,6 +1261,21 @@ TEST_F(IfaValidateTest, PagedBsndUses3DCache) {
   a.key = {tensor(DType::kFloat16, {3, 32, 2, 16})};
   a.value = a.key;
   invalid(a, "key cache must be 3-D");
+}
+
+TEST_F(IfaValidateTest, PagedBnsdAccepts3DCache) {
+  IfaArgs a = bnsd();
+  a.key = {tensor(DType::kFloat16, {2, 16, 32})};
+  a.value = a.key;
+  a.block_table = int32_table({{0}, {1}});
+  a.block_size = 16;
+  a.actual_seq_lengths = std::vector<int64_t>{16, 3};
+  const IfaProblem p = accept(a);
+  EXPECT_EQ(p.k.s_block, 512);
+  EXPECT_EQ(p.k.s_pos, 32);
+  EXPECT_EQ(p.k.s_head, 16);
+  EXPECT_EQ(p.k.s_dim, 1);
+  EXPECT_EQ(p.kv_len, (std::vector<int64_t>{16, 3}));
 }
 
 TEST_F(IfaValidateTest, PagedBnsd4DProblem) {
