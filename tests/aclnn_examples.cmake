@@ -21,11 +21,14 @@ set_tests_properties(aclnn_install_prefix PROPERTIES FIXTURES_SETUP kvflash_acln
   RESOURCE_LOCK kvflash_aclnn_prefix TIMEOUT 300)
 
 function(kvflash_aclnn_program_test name)
-  cmake_parse_arguments(ARG "" "SRC;LINK" "EXTRA" ${ARGN})
+  cmake_parse_arguments(ARG "" "SRC;LINK;COMPILER;FLAGS" "EXTRA" ${ARGN})
+  if(NOT ARG_COMPILER)
+    set(ARG_COMPILER ${CMAKE_CXX_COMPILER})
+  endif()
   add_test(NAME ${name}
-    COMMAND ${KVFLASH_ACLNN_SCRIPTS}/build_and_run.sh --cxx ${CMAKE_CXX_COMPILER}
+    COMMAND ${KVFLASH_ACLNN_SCRIPTS}/build_and_run.sh --cxx ${ARG_COMPILER}
             --prefix ${KVFLASH_ACLNN_PREFIX} --src ${ARG_SRC} --work ${KVFLASH_ACLNN_WORK}/${name}
-            --link ${ARG_LINK} --flags "${KVFLASH_ACLNN_FLAGS}" ${ARG_EXTRA})
+            --link ${ARG_LINK} --flags "${ARG_FLAGS} ${KVFLASH_ACLNN_FLAGS}" ${ARG_EXTRA})
   set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED kvflash_aclnn_prefix
     SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS aclnn)
 endfunction()
@@ -53,3 +56,7 @@ add_test(NAME aclnn_consumer_find_package
           ${KVFLASH_ACLNN_WORK}/aclnn_consumer_find_package "${KVFLASH_ACLNN_FLAGS}")
 set_tests_properties(aclnn_consumer_find_package PROPERTIES FIXTURES_REQUIRED kvflash_aclnn_prefix
   TIMEOUT 300 LABELS aclnn)
+
+# The headers that are C in CANN compile and link as C (C99).
+kvflash_aclnn_program_test(aclnn_consumer_c SRC ${KVFLASH_ACLNN_SCRIPTS}/c_consumer.c LINK kvflash
+  COMPILER ${CMAKE_C_COMPILER} FLAGS "-std=c99 -Wall -Wextra -pedantic -Werror")
