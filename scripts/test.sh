@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: set up, then the suite in a warnings-as-errors release build, again under ASan+UBSan
-# (LeakSanitizer included), and the multithreaded tests under ThreadSanitizer.
+# (LeakSanitizer included), and the multithreaded tests under ThreadSanitizer (before ASan, so
+# that CTest's summary of the whole suite is the last line).
 # KVFLASH_TEST_SANITIZERS=0 skips the sanitizer passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,6 @@ run_preset() {
 
 run_preset ci
 if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
-  run_preset asan
   # TSan: the tests whose point is concurrency (the pool, determinism across thread counts, streams).
   tsan_tests=(cpu_thread_pool_test ifa_determinism_test sfa_determinism_test aclnn_runtime_test)
   echo "=== [tsan] configure + build"
@@ -28,4 +28,6 @@ if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
   for t in "${tsan_tests[@]}"; do
     TSAN_OPTIONS=halt_on_error=1 "build/tsan/tests/$t" --gtest_brief=1
   done
+  # Last, so that CTest's summary closes the log.
+  run_preset asan
 fi
