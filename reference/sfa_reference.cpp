@@ -125,10 +125,11 @@ SfaReference sfa_reference(const SfaArgs& a) {
       };
       // §3.4 step 1: threshold.
       const int64_t thr = a.sparse_mode == 3 ? lkv - lq + i + 1 : lkv;
-      if (thr <= 0) {
+      if (a.sparse_mode == 3 && thr <= 0) {
         r.row_kind[row] = SfaRowKind::kInvalid;
         continue;  // zeros and max = sum = 0, even with sinks (decision #17)
       }
+      // Mode 0 with an empty KV sequence (thr = 0) is a valid row with an empty selection.
       // Step 2: selection.
       std::vector<int32_t> idx(k_size);
       for (int64_t k = 0; k < k_size; ++k)

@@ -18,7 +18,8 @@ namespace kvflash::reference {
 /// How a query row was produced.
 enum class SfaRowKind : uint8_t {
   kNormal,     ///< at least one selected position
-  kEmpty,      ///< valid row with an empty selection: zeros; max = sink, sum = 1 (no sink: 0, 0)
+  kEmpty,      ///< valid row with an empty selection (also mode 0 with no KV tokens): zeros;
+               ///< max = sink, sum = 1 (no sink: 0, 0)
   kInvalid,    ///< sparse_mode 3 row with thr <= 0: zeros, max = sum = 0 even with sinks
   kUncovered,  ///< beyond the batch's query length (BSND i >= lq_b, TND t >= asq[B-1]): zeros
 };

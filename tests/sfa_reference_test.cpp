@@ -181,6 +181,23 @@ TEST(SfaReferenceTest, SinkWithEmptySelection) {
     EXPECT_EQ(t.out_at(0, h, 0), 0.0f);
   }
 }
+TEST(SfaReferenceTest, ModeZeroWithEmptyKvIsAnEmptySelection) {
+  // Mode 0 never makes a row invalid: with no KV tokens the selection is empty, so the sink
+  // alone sets max and sum (mode 3 would make the row invalid: zeros and 0, 0).
+  Tiny t(1, 1, {0.0}, {1.0}, {{0}});
+  t.set_sinks({0.75f});
+  t.set_lengths(1, 0);
+  t.args.sparse_mode = 0;
+  auto ref = t.run_both();
+  EXPECT_EQ(ref.row_kind[0], SfaRowKind::kEmpty);
+  EXPECT_EQ(t.mx[0], 0.75f);
+  EXPECT_FLOAT_EQ(t.sm[0], 1.0f);
+  t.args.sparse_mode = 3;
+  ref = t.run_both();
+  EXPECT_EQ(ref.row_kind[0], SfaRowKind::kInvalid);
+  EXPECT_EQ(t.mx[0], 0.0f);
+  EXPECT_EQ(t.sm[0], 0.0f);
+}
 TEST(SfaReferenceTest, EmptySelectionWithoutSinkIsAllZero) {
   Tiny t(1, 1, {0.0, 0.0}, {1.0, 1.0}, {{5, -3}});
   t.args.sparse_mode = 0;

@@ -93,8 +93,11 @@ struct SfaProblem {
 /// The selection rules of spec §3.4 steps 1-2 for one row: thr is the visible prefix, valid_count
 /// the number of index entries examined. Entries are expanded with sfa_selected_range.
 struct SfaRowLimits {
-  int64_t thr = 0;          ///< <= 0: the row is invalid (zeros, max = sum = 0)
-  int64_t valid_count = 0;  ///< min(K, ceil(thr / sbs))
+  /// Uncovered rows and sparse_mode 3 rows with thr <= 0: zeros, max = sum = 0 even with sinks.
+  /// (A mode-0 row of an empty KV sequence is valid with an empty selection: step 6.)
+  bool invalid = true;
+  int64_t thr = 0;
+  int64_t valid_count = 0;  ///< min(K, ceil(thr / sbs)), 0 when thr <= 0
 };
 
 static inline SfaRowLimits sfa_row_limits(const SfaProblem& p, int64_t r) {
@@ -103,6 +106,7 @@ static inline SfaRowLimits sfa_row_limits(const SfaProblem& p, int64_t r) {
   if (row.batch < 0) return lim;
   const SfaBatch& bt = p.batches[row.batch];
   lim.thr = p.sparse_mode == 3 ? bt.lkv - bt.lq + row.i + 1 : bt.lkv;
+  lim.invalid = p.sparse_mode == 3 && lim.thr <= 0;
   if (lim.thr <= 0) return lim;
   const int64_t blocks = (lim.thr + p.sparse_block_size - 1) / p.sparse_block_size;
   lim.valid_count = blocks < p.sparse_size ? blocks : p.sparse_size;

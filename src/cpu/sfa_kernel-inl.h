@@ -167,7 +167,7 @@ inline void write_zero_row(const SfaProblem& p, int64_t r, int64_t h0, int64_t h
 // One task: query row r, heads [h0, h1).
 inline void run_task(const SfaProblem& p, int64_t r, int64_t h0, int64_t h1, Scratch& w) {
   const kvflash::core::SfaRowLimits lim = kvflash::core::sfa_row_limits(p, r);
-  if (lim.thr <= 0) {  // uncovered or causally invalid row: zeros and max = sum = 0, even with sinks
+  if (lim.invalid) {  // uncovered or causally invalid row: zeros and max = sum = 0, even with sinks
     write_zero_row(p, r, h0, h1);
     return;
   }
