@@ -128,88 +128,90 @@ inline void score_row(const float* q0, int64_t head_floats, int64_t group, int64
   }
 }
 
+// The part of a chunk task that belongs to one kv head n2: its G query heads' states and the
+// per-tile work. A task runs several of these (adjacent kv heads) tile by tile, so when the heads
+// of one position are interleaved in memory (BSH/BSND) the task streams one contiguous region.
 template <KvKind kKind>
-void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const IfaChunkTask& t) {
-  const int64_t group = p.group, d = p.head_dim, dp = l.dp, hf = l.head_floats;
-  const int64_t b = t.b, n2 = t.n2;
-  const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
-  float* slot = ifa_slot(l, base, first, b, n2, t.chunk, t.num_chunks);
-
-  // Per-channel fp32 antiquant tables of this kv head (prepared once per run).
-  const float* k_sc = nullptr;
-  const float* v_sc = nullptr;
-  const float* k_off = nullptr;
-  const float* v_off = nullptr;
-  if constexpr (kKind == KvKind::kInt8) {
-    const auto* aq = reinterpret_cast<const float*>(base + l.antiquant);
-    const int64_t nd = p.num_kv_heads * d;
-    k_sc = aq + n2 * d;
-    v_sc = aq + nd + n2 * d;
-    k_off = aq + 2 * nd + n2 * d;
-    v_off = aq + 3 * nd + n2 * d;
+class KvHeadWork {
+ public:
+  void init(const IfaProblem& p, const IfaLayout& l, std::byte* base, const IfaChunkTask& t,
+            int64_t n2, SoftmaxState* st, bool* any_unmasked) {
+    p_ = &p;
+    l_ = &l;
+    b_ = t.b;
+    n2_ = n2;
+    end_ = t.end;
+    st_ = st;
+    any_unmasked_ = any_unmasked;
+    const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
+    slot_ = ifa_slot(l, base, first, t.b, n2, t.chunk, t.num_chunks);
+    if constexpr (kKind == KvKind::kInt8) {
+      // Per-channel fp32 antiquant tables of this kv head (prepared once per run).
+      const auto* aq = reinterpret_cast<const float*>(base + l.antiquant);
+      const int64_t nd = p.num_kv_heads * p.head_dim;
+      k_sc_ = aq + n2 * p.head_dim;
+      v_sc_ = aq + nd + n2 * p.head_dim;
+      k_off_ = aq + 2 * nd + n2 * p.head_dim;
+      v_off_ = aq + 3 * nd + n2 * p.head_dim;
+    }
+    const int64_t d = p.head_dim, dp = l.dp;
+    for (int64_t g = 0; g < p.group; ++g) {
+      float* acc = slot_ + g * l.head_floats;
+      float* q = acc + dp;
+      const int64_t h = n2 * p.group + g;
+      for (int64_t i = 0; i < dp; ++i) acc[i] = 0.0f;
+      for (int64_t i = 0; i < d; ++i) q[i] = view_f32(p.q, p.q.index(t.b, h, i));
+      for (int64_t i = d; i < dp; ++i) q[i] = 0.0f;
+      st_[g] = SoftmaxState{};
+      any_unmasked_[g] = false;
+    }
+    for (int64_t j = t.begin; j < std::min<int64_t>(t.begin + kIfaTile, t.end); ++j) {
+      prefetch_row(row_of(p.k, j), row_bytes());
+      prefetch_row(row_of(p.v, j), row_bytes());
+    }
   }
 
-  SoftmaxState st[kIfaMaxGroup];
-  bool any_unmasked[kIfaMaxGroup];
-  for (int64_t g = 0; g < group; ++g) {
-    float* acc = slot + g * hf;
-    float* q = acc + dp;
-    const int64_t h = n2 * group + g;
-    for (int64_t i = 0; i < dp; ++i) acc[i] = 0.0f;
-    for (int64_t i = 0; i < d; ++i) q[i] = view_f32(p.q, p.q.index(b, h, i));
-    for (int64_t i = d; i < dp; ++i) q[i] = 0.0f;
-    st[g] = SoftmaxState{};
-    any_unmasked[g] = false;
-  }
-
-  alignas(64) float row[kIfaMaxHeadDim];
-  alignas(64) float s[kIfaMaxGroup][kIfaTile];
-  const auto* mask = static_cast<const uint8_t*>(p.mask.data);
-  // Bytes a contiguous row spans (a strided row is prefetched by its first lines only: rare).
-  const int64_t row_bytes = d * kv_elem_size<kKind>();
-  for (int64_t j0 = t.begin; j0 < t.end; j0 += kIfaTile) {
-    const int64_t n = std::min<int64_t>(kIfaTile, t.end - j0);
-    // Rows of the next tile are prefetched while this tile is processed (never beyond end).
-    const int64_t n_next = std::min<int64_t>(kIfaTile, t.end - (j0 + kIfaTile));
+  // Positions [j0, j0 + n) of the chunk; the next tile's rows are prefetched meanwhile.
+  void tile(int64_t j0, int64_t n, float (*s)[kIfaTile], float* row) {
+    const IfaProblem& p = *p_;
+    const int64_t group = p.group, d = p.head_dim, dp = l_->dp, hf = l_->head_floats;
+    const int64_t n_next = std::min<int64_t>(kIfaTile, end_ - (j0 + kIfaTile));
     for (int64_t i = 0; i < n; ++i) {
+      if (i < n_next) prefetch_row(row_of(p.k, j0 + kIfaTile + i), row_bytes());
       int64_t s_dim = 1;
-      if (i < n_next) {
-        prefetch_row(kv_row<kKind>(p.k, p.block_table, b, n2, j0 + kIfaTile + i, &s_dim), row_bytes);
-      }
-      const std::byte* kr = kv_row<kKind>(p.k, p.block_table, b, n2, j0 + i, &s_dim);
-      load_row<kKind>(kr, s_dim, d, dp, k_sc, k_off, row);
-      score_row(slot + dp, hf, group, dp, row, s, i);
+      const std::byte* kr = kv_row<kKind>(p.k, p.block_table, b_, n2_, j0 + i, &s_dim);
+      load_row<kKind>(kr, s_dim, d, dp, k_sc_, k_off_, row);
+      score_row(slot_ + dp, hf, group, dp, row, s, i);
     }
     // Scale, bias, mask (spec §2.5 steps 3-5), then fold the tile into each head's state.
+    const auto* mask = static_cast<const uint8_t*>(p.mask.data);
     const int64_t n_vec = (n + kLanes - 1) / kLanes * kLanes;
     for (int64_t g = 0; g < group; ++g) {
-      const int64_t h = n2 * group + g;
+      const int64_t h = n2_ * group + g;
       float* sg = s[g];
       for (int64_t i = 0; i < n; ++i) {
         const int64_t j = j0 + i;
         float x = sg[i] * p.scale;
-        if (p.pse.present()) x += view_f32(p.pse, p.pse.index(b, h, j));
-        if (mask != nullptr && mask[p.mask.index(b, h, j)] != 0) {
+        if (p.pse.present()) x += view_f32(p.pse, p.pse.index(b_, h, j));
+        if (mask != nullptr && mask[p.mask.index(b_, h, j)] != 0) {
           x = core::kMaskedScore;
         } else {
-          any_unmasked[g] = true;
+          any_unmasked_[g] = true;
         }
         sg[i] = x;
       }
       for (int64_t i = n; i < n_vec; ++i) sg[i] = kNegInf;
-      const float alpha = softmax_fold_tile(st[g], sg, n_vec);
-      softmax_scale_acc(slot + g * hf, dp, alpha);
+      const float alpha = softmax_fold_tile(st_[g], sg, n_vec);
+      softmax_scale_acc(slot_ + g * hf, dp, alpha);
     }
     // acc_g += p_g[i] * v_i: each V row widened once, used by every head.
     for (int64_t i = 0; i < n; ++i) {
+      if (i < n_next) prefetch_row(row_of(p.v, j0 + kIfaTile + i), row_bytes());
       int64_t s_dim = 1;
-      if (i < n_next) {
-        prefetch_row(kv_row<kKind>(p.v, p.block_table, b, n2, j0 + kIfaTile + i, &s_dim), row_bytes);
-      }
-      const std::byte* vr = kv_row<kKind>(p.v, p.block_table, b, n2, j0 + i, &s_dim);
-      load_row<kKind>(vr, s_dim, d, dp, v_sc, v_off, row);
+      const std::byte* vr = kv_row<kKind>(p.v, p.block_table, b_, n2_, j0 + i, &s_dim);
+      load_row<kKind>(vr, s_dim, d, dp, v_sc_, v_off_, row);
       for (int64_t g = 0; g < group; ++g) {
-        float* acc = slot + g * hf;
+        float* acc = slot_ + g * hf;
         const Vec pv = vset1(s[g][i]);
         for (int64_t c = 0; c < dp; c += kLanes) {
           vstore(acc + c, vfma(pv, vload(row + c), vload(acc + c)));
@@ -217,12 +219,54 @@ void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const 
       }
     }
   }
-  for (int64_t g = 0; g < group; ++g) {
-    float* hdr = slot + g * hf + 2 * dp;
-    hdr[IfaHeadSlot::kMax] = st[g].max;
-    hdr[IfaHeadSlot::kSum] = st[g].sum;
-    hdr[IfaHeadSlot::kAnyUnmasked] = any_unmasked[g] ? 1.0f : 0.0f;
+
+  // Leaves (max, sum, any_unmasked) of each head in the slot for the merge.
+  void finish() {
+    for (int64_t g = 0; g < p_->group; ++g) {
+      float* hdr = slot_ + g * l_->head_floats + 2 * l_->dp;
+      hdr[IfaHeadSlot::kMax] = st_[g].max;
+      hdr[IfaHeadSlot::kSum] = st_[g].sum;
+      hdr[IfaHeadSlot::kAnyUnmasked] = any_unmasked_[g] ? 1.0f : 0.0f;
+    }
   }
+
+ private:
+  const std::byte* row_of(const core::KvCacheView& kv, int64_t j) const {
+    int64_t s_dim = 1;
+    return kv_row<kKind>(kv, p_->block_table, b_, n2_, j, &s_dim);
+  }
+  // Bytes a contiguous row spans (a strided row is prefetched by its first lines only: rare).
+  int64_t row_bytes() const { return p_->head_dim * kv_elem_size<kKind>(); }
+
+  const IfaProblem* p_ = nullptr;
+  const IfaLayout* l_ = nullptr;
+  int64_t b_ = 0, n2_ = 0, end_ = 0;
+  SoftmaxState* st_ = nullptr;
+  bool* any_unmasked_ = nullptr;
+  float* slot_ = nullptr;
+  const float* k_sc_ = nullptr;
+  const float* v_sc_ = nullptr;
+  const float* k_off_ = nullptr;
+  const float* v_off_ = nullptr;
+};
+
+template <KvKind kKind>
+void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const IfaChunkTask& t) {
+  // At most kIfaMaxGroup query heads per task (ifa_schedule), so these fit.
+  SoftmaxState st[kIfaMaxGroup];
+  bool any_unmasked[kIfaMaxGroup];
+  alignas(64) float row[kIfaMaxHeadDim];
+  alignas(64) float s[kIfaMaxGroup][kIfaTile];
+  const int64_t num_kv = t.n2_end - t.n2_begin;
+  KvHeadWork<kKind> work[kIfaMaxGroup];
+  for (int64_t k = 0; k < num_kv; ++k) {
+    work[k].init(p, l, base, t, t.n2_begin + k, st + k * p.group, any_unmasked + k * p.group);
+  }
+  for (int64_t j0 = t.begin; j0 < t.end; j0 += kIfaTile) {
+    const int64_t n = std::min<int64_t>(kIfaTile, t.end - j0);
+    for (int64_t k = 0; k < num_kv; ++k) work[k].tile(j0, n, s, row);
+  }
+  for (int64_t k = 0; k < num_kv; ++k) work[k].finish();
 }
 
 // Writes o[0, d) (fp32, already normalised) as output row (b, h).
@@ -298,9 +342,10 @@ inline void merge_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base,
 
 }  // namespace ifa_detail
 
-void ifa_chunk(const core::IfaProblem& p, const IfaLayout& layout, std::byte* base, int64_t task) {
+void ifa_chunk(const core::IfaProblem& p, const IfaLayout& layout, const IfaSchedule& schedule,
+               std::byte* base, int64_t task) {
   using ifa_detail::KvKind;
-  const IfaChunkTask t = ifa_chunk_task(p, layout, base, task);
+  const IfaChunkTask t = ifa_chunk_task(p, layout, schedule, base, task);
   switch (p.k.dtype) {
     case DType::kInt8:
       ifa_detail::chunk_impl<KvKind::kInt8>(p, layout, base, t);

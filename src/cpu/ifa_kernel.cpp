@@ -2,6 +2,8 @@
 // active ISA on the library pool.
 #include "cpu/ifa_kernel.hpp"
 
+#include <cassert>
+
 #include "cpu/ifa_kernel_isa.hpp"
 #include "cpu/ifa_workspace.hpp"
 #include "cpu/isa.hpp"
@@ -10,14 +12,17 @@
 namespace kvflash::cpu {
 namespace {
 
-using TaskFn = void (*)(const core::IfaProblem&, const IfaLayout&, std::byte*, int64_t);
+using ChunkFn = void (*)(const core::IfaProblem&, const IfaLayout&, const IfaSchedule&, std::byte*,
+                        int64_t);
+using MergeFn = void (*)(const core::IfaProblem&, const IfaLayout&, std::byte*, int64_t);
 
 struct Run {
   const core::IfaProblem* p;
   const IfaLayout* layout;
+  const IfaSchedule* schedule;
   std::byte* base;
-  TaskFn fn;
-  void operator()(int64_t task) const { fn(*p, *layout, base, task); }
+  ChunkFn chunk;
+  MergeFn merge;
 };
 
 }  // namespace
@@ -25,10 +30,13 @@ struct Run {
 size_t ifa_workspace_size(const core::IfaProblem& p) { return ifa_layout(p).bytes; }
 
 void ifa_run(const core::IfaProblem& p, void* ws) {
+  assert(p.group <= kIfaMaxGroup && p.head_dim <= kIfaMaxHeadDim);  // validated
   const IfaLayout layout = ifa_layout(p);
   std::byte* base = ifa_prepare(p, layout, ws);
-  TaskFn chunk = scalar::ifa_chunk;
-  TaskFn merge = scalar::ifa_merge;
+  const int threads = p.num_threads > 0 ? p.num_threads : default_num_threads();
+  const IfaSchedule schedule = ifa_schedule(p, layout, threads);
+  ChunkFn chunk = scalar::ifa_chunk;
+  MergeFn merge = scalar::ifa_merge;
   switch (active_isa()) {
     case Isa::kAvx512:
       chunk = avx512::ifa_chunk;
@@ -42,12 +50,12 @@ void ifa_run(const core::IfaProblem& p, void* ws) {
       break;
   }
   // The lambdas capture one pointer, so std::function keeps them inline (no allocation).
-  const Run chunks{&p, &layout, base, chunk};
-  parallel_for(layout.num_chunk_tasks, p.num_threads,
-               [run = &chunks](int64_t task, int) { (*run)(task); });
-  const Run merges{&p, &layout, base, merge};
-  parallel_for(p.batch * p.num_kv_heads, p.num_threads,
-               [run = &merges](int64_t task, int) { (*run)(task); });
+  const Run run{&p, &layout, &schedule, base, chunk, merge};
+  parallel_for(schedule.num_tasks, threads, [r = &run](int64_t task, int) {
+    r->chunk(*r->p, *r->layout, *r->schedule, r->base, task);
+  });
+  parallel_for(p.batch * p.num_kv_heads, threads,
+               [r = &run](int64_t task, int) { r->merge(*r->p, *r->layout, r->base, task); });
 }
 
 }  // namespace kvflash::cpu

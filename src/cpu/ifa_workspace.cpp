@@ -100,17 +100,42 @@ std::byte* ifa_prepare(const core::IfaProblem& p, const IfaLayout& l, void* ws) 
   return base;
 }
 
-IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& l, const std::byte* base,
-                            int64_t task) {
+IfaSchedule ifa_schedule(const core::IfaProblem& p, const IfaLayout& l, int num_threads) {
+  const int64_t kvn = p.num_kv_heads;
+  const int64_t chunks = kvn > 0 ? l.num_chunk_tasks / kvn : 0;
+  const int64_t workers = std::max(1, num_threads);
+  int64_t per_task = std::min(kvn, std::max<int64_t>(1, kIfaMaxGroup / std::max<int64_t>(1, p.group)));
+  // Halve the heads per task until every worker has a few tasks (or a task is one head).
+  while (per_task > 1 &&
+         chunks * ((kvn + per_task - 1) / per_task) < kIfaMinTasksPerWorker * workers) {
+    per_task = (per_task + 1) / 2;
+  }
+  IfaSchedule s;
+  s.kv_heads_per_task = std::max<int64_t>(1, per_task);
+  s.kv_blocks = kvn > 0 ? (kvn + s.kv_heads_per_task - 1) / s.kv_heads_per_task : 0;
+  s.num_tasks = chunks * s.kv_blocks;
+  return s;
+}
+
+IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& l, const IfaSchedule& s,
+                            const std::byte* base, int64_t task) {
   const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
-  // The sequence whose range [first[b], first[b + 1]) holds task (empty sequences have empty ranges).
-  const int64_t b = std::upper_bound(first, first + p.batch + 1, task) - first - 1;
+  const int64_t kvn = p.num_kv_heads;
+  // first[b] counts (chunk, kv head) pairs; first[b] / kvn * kv_blocks counts tasks. The sequence
+  // whose task range holds `task` (empty sequences have empty ranges).
+  const auto tasks_before = [&](int64_t f) { return f / kvn * s.kv_blocks; };
+  const int64_t b =
+      std::upper_bound(first, first + p.batch + 1, task,
+                       [&](int64_t t, int64_t f) { return t < tasks_before(f); }) -
+      first - 1;
   IfaChunkTask t;
   t.b = b;
   t.num_chunks = ifa_num_chunks(p.kv_len[b]);
-  const int64_t rem = task - first[b];
-  t.n2 = rem / t.num_chunks;
+  const int64_t rem = task - tasks_before(first[b]);
+  const int64_t block = rem / t.num_chunks;
   t.chunk = rem % t.num_chunks;
+  t.n2_begin = block * s.kv_heads_per_task;
+  t.n2_end = std::min(kvn, t.n2_begin + s.kv_heads_per_task);
   t.begin = p.kv_begin[b] + t.chunk * kIfaChunkLen;
   t.end = std::min(t.begin + kIfaChunkLen, p.kv_begin[b] + p.kv_len[b]);
   return t;

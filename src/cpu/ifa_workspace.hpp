@@ -22,6 +22,9 @@ inline constexpr int64_t kIfaTile = 32;
 /// The head dim is padded with zeros to a multiple of the widest vector, so inner loops have no
 /// tails.
 inline constexpr int64_t kIfaDimAlign = 16;
+/// A schedule keeps at least this many tasks per worker where it can (the last chunk of each
+/// sequence is short, so one task per worker would leave workers idle).
+inline constexpr int64_t kIfaMinTasksPerWorker = 2;
 /// Limits guaranteed by validation (spec §2.11: D <= 512, G <= 64); they size stack buffers.
 inline constexpr int64_t kIfaMaxHeadDim = 512;
 inline constexpr int64_t kIfaMaxGroup = 64;
@@ -57,13 +60,26 @@ IfaLayout ifa_layout(const core::IfaProblem& p);
 /// quant_scale2/offset2 expanded to per-channel). Returns the aligned base.
 std::byte* ifa_prepare(const core::IfaProblem& p, const IfaLayout& layout, void* ws);
 
+/// How chunk tasks group kv heads. A task runs chunk c of sequence b for kv heads
+/// [n2_begin, n2_end); grouping heads keeps a task's reads in one contiguous region when the
+/// heads of a position are adjacent in memory (BSH/BSND), at the cost of fewer, larger tasks.
+/// Each head's arithmetic is the same in any grouping, so the grouping may follow the thread
+/// count without changing a bit of the output (only chunk split points could, and those don't).
+struct IfaSchedule {
+  int64_t kv_heads_per_task = 1;  ///< at most kIfaMaxGroup / group query heads per task
+  int64_t kv_blocks = 0;          ///< ceil(num_kv_heads / kv_heads_per_task)
+  int64_t num_tasks = 0;          ///< total chunks * kv_blocks
+};
+IfaSchedule ifa_schedule(const core::IfaProblem& p, const IfaLayout& layout, int num_threads);
+
 /// Where chunk task `task` works.
 struct IfaChunkTask {
-  int64_t b = 0, n2 = 0, chunk = 0, num_chunks = 0;
-  int64_t begin = 0, end = 0;  ///< absolute positions [begin, end)
+  int64_t b = 0, chunk = 0, num_chunks = 0;
+  int64_t n2_begin = 0, n2_end = 0;  ///< kv heads [n2_begin, n2_end)
+  int64_t begin = 0, end = 0;        ///< absolute positions [begin, end)
 };
 IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& layout,
-                            const std::byte* base, int64_t task);
+                            const IfaSchedule& schedule, const std::byte* base, int64_t task);
 
 /// The slot of chunk c of (b, n2).
 inline float* ifa_slot(const IfaLayout& layout, std::byte* base, const int64_t* chunk_first,
