@@ -36,8 +36,9 @@ int main() {
   CHECK_RET(CreateAclTensor(ToFp16(q), {B, 1, N * D}, ACL_FLOAT16, &query) == 0, return 1);
   CHECK_RET(CreateAclTensor(ToFp16(k), {B, S, KVN * D}, ACL_FLOAT16, &key) == 0, return 1);
   CHECK_RET(CreateAclTensor(ToFp16(v), {B, S, KVN * D}, ACL_FLOAT16, &value) == 0, return 1);
-  CHECK_RET(CreateAclTensor(std::vector<op::fp16_t>(B * N * D, 0), {B, 1, N * D}, ACL_FLOAT16, &out) == 0,
-            return 1);
+  CHECK_RET(
+      CreateAclTensor(std::vector<op::fp16_t>(B * N * D, 0), {B, 1, N * D}, ACL_FLOAT16, &out) == 0,
+      return 1);
   aclTensor* keys[] = {key.tensor};
   aclTensor* values[] = {value.tensor};
   aclTensorList* keyList = aclCreateTensorList(keys, 1);
@@ -52,18 +53,22 @@ int main() {
   ret = aclnnIncreFlashAttentionGetWorkspaceSize(query.tensor, keyList, valueList, nullptr, nullptr,
                                                  actualSeqLengths, N, scaleValue, layout, KVN,
                                                  out.tensor, &workspaceSize, &executor);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("GetWorkspaceSize failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("GetWorkspaceSize failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return 1);
   void* workspace = nullptr;
   if (workspaceSize > 0) {
     ret = aclrtMalloc(&workspace, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret); return 1);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret);
+              return 1);
   }
   ret = aclnnIncreFlashAttention(workspace, workspaceSize, executor, stream);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnIncreFlashAttention failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("aclnnIncreFlashAttention failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return 1);
   ret = aclrtSynchronizeStream(stream);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return 1);
 
   // 4. Copy back and check: query head h reads KV head h / (N / KVN).
@@ -80,14 +85,16 @@ int main() {
       double vmax = 0;
       for (int64_t j = 0; j < lengths[b]; ++j) {
         positions.push_back(j);
-        for (int64_t d = 0; d < D; ++d) vmax = std::fmax(vmax, std::fabs(v[((b * S + j) * KVN + n2) * D + d]));
+        for (int64_t d = 0; d < D; ++d)
+          vmax = std::fmax(vmax, std::fabs(v[((b * S + j) * KVN + n2) * D + d]));
       }
       auto kv_at = [&](const std::vector<double>& t) {
         return [&, n2, b](int64_t j, int64_t d) { return t[((b * S + j) * KVN + n2) * D + d]; };
       };
       std::vector<double> want = AttendRow(qrow, positions, kv_at(k), kv_at(v), scaleValue);
       char what[64];
-      snprintf(what, sizeof(what), "b=%lld h=%lld", static_cast<long long>(b), static_cast<long long>(h));
+      snprintf(what, sizeof(what), "b=%lld h=%lld", static_cast<long long>(b),
+               static_cast<long long>(h));
       bad += CheckFp16Row(what, result.data() + (b * N + h) * D, want, vmax);
     }
   }

@@ -34,8 +34,10 @@ int main() {
   for (int64_t b = 0; b < B; ++b) {
     k[b] = RandomFp16Values(&rng, KVN * seq[b] * D, -1.0, 1.0);
     v[b] = RandomFp16Values(&rng, KVN * seq[b] * D, -1.0, 1.0);
-    CHECK_RET(CreateAclTensor(ToFp16(k[b]), {1, KVN, seq[b], D}, ACL_FLOAT16, &keyT[b]) == 0, return 1);
-    CHECK_RET(CreateAclTensor(ToFp16(v[b]), {1, KVN, seq[b], D}, ACL_FLOAT16, &valueT[b]) == 0, return 1);
+    CHECK_RET(CreateAclTensor(ToFp16(k[b]), {1, KVN, seq[b], D}, ACL_FLOAT16, &keyT[b]) == 0,
+              return 1);
+    CHECK_RET(CreateAclTensor(ToFp16(v[b]), {1, KVN, seq[b], D}, ACL_FLOAT16, &valueT[b]) == 0,
+              return 1);
     keys[b] = keyT[b].tensor;
     values[b] = valueT[b].tensor;
   }
@@ -52,10 +54,12 @@ int main() {
   CHECK_RET(CreateAclTensor(ToFp16(q), {B, N, 1, D}, ACL_FLOAT16, &query) == 0, return 1);
   CHECK_RET(CreateAclTensor(mask, {B, 1, 1, SM}, ACL_BOOL, &maskT) == 0, return 1);
   // A large positional bias: if V2 applied it, the output would change completely.
-  CHECK_RET(CreateAclTensor(std::vector<op::fp16_t>(B * N * SM, 100.0), {B, N, 1, SM}, ACL_FLOAT16, &pse) == 0,
+  CHECK_RET(CreateAclTensor(std::vector<op::fp16_t>(B * N * SM, 100.0), {B, N, 1, SM}, ACL_FLOAT16,
+                            &pse) == 0,
             return 1);
-  CHECK_RET(CreateAclTensor(std::vector<op::fp16_t>(B * N * D, 0), {B, N, 1, D}, ACL_FLOAT16, &out) == 0,
-            return 1);
+  CHECK_RET(
+      CreateAclTensor(std::vector<op::fp16_t>(B * N * D, 0), {B, N, 1, D}, ACL_FLOAT16, &out) == 0,
+      return 1);
   aclTensorList* keyList = aclCreateTensorList(keys.data(), B);
   aclTensorList* valueList = aclCreateTensorList(values.data(), B);
 
@@ -64,20 +68,24 @@ int main() {
   uint64_t workspaceSize = 0;
   aclOpExecutor* executor = nullptr;
   ret = aclnnIncreFlashAttentionV2GetWorkspaceSize(
-      query.tensor, keyList, valueList, pse.tensor, maskT.tensor, nullptr, nullptr, nullptr, nullptr,
-      nullptr, nullptr, N, scaleValue, layout, KVN, out.tensor, &workspaceSize, &executor);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("GetWorkspaceSize failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+      query.tensor, keyList, valueList, pse.tensor, maskT.tensor, nullptr, nullptr, nullptr,
+      nullptr, nullptr, nullptr, N, scaleValue, layout, KVN, out.tensor, &workspaceSize, &executor);
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("GetWorkspaceSize failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return 1);
   void* workspace = nullptr;
   if (workspaceSize > 0) {
     ret = aclrtMalloc(&workspace, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret); return 1);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret);
+              return 1);
   }
   ret = aclnnIncreFlashAttentionV2(workspace, workspaceSize, executor, stream);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnIncreFlashAttentionV2 failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnIncreFlashAttentionV2 failed. ERROR: %d %s\n", ret,
+                                          aclGetRecentErrMsg());
             return 1);
   ret = aclrtSynchronizeStream(stream);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return 1);
 
   std::vector<op::fp16_t> result(B * N * D, 0);
@@ -93,7 +101,8 @@ int main() {
       double vmax = 0;
       for (int64_t j = 0; j < seq[b]; ++j) {
         positions.push_back(j);
-        for (int64_t d = 0; d < D; ++d) vmax = std::fmax(vmax, std::fabs(v[b][(n2 * seq[b] + j) * D + d]));
+        for (int64_t d = 0; d < D; ++d)
+          vmax = std::fmax(vmax, std::fabs(v[b][(n2 * seq[b] + j) * D + d]));
       }
       auto kv_at = [&](const std::vector<double>& t) {
         return [&t, &seq, n2, b](int64_t j, int64_t d) { return t[(n2 * seq[b] + j) * D + d]; };
@@ -101,7 +110,8 @@ int main() {
       std::vector<double> want = AttendRow(qrow, positions, kv_at(k[b]), kv_at(v[b]), scaleValue,
                                            [&](int64_t j) { return masked(b, j); });
       char what[64];
-      snprintf(what, sizeof(what), "b=%lld h=%lld", static_cast<long long>(b), static_cast<long long>(h));
+      snprintf(what, sizeof(what), "b=%lld h=%lld", static_cast<long long>(b),
+               static_cast<long long>(h));
       bad += CheckFp16Row(what, result.data() + (b * N + h) * D, want, vmax);
     }
   }

@@ -59,7 +59,8 @@ int main() {
   CHECK_RET(CreateAclTensor(blockTable, {B, maxBlocksPerSeq}, ACL_INT32, &tableT) == 0, return 1);
   CHECK_RET(CreateAclTensor(std::vector<float>{quantScale2}, {1}, ACL_FLOAT, &qs2) == 0, return 1);
   CHECK_RET(CreateAclTensor(std::vector<float>{quantOffset2}, {1}, ACL_FLOAT, &qo2) == 0, return 1);
-  CHECK_RET(CreateAclTensor(std::vector<int8_t>(B * N * D, 0), {B, 1, N * D}, ACL_INT8, &out) == 0, return 1);
+  CHECK_RET(CreateAclTensor(std::vector<int8_t>(B * N * D, 0), {B, 1, N * D}, ACL_INT8, &out) == 0,
+            return 1);
   aclTensor* keys[] = {key.tensor};
   aclTensor* values[] = {value.tensor};
   aclTensorList* keyList = aclCreateTensorList(keys, 1);
@@ -74,18 +75,22 @@ int main() {
       query.tensor, keyList, valueList, nullptr, nullptr, actualSeqLengths, nullptr, nullptr,
       nullptr, qs2.tensor, qo2.tensor, scaleT.tensor, offsetT.tensor, tableT.tensor, N, scaleValue,
       layout, KVN, blockSize, /*innerPrecise=*/1, out.tensor, &workspaceSize, &executor);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("GetWorkspaceSize failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("GetWorkspaceSize failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return 1);
   void* workspace = nullptr;
   if (workspaceSize > 0) {
     ret = aclrtMalloc(&workspace, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret); return 1);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret);
+              return 1);
   }
   ret = aclnnIncreFlashAttentionV3(workspace, workspaceSize, executor, stream);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnIncreFlashAttentionV3 failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnIncreFlashAttentionV3 failed. ERROR: %d %s\n", ret,
+                                          aclGetRecentErrMsg());
             return 1);
   ret = aclrtSynchronizeStream(stream);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return 1);
 
   std::vector<int8_t> result(B * N * D, 0);
@@ -104,9 +109,11 @@ int main() {
           return (cache[slot(b, t, c)] + aqOffset[which * H + c]) * aqScale[which * H + c];
         };
       };
-      std::vector<double> o = AttendRow(qrow, positions, dequant(kCache, 0), dequant(vCache, 1), scaleValue);
+      std::vector<double> o =
+          AttendRow(qrow, positions, dequant(kCache, 0), dequant(vCache, 1), scaleValue);
       char what[64];
-      snprintf(what, sizeof(what), "b=%lld h=%lld", static_cast<long long>(b), static_cast<long long>(h));
+      snprintf(what, sizeof(what), "b=%lld h=%lld", static_cast<long long>(b),
+               static_cast<long long>(h));
       bad += CheckInt8Row(what, result.data() + (b * N + h) * D, o, quantScale2, quantOffset2);
     }
   }

@@ -37,7 +37,8 @@ int main() {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t j = 0; j < S; ++j)
       if (j < start(b) || j >= S - padding)
-        for (int64_t c = 0; c < KVN * D; ++c) k[(b * S + j) * KVN * D + c] = v[(b * S + j) * KVN * D + c] = 60000.0;
+        for (int64_t c = 0; c < KVN * D; ++c)
+          k[(b * S + j) * KVN * D + c] = v[(b * S + j) * KVN * D + c] = 60000.0;
   std::vector<int8_t> mask(B * S, 0);
   mask[maskedPosition] = 1;
 
@@ -47,7 +48,8 @@ int main() {
   CHECK_RET(CreateAclTensor(ToFp16(v), {B, S, KVN, D}, ACL_FLOAT16, &value) == 0, return 1);
   CHECK_RET(CreateAclTensor(mask, {B, 1, 1, S}, ACL_INT8, &maskT) == 0, return 1);
   CHECK_RET(CreateAclTensor(std::vector<int64_t>{padding}, {1}, ACL_INT64, &pad) == 0, return 1);
-  CHECK_RET(CreateAclTensor(std::vector<op::fp16_t>(B * N * D, 1.0), {B, 1, N, D}, ACL_FLOAT16, &out) == 0,
+  CHECK_RET(CreateAclTensor(std::vector<op::fp16_t>(B * N * D, 1.0), {B, 1, N, D}, ACL_FLOAT16,
+                            &out) == 0,
             return 1);
   aclTensor* keys[] = {key.tensor};
   aclTensor* values[] = {value.tensor};
@@ -63,18 +65,22 @@ int main() {
       query.tensor, keyList, valueList, nullptr, maskT.tensor, actualSeqLengths, nullptr, nullptr,
       nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, pad.tensor, N, scaleValue, layout, KVN,
       /*blockSize=*/0, /*innerPrecise=*/1, out.tensor, &workspaceSize, &executor);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("GetWorkspaceSize failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("GetWorkspaceSize failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return 1);
   void* workspace = nullptr;
   if (workspaceSize > 0) {
     ret = aclrtMalloc(&workspace, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret); return 1);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret);
+              return 1);
   }
   ret = aclnnIncreFlashAttentionV4(workspace, workspaceSize, executor, stream);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnIncreFlashAttentionV4 failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnIncreFlashAttentionV4 failed. ERROR: %d %s\n", ret,
+                                          aclGetRecentErrMsg());
             return 1);
   ret = aclrtSynchronizeStream(stream);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return 1);
 
   std::vector<op::fp16_t> result(B * N * D, 0);
@@ -91,7 +97,8 @@ int main() {
       if (start(b) >= 0) {
         for (int64_t j = start(b); j < start(b) + lengths[b]; ++j) {
           positions.push_back(j);
-          for (int64_t d = 0; d < D; ++d) vmax = std::fmax(vmax, std::fabs(v[((b * S + j) * KVN + n2) * D + d]));
+          for (int64_t d = 0; d < D; ++d)
+            vmax = std::fmax(vmax, std::fabs(v[((b * S + j) * KVN + n2) * D + d]));
         }
       }
       auto kv_at = [&](const std::vector<double>& t) {
@@ -100,7 +107,8 @@ int main() {
       std::vector<double> want = AttendRow(qrow, positions, kv_at(k), kv_at(v), scaleValue,
                                            [&](int64_t j) { return mask[b * S + j] != 0; });
       char what[64];
-      snprintf(what, sizeof(what), "b=%lld h=%lld", static_cast<long long>(b), static_cast<long long>(h));
+      snprintf(what, sizeof(what), "b=%lld h=%lld", static_cast<long long>(b),
+               static_cast<long long>(h));
       bad += CheckFp16Row(what, result.data() + (b * N + h) * D, want, vmax);
     }
   }

@@ -135,32 +135,36 @@ struct Call {
     char* lay = null_layout ? nullptr : layout_buf.data();
     switch (version) {
       case 1:
-        return aclnnIncreFlashAttentionGetWorkspaceSize(query, key, value, pse, mask, lens,
-                                                        num_heads, scale, lay, num_kv_heads, out,
-                                                        ws, e);
+        return aclnnIncreFlashAttentionGetWorkspaceSize(
+            query, key, value, pse, mask, lens, num_heads, scale, lay, num_kv_heads, out, ws, e);
       case 2:
         return aclnnIncreFlashAttentionV2GetWorkspaceSize(query, key, value, pse, mask, lens, dq1,
-                                                          qs1, dq2, qs2, qo2, num_heads, scale,
-                                                          lay, num_kv_heads, out, ws, e);
+                                                          qs1, dq2, qs2, qo2, num_heads, scale, lay,
+                                                          num_kv_heads, out, ws, e);
       case 3:
         return aclnnIncreFlashAttentionV3GetWorkspaceSize(
             query, key, value, pse, mask, lens, dq1, qs1, dq2, qs2, qo2, aq_scale, aq_offset,
-            block_table, num_heads, scale, lay, num_kv_heads, block_size, inner_precise, out, ws, e);
+            block_table, num_heads, scale, lay, num_kv_heads, block_size, inner_precise, out, ws,
+            e);
       default:
         return aclnnIncreFlashAttentionV4GetWorkspaceSize(
             query, key, value, pse, mask, lens, dq1, qs1, dq2, qs2, qo2, aq_scale, aq_offset,
-            block_table, kv_padding, num_heads, scale, lay, num_kv_heads, block_size,
-            inner_precise, out, ws, e);
+            block_table, kv_padding, num_heads, scale, lay, num_kv_heads, block_size, inner_precise,
+            out, ws, e);
     }
   }
 };
 
 aclnnStatus phase2(int version, void* ws, uint64_t size, aclOpExecutor* e, aclrtStream s) {
   switch (version) {
-    case 1: return aclnnIncreFlashAttention(ws, size, e, s);
-    case 2: return aclnnIncreFlashAttentionV2(ws, size, e, s);
-    case 3: return aclnnIncreFlashAttentionV3(ws, size, e, s);
-    default: return aclnnIncreFlashAttentionV4(ws, size, e, s);
+    case 1:
+      return aclnnIncreFlashAttention(ws, size, e, s);
+    case 2:
+      return aclnnIncreFlashAttentionV2(ws, size, e, s);
+    case 3:
+      return aclnnIncreFlashAttentionV3(ws, size, e, s);
+    default:
+      return aclnnIncreFlashAttentionV4(ws, size, e, s);
   }
 }
 
@@ -178,7 +182,8 @@ aclnnStatus run_call(const Call& c, int version, aclrtStream stream = nullptr) {
   aclOpExecutor* e = nullptr;
   if (aclnnStatus s = c.phase1(version, &ws, &e); s != ACLNN_SUCCESS) return s;
   std::vector<std::byte> workspace(ws);
-  if (aclnnStatus s = phase2(version, workspace.data(), ws, e, stream); s != ACLNN_SUCCESS) return s;
+  if (aclnnStatus s = phase2(version, workspace.data(), ws, e, stream); s != ACLNN_SUCCESS)
+    return s;
   return aclrtSynchronizeStream(stream);
 }
 
@@ -269,7 +274,8 @@ TEST(AclnnIfa, InvalidArgumentsReturn161002WithNullExecutor) {
       apply(&c);
       uint64_t ws = 0;
       aclOpExecutor* e = kSentinel;
-      EXPECT_EQ(c.phase1(version, &ws, &e), ACLNN_ERR_PARAM_INVALID) << "V" << version << " " << name;
+      EXPECT_EQ(c.phase1(version, &ws, &e), ACLNN_ERR_PARAM_INVALID)
+          << "V" << version << " " << name;
       EXPECT_EQ(e, nullptr) << name;
       EXPECT_FALSE(recent().empty()) << name;
     }
@@ -338,10 +344,11 @@ TEST(AclnnIfa, PhaseTwoContract) {
     ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS) << recent();
     for (size_t i = 0; i < kGuard; ++i) {
       ASSERT_EQ(buf[i], 0xa5) << "guard byte before the workspace overwritten at " << i;
-      ASSERT_EQ(buf[kGuard + ws + i], 0xa5) << "guard byte after the workspace overwritten at " << i;
+      ASSERT_EQ(buf[kGuard + ws + i], 0xa5)
+          << "guard byte after the workspace overwritten at " << i;
     }
-    EXPECT_TRUE(kvflash::testing::compare_ifa_output("long", data.args(),
-                                                     kvflash::reference::ifa_reference(data.args())));
+    EXPECT_TRUE(kvflash::testing::compare_ifa_output(
+        "long", data.args(), kvflash::reference::ifa_reference(data.args())));
     // The executor was consumed.
     EXPECT_EQ(phase2(version, workspace, ws, e, nullptr), ACLNN_ERR_PARAM_INVALID);
     EXPECT_NE(recent().find("consumed"), std::string::npos) << recent();
@@ -376,8 +383,9 @@ TEST(AclnnIfa, ResultIsOrderedBeforeLaterStreamWork) {
   const TensorView& out = data.args().attention_out;
   const size_t bytes = out.numel() * kvflash::dtype_size(out.dtype);
   std::vector<std::byte> copy(bytes);
-  ASSERT_EQ(aclrtMemcpyAsync(copy.data(), bytes, out.base(), bytes, ACL_MEMCPY_DEVICE_TO_HOST, stream),
-            ACL_SUCCESS);
+  ASSERT_EQ(
+      aclrtMemcpyAsync(copy.data(), bytes, out.base(), bytes, ACL_MEMCPY_DEVICE_TO_HOST, stream),
+      ACL_SUCCESS);
   ASSERT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS) << recent();
   EXPECT_EQ(copy, data.output_bytes());
   EXPECT_TRUE(kvflash::testing::compare_ifa_output("ordered", data.args(),
@@ -403,8 +411,10 @@ TEST(AclnnIfa, TwoStreamsComputeIndependentCalls) {
   ASSERT_EQ(phase2(1, ws2.data(), w2, e2, s2), ACLNN_SUCCESS);
   ASSERT_EQ(aclrtSynchronizeStream(s1), ACL_SUCCESS);
   ASSERT_EQ(aclrtSynchronizeStream(s2), ACL_SUCCESS);
-  EXPECT_TRUE(kvflash::testing::compare_ifa_output("s1", d1.args(), kvflash::reference::ifa_reference(d1.args())));
-  EXPECT_TRUE(kvflash::testing::compare_ifa_output("s2", d2.args(), kvflash::reference::ifa_reference(d2.args())));
+  EXPECT_TRUE(kvflash::testing::compare_ifa_output("s1", d1.args(),
+                                                   kvflash::reference::ifa_reference(d1.args())));
+  EXPECT_TRUE(kvflash::testing::compare_ifa_output("s2", d2.args(),
+                                                   kvflash::reference::ifa_reference(d2.args())));
   EXPECT_EQ(aclrtDestroyStream(s1), ACL_SUCCESS);
   EXPECT_EQ(aclrtDestroyStream(s2), ACL_SUCCESS);
 }
@@ -468,18 +478,21 @@ TEST(AclnnIfa, V1AndV2IgnorePseShiftV3AndV4ApplyIt) {
   for (int version = 1; version <= 2; ++version) {
     data.poison_outputs();
     ASSERT_EQ(run_call(c, version), ACLNN_SUCCESS) << recent();
-    EXPECT_TRUE(kvflash::testing::compare_ifa_output("no-pse", data.args(), ref_without)) << "V" << version;
+    EXPECT_TRUE(kvflash::testing::compare_ifa_output("no-pse", data.args(), ref_without))
+        << "V" << version;
     // Not even looked at: a pointer that is no tensor at all is fine.
     Call garbage = c;
     garbage.pse = reinterpret_cast<const aclTensor*>(uintptr_t{0x8});
     data.poison_outputs();
     ASSERT_EQ(run_call(garbage, version), ACLNN_SUCCESS) << recent();
-    EXPECT_TRUE(kvflash::testing::compare_ifa_output("no-pse", data.args(), ref_without)) << "V" << version;
+    EXPECT_TRUE(kvflash::testing::compare_ifa_output("no-pse", data.args(), ref_without))
+        << "V" << version;
   }
   for (int version = 3; version <= 4; ++version) {
     data.poison_outputs();
     ASSERT_EQ(run_call(c, version), ACLNN_SUCCESS) << recent();
-    EXPECT_TRUE(kvflash::testing::compare_ifa_output("pse", data.args(), ref_with)) << "V" << version;
+    EXPECT_TRUE(kvflash::testing::compare_ifa_output("pse", data.args(), ref_with))
+        << "V" << version;
     // ... and the pse makes a difference, so the V1/V2 check above could fail.
     EXPECT_FALSE(kvflash::testing::compare_ifa_output("pse-vs-none", data.args(), ref_without));
   }
@@ -511,8 +524,8 @@ TEST(AclnnIfa, StridedInputViewsAreHonoured) {
     const Call c = Call::from(data.args(), &h);
     data.poison_outputs();
     ASSERT_EQ(run_call(c, 1), ACLNN_SUCCESS) << recent();
-    EXPECT_TRUE(kvflash::testing::compare_ifa_output(spec.name(), data.args(),
-                                                     kvflash::reference::ifa_reference(data.args())));
+    EXPECT_TRUE(kvflash::testing::compare_ifa_output(
+        spec.name(), data.args(), kvflash::reference::ifa_reference(data.args())));
   }
 }
 

@@ -114,7 +114,8 @@ TEST(AclMemory, MemcpyRefusesCountAboveDestMax) {
   ASSERT_EQ(aclrtMemcpy(dst.data(), dst.size(), src.data(), 16, ACL_MEMCPY_DEVICE_TO_HOST),
             ACL_SUCCESS);
   EXPECT_EQ(dst, std::vector<uint8_t>(16, 7));
-  EXPECT_EQ(aclrtMemcpy(dst.data(), 16, nullptr, 4, ACL_MEMCPY_HOST_TO_HOST), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclrtMemcpy(dst.data(), 16, nullptr, 4, ACL_MEMCPY_HOST_TO_HOST),
+            ACL_ERROR_INVALID_PARAM);
   EXPECT_EQ(aclrtMemcpy(dst.data(), 16, src.data(), 4, static_cast<aclrtMemcpyKind>(9)),
             ACL_ERROR_INVALID_PARAM);
   EXPECT_EQ(aclrtMemcpy(nullptr, 0, nullptr, 0, ACL_MEMCPY_HOST_TO_HOST), ACL_SUCCESS);
@@ -149,8 +150,9 @@ TEST(AclStream, AsyncCopiesRunInOrder) {
   for (int round = 1; round <= 20; ++round) {
     // a := round; b := a; a := round + 100. In order, b ends as round and a as round + 100.
     ASSERT_EQ(aclrtMemsetAsync(a.data(), a.size(), round, a.size(), s), ACL_SUCCESS);
-    ASSERT_EQ(aclrtMemcpyAsync(b.data(), b.size(), a.data(), a.size(), ACL_MEMCPY_DEVICE_TO_DEVICE, s),
-              ACL_SUCCESS);
+    ASSERT_EQ(
+        aclrtMemcpyAsync(b.data(), b.size(), a.data(), a.size(), ACL_MEMCPY_DEVICE_TO_DEVICE, s),
+        ACL_SUCCESS);
     ASSERT_EQ(aclrtMemsetAsync(a.data(), a.size(), round + 100, a.size(), s), ACL_SUCCESS);
     ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
     EXPECT_EQ(b, std::vector<uint8_t>(4096, static_cast<uint8_t>(round)));
@@ -169,19 +171,21 @@ TEST(AclStream, EnqueuedWorkRunsInSubmissionOrderAndAsynchronously) {
   bool release = false;
   std::vector<int> order;
   // The first task blocks until the test releases it: enqueue must not wait for it.
-  ASSERT_EQ(kvflash::aclnn::enqueue("test", s, [&] {
-              std::unique_lock<std::mutex> lock(mu);
-              cv.wait(lock, [&] { return release; });
-              order.push_back(0);
-              return Status::kSuccess;
-            }),
+  ASSERT_EQ(kvflash::aclnn::enqueue("test", s,
+                                    [&] {
+                                      std::unique_lock<std::mutex> lock(mu);
+                                      cv.wait(lock, [&] { return release; });
+                                      order.push_back(0);
+                                      return Status::kSuccess;
+                                    }),
             Status::kSuccess);
   for (int i = 1; i < 50; ++i) {
-    ASSERT_EQ(kvflash::aclnn::enqueue("test", s, [&, i] {
-                std::lock_guard<std::mutex> lock(mu);
-                order.push_back(i);
-                return Status::kSuccess;
-              }),
+    ASSERT_EQ(kvflash::aclnn::enqueue("test", s,
+                                      [&, i] {
+                                        std::lock_guard<std::mutex> lock(mu);
+                                        order.push_back(i);
+                                        return Status::kSuccess;
+                                      }),
               Status::kSuccess);
   }
   {
@@ -202,20 +206,23 @@ TEST(AclStream, TwoStreamsRunConcurrently) {
   ASSERT_EQ(aclrtCreateStream(&s2), ACL_SUCCESS);
   std::atomic<bool> flag{false};
   // s1 waits (bounded) for a flag that only s2's task sets: it succeeds only if both run at once.
-  ASSERT_EQ(kvflash::aclnn::enqueue("test", s1, [&] {
-              const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-              while (!flag.load()) {
-                if (std::chrono::steady_clock::now() > deadline)
-                  return kvflash::core::fail(Status::kRuntime, "test", "stream 2 never ran");
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
-              }
-              return Status::kSuccess;
-            }),
+  ASSERT_EQ(kvflash::aclnn::enqueue(
+                "test", s1,
+                [&] {
+                  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+                  while (!flag.load()) {
+                    if (std::chrono::steady_clock::now() > deadline)
+                      return kvflash::core::fail(Status::kRuntime, "test", "stream 2 never ran");
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                  }
+                  return Status::kSuccess;
+                }),
             Status::kSuccess);
-  ASSERT_EQ(kvflash::aclnn::enqueue("test", s2, [&] {
-              flag = true;
-              return Status::kSuccess;
-            }),
+  ASSERT_EQ(kvflash::aclnn::enqueue("test", s2,
+                                    [&] {
+                                      flag = true;
+                                      return Status::kSuccess;
+                                    }),
             Status::kSuccess);
   EXPECT_EQ(aclrtSynchronizeStream(s1), ACL_SUCCESS) << recent();
   EXPECT_EQ(aclrtSynchronizeStream(s2), ACL_SUCCESS);
@@ -227,14 +234,17 @@ TEST(AclStream, TaskFailureIsReportedBySynchronizeOnce) {
   aclrtStream s = nullptr;
   ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
   int after = 0;
-  ASSERT_EQ(kvflash::aclnn::enqueue("test", s, [] {
-              return kvflash::core::fail(Status::kInvalid, "test_op", "block id 99 is out of range");
-            }),
+  ASSERT_EQ(kvflash::aclnn::enqueue("test", s,
+                                    [] {
+                                      return kvflash::core::fail(Status::kInvalid, "test_op",
+                                                                 "block id 99 is out of range");
+                                    }),
             Status::kSuccess);
-  ASSERT_EQ(kvflash::aclnn::enqueue("test", s, [&] {
-              after = 1;  // later independent work still runs
-              return Status::kSuccess;
-            }),
+  ASSERT_EQ(kvflash::aclnn::enqueue("test", s,
+                                    [&] {
+                                      after = 1;  // later independent work still runs
+                                      return Status::kSuccess;
+                                    }),
             Status::kSuccess);
   EXPECT_EQ(aclrtSynchronizeStream(s), ACL_ERROR_INTERNAL_ERROR);
   EXPECT_NE(recent().find("block id 99 is out of range"), std::string::npos) << recent();
@@ -249,11 +259,12 @@ TEST(AclStream, DestroyRunsQueuedWorkFirst) {
   ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
   std::atomic<int> ran{0};
   for (int i = 0; i < 10; ++i) {
-    ASSERT_EQ(kvflash::aclnn::enqueue("test", s, [&] {
-                std::this_thread::sleep_for(std::chrono::milliseconds(2));
-                ++ran;
-                return Status::kSuccess;
-              }),
+    ASSERT_EQ(kvflash::aclnn::enqueue("test", s,
+                                      [&] {
+                                        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                                        ++ran;
+                                        return Status::kSuccess;
+                                      }),
               Status::kSuccess);
   }
   EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
@@ -294,7 +305,8 @@ TEST(AclContext, CreateSetGetDestroy) {
 TEST(AclMeta, CreateTensorChecksItsDescription) {
   std::vector<uint16_t> buf(24);
   const int64_t dims[] = {2, 3, 4}, strides[] = {12, 4, 1};
-  aclTensor* t = aclCreateTensor(dims, 3, ACL_FLOAT16, strides, 0, ACL_FORMAT_ND, dims, 3, buf.data());
+  aclTensor* t =
+      aclCreateTensor(dims, 3, ACL_FLOAT16, strides, 0, ACL_FORMAT_ND, dims, 3, buf.data());
   ASSERT_NE(t, nullptr);
   aclDataType dt = ACL_DT_UNDEFINED;
   aclFormat fmt = ACL_FORMAT_UNDEFINED;
@@ -308,17 +320,23 @@ TEST(AclMeta, CreateTensorChecksItsDescription) {
   EXPECT_EQ(aclDestroyTensor(nullptr), ACLNN_SUCCESS);
 
   // The view must lie inside the storage: offset 1 pushes the last element out.
-  EXPECT_EQ(aclCreateTensor(dims, 3, ACL_FLOAT16, strides, 1, ACL_FORMAT_ND, dims, 3, buf.data()), nullptr);
+  EXPECT_EQ(aclCreateTensor(dims, 3, ACL_FLOAT16, strides, 1, ACL_FORMAT_ND, dims, 3, buf.data()),
+            nullptr);
   EXPECT_NE(recent().find("storageDims"), std::string::npos) << recent();
   const int64_t neg[] = {2, -3, 4};
-  EXPECT_EQ(aclCreateTensor(neg, 3, ACL_FLOAT16, strides, 0, ACL_FORMAT_ND, dims, 3, buf.data()), nullptr);
+  EXPECT_EQ(aclCreateTensor(neg, 3, ACL_FLOAT16, strides, 0, ACL_FORMAT_ND, dims, 3, buf.data()),
+            nullptr);
   const int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-  EXPECT_EQ(aclCreateTensor(nine, 9, ACL_FLOAT16, nine, 0, ACL_FORMAT_ND, nine, 9, buf.data()), nullptr);
-  EXPECT_EQ(aclCreateTensor(dims, 3, ACL_FLOAT16, nullptr, 0, ACL_FORMAT_ND, dims, 3, buf.data()), nullptr);
-  EXPECT_EQ(aclCreateTensor(dims, 3, ACL_FLOAT16, strides, 0, ACL_FORMAT_ND, dims, 3, nullptr), nullptr);
+  EXPECT_EQ(aclCreateTensor(nine, 9, ACL_FLOAT16, nine, 0, ACL_FORMAT_ND, nine, 9, buf.data()),
+            nullptr);
+  EXPECT_EQ(aclCreateTensor(dims, 3, ACL_FLOAT16, nullptr, 0, ACL_FORMAT_ND, dims, 3, buf.data()),
+            nullptr);
+  EXPECT_EQ(aclCreateTensor(dims, 3, ACL_FLOAT16, strides, 0, ACL_FORMAT_ND, dims, 3, nullptr),
+            nullptr);
   // A strided view of a bigger buffer is fine; an empty tensor needs no data.
   const int64_t vdims[] = {2, 2}, vstrides[] = {12, 2}, storage[] = {24};
-  aclTensor* v = aclCreateTensor(vdims, 2, ACL_FLOAT16, vstrides, 5, ACL_FORMAT_ND, storage, 1, buf.data());
+  aclTensor* v =
+      aclCreateTensor(vdims, 2, ACL_FLOAT16, vstrides, 5, ACL_FORMAT_ND, storage, 1, buf.data());
   EXPECT_NE(v, nullptr) << recent();
   EXPECT_EQ(aclDestroyTensor(v), ACLNN_SUCCESS);
   const int64_t empty[] = {0, 4}, estr[] = {4, 1};
@@ -330,7 +348,8 @@ TEST(AclMeta, CreateTensorChecksItsDescription) {
 TEST(AclMeta, TensorListCopiesItsTensors) {
   std::vector<uint16_t> buf(8);
   const int64_t dims[] = {8}, strides[] = {1};
-  aclTensor* a = aclCreateTensor(dims, 1, ACL_FLOAT16, strides, 0, ACL_FORMAT_ND, dims, 1, buf.data());
+  aclTensor* a =
+      aclCreateTensor(dims, 1, ACL_FLOAT16, strides, 0, ACL_FORMAT_ND, dims, 1, buf.data());
   aclTensor* b = aclCreateTensor(dims, 1, ACL_BF16, strides, 0, ACL_FORMAT_ND, dims, 1, buf.data());
   aclTensor* items[] = {a, nullptr, b};
   aclTensorList* list = aclCreateTensorList(items, 3);
@@ -452,7 +471,8 @@ TEST(AclExecutor, RepeatableExecutorRunsUntilDestroyed) {
   Counter c;
   aclOpExecutor* e = counting_executor(&c, 0);
   ASSERT_EQ(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(kvflash::aclnn::launch("test_op", nullptr, 0, e, nullptr), ACLNN_SUCCESS);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(kvflash::aclnn::launch("test_op", nullptr, 0, e, nullptr), ACLNN_SUCCESS);
   EXPECT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
   EXPECT_EQ(c.runs.load(), 3);
   EXPECT_EQ(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
@@ -487,12 +507,12 @@ TEST(Fp16T, RoundsToNearestEvenFromEveryType) {
   EXPECT_EQ(op::fp16_t(65519.99).val, 0x7bff);
   EXPECT_EQ(op::fp16_t(65520.0).val, 0x7c00);  // halfway to the next binade: inf
   EXPECT_EQ(op::fp16_t(-1e9).val, 0xfc00);
-  EXPECT_EQ(op::fp16_t(2049).val, op::fp16_t(2048).val);  // tie -> even
-  EXPECT_EQ(op::fp16_t(2051).val, op::fp16_t(2052).val);  // tie -> even
-  EXPECT_EQ(op::fp16_t(std::ldexp(1.0, -24)).val, 0x0001);  // smallest subnormal
-  EXPECT_EQ(op::fp16_t(std::ldexp(1.0, -25)).val, 0x0000);  // tie -> even (0)
+  EXPECT_EQ(op::fp16_t(2049).val, op::fp16_t(2048).val);        // tie -> even
+  EXPECT_EQ(op::fp16_t(2051).val, op::fp16_t(2052).val);        // tie -> even
+  EXPECT_EQ(op::fp16_t(std::ldexp(1.0, -24)).val, 0x0001);      // smallest subnormal
+  EXPECT_EQ(op::fp16_t(std::ldexp(1.0, -25)).val, 0x0000);      // tie -> even (0)
   EXPECT_EQ(op::fp16_t(3 * std::ldexp(1.0, -25)).val, 0x0002);  // tie -> even (2)
-  EXPECT_EQ(op::fp16_t(std::ldexp(1.0, -14)).val, 0x0400);  // smallest normal
+  EXPECT_EQ(op::fp16_t(std::ldexp(1.0, -14)).val, 0x0400);      // smallest normal
   // One rounding from double: via float this would round twice and land on 1.0.
   EXPECT_EQ(op::fp16_t(1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40)).val, 0x3c01);
   EXPECT_TRUE(std::isnan(static_cast<float>(op::fp16_t(std::nan("")))));

@@ -67,7 +67,8 @@ typedef enum {
   ACL_FORMAT_NCDHW = 30
 } aclFormat;
 
-/** Bytes per element of dataType; 0 for ACL_DT_UNDEFINED, ACL_STRING, ACL_INT4 and unknown values. */
+/** Bytes per element of dataType; 0 for ACL_DT_UNDEFINED, ACL_STRING, ACL_INT4 and unknown values.
+ */
 ACL_FUNC_VISIBILITY size_t aclDataTypeSize(aclDataType dataType);
 
 #ifdef __cplusplus

@@ -42,8 +42,8 @@ typedef struct aclIntArray aclIntArray;
 ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
                                                aclDataType dataType, const int64_t *stride,
                                                int64_t offset, aclFormat format,
-                                               const int64_t *storageDims,
-                                               uint64_t storageDimsNum, void *tensorData);
+                                               const int64_t *storageDims, uint64_t storageDimsNum,
+                                               void *tensorData);
 /** Copies the descriptors of value[0..size); null entries stay null (operators reject them). */
 ACL_FUNC_VISIBILITY aclTensorList *aclCreateTensorList(const aclTensor *const *value,
                                                        uint64_t size);
@@ -63,7 +63,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclGetTensorListSize(const aclTensorList *tensor
                                                      uint64_t *size);
 ACL_FUNC_VISIBILITY aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size);
 
-/** Lets the executor be launched any number of times; it then lives until aclDestroyAclOpExecutor. */
+/** Lets the executor be launched any number of times; it then lives until aclDestroyAclOpExecutor.
+ */
 ACL_FUNC_VISIBILITY aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor);
 /** Releases an executor that has not been consumed (or a repeatable one). */
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor);

@@ -5,8 +5,8 @@
  * and returns the workspace size and a single-use executor (*executor = nullptr on failure).
  * Phase 2 enqueues the computation on stream (null = the default stream); results are visible
  * after aclrtSynchronizeStream. Status codes: ACLNN_SUCCESS, ACLNN_ERR_PARAM_NULLPTR (161001),
- * ACLNN_ERR_PARAM_INVALID (161002), ACLNN_ERR_RUNTIME_ERROR (361001); reason in aclGetRecentErrMsg().
- * Pure C; C linkage. */
+ * ACLNN_ERR_PARAM_INVALID (161002), ACLNN_ERR_RUNTIME_ERROR (361001); reason in
+ * aclGetRecentErrMsg(). Pure C; C linkage. */
 #ifndef KVFLASH_ACLNNOP_ACLNN_INCRE_FLASH_ATTENTION_V4_H_
 #define KVFLASH_ACLNNOP_ACLNN_INCRE_FLASH_ATTENTION_V4_H_
 
@@ -17,16 +17,18 @@ extern "C" {
 #endif
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnIncreFlashAttentionV4GetWorkspaceSize(
-    const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pseShift,
-    const aclTensor *attenMask, const aclIntArray *actualSeqLengths, const aclTensor *dequantScale1,
-    const aclTensor *quantScale1, const aclTensor *dequantScale2, const aclTensor *quantScale2,
-    const aclTensor *quantOffset2, const aclTensor *antiquantScale, const aclTensor *antiquantOffset,
-    const aclTensor *blocktable, const aclTensor *kvPaddingSize, int64_t numHeads, double scaleValue,
-    char *inputLayout, int64_t numKeyValueHeads, int64_t blockSize, int64_t innerPrecise,
-    const aclTensor *attentionOut, uint64_t *workspaceSize, aclOpExecutor **executor);
+    const aclTensor *query, const aclTensorList *key, const aclTensorList *value,
+    const aclTensor *pseShift, const aclTensor *attenMask, const aclIntArray *actualSeqLengths,
+    const aclTensor *dequantScale1, const aclTensor *quantScale1, const aclTensor *dequantScale2,
+    const aclTensor *quantScale2, const aclTensor *quantOffset2, const aclTensor *antiquantScale,
+    const aclTensor *antiquantOffset, const aclTensor *blocktable, const aclTensor *kvPaddingSize,
+    int64_t numHeads, double scaleValue, char *inputLayout, int64_t numKeyValueHeads,
+    int64_t blockSize, int64_t innerPrecise, const aclTensor *attentionOut, uint64_t *workspaceSize,
+    aclOpExecutor **executor);
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnIncreFlashAttentionV4(void *workspace, uint64_t workspaceSize,
-                                         aclOpExecutor *executor, const aclrtStream stream);
+                                                           aclOpExecutor *executor,
+                                                           const aclrtStream stream);
 
 #ifdef __cplusplus
 }

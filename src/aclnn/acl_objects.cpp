@@ -97,30 +97,39 @@ aclTensor* create_tensor(const int64_t* view_dims, uint64_t view_rank, aclDataTy
     return nullptr;
   };
   if (view_rank > static_cast<uint64_t>(kMaxRank))
-    return reject("viewDimsNum (" + std::to_string(view_rank) + ") must be <= " + std::to_string(kMaxRank));
-  if (view_rank > 0 && view_dims == nullptr) return reject("viewDims is null but viewDimsNum is " + std::to_string(view_rank));
-  if (view_rank > 0 && stride == nullptr) return reject("stride is null but viewDimsNum is " + std::to_string(view_rank));
-  if (storage_rank > 0 && storage_dims == nullptr) return reject("storageDims is null but storageDimsNum is " + std::to_string(storage_rank));
+    return reject("viewDimsNum (" + std::to_string(view_rank) +
+                  ") must be <= " + std::to_string(kMaxRank));
+  if (view_rank > 0 && view_dims == nullptr)
+    return reject("viewDims is null but viewDimsNum is " + std::to_string(view_rank));
+  if (view_rank > 0 && stride == nullptr)
+    return reject("stride is null but viewDimsNum is " + std::to_string(view_rank));
+  if (storage_rank > 0 && storage_dims == nullptr)
+    return reject("storageDims is null but storageDimsNum is " + std::to_string(storage_rank));
   if (offset < 0) return reject("offset (" + std::to_string(offset) + ") must be >= 0");
   for (uint64_t i = 0; i < view_rank; ++i) {
-    if (view_dims[i] < 0) return reject("viewDims " + dims_str(view_dims, view_rank) + " has a negative dim");
-    if (stride[i] < 0) return reject("stride " + dims_str(stride, view_rank) + " has a negative entry");
+    if (view_dims[i] < 0)
+      return reject("viewDims " + dims_str(view_dims, view_rank) + " has a negative dim");
+    if (stride[i] < 0)
+      return reject("stride " + dims_str(stride, view_rank) + " has a negative entry");
   }
   int64_t storage_numel = 1;
   for (uint64_t i = 0; i < storage_rank; ++i) {
-    if (storage_dims[i] < 0) return reject("storageDims " + dims_str(storage_dims, storage_rank) + " has a negative dim");
+    if (storage_dims[i] < 0)
+      return reject("storageDims " + dims_str(storage_dims, storage_rank) + " has a negative dim");
     if (__builtin_mul_overflow(storage_numel, storage_dims[i], &storage_numel))
       return reject("storageDims " + dims_str(storage_dims, storage_rank) + " overflow int64");
   }
   int64_t last = 0;
   if (!max_index(view_dims, stride, view_rank, offset, &last))
-    return reject("the view (dims " + dims_str(view_dims, view_rank) + ", stride " + dims_str(stride, view_rank) + ") overflows int64");
+    return reject("the view (dims " + dims_str(view_dims, view_rank) + ", stride " +
+                  dims_str(stride, view_rank) + ") overflows int64");
   // The storage dims say how big the buffer is; a view reaching past them would make operators
   // read or write outside it. Without storage dims the view itself is the only description.
   if (storage_rank > 0 && last >= storage_numel)
-    return reject("the view (dims " + dims_str(view_dims, view_rank) + ", stride " + dims_str(stride, view_rank) +
-                  ", offset " + std::to_string(offset) + ") reaches element " + std::to_string(last) +
-                  " but storageDims " + dims_str(storage_dims, storage_rank) + " hold " + std::to_string(storage_numel));
+    return reject("the view (dims " + dims_str(view_dims, view_rank) + ", stride " +
+                  dims_str(stride, view_rank) + ", offset " + std::to_string(offset) +
+                  ") reaches element " + std::to_string(last) + " but storageDims " +
+                  dims_str(storage_dims, storage_rank) + " hold " + std::to_string(storage_numel));
   if (last >= 0 && data == nullptr) return reject("tensorData is null for a non-empty view");
 
   auto t = std::make_unique<aclTensor>();
@@ -145,7 +154,8 @@ bool is_live(const aclTensorList* l) { return tensor_lists().contains(l); }
 bool is_live(const aclIntArray* a) { return int_arrays().contains(a); }
 
 aclnnStatus null_arg(const char* op, const char* arg) {
-  return static_cast<aclnnStatus>(core::fail(Status::kNullPtr, op, std::string(arg) + " must not be null"));
+  return static_cast<aclnnStatus>(
+      core::fail(Status::kNullPtr, op, std::string(arg) + " must not be null"));
 }
 
 namespace {
@@ -165,7 +175,8 @@ Status convert(const char* op, const std::string& arg, const aclTensor& t, Tenso
 Status tensor_view(const char* op, const char* arg, const aclTensor* t, TensorView* out) {
   if (t == nullptr) return core::fail(Status::kNullPtr, op, std::string(arg) + " must not be null");
   if (!is_live(t))
-    return core::fail(Status::kInvalid, op, std::string(arg) + " (" + ptr_str(t) + ") is not a live aclTensor");
+    return core::fail(Status::kInvalid, op,
+                      std::string(arg) + " (" + ptr_str(t) + ") is not a live aclTensor");
   return convert(op, arg, *t, out);
 }
 
@@ -184,7 +195,8 @@ Status tensor_list_views(const char* op, const char* arg, const aclTensorList* l
   out->clear();
   if (l == nullptr) return core::fail(Status::kNullPtr, op, std::string(arg) + " must not be null");
   if (!is_live(l))
-    return core::fail(Status::kInvalid, op, std::string(arg) + " (" + ptr_str(l) + ") is not a live aclTensorList");
+    return core::fail(Status::kInvalid, op,
+                      std::string(arg) + " (" + ptr_str(l) + ") is not a live aclTensorList");
   for (size_t i = 0; i < l->tensors.size(); ++i) {
     const std::string name = std::string(arg) + "[" + std::to_string(i) + "]";
     if (!l->tensors[i]) return core::fail(Status::kNullPtr, op, name + " must not be null");
@@ -200,7 +212,8 @@ Status optional_int_array(const char* op, const char* arg, const aclIntArray* a,
   out->reset();
   if (a == nullptr) return Status::kSuccess;
   if (!is_live(a))
-    return core::fail(Status::kInvalid, op, std::string(arg) + " (" + ptr_str(a) + ") is not a live aclIntArray");
+    return core::fail(Status::kInvalid, op,
+                      std::string(arg) + " (" + ptr_str(a) + ") is not a live aclIntArray");
   *out = a->values;
   return Status::kSuccess;
 }
@@ -225,7 +238,8 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
 
 aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size) {
   if (size > 0 && value == nullptr) {
-    kvflash::core::fail(kvflash::Status::kNullPtr, "aclCreateTensorList", "value is null but size is " + std::to_string(size));
+    kvflash::core::fail(kvflash::Status::kNullPtr, "aclCreateTensorList",
+                        "value is null but size is " + std::to_string(size));
     return nullptr;
   }
   try {
@@ -248,7 +262,8 @@ aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size)
 
 aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
   if (size > 0 && value == nullptr) {
-    kvflash::core::fail(kvflash::Status::kNullPtr, "aclCreateIntArray", "value is null but size is " + std::to_string(size));
+    kvflash::core::fail(kvflash::Status::kNullPtr, "aclCreateIntArray",
+                        "value is null but size is " + std::to_string(size));
     return nullptr;
   }
   try {
@@ -264,55 +279,67 @@ aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
 aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
   if (tensor == nullptr) return ACLNN_SUCCESS;
   if (!tensors().remove(tensor))
-    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensor",
-                                                        ptr_str(tensor) + " is not a live aclTensor"));
+    return static_cast<aclnnStatus>(
+        kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensor",
+                            ptr_str(tensor) + " is not a live aclTensor"));
   return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclDestroyTensorList(const aclTensorList* array) {
   if (array == nullptr) return ACLNN_SUCCESS;
   if (!tensor_lists().remove(array))
-    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensorList",
-                                                        ptr_str(array) + " is not a live aclTensorList"));
+    return static_cast<aclnnStatus>(
+        kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensorList",
+                            ptr_str(array) + " is not a live aclTensorList"));
   return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
   if (array == nullptr) return ACLNN_SUCCESS;
   if (!int_arrays().remove(array))
-    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyIntArray",
-                                                        ptr_str(array) + " is not a live aclIntArray"));
+    return static_cast<aclnnStatus>(
+        kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyIntArray",
+                            ptr_str(array) + " is not a live aclIntArray"));
   return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclGetDataType(const aclTensor* tensor, aclDataType* dataType) {
-  if (tensor == nullptr || dataType == nullptr) return null_arg("aclGetDataType", tensor ? "dataType" : "tensor");
+  if (tensor == nullptr || dataType == nullptr)
+    return null_arg("aclGetDataType", tensor ? "dataType" : "tensor");
   if (!is_live(tensor))
-    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetDataType", "tensor is not a live aclTensor"));
+    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetDataType",
+                                                        "tensor is not a live aclTensor"));
   *dataType = tensor->acl_dtype;
   return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclGetFormat(const aclTensor* tensor, aclFormat* format) {
-  if (tensor == nullptr || format == nullptr) return null_arg("aclGetFormat", tensor ? "format" : "tensor");
+  if (tensor == nullptr || format == nullptr)
+    return null_arg("aclGetFormat", tensor ? "format" : "tensor");
   if (!is_live(tensor))
-    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetFormat", "tensor is not a live aclTensor"));
+    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetFormat",
+                                                        "tensor is not a live aclTensor"));
   *format = tensor->format;
   return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclGetTensorListSize(const aclTensorList* tensorList, uint64_t* size) {
-  if (tensorList == nullptr || size == nullptr) return null_arg("aclGetTensorListSize", tensorList ? "size" : "tensorList");
+  if (tensorList == nullptr || size == nullptr)
+    return null_arg("aclGetTensorListSize", tensorList ? "size" : "tensorList");
   if (!is_live(tensorList))
-    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetTensorListSize", "tensorList is not a live aclTensorList"));
+    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid,
+                                                        "aclGetTensorListSize",
+                                                        "tensorList is not a live aclTensorList"));
   *size = tensorList->tensors.size();
   return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size) {
-  if (array == nullptr || size == nullptr) return null_arg("aclGetIntArraySize", array ? "size" : "array");
+  if (array == nullptr || size == nullptr)
+    return null_arg("aclGetIntArraySize", array ? "size" : "array");
   if (!is_live(array))
-    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetIntArraySize", "array is not a live aclIntArray"));
+    return static_cast<aclnnStatus>(kvflash::core::fail(
+        kvflash::Status::kInvalid, "aclGetIntArraySize", "array is not a live aclIntArray"));
   *size = array->values.size();
   return ACLNN_SUCCESS;
 }

@@ -4,13 +4,14 @@
 // As upstream, every version funnels into one internal entry with the full V4 argument set:
 // V1/V2 pass pseShift as nullptr whatever the caller gave ((void)pseShift upstream, so it is never
 // even looked at), no antiquant / paging / padding, blockSize 0 and innerPrecise 1.
+#include "aclnnop/aclnn_incre_flash_attention.h"
+
 #include <memory>
 #include <new>
 #include <string>
 #include <utility>
 
 #include "aclnn/acl_objects.hpp"
-#include "aclnnop/aclnn_incre_flash_attention.h"
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
@@ -53,8 +54,8 @@ struct IfaState {
   std::unique_ptr<IfaPlan> plan;
 };
 
-#define KVFLASH_ACLNN_TRY(expr)                                         \
-  do {                                                                  \
+#define KVFLASH_ACLNN_TRY(expr)                                                          \
+  do {                                                                                   \
     if (Status s_ = (expr); s_ != Status::kSuccess) return static_cast<aclnnStatus>(s_); \
   } while (0)
 
@@ -64,8 +65,8 @@ aclnnStatus convert(const IfaCall& c, IfaArgs* a) {
   KVFLASH_ACLNN_TRY(tensor_list_views(kOp, "value", c.value, &a->value));
   KVFLASH_ACLNN_TRY(optional_view(kOp, "pseShift", c.pse_shift, &a->pse_shift));
   KVFLASH_ACLNN_TRY(optional_view(kOp, "attenMask", c.atten_mask, &a->atten_mask));
-  KVFLASH_ACLNN_TRY(optional_int_array(kOp, "actualSeqLengths", c.actual_seq_lengths,
-                                       &a->actual_seq_lengths));
+  KVFLASH_ACLNN_TRY(
+      optional_int_array(kOp, "actualSeqLengths", c.actual_seq_lengths, &a->actual_seq_lengths));
   KVFLASH_ACLNN_TRY(optional_view(kOp, "dequantScale1", c.dequant_scale1, &a->dequant_scale1));
   KVFLASH_ACLNN_TRY(optional_view(kOp, "quantScale1", c.quant_scale1, &a->quant_scale1));
   KVFLASH_ACLNN_TRY(optional_view(kOp, "dequantScale2", c.dequant_scale2, &a->dequant_scale2));
@@ -218,8 +219,8 @@ aclnnStatus aclnnIncreFlashAttentionV4GetWorkspaceSize(
     const aclTensor* quantScale2, const aclTensor* quantOffset2, const aclTensor* antiquantScale,
     const aclTensor* antiquantOffset, const aclTensor* blocktable, const aclTensor* kvPaddingSize,
     int64_t numHeads, double scaleValue, char* inputLayout, int64_t numKeyValueHeads,
-    int64_t blockSize, int64_t innerPrecise, const aclTensor* attentionOut,
-    uint64_t* workspaceSize, aclOpExecutor** executor) {
+    int64_t blockSize, int64_t innerPrecise, const aclTensor* attentionOut, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
   IfaCall c;
   c.query = query;
   c.key = key;

@@ -54,9 +54,11 @@ aclOpExecutor* make_executor(ExecutorWork work) {
 Status enqueue(const char* op, aclrtStream stream, std::function<Status()> work) {
   std::shared_ptr<Stream> s = find_stream(stream);
   if (!s)
-    return core::fail(Status::kInvalid, op, "stream (" + handle_str(stream) + ") is not a live aclrtStream");
+    return core::fail(Status::kInvalid, op,
+                      "stream (" + handle_str(stream) + ") is not a live aclrtStream");
   if (!s->submit(std::move(work)))
-    return core::fail(Status::kRuntime, op, "stream (" + handle_str(stream) + ") is being destroyed");
+    return core::fail(Status::kRuntime, op,
+                      "stream (" + handle_str(stream) + ") is being destroyed");
   return Status::kSuccess;
 }
 
@@ -93,18 +95,22 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
     return as_acl(core::fail(Status::kInvalid, op,
                              "stream (" + handle_str(stream) + ") is not a live aclrtStream"));
   if (work.check) {
-    if (Status st = work.check(workspace, workspace_size); st != Status::kSuccess) return as_acl(st);
+    if (Status st = work.check(workspace, workspace_size); st != Status::kSuccess)
+      return as_acl(st);
   }
   // Consume before enqueueing, atomically: of two racing launches of one executor exactly one
   // gets past this point.
   if (!entry.repeatable) {
     std::lock_guard<std::mutex> lock(ex.mu);
     if (ex.live.erase(id_of(executor)) == 0)
-      return as_acl(core::fail(Status::kInvalid, op, "executor was consumed by a concurrent phase-2 call"));
+      return as_acl(
+          core::fail(Status::kInvalid, op, "executor was consumed by a concurrent phase-2 call"));
   }
   std::shared_ptr<const ExecutorWork> owned = entry.work;
-  if (!s->submit([owned, workspace, workspace_size] { return owned->run(workspace, workspace_size); }))
-    return as_acl(core::fail(Status::kRuntime, op, "stream (" + handle_str(stream) + ") is being destroyed"));
+  if (!s->submit(
+          [owned, workspace, workspace_size] { return owned->run(workspace, workspace_size); }))
+    return as_acl(
+        core::fail(Status::kRuntime, op, "stream (" + handle_str(stream) + ") is being destroyed"));
   return ACLNN_SUCCESS;
 }
 

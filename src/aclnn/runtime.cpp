@@ -69,15 +69,18 @@ std::string ptr_str(const void* p) {
 
 aclError allocate(std::unordered_map<void*, std::unique_ptr<void, AlignedFree>>* table,
                   const char* fn, void** ptr, size_t size) {
-  if (ptr == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": pointer slot is null");
+  if (ptr == nullptr)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": pointer slot is null");
   *ptr = nullptr;
   if (size == 0) return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": size must be > 0");
   if (size > SIZE_MAX - kDeviceAlignment)
-    return rt_fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": size " + std::to_string(size) + " is too large");
+    return rt_fail(ACL_ERROR_BAD_ALLOC,
+                   std::string(fn) + ": size " + std::to_string(size) + " is too large");
   const size_t rounded = (size + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
   void* p = std::aligned_alloc(kDeviceAlignment, rounded);
   if (p == nullptr)
-    return rt_fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": out of memory allocating " + std::to_string(size) + " bytes");
+    return rt_fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": out of memory allocating " +
+                                            std::to_string(size) + " bytes");
   std::lock_guard<std::mutex> lock(rt().mu);
   table->emplace(p, std::unique_ptr<void, AlignedFree>(p));
   *ptr = p;
@@ -86,7 +89,8 @@ aclError allocate(std::unordered_map<void*, std::unique_ptr<void, AlignedFree>>*
 
 aclError release(std::unordered_map<void*, std::unique_ptr<void, AlignedFree>>* table,
                  const char* fn, void* ptr) {
-  if (ptr == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": pointer is null");
+  if (ptr == nullptr)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": pointer is null");
   std::unique_ptr<void, AlignedFree> owned;
   {
     std::lock_guard<std::mutex> lock(rt().mu);
@@ -108,10 +112,12 @@ bool valid_memcpy_kind(aclrtMemcpyKind kind) {
 aclError check_memcpy(const char* fn, void* dst, size_t dest_max, const void* src, size_t count,
                       aclrtMemcpyKind kind) {
   if (!valid_memcpy_kind(kind))
-    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": kind (" + std::to_string(kind) + ") is not an aclrtMemcpyKind");
+    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": kind (" + std::to_string(kind) +
+                                                ") is not an aclrtMemcpyKind");
   if (count > dest_max)
     return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": count (" + std::to_string(count) +
-                                                ") exceeds destMax (" + std::to_string(dest_max) + ")");
+                                                ") exceeds destMax (" + std::to_string(dest_max) +
+                                                ")");
   if (count > 0 && (dst == nullptr || src == nullptr))
     return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": dst and src must not be null");
   return ACL_SUCCESS;
@@ -120,14 +126,17 @@ aclError check_memcpy(const char* fn, void* dst, size_t dest_max, const void* sr
 aclError check_memset(const char* fn, void* ptr, size_t max_count, size_t count) {
   if (count > max_count)
     return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": count (" + std::to_string(count) +
-                                                ") exceeds maxCount (" + std::to_string(max_count) + ")");
-  if (count > 0 && ptr == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": devPtr is null");
+                                                ") exceeds maxCount (" + std::to_string(max_count) +
+                                                ")");
+  if (count > 0 && ptr == nullptr)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": devPtr is null");
   return ACL_SUCCESS;
 }
 
 aclError check_device(const char* fn, int32_t device_id) {
   if (device_id < 0 || device_id >= kNumDevices)
-    return rt_fail(ACL_ERROR_INVALID_DEVICE, std::string(fn) + ": deviceId (" + std::to_string(device_id) +
+    return rt_fail(ACL_ERROR_INVALID_DEVICE, std::string(fn) + ": deviceId (" +
+                                                 std::to_string(device_id) +
                                                  ") must be 0 (the CPU is the only device)");
   return ACL_SUCCESS;
 }
@@ -164,7 +173,9 @@ extern "C" {
 aclError aclInit(const char* configPath) {
   if (configPath != nullptr) {
     std::FILE* f = std::fopen(configPath, "rb");
-    if (f == nullptr) return rt_fail(ACL_ERROR_INVALID_FILE, std::string("aclInit: cannot open config file '") + configPath + "'");
+    if (f == nullptr)
+      return rt_fail(ACL_ERROR_INVALID_FILE,
+                     std::string("aclInit: cannot open config file '") + configPath + "'");
     std::fclose(f);
   }
   std::lock_guard<std::mutex> lock(rt().mu);
@@ -178,7 +189,9 @@ aclError aclFinalize(void) {
   std::shared_ptr<Stream> default_stream;
   {
     std::lock_guard<std::mutex> lock(rt().mu);
-    if (!rt().initialized) return rt_fail(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialised (or finalised twice)");
+    if (!rt().initialized)
+      return rt_fail(ACL_ERROR_REPEAT_FINALIZE,
+                     "aclFinalize: not initialised (or finalised twice)");
     rt().initialized = false;
     rt().current_device = -1;
     streams.swap(rt().streams);
@@ -193,12 +206,28 @@ const char* aclGetRecentErrMsg(void) { return kvflash::last_error_message(); }
 
 size_t aclDataTypeSize(aclDataType dataType) {
   switch (dataType) {
-    case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: return 4;
-    case ACL_FLOAT16: case ACL_INT16: case ACL_UINT16: case ACL_BF16: return 2;
-    case ACL_INT8: case ACL_UINT8: case ACL_BOOL: return 1;
-    case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: case ACL_COMPLEX64: return 8;
-    case ACL_COMPLEX128: return 16;
-    default: return 0;  // ACL_DT_UNDEFINED, ACL_STRING, ACL_INT4 (sub-byte) and unknown values
+    case ACL_FLOAT:
+    case ACL_INT32:
+    case ACL_UINT32:
+      return 4;
+    case ACL_FLOAT16:
+    case ACL_INT16:
+    case ACL_UINT16:
+    case ACL_BF16:
+      return 2;
+    case ACL_INT8:
+    case ACL_UINT8:
+    case ACL_BOOL:
+      return 1;
+    case ACL_INT64:
+    case ACL_UINT64:
+    case ACL_DOUBLE:
+    case ACL_COMPLEX64:
+      return 8;
+    case ACL_COMPLEX128:
+      return 16;
+    default:
+      return 0;  // ACL_DT_UNDEFINED, ACL_STRING, ACL_INT4 (sub-byte) and unknown values
   }
 }
 
@@ -211,29 +240,38 @@ aclError aclrtSetDevice(int32_t deviceId) {
 
 aclError aclrtResetDevice(int32_t deviceId) {
   if (aclError e = check_device("aclrtResetDevice", deviceId)) return e;
-  // Work still queued on the default stream belongs to this device: finish it.
-  if (auto s = find_stream(nullptr)) (void)s->synchronize();
-  std::lock_guard<std::mutex> lock(rt().mu);
-  rt().current_device = -1;
+  std::shared_ptr<Stream> default_stream;
+  {
+    std::lock_guard<std::mutex> lock(rt().mu);
+    rt().current_device = -1;
+    default_stream = rt().default_stream;
+  }
+  // Work still queued on the default stream belongs to this device: finish it (its failures
+  // stay for the next aclrtSynchronizeStream(nullptr) to report).
+  if (default_stream) default_stream->wait_idle();
   return ACL_SUCCESS;
 }
 
 aclError aclrtGetDevice(int32_t* deviceId) {
-  if (deviceId == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice: deviceId is null");
+  if (deviceId == nullptr)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice: deviceId is null");
   std::lock_guard<std::mutex> lock(rt().mu);
-  if (rt().current_device < 0) return rt_fail(ACL_ERROR_INVALID_DEVICE, "aclrtGetDevice: no device is set");
+  if (rt().current_device < 0)
+    return rt_fail(ACL_ERROR_INVALID_DEVICE, "aclrtGetDevice: no device is set");
   *deviceId = rt().current_device;
   return ACL_SUCCESS;
 }
 
 aclError aclrtGetDeviceCount(uint32_t* count) {
-  if (count == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count is null");
+  if (count == nullptr)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count is null");
   *count = kNumDevices;
   return ACL_SUCCESS;
 }
 
 aclError aclrtGetRunMode(aclrtRunMode* runMode) {
-  if (runMode == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetRunMode: runMode is null");
+  if (runMode == nullptr)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetRunMode: runMode is null");
   *runMode = ACL_HOST;  // the program and its "device" share one memory
   return ACL_SUCCESS;
 }
@@ -254,7 +292,8 @@ aclError aclrtSynchronizeDevice(void) {
 }
 
 aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
-  if (context == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context is null");
+  if (context == nullptr)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context is null");
   if (aclError e = check_device("aclrtCreateContext", deviceId)) return e;
   std::lock_guard<std::mutex> lock(rt().mu);
   // Context handles are ids (never dereferenced), so a destroyed handle is never reissued.
@@ -269,7 +308,8 @@ aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
 aclError aclrtDestroyContext(aclrtContext context) {
   std::lock_guard<std::mutex> lock(rt().mu);
   if (rt().contexts.erase(reinterpret_cast<uintptr_t>(context)) == 0)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyContext: " + ptr_str(context) + " is not a live context");
+    return rt_fail(ACL_ERROR_INVALID_PARAM,
+                   "aclrtDestroyContext: " + ptr_str(context) + " is not a live context");
   if (t_current_context == context) t_current_context = nullptr;
   return ACL_SUCCESS;
 }
@@ -278,24 +318,28 @@ aclError aclrtSetCurrentContext(aclrtContext context) {
   std::lock_guard<std::mutex> lock(rt().mu);
   auto it = rt().contexts.find(reinterpret_cast<uintptr_t>(context));
   if (it == rt().contexts.end())
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtSetCurrentContext: " + ptr_str(context) + " is not a live context");
+    return rt_fail(ACL_ERROR_INVALID_PARAM,
+                   "aclrtSetCurrentContext: " + ptr_str(context) + " is not a live context");
   t_current_context = context;
   rt().current_device = it->second;
   return ACL_SUCCESS;
 }
 
 aclError aclrtGetCurrentContext(aclrtContext* context) {
-  if (context == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetCurrentContext: context is null");
+  if (context == nullptr)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetCurrentContext: context is null");
   std::lock_guard<std::mutex> lock(rt().mu);
   if (t_current_context == nullptr ||
       rt().contexts.count(reinterpret_cast<uintptr_t>(t_current_context)) == 0)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetCurrentContext: no current context on this thread");
+    return rt_fail(ACL_ERROR_INVALID_PARAM,
+                   "aclrtGetCurrentContext: no current context on this thread");
   *context = t_current_context;
   return ACL_SUCCESS;
 }
 
 aclError aclrtCreateStream(aclrtStream* stream) {
-  if (stream == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is null");
+  if (stream == nullptr)
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is null");
   *stream = nullptr;
   std::shared_ptr<Stream> s;
   try {
@@ -315,7 +359,8 @@ aclError aclrtDestroyStream(aclrtStream stream) {
     std::lock_guard<std::mutex> lock(rt().mu);
     auto it = rt().streams.find(stream);
     if (it == rt().streams.end())
-      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: " + ptr_str(stream) + " is not a live stream");
+      return rt_fail(ACL_ERROR_INVALID_PARAM,
+                     "aclrtDestroyStream: " + ptr_str(stream) + " is not a live stream");
     s = std::move(it->second);
     rt().streams.erase(it);
   }
@@ -325,7 +370,9 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
   std::shared_ptr<Stream> s = find_stream(stream);
-  if (!s) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream: " + ptr_str(stream) + " is not a live stream");
+  if (!s)
+    return rt_fail(ACL_ERROR_INVALID_PARAM,
+                   "aclrtSynchronizeStream: " + ptr_str(stream) + " is not a live stream");
   return report("aclrtSynchronizeStream", s->synchronize());
 }
 
@@ -333,7 +380,8 @@ aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
   if (policy != ACL_MEM_MALLOC_HUGE_FIRST && policy != ACL_MEM_MALLOC_HUGE_ONLY &&
       policy != ACL_MEM_MALLOC_NORMAL_ONLY) {
     if (devPtr) *devPtr = nullptr;
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: policy (" + std::to_string(policy) + ") is not an aclrtMemMallocPolicy");
+    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: policy (" + std::to_string(policy) +
+                                                ") is not an aclrtMemMallocPolicy");
   }
   return allocate(&rt().device_memory, "aclrtMalloc", devPtr, size);
 }
@@ -344,7 +392,9 @@ aclError aclrtMallocHost(void** hostPtr, size_t size) {
   return allocate(&rt().host_memory, "aclrtMallocHost", hostPtr, size);
 }
 
-aclError aclrtFreeHost(void* hostPtr) { return release(&rt().host_memory, "aclrtFreeHost", hostPtr); }
+aclError aclrtFreeHost(void* hostPtr) {
+  return release(&rt().host_memory, "aclrtFreeHost", hostPtr);
+}
 
 aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
                      aclrtMemcpyKind kind) {
@@ -363,7 +413,9 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
                           aclrtMemcpyKind kind, aclrtStream stream) {
   if (aclError e = check_memcpy("aclrtMemcpyAsync", dst, destMax, src, count, kind)) return e;
   std::shared_ptr<Stream> s = find_stream(stream);
-  if (!s) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: " + ptr_str(stream) + " is not a live stream");
+  if (!s)
+    return rt_fail(ACL_ERROR_INVALID_PARAM,
+                   "aclrtMemcpyAsync: " + ptr_str(stream) + " is not a live stream");
   if (!s->submit([dst, src, count] {
         if (count > 0) std::memmove(dst, src, count);
         return kvflash::Status::kSuccess;
@@ -376,7 +428,9 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
                           aclrtStream stream) {
   if (aclError e = check_memset("aclrtMemsetAsync", devPtr, maxCount, count)) return e;
   std::shared_ptr<Stream> s = find_stream(stream);
-  if (!s) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMemsetAsync: " + ptr_str(stream) + " is not a live stream");
+  if (!s)
+    return rt_fail(ACL_ERROR_INVALID_PARAM,
+                   "aclrtMemsetAsync: " + ptr_str(stream) + " is not a live stream");
   if (!s->submit([devPtr, value, count] {
         if (count > 0) std::memset(devPtr, value, count);
         return kvflash::Status::kSuccess;

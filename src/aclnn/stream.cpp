@@ -29,6 +29,12 @@ std::optional<Stream::Failure> Stream::synchronize() {
   return failure;
 }
 
+void Stream::wait_idle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = submitted_;
+  idle_cv_.wait(lock, [&] { return completed_ >= target; });
+}
+
 void Stream::close() {
   {
     std::lock_guard<std::mutex> lock(mu_);

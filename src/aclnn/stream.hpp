@@ -34,6 +34,8 @@ class Stream {
   /// Blocks until every task submitted before the call has finished. Returns the first failure
   /// since the previous synchronize() (and forgets it), or nullopt.
   std::optional<Failure> synchronize();
+  /// Blocks like synchronize() but keeps any failure for the next synchronize().
+  void wait_idle();
   /// Refuses further work, runs what is queued, joins the worker. Idempotent.
   void close();
 

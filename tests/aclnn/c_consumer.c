@@ -11,13 +11,12 @@
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
 
-#define EXPECT(cond)                                              \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      printf("FAILED at line %d: %s (%s)\n", __LINE__, #cond,     \
-             aclGetRecentErrMsg());                               \
-      return 1;                                                   \
-    }                                                             \
+#define EXPECT(cond)                                                                 \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      printf("FAILED at line %d: %s (%s)\n", __LINE__, #cond, aclGetRecentErrMsg()); \
+      return 1;                                                                      \
+    }                                                                                \
   } while (0)
 
 int main(void) {
@@ -36,9 +35,10 @@ int main(void) {
   EXPECT(aclrtMalloc(&dev, sizeof(host), ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS);
   EXPECT(aclrtMemcpy(dev, sizeof(host), host, sizeof(host) + 1, ACL_MEMCPY_HOST_TO_DEVICE) ==
          ACL_ERROR_INVALID_PARAM);
-  EXPECT(aclrtMemcpy(dev, sizeof(host), host, sizeof(host), ACL_MEMCPY_HOST_TO_DEVICE) == ACL_SUCCESS);
-  EXPECT(aclrtMemcpyAsync(back, sizeof(back), dev, sizeof(back), ACL_MEMCPY_DEVICE_TO_HOST, stream) ==
+  EXPECT(aclrtMemcpy(dev, sizeof(host), host, sizeof(host), ACL_MEMCPY_HOST_TO_DEVICE) ==
          ACL_SUCCESS);
+  EXPECT(aclrtMemcpyAsync(back, sizeof(back), dev, sizeof(back), ACL_MEMCPY_DEVICE_TO_HOST,
+                          stream) == ACL_SUCCESS);
   EXPECT(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
   EXPECT(memcmp(host, back, sizeof(host)) == 0);
   EXPECT(aclDataTypeSize(ACL_BF16) == 2);
@@ -46,8 +46,8 @@ int main(void) {
   t = aclCreateTensor(dims, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, dims, 2, dev);
   EXPECT(t != NULL);
   /* A null key list: 161001 and the executor slot cleared. */
-  EXPECT(aclnnIncreFlashAttentionGetWorkspaceSize(t, NULL, NULL, NULL, NULL, NULL, 1, 1.0, layout, 0,
-                                                  t, &ws, &executor) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(aclnnIncreFlashAttentionGetWorkspaceSize(t, NULL, NULL, NULL, NULL, NULL, 1, 1.0, layout,
+                                                  0, t, &ws, &executor) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(executor == NULL);
   EXPECT(strstr(aclGetRecentErrMsg(), "key") != NULL);
   EXPECT(aclnnIncreFlashAttentionV4(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
