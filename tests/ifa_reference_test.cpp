@@ -501,7 +501,10 @@ TEST(IfaCaseList, NamesAreUniqueInEveryTier) {
     const auto cases = testing::ifa_cases(t);
     EXPECT_GE(cases.size(), t == testing::Tier::kSmoke ? 8u : 100u);
     std::set<std::string> names;
-    for (const auto& c : cases) EXPECT_TRUE(names.insert(c.test_name()).second) << c.name();
+    for (const auto& c : cases) {
+      EXPECT_TRUE(names.insert(c.test_name()).second) << c.name();
+      EXPECT_EQ(c.inconsistency(), "") << c.name();
+    }
   }
 }
 

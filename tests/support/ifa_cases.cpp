@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 
 #include "core/half.hpp"
 #include "support/test_rng.hpp"
@@ -254,7 +255,31 @@ TensorView IfaCaseData::alloc(DType dtype, std::vector<int64_t> shape, bool stri
   return v;
 }
 
+std::string IfaCase::inconsistency() const {
+  if (static_cast<int64_t>(kv_lens.size()) != batch) return "kv_lens must have batch entries";
+  if (num_kv_heads <= 0 || num_heads % num_kv_heads != 0) return "num_heads % num_kv_heads != 0";
+  if (kvn_attr_zero && num_kv_heads != num_heads) return "kvn_attr_zero needs num_kv_heads == N";
+  bool uniform = true;
+  for (int64_t l : kv_lens) uniform = uniform && l == kv_lens[0];
+  if (broadcast_length && !uniform) return "broadcast_length needs equal kv_lens";
+  if (!pass_lengths && !paged && !list_mode && !uniform) {
+    return "without lengths, batch-contiguous KV needs equal kv_lens (len_b = S)";
+  }
+  if (paged && block_size <= 0) return "paged needs block_size > 0";
+  if (cache_bnsd && (!paged || layout != IfaLayout::kBnsd)) return "cache_bnsd needs paged BNSD";
+  if ((kv_dtype == DType::kInt8) != (antiquant != QuantMode::kNone)) {
+    return "antiquant must be set exactly for int8 KV";
+  }
+  if ((out_dtype == DType::kInt8) != (out_quant != QuantMode::kNone)) {
+    return "out_quant must be set exactly for int8 output";
+  }
+  return "";
+}
+
 IfaCaseData::IfaCaseData(const IfaCase& c) : case_(c) {
+  if (const std::string why = c.inconsistency(); !why.empty()) {
+    throw std::invalid_argument("IfaCase " + c.name() + ": " + why);
+  }
   TestRng rng(fnv1a(c.name()));
   const int64_t B = c.batch, N = c.num_heads, KVN = c.num_kv_heads, D = c.head_dim;
   const bool int8_kv = c.kv_dtype == DType::kInt8;

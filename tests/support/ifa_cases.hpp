@@ -76,6 +76,9 @@ struct IfaCase {
   int64_t max_len() const;
   /// Rough cost (B * N * max_len * D) used for size caps.
   int64_t work() const;
+  /// "" if the description is self-consistent (the builder's preconditions), else what is wrong.
+  /// It does not judge the operator's own rules: a case may describe input the operator rejects.
+  std::string inconsistency() const;
 };
 
 /// gtest prints a case by its name.
