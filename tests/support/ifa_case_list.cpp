@@ -88,12 +88,13 @@ void gqa_groups(std::vector<IfaCase>& v) {
   struct G {
     int64_t n, kvn;
   };
-  constexpr G kGroups[] = {{4, 4},  {8, 4},  {12, 4}, {16, 4}, {10, 2}, {7, 1},
-                           {32, 4}, {32, 2}, {64, 2}, {64, 1}, {96, 3}};
+  constexpr G kGroups[] = {{4, 4},  {8, 4},  {12, 4}, {16, 4}, {10, 2},  {7, 1},    {32, 4},
+                           {32, 2}, {64, 2}, {64, 1}, {96, 3}, {256, 4}, {256, 256}};
   int idx = 0;
   for (const G& g : kGroups) {
     const Combo combo = kCombos[idx % 2 ? 1 : (idx % 3 == 0 ? 3 : 0)];
-    IfaCase c = make(kLayouts[idx % 3], combo, g.n, g.kvn, g.n >= 32 ? 128 : 64, {40, 77});
+    const int64_t d = g.n >= 256 ? 32 : (g.n >= 32 ? 128 : 64);
+    IfaCase c = make(kLayouts[idx % 3], combo, g.n, g.kvn, d, {40, 77});
     c.tag = "gqa";
     add(v, c);
     ++idx;
@@ -150,6 +151,21 @@ void kv_lengths(std::vector<IfaCase>& v) {
   {
     IfaCase c = make(IfaLayout::kBnsd, kCombos[1], 4, 2, 64, {45, 45});
     c.pass_lengths = false;  // len_b = S
+    add(v, c);
+  }
+  {
+    // Short sequences in a much longer KV tensor: only the first positions may be read.
+    IfaCase c = make(IfaLayout::kBnsd, kCombos[0], 4, 2, 64, {5, 2});
+    c.kv_slack = 700;
+    add(v, c);
+  }
+  {
+    // Many sequences (more than work items per thread), lengths 0..40.
+    TestRng rng(777);
+    std::vector<int64_t> lens(40);
+    for (int64_t& l : lens) l = rng.below(41);
+    IfaCase c = make(IfaLayout::kBsh, kCombos[1], 2, 1, 32, lens);
+    c.lse = true;
     add(v, c);
   }
   {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -155,8 +156,17 @@ std::string IfaCase::name() const {
   bool uniform = true;
   for (int64_t l : kv_lens) uniform = uniform && l == max_len();
   if (!uniform) {
-    s += ":lens=";
-    for (size_t i = 0; i < kv_lens.size(); ++i) s += (i ? "-" : "") + std::to_string(kv_lens[i]);
+    std::string list;
+    for (size_t i = 0; i < kv_lens.size(); ++i) list += (i ? "-" : "") + std::to_string(kv_lens[i]);
+    if (kv_lens.size() <= 8) {
+      s += ":lens=" + list;
+    } else {
+      // Long batches: a digest keeps names short while still telling length lists apart.
+      char digest[16];
+      std::snprintf(digest, sizeof(digest), "%08llx",
+                    static_cast<unsigned long long>(fnv1a(list) & 0xffffffffu));
+      s += std::string(":lens=#") + digest;
+    }
   }
   if (!pass_lengths) s += ":nolens";
   if (broadcast_length) s += ":len1";
