@@ -128,6 +128,34 @@ inline void score_row(const float* q0, int64_t head_floats, int64_t group, int64
   }
 }
 
+// V rows per P·V step (see KvHeadWork::tile).
+inline constexpr int64_t kPvRows = 4;
+
+// acc[0, dp) += sum over r < m (in order) of p[r] * rows[r][0, dp), rows kIfaMaxHeadDim apart.
+inline void accumulate_pv(float* acc, int64_t dp, const float* p, const float* rows, int64_t m) {
+  if (m == kPvRows) {
+    const Vec p0 = vset1(p[0]), p1 = vset1(p[1]), p2 = vset1(p[2]), p3 = vset1(p[3]);
+    const float* r0 = rows;
+    const float* r1 = r0 + kIfaMaxHeadDim;
+    const float* r2 = r1 + kIfaMaxHeadDim;
+    const float* r3 = r2 + kIfaMaxHeadDim;
+    for (int64_t c = 0; c < dp; c += kLanes) {
+      Vec a = vload(acc + c);
+      a = vfma(p0, vload(r0 + c), a);
+      a = vfma(p1, vload(r1 + c), a);
+      a = vfma(p2, vload(r2 + c), a);
+      a = vfma(p3, vload(r3 + c), a);
+      vstore(acc + c, a);
+    }
+    return;
+  }
+  for (int64_t r = 0; r < m; ++r) {
+    const Vec pr = vset1(p[r]);
+    const float* row = rows + r * kIfaMaxHeadDim;
+    for (int64_t c = 0; c < dp; c += kLanes) vstore(acc + c, vfma(pr, vload(row + c), vload(acc + c)));
+  }
+}
+
 // The part of a chunk task that belongs to one kv head n2: its G query heads' states and the
 // per-tile work. A task runs several of these (adjacent kv heads) tile by tile, so when the heads
 // of one position are interleaved in memory (BSH/BSND) the task streams one contiguous region.
@@ -172,7 +200,8 @@ class KvHeadWork {
   }
 
   // Positions [j0, j0 + n) of the chunk; the next tile's rows are prefetched meanwhile.
-  void tile(int64_t j0, int64_t n, float (*s)[kIfaTile], float* row) {
+  // row: one fp32 row buffer; rows: kPvRows of them, kIfaMaxHeadDim apart.
+  void tile(int64_t j0, int64_t n, float (*s)[kIfaTile], float* row, float* rows) {
     const IfaProblem& p = *p_;
     const int64_t group = p.group, d = p.head_dim, dp = l_->dp, hf = l_->head_floats;
     const int64_t n_next = std::min<int64_t>(kIfaTile, end_ - (j0 + kIfaTile));
@@ -189,7 +218,15 @@ class KvHeadWork {
     for (int64_t g = 0; g < group; ++g) {
       const int64_t h = n2_ * group + g;
       float* sg = s[g];
-      for (int64_t i = 0; i < n; ++i) {
+      if (!p.pse.present() && mask == nullptr) {
+        // The common case: only the scale (the same single rounding as the general path).
+        const Vec scale = vset1(p.scale);
+        int64_t i = 0;
+        for (; i + kLanes <= n; i += kLanes) vstore(sg + i, vmul(vload(sg + i), scale));
+        for (; i < n; ++i) sg[i] *= p.scale;
+        any_unmasked_[g] = true;
+      }
+      for (int64_t i = 0; i < n && (p.pse.present() || mask != nullptr); ++i) {
         const int64_t j = j0 + i;
         float x = sg[i] * p.scale;
         if (p.pse.present()) x += view_f32(p.pse, p.pse.index(b_, h, j));
@@ -204,18 +241,20 @@ class KvHeadWork {
       const float alpha = softmax_fold_tile(st_[g], sg, n_vec);
       softmax_scale_acc(slot_ + g * hf, dp, alpha);
     }
-    // acc_g += p_g[i] * v_i: each V row widened once, used by every head.
-    for (int64_t i = 0; i < n; ++i) {
-      if (i < n_next) prefetch_row(row_of(p.v, j0 + kIfaTile + i), row_bytes());
-      int64_t s_dim = 1;
-      const std::byte* vr = kv_row<kKind>(p.v, p.block_table, b_, n2_, j0 + i, &s_dim);
-      load_row<kKind>(vr, s_dim, d, dp, v_sc_, v_off_, row);
+    // acc_g += p_g[i] * v_i: each V row widened once and used by every head. Rows go kPvRows at a
+    // time so each accumulator vector is loaded and stored once per kPvRows rows; the FMAs still
+    // run in row order, so the result is the same as one row at a time.
+    for (int64_t i0 = 0; i0 < n; i0 += kPvRows) {
+      const int64_t m = std::min<int64_t>(kPvRows, n - i0);
+      for (int64_t r = 0; r < m; ++r) {
+        const int64_t i = i0 + r;
+        if (i < n_next) prefetch_row(row_of(p.v, j0 + kIfaTile + i), row_bytes());
+        int64_t s_dim = 1;
+        const std::byte* vr = kv_row<kKind>(p.v, p.block_table, b_, n2_, j0 + i, &s_dim);
+        load_row<kKind>(vr, s_dim, d, dp, v_sc_, v_off_, rows + r * kIfaMaxHeadDim);
+      }
       for (int64_t g = 0; g < group; ++g) {
-        float* acc = slot_ + g * hf;
-        const Vec pv = vset1(s[g][i]);
-        for (int64_t c = 0; c < dp; c += kLanes) {
-          vstore(acc + c, vfma(pv, vload(row + c), vload(acc + c)));
-        }
+        accumulate_pv(slot_ + g * hf, dp, s[g] + i0, rows, m);
       }
     }
   }
@@ -256,6 +295,7 @@ void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const 
   SoftmaxState st[kIfaMaxGroup];
   bool any_unmasked[kIfaMaxGroup];
   alignas(64) float row[kIfaMaxHeadDim];
+  alignas(64) float rows[kPvRows * kIfaMaxHeadDim];
   alignas(64) float s[kIfaMaxGroup][kIfaTile];
   const int64_t num_kv = t.n2_end - t.n2_begin;
   KvHeadWork<kKind> work[kIfaMaxGroup];
@@ -264,7 +304,7 @@ void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const 
   }
   for (int64_t j0 = t.begin; j0 < t.end; j0 += kIfaTile) {
     const int64_t n = std::min<int64_t>(kIfaTile, t.end - j0);
-    for (int64_t k = 0; k < num_kv; ++k) work[k].tile(j0, n, s, row);
+    for (int64_t k = 0; k < num_kv; ++k) work[k].tile(j0, n, s, row, rows);
   }
   for (int64_t k = 0; k < num_kv; ++k) work[k].finish();
 }
