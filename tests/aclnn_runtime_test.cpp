@@ -32,6 +32,8 @@ TEST(AclRuntime, InitFinalizeRepeatCodes) {
   EXPECT_EQ(aclInit(nullptr), ACL_ERROR_REPEAT_INITIALIZE);
   EXPECT_EQ(aclFinalize(), ACL_SUCCESS);
   EXPECT_EQ(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+  ASSERT_EQ(aclInit(""), ACL_SUCCESS);  // "" = no configuration file
+  EXPECT_EQ(aclFinalize(), ACL_SUCCESS);
   EXPECT_EQ(aclInit("/nonexistent/acl.json"), ACL_ERROR_INVALID_FILE);
   EXPECT_NE(recent().find("/nonexistent/acl.json"), std::string::npos);
 }

@@ -9,7 +9,7 @@
 extern "C" {
 #endif
 
-/** Initialises the runtime. configPath may be null; a non-null path must name a readable file
+/** Initialises the runtime. configPath may be null or ""; any other path must name a readable file
  * (its contents are ignored). A second aclInit without aclFinalize returns
  * ACL_ERROR_REPEAT_INITIALIZE. */
 ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);

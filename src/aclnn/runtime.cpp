@@ -171,7 +171,8 @@ using namespace kvflash::aclnn;  // NOLINT: the C entry points below are thin
 extern "C" {
 
 aclError aclInit(const char* configPath) {
-  if (configPath != nullptr) {
+  // CANN samples pass either nullptr or "" when they have no configuration file.
+  if (configPath != nullptr && configPath[0] != '\0') {
     std::FILE* f = std::fopen(configPath, "rb");
     if (f == nullptr)
       return rt_fail(ACL_ERROR_INVALID_FILE,
