@@ -53,8 +53,8 @@ IfaLayout ifa_layout(const core::IfaProblem& p) {
   l.dp = (p.head_dim + kIfaDimAlign - 1) / kIfaDimAlign * kIfaDimAlign;
   l.head_floats = 2 * l.dp + IfaHeadSlot::kHeader;
   l.slot_floats = p.group * l.head_floats;
-  for (int64_t b = 0; b < p.batch; ++b) l.num_chunk_tasks += ifa_num_chunks(p.kv_len[b]);
-  l.num_chunk_tasks *= p.num_kv_heads;
+  for (int64_t b = 0; b < p.batch; ++b) l.num_slots += ifa_num_chunks(p.kv_len[b]);
+  l.num_slots *= p.num_kv_heads;
 
   size_t at = 0;
   l.chunk_first = at;
@@ -70,7 +70,7 @@ IfaLayout ifa_layout(const core::IfaProblem& p) {
     at = round_up(at, kIfaWorkspaceAlign);
   }
   l.slots = at;
-  at += sizeof(float) * static_cast<size_t>(l.num_chunk_tasks * l.slot_floats);
+  at += sizeof(float) * static_cast<size_t>(l.num_slots * l.slot_floats);
   // Slack so any caller alignment can be moved up to kIfaWorkspaceAlign.
   l.bytes = at + kIfaWorkspaceAlign;
   return l;
@@ -102,7 +102,7 @@ std::byte* ifa_prepare(const core::IfaProblem& p, const IfaLayout& l, void* ws) 
 
 IfaSchedule ifa_schedule(const core::IfaProblem& p, const IfaLayout& l, int num_threads) {
   const int64_t kvn = p.num_kv_heads;
-  const int64_t chunks = kvn > 0 ? l.num_chunk_tasks / kvn : 0;
+  const int64_t chunks = kvn > 0 ? l.num_slots / kvn : 0;
   const int64_t workers = std::max(1, num_threads);
   int64_t per_task = std::min(kvn, std::max<int64_t>(1, kIfaMaxGroup / std::max<int64_t>(1, p.group)));
   // Halve the heads per task until every worker has a few tasks (or a task is one head).

@@ -1,10 +1,11 @@
 // The IFA kernel's work decomposition and workspace layout, shared by every ISA.
 //
-// Work: each sequence b is cut into chunks of kIfaChunkLen positions (the last one shorter). A chunk
-// task (b, n2, c) runs the online softmax of the G query heads of kv head n2 over chunk c and
-// leaves (max, sum, acc[D]) per head in its own slot; a merge task (b, n2) then combines the
-// chunks of (b, n2) in chunk order and writes the output. Split points depend only on kv_len[b],
-// so the output bits depend neither on the thread count nor on the rest of the batch.
+// Work: each sequence b is cut into chunks of kIfaChunkLen positions (the last one shorter). For
+// every (b, n2, c) the online softmax of the G query heads of kv head n2 over chunk c leaves
+// (max, sum, acc[D]) per head in its own slot; a merge task (b, n2) then combines the chunks of
+// (b, n2) in chunk order and writes the output. A chunk task covers one chunk for a few adjacent
+// kv heads (IfaSchedule). Split points depend only on kv_len[b], so the output bits depend
+// neither on the thread count nor on the rest of the batch.
 #pragma once
 
 #include <cstddef>
@@ -42,12 +43,12 @@ struct IfaLayout {
   int64_t dp = 0;               ///< head_dim rounded up to kIfaDimAlign
   int64_t head_floats = 0;      ///< floats per head in a slot: acc[dp], q[dp], header
   int64_t slot_floats = 0;      ///< group * head_floats
-  int64_t num_chunk_tasks = 0;  ///< sum over b of chunks(b) * num_kv_heads
+  int64_t num_slots = 0;        ///< sum over b of chunks(b) * num_kv_heads
   // Byte offsets from the aligned workspace base.
   size_t chunk_first = 0;  ///< int64 [batch + 1]: first chunk task of each sequence
   size_t antiquant = 0;    ///< float [2: scale, offset][2: key, value][num_kv_heads][head_dim]
   size_t quant2 = 0;       ///< float [2: scale, offset][num_heads][head_dim]
-  size_t slots = 0;        ///< float [num_chunk_tasks][slot_floats]
+  size_t slots = 0;        ///< float [num_slots][slot_floats]
   size_t bytes = 0;        ///< total the caller must provide, alignment slack included
 };
 
@@ -81,7 +82,7 @@ struct IfaChunkTask {
 IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& layout,
                             const IfaSchedule& schedule, const std::byte* base, int64_t task);
 
-/// The slot of chunk c of (b, n2).
+/// The slot of chunk c of (b, n2): chunk_first[b] counts the slots of earlier sequences.
 inline float* ifa_slot(const IfaLayout& layout, std::byte* base, const int64_t* chunk_first,
                        int64_t b, int64_t n2, int64_t c, int64_t num_chunks) {
   const int64_t task = chunk_first[b] + n2 * num_chunks + c;
