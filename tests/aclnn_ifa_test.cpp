@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "acl/acl.h"
@@ -460,6 +461,57 @@ TEST(AclnnIfa, BadBlockIdIsRefusedInPhaseTwoAndTheExecutorSurvives) {
   ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
   EXPECT_TRUE(kvflash::testing::compare_ifa_output("paged", data.args(),
                                                    kvflash::reference::ifa_reference(data.args())));
+}
+
+TEST(AclnnIfa, KvPaddingSizeIsReadInPhaseOne) {
+  IfaCase spec = small_case();
+  spec.kv_padding = 2;
+  IfaCaseData data(spec);
+  Handles h;
+  const Call c = Call::from(data.args(), &h);
+  uint64_t ws = 0;
+  aclOpExecutor* e = nullptr;
+  ASSERT_EQ(c.phase1(4, &ws, &e), ACLNN_SUCCESS) << recent();
+  // Changing the device value after phase 1 does not change the call (docs/conventions.md).
+  auto* pad = static_cast<int64_t*>(data.args().kv_padding_size->base());
+  const int64_t saved = *pad;
+  *pad = saved + 1;
+  std::vector<std::byte> workspace(ws);
+  data.poison_outputs();
+  ASSERT_EQ(phase2(4, workspace.data(), ws, e, nullptr), ACLNN_SUCCESS) << recent();
+  ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+  *pad = saved;
+  EXPECT_TRUE(kvflash::testing::compare_ifa_output("pad", data.args(),
+                                                   kvflash::reference::ifa_reference(data.args())));
+}
+
+TEST(AclnnIfa, ConcurrentCallsFromManyThreads) {
+  constexpr int kThreads = 4;
+  std::vector<std::unique_ptr<IfaCaseData>> data;
+  for (int i = 0; i < kThreads; ++i) {
+    IfaCase spec = small_case();
+    spec.tag = "t" + std::to_string(i);
+    data.push_back(std::make_unique<IfaCaseData>(spec));
+  }
+  std::vector<aclnnStatus> status(kThreads, -1);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      aclrtStream stream = nullptr;
+      if (aclrtCreateStream(&stream) != ACL_SUCCESS) return;
+      Handles h;
+      const Call c = Call::from(data[i]->args(), &h);
+      data[i]->poison_outputs();
+      status[i] = run_call(c, 1 + i % 4, stream);
+      aclrtDestroyStream(stream);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kThreads; ++i) {
+    ASSERT_EQ(status[i], ACLNN_SUCCESS) << i;
+    EXPECT_TRUE(kvflash::testing::compare_ifa_output(
+        "thread", data[i]->args(), kvflash::reference::ifa_reference(data[i]->args())));
+  }
 }
 
 // ---- what each version passes on ---------------------------------------------------------------
