@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kvflash/ifa.hpp"
+#include "support/test_rng.hpp"
 
 namespace kvflash::testing {
 
@@ -81,6 +82,9 @@ struct IfaCase {
   std::string inconsistency() const;
 };
 
+/// "BSH" | "BSND" | "BNSD".
+const char* ifa_layout_name(IfaLayout layout);
+
 /// gtest prints a case by its name.
 inline void PrintTo(const IfaCase& c, std::ostream* os) { *os << c.name(); }
 
@@ -117,10 +121,21 @@ class IfaCaseData {
 
  private:
   TensorView alloc(DType dtype, std::vector<int64_t> shape, bool strided, double poison);
+  std::vector<int64_t> query_shape() const;
+  // The parts of the constructor, in order; each fills its arguments of args_.
+  void build_query(TestRng& rng);
+  void build_lengths();         // lengths, attended ranges, kv_padding_size
+  void build_kv(TestRng& rng);  // key/value (contiguous, list or paged) and block table
+  void build_mask_pse(TestRng& rng);
+  void build_quant(TestRng& rng);    // antiquant scale/offset
+  void build_outputs(TestRng& rng);  // attention_out, quant_scale2/offset2, softmax_lse
 
   IfaCase case_;
   IfaArgs args_;
   int64_t num_blocks_ = 0;
+  // Per batch: S (S_b in list mode, the capacity when paged) and the attended [begin, begin+count).
+  std::vector<int64_t> seq_cap_, begin_, count_;
+  int64_t blocks_per_seq_ = 0;
   std::vector<std::vector<std::byte>> buffers_;
 };
 
