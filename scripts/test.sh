@@ -20,7 +20,7 @@ run_preset() {
 run_preset ci
 if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
   # TSan: the tests whose point is concurrency (the pool, determinism across thread counts, streams).
-  tsan_tests=(cpu_thread_pool_test ifa_determinism_test sfa_determinism_test aclnn_runtime_test)
+  tsan_tests=(cpu_thread_pool_test ifa_determinism_test sfa_determinism_test aclnn_runtime_test aclnn_ifa_test)
   echo "=== [tsan] configure + build"
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan -j"$jobs" --target "${tsan_tests[@]}"
