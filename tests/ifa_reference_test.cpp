@@ -469,6 +469,50 @@ TEST(IfaReference, PerTensorAntiquantEqualsPredequantisedValues) {
   expect_same(ifa_reference(fp), ifa_reference(q8));
 }
 
+TEST(IfaReference, PerChannelAntiquantEqualsPredequantisedValues) {
+  // Scale/offset per (kv head, channel) in the (2, KV_N, 1, D) shape; powers of two and integer
+  // offsets keep (x + off) * sc exact in fp16.
+  const int64_t B = 1, KVN = 2, S = 5, D = 16;
+  Logical p(B, 4, KVN, D, S, 21);
+  testing::TestRng rng(22);
+  std::vector<double> sc(2 * KVN * D), off(2 * KVN * D);
+  for (size_t i = 0; i < sc.size(); ++i) {
+    sc[i] = std::ldexp(1.0, -4 - static_cast<int>(rng.below(4)));
+    off[i] = static_cast<double>(rng.below(9)) - 4;
+  }
+  std::vector<double> kx(p.k.size()), vx(p.v.size());
+  for (int64_t n = 0; n < KVN; ++n)
+    for (int64_t j = 0; j < S; ++j)
+      for (int64_t d = 0; d < D; ++d) {
+        const size_t i = static_cast<size_t>((n * S + j) * D + d);
+        kx[i] = static_cast<double>(rng.below(256)) - 128;
+        vx[i] = static_cast<double>(rng.below(256)) - 128;
+        p.k[i] = (kx[i] + off[n * D + d]) * sc[n * D + d];
+        p.v[i] = (vx[i] + off[(KVN + n) * D + d]) * sc[(KVN + n) * D + d];
+      }
+  Store st;
+  const IfaArgs fp = p.bsh(st);
+  IfaArgs q8 = fp;
+  TensorView k = st.make(DType::kInt8, {B, S, KVN * D}), v = st.make(DType::kInt8, {B, S, KVN * D});
+  for (int64_t n = 0; n < KVN; ++n)
+    for (int64_t j = 0; j < S; ++j)
+      for (int64_t d = 0; d < D; ++d) {
+        set(k, {0, j, n * D + d}, kx[(n * S + j) * D + d]);
+        set(v, {0, j, n * D + d}, vx[(n * S + j) * D + d]);
+      }
+  q8.key = {k};
+  q8.value = {v};
+  q8.antiquant_scale = st.make(DType::kFloat16, {2, KVN, 1, D});
+  q8.antiquant_offset = st.make(DType::kFloat16, {2, KVN, 1, D});
+  for (int64_t w = 0; w < 2; ++w)
+    for (int64_t n = 0; n < KVN; ++n)
+      for (int64_t d = 0; d < D; ++d) {
+        set(*q8.antiquant_scale, {w, n, 0, d}, sc[(w * KVN + n) * D + d]);
+        set(*q8.antiquant_offset, {w, n, 0, d}, off[(w * KVN + n) * D + d]);
+      }
+  expect_same(ifa_reference(fp), ifa_reference(q8));
+}
+
 TEST(IfaReference, PerHeadMaskIsLogicalElement) {
   // (B, N, 1, S) mask: head 1 of batch 1 fully masked, nothing else.
   Logical p(2, 2, 1, 16, 5, 15);
