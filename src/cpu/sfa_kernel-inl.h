@@ -22,9 +22,13 @@ using kvflash::core::SfaProblem;
 constexpr int64_t kNope = SfaProblem::kNopeDim;
 constexpr int64_t kRope = SfaProblem::kRopeDim;
 constexpr int64_t kQk = kNope + kRope;  // 576: one dot product over nope then rope dims
-constexpr int kHeadRegs = 4;            // heads per register block in both micro-kernels
-constexpr int kTokRegs = 2;             // tokens per register block in the score micro-kernel
-constexpr int kDimRegs = 2;             // vectors of d per register block in the P.V micro-kernel
+// Register blocking: 4 heads x kTokRegs tokens of score accumulators, 4 heads x kDimRegs vectors of
+// output accumulators. AVX-512 has 32 vector registers, so it takes 16 accumulators (two loads per
+// four FMAs); AVX2's 16 registers hold 8 plus the operands. The blocking never changes a result:
+// every (head, token) score and every (head, d) output keeps its own accumulation order.
+constexpr int kHeadRegs = 4;
+constexpr int kTokRegs = kLanes >= 16 ? 4 : 2;
+constexpr int kDimRegs = kLanes >= 16 ? 4 : 2;
 
 static_assert(kQk % kLanes == 0 && kNope % (kLanes * kDimRegs) == 0);
 static_assert(kvflash::cpu::kSfaTile % kLanes == 0);
