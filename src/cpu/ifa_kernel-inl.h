@@ -1,6 +1,6 @@
 // The IFA kernel body, written once against the thin vector type. No include guard on purpose:
 // each ifa_kernel_<isa>.cpp includes it inside its own namespace (kvflash::cpu::<isa>) after
-// simd_<isa>.h, simd_math-inl.h and softmax_state.h, with <cstring>, <algorithm>,
+// simd_<isa>.h, simd_math-inl.h and softmax_state.h, with <cstring>,
 // core/ifa_problem.hpp and cpu/ifa_workspace.hpp included before the namespace.
 //
 // Per chunk task: the G query heads of kv head n2 are processed together, so each K and V row is
@@ -13,14 +13,15 @@
 //
 // Everything here calls only functions of its own ISA namespace or non-inline library functions:
 // an inline function from a shared header, compiled with this translation unit's ISA flags, could
-// be the copy the linker keeps for plain-x86-64 callers. (Trivial std:: templates such as
-// std::min are inlined at any optimisation level that matters.)
+// be the copy the linker keeps for plain-x86-64 callers (hence min_i64 instead of std::min).
 
 namespace ifa_detail {
 
 using core::IfaProblem;
 
 enum class KvKind { kFp16, kBf16, kInt8 };
+
+inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 template <KvKind kKind>
 constexpr int64_t kv_elem_size() {
@@ -206,7 +207,7 @@ class KvHeadWork {
       st_[g] = SoftmaxState{};
       any_unmasked_[g] = false;
     }
-    for (int64_t j = t.begin; j < std::min<int64_t>(t.begin + kIfaTile, t.end); ++j) {
+    for (int64_t j = t.begin; j < min_i64(t.begin + kIfaTile, t.end); ++j) {
       prefetch(p.k, j);
       prefetch(p.v, j);
     }
@@ -217,7 +218,7 @@ class KvHeadWork {
   void tile(int64_t j0, int64_t n, float (*s)[kIfaTile], float* row, float* rows) {
     const IfaProblem& p = *p_;
     const int64_t group = p.group, d = p.head_dim, dp = l_->dp, hf = l_->head_floats;
-    const int64_t n_next = std::min<int64_t>(kIfaTile, end_ - (j0 + kIfaTile));
+    const int64_t n_next = min_i64(kIfaTile, end_ - (j0 + kIfaTile));
     for (int64_t i = 0; i < n; ++i) {
       if (i < n_next) prefetch(p.k, j0 + kIfaTile + i);
       int64_t s_dim = 1;
@@ -258,7 +259,7 @@ class KvHeadWork {
     // time so each accumulator vector is loaded and stored once per kPvRows rows; the FMAs still
     // run in row order, so the result is the same as one row at a time.
     for (int64_t i0 = 0; i0 < n; i0 += kPvRows) {
-      const int64_t m = std::min<int64_t>(kPvRows, n - i0);
+      const int64_t m = min_i64(kPvRows, n - i0);
       for (int64_t r = 0; r < m; ++r) {
         const int64_t i = i0 + r;
         if (i < n_next) prefetch(p.v, j0 + kIfaTile + i);
@@ -318,7 +319,7 @@ void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const 
     work[k].init(p, l, base, t, t.n2_begin + k, st + k * p.group, any_unmasked + k * p.group);
   }
   for (int64_t j0 = t.begin; j0 < t.end; j0 += kIfaTile) {
-    const int64_t n = std::min<int64_t>(kIfaTile, t.end - j0);
+    const int64_t n = min_i64(kIfaTile, t.end - j0);
     for (int64_t k = 0; k < num_kv; ++k) work[k].tile(j0, n, s, row, rows);
   }
   for (int64_t k = 0; k < num_kv; ++k) work[k].finish();

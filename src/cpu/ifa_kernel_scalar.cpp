@@ -1,5 +1,4 @@
 // The IFA kernel compiled for the scalar instruction set (see ifa_kernel-inl.h).
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
