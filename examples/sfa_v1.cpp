@@ -123,8 +123,8 @@ int main() {
       /*sparseBlockSize=*/1, layoutQuery, layoutKv, /*sparseMode=*/3, INT64_MAX, INT64_MAX,
       /*attentionMode=*/2, /*returnSoftmaxLse=*/false, out, nullptr, nullptr, &workspaceSize,
       &executor);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("GetWorkspaceSize failed. ERROR: %d (%s)\n", ret,
-                                          aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("GetWorkspaceSize failed. ERROR: %d (%s)\n", ret, aclGetRecentErrMsg());
             return 1);
   void* workspaceAddr = nullptr;
   if (workspaceSize > 0) {
@@ -133,8 +133,8 @@ int main() {
               return 1);
   }
   ret = aclnnSparseFlashAttention(workspaceAddr, workspaceSize, executor, stream);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnSparseFlashAttention failed. ERROR: %d (%s)\n",
-                                          ret, aclGetRecentErrMsg());
+  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnSparseFlashAttention failed. ERROR: %d (%s)\n", ret,
+                                          aclGetRecentErrMsg());
             return 1);
   ret = aclrtSynchronizeStream(stream);
   CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d\n", ret);
@@ -184,8 +184,8 @@ int main() {
           worst = std::max(worst, err);
           if (!(err <= tol)) {
             if (bad++ < 5)
-              LOG_PRINT("mismatch at b=%ld i=%ld h=%ld d=%ld: got %f want %f\n", (long)b,
-                        (long)i, (long)h, (long)d, got, want);
+              LOG_PRINT("mismatch at b=%ld i=%ld h=%ld d=%ld: got %f want %f\n", (long)b, (long)i,
+                        (long)h, (long)d, got, want);
           }
         }
       }

@@ -103,8 +103,8 @@ int main() {
 
   void *qAddr, *kAddr, *vAddr, *idxAddr, *qLenAddr, *kvLenAddr, *qrAddr, *krAddr, *sinkAddr,
       *outAddr, *maxAddr, *sumAddr;
-  aclTensor *query, *key, *value, *sparseIndices, *qLen, *kvLen, *queryRope, *keyRope, *sinkT,
-      *out, *softmaxMax, *softmaxSum;
+  aclTensor *query, *key, *value, *sparseIndices, *qLen, *kvLen, *queryRope, *keyRope, *sinkT, *out,
+      *softmaxMax, *softmaxSum;
   CHECK_RET(CreateAclTensor(qHost, {T1, N1, D}, &qAddr, ACL_FLOAT16, &query) == 0, return 1);
   CHECK_RET(CreateAclTensor(kvHost, {T2, 1, D}, &kAddr, ACL_FLOAT16, &key) == 0, return 1);
   CHECK_RET(CreateAclTensor(kvHost, {T2, 1, D}, &vAddr, ACL_FLOAT16, &value) == 0, return 1);
@@ -112,8 +112,7 @@ int main() {
             return 1);
   CHECK_RET(CreateAclTensor(qCum, {2}, &qLenAddr, ACL_INT32, &qLen) == 0, return 1);
   CHECK_RET(CreateAclTensor(kvCum, {2}, &kvLenAddr, ACL_INT32, &kvLen) == 0, return 1);
-  CHECK_RET(CreateAclTensor(qrHost, {T1, N1, DR}, &qrAddr, ACL_FLOAT16, &queryRope) == 0,
-            return 1);
+  CHECK_RET(CreateAclTensor(qrHost, {T1, N1, DR}, &qrAddr, ACL_FLOAT16, &queryRope) == 0, return 1);
   CHECK_RET(CreateAclTensor(krHost, {T2, 1, DR}, &krAddr, ACL_FLOAT16, &keyRope) == 0, return 1);
   CHECK_RET(CreateAclTensor(sinksHost, {N1}, &sinkAddr, ACL_FLOAT, &sinkT) == 0, return 1);
   CHECK_RET(CreateAclTensor(outHost, {T1, N1, D}, &outAddr, ACL_FLOAT16, &out) == 0, return 1);
@@ -125,12 +124,12 @@ int main() {
   uint64_t workspaceSize = 0;
   aclOpExecutor* executor = nullptr;
   ret = aclnnSparseFlashAttentionV2GetWorkspaceSize(
-      query, key, value, sparseIndices, nullptr, qLen, kvLen, queryRope, keyRope, sinkT,
-      scaleValue, /*sparseBlockSize=*/1, layoutQuery, layoutKv, /*sparseMode=*/0, INT64_MAX,
-      INT64_MAX, /*attentionMode=*/2, /*returnSoftmaxLse=*/true, out, softmaxMax, softmaxSum,
-      &workspaceSize, &executor);
-  CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("GetWorkspaceSize failed. ERROR: %d (%s)\n", ret,
-                                          aclGetRecentErrMsg());
+      query, key, value, sparseIndices, nullptr, qLen, kvLen, queryRope, keyRope, sinkT, scaleValue,
+      /*sparseBlockSize=*/1, layoutQuery, layoutKv, /*sparseMode=*/0, INT64_MAX, INT64_MAX,
+      /*attentionMode=*/2, /*returnSoftmaxLse=*/true, out, softmaxMax, softmaxSum, &workspaceSize,
+      &executor);
+  CHECK_RET(ret == ACL_SUCCESS,
+            LOG_PRINT("GetWorkspaceSize failed. ERROR: %d (%s)\n", ret, aclGetRecentErrMsg());
             return 1);
   void* workspaceAddr = nullptr;
   if (workspaceSize > 0) {

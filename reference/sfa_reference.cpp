@@ -27,11 +27,16 @@ int64_t elem_offset(const TensorView& v, std::initializer_list<int64_t> idx) {
 double read(const TensorView& v, std::initializer_list<int64_t> idx) {
   const int64_t off = elem_offset(v, idx);
   switch (v.dtype) {
-    case DType::kFloat16: return core::fp16_to_float(static_cast<const uint16_t*>(v.data)[off]);
-    case DType::kBFloat16: return core::bf16_to_float(static_cast<const uint16_t*>(v.data)[off]);
-    case DType::kFloat32: return static_cast<const float*>(v.data)[off];
-    case DType::kInt32: return static_cast<const int32_t*>(v.data)[off];
-    default: return std::numeric_limits<double>::quiet_NaN();
+    case DType::kFloat16:
+      return core::fp16_to_float(static_cast<const uint16_t*>(v.data)[off]);
+    case DType::kBFloat16:
+      return core::bf16_to_float(static_cast<const uint16_t*>(v.data)[off]);
+    case DType::kFloat32:
+      return static_cast<const float*>(v.data)[off];
+    case DType::kInt32:
+      return static_cast<const int32_t*>(v.data)[off];
+    default:
+      return std::numeric_limits<double>::quiet_NaN();
   }
 }
 
@@ -49,8 +54,8 @@ std::vector<int64_t> sfa_reference_select(const std::vector<int32_t>& idx, int64
   const int64_t valid_count = std::min<int64_t>(k, (thr + sbs - 1) / sbs);
   for (int64_t r = 0; r < valid_count; ++r) {
     const int64_t x = idx[r];
-    if (x == -1) break;     // the first -1 ends the list
-    if (x < -1) continue;   // other negatives are skipped (decision #15)
+    if (x == -1) break;    // the first -1 ends the list
+    if (x < -1) continue;  // other negatives are skipped (decision #15)
     const int64_t begin = x * sbs;
     if (begin >= thr) continue;  // out of range: skipped, not terminating
     const int64_t end = std::min(begin + sbs, thr);
@@ -109,9 +114,8 @@ SfaReference sfa_reference(const SfaArgs& a) {
     auto kv_read = [&](const TensorView& t, int64_t j, int64_t d) {
       if (paged) {
         const TensorView& bt = *a.block_table;
-        const int64_t blk =
-            static_cast<const int32_t*>(bt.data)[bt.offset + b * bt.strides[0] +
-                                                 (j / block_size) * bt.strides[1]];
+        const int64_t blk = static_cast<const int32_t*>(
+            bt.data)[bt.offset + b * bt.strides[0] + (j / block_size) * bt.strides[1]];
         return read(t, {blk, j % block_size, 0, d});
       }
       if (kv_tnd) return read(t, {kv_first + j, 0, d});

@@ -30,15 +30,17 @@ struct SfaReference {
   int64_t num_rows = 0, num_heads = 0;
   static constexpr int64_t kHeadDim = 512;
 
-  std::vector<double> attention;    ///< the output o in double
-  std::vector<double> rounded;      ///< attention rounded once (RNE) to the query dtype
-  std::vector<double> softmax_max;  ///< m (scaled, sink included)
-  std::vector<double> softmax_sum;  ///< sum of exp(s - m), sink term included
-  std::vector<double> v_absmax;     ///< per row: max |V| over the selected positions (0 if none)
-  std::vector<int64_t> selected;    ///< per row: number of selected positions (with duplicates)
-  std::vector<SfaRowKind> row_kind; ///< per row
+  std::vector<double> attention;     ///< the output o in double
+  std::vector<double> rounded;       ///< attention rounded once (RNE) to the query dtype
+  std::vector<double> softmax_max;   ///< m (scaled, sink included)
+  std::vector<double> softmax_sum;   ///< sum of exp(s - m), sink term included
+  std::vector<double> v_absmax;      ///< per row: max |V| over the selected positions (0 if none)
+  std::vector<int64_t> selected;     ///< per row: number of selected positions (with duplicates)
+  std::vector<SfaRowKind> row_kind;  ///< per row
 
-  int64_t index(int64_t r, int64_t h, int64_t d) const { return (r * num_heads + h) * kHeadDim + d; }
+  int64_t index(int64_t r, int64_t h, int64_t d) const {
+    return (r * num_heads + h) * kHeadDim + d;
+  }
   int64_t row(int64_t r, int64_t h) const { return r * num_heads + h; }
 };
 

@@ -60,17 +60,15 @@ class Call {
 
   aclnnStatus v1(uint64_t* ws, aclOpExecutor** ex) {
     return aclnnSparseFlashAttentionGetWorkspaceSize(
-        query, key, value, indices, block_table, asq, askv, query_rope, key_rope,
-        args.scale_value, args.sparse_block_size, lq(), lkv(), args.sparse_mode,
-        args.pre_tokens, args.next_tokens, args.attention_mode, lse, out, softmax_max,
-        softmax_sum, ws, ex);
+        query, key, value, indices, block_table, asq, askv, query_rope, key_rope, args.scale_value,
+        args.sparse_block_size, lq(), lkv(), args.sparse_mode, args.pre_tokens, args.next_tokens,
+        args.attention_mode, lse, out, softmax_max, softmax_sum, ws, ex);
   }
   aclnnStatus v2(uint64_t* ws, aclOpExecutor** ex) {
     return aclnnSparseFlashAttentionV2GetWorkspaceSize(
         query, key, value, indices, block_table, asq, askv, query_rope, key_rope, sinks,
-        args.scale_value, args.sparse_block_size, lq(), lkv(), args.sparse_mode,
-        args.pre_tokens, args.next_tokens, args.attention_mode, lse, out, softmax_max,
-        softmax_sum, ws, ex);
+        args.scale_value, args.sparse_block_size, lq(), lkv(), args.sparse_mode, args.pre_tokens,
+        args.next_tokens, args.attention_mode, lse, out, softmax_max, softmax_sum, ws, ex);
   }
   char* lq() { return layout_query_null ? nullptr : layout_query.data(); }
   char* lkv() { return layout_kv.data(); }

@@ -1,5 +1,7 @@
 // The SFA properties of spec §4 on hand-made cases, checked on the reference itself (and, where
 // the case is end-to-end, on the kernel too), plus layout equivalences of the reference.
+#include "sfa_reference.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 
 #include "core/half.hpp"
 #include "kvflash/sfa.hpp"
-#include "sfa_reference.hpp"
 #include "support/sfa_cases.hpp"
 #include "support/sfa_compare.hpp"
 

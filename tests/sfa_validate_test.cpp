@@ -32,9 +32,10 @@ SfaCase base_case(SfaQLayout q, SfaKvLayout kv) {
 
 class SfaValidateTest : public ::testing::Test {
  protected:
-  SfaValidateTest() : bsnd_(base_case(SfaQLayout::kBsnd, SfaKvLayout::kBsnd)),
-                      tnd_(base_case(SfaQLayout::kTnd, SfaKvLayout::kTnd)),
-                      pa_(base_case(SfaQLayout::kBsnd, SfaKvLayout::kPaBsnd)) {}
+  SfaValidateTest()
+      : bsnd_(base_case(SfaQLayout::kBsnd, SfaKvLayout::kBsnd)),
+        tnd_(base_case(SfaQLayout::kTnd, SfaKvLayout::kTnd)),
+        pa_(base_case(SfaQLayout::kBsnd, SfaKvLayout::kPaBsnd)) {}
 
   // Creates a plan and checks the code and that the message mentions `needle`.
   static void expect(const SfaArgs& a, Status want, const std::string& needle) {

@@ -6,9 +6,9 @@
 //
 //   kvflash::SfaArgs args;            // fill the views and attributes
 //   std::unique_ptr<kvflash::SfaPlan> plan;
-//   if (kvflash::SfaPlan::create(args, &plan) != kvflash::Status::kSuccess) { ... last_error_message() }
-//   std::vector<std::byte> ws(plan->workspace_size());
-//   plan->run(ws.data(), ws.size());  // may be called many times
+//   if (kvflash::SfaPlan::create(args, &plan) != kvflash::Status::kSuccess) { ...
+//   last_error_message() } std::vector<std::byte> ws(plan->workspace_size()); plan->run(ws.data(),
+//   ws.size());  // may be called many times
 //
 // Data read at plan creation (phase 1): the actual sequence lengths (they fix the problem's row
 // structure, as upstream tiling reads them). Data read at run time (phase 2): query, key, value,
@@ -31,28 +31,28 @@ namespace kvflash {
 /// All inputs of one SFA call. Views are borrowed: they must stay valid until the last run.
 /// Strides and offsets of every input are honoured; outputs must be contiguous.
 struct SfaArgs {
-  TensorView query;   ///< BSND (B,S1,N1,512) | TND (T1,N1,512); fp16 or bf16
-  TensorView key;     ///< BSND (B,S2,1,512) | TND (T2,1,512) | PA_BSND (blocks,block_size,1,512)
-  std::optional<TensorView> value;  ///< same shape and dtype as key; absent means key
-  TensorView sparse_indices;        ///< int32 BSND (B,S1,1,K) | TND (T1,1,K)
+  TensorView query;  ///< BSND (B,S1,N1,512) | TND (T1,N1,512); fp16 or bf16
+  TensorView key;    ///< BSND (B,S2,1,512) | TND (T2,1,512) | PA_BSND (blocks,block_size,1,512)
+  std::optional<TensorView> value;        ///< same shape and dtype as key; absent means key
+  TensorView sparse_indices;              ///< int32 BSND (B,S1,1,K) | TND (T1,1,K)
   std::optional<TensorView> block_table;  ///< int32 (B, M); required iff layout_kv == "PA_BSND"
   /// int32 (B): BSND query counts per batch (absent: S1); TND: prefix sums (required).
   std::optional<TensorView> actual_seq_lengths_query;
   /// int32 (B): BSND/PA_BSND KV counts per batch (absent: S2; required for PA); TND: prefix sums.
   std::optional<TensorView> actual_seq_lengths_kv;
-  TensorView query_rope;  ///< (B,S1,N1,64) | (T1,N1,64), query dtype
-  TensorView key_rope;    ///< key shape with D = 64, query dtype
-  std::optional<TensorView> sinks;  ///< fp32 (N1): per-head attention sink logit (V2)
-  double scale_value = 1.0;         ///< applied as (float)scale_value after Q·K
-  int64_t sparse_block_size = 1;    ///< power of two in [1, 128]; divides block_size with PA
+  TensorView query_rope;              ///< (B,S1,N1,64) | (T1,N1,64), query dtype
+  TensorView key_rope;                ///< key shape with D = 64, query dtype
+  std::optional<TensorView> sinks;    ///< fp32 (N1): per-head attention sink logit (V2)
+  double scale_value = 1.0;           ///< applied as (float)scale_value after Q·K
+  int64_t sparse_block_size = 1;      ///< power of two in [1, 128]; divides block_size with PA
   std::string layout_query = "BSND";  ///< "BSND" | "TND"
   std::string layout_kv = "BSND";     ///< "BSND" | "TND" (== layout_query) | "PA_BSND"
   int64_t sparse_mode = 3;            ///< 0 = all selected tokens, 3 = bottom-right causal
   int64_t pre_tokens = std::numeric_limits<int64_t>::max();   ///< must be INT64_MAX
   int64_t next_tokens = std::numeric_limits<int64_t>::max();  ///< must be INT64_MAX
-  int64_t attention_mode = 2;        ///< must be 2 (MLA absorb)
-  bool return_softmax_lse = false;   ///< write softmax_max / softmax_sum (not with PA_BSND)
-  TensorView attention_out;          ///< query shape and dtype, contiguous
+  int64_t attention_mode = 2;                                 ///< must be 2 (MLA absorb)
+  bool return_softmax_lse = false;  ///< write softmax_max / softmax_sum (not with PA_BSND)
+  TensorView attention_out;         ///< query shape and dtype, contiguous
   /// fp32 BSND (B,1,S1,N1) | TND (1,T1,N1), contiguous: the row max m (scaled, sink included) and
   /// the sum of exp(s - m) (sink term included). Written only when return_softmax_lse.
   std::optional<TensorView> softmax_max, softmax_sum;

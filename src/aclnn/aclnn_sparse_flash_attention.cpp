@@ -6,13 +6,14 @@
 // output is 161001 (decision #20); V1 is V2 without sinks. Sinks are accepted on every layout
 // (decision #16), matching the DAV_3510 that aclnn/opdev/platform.h reports, so the 361001 that
 // upstream returns for sinks on A2/A3 never arises.
+#include "aclnnop/aclnn_sparse_flash_attention.h"
+
 #include <memory>
 #include <new>
 #include <string>
 #include <utility>
 
 #include "aclnn/acl_objects.hpp"
-#include "aclnnop/aclnn_sparse_flash_attention.h"
 #include "aclnnop/aclnn_sparse_flash_attention_v2.h"
 #include "core/error.hpp"
 #include "kvflash/sfa.hpp"
@@ -147,9 +148,8 @@ SfaCall make_call(const aclTensor* query, const aclTensor* key, const aclTensor*
                   const aclTensor* key_rope, const aclTensor* sinks, double scale_value,
                   int64_t sparse_block_size, const char* layout_query, const char* layout_kv,
                   int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
-                  int64_t attention_mode, bool return_softmax_lse,
-                  const aclTensor* attention_out, const aclTensor* softmax_max,
-                  const aclTensor* softmax_sum) {
+                  int64_t attention_mode, bool return_softmax_lse, const aclTensor* attention_out,
+                  const aclTensor* softmax_max, const aclTensor* softmax_sum) {
   SfaCall c;
   c.query = query;
   c.key = key;
@@ -191,11 +191,11 @@ aclnnStatus aclnnSparseFlashAttentionGetWorkspaceSize(
     const aclTensor* attentionOut, const aclTensor* softmaxMaxOut, const aclTensor* softmaxSumOut,
     uint64_t* workspaceSize, aclOpExecutor** executor) {
   return kvflash::aclnn::get_workspace_size(
-      kvflash::aclnn::make_call(query, key, value, sparseIndices, blockTable,
-                                actualSeqLengthsQuery, actualSeqLengthsKv, queryRope, keyRope,
-                                nullptr, scaleValue, sparseBlockSize, layoutQuery, layoutKv,
-                                sparseMode, preTokens, nextTokens, attentionMode,
-                                returnSoftmaxLse, attentionOut, softmaxMaxOut, softmaxSumOut),
+      kvflash::aclnn::make_call(query, key, value, sparseIndices, blockTable, actualSeqLengthsQuery,
+                                actualSeqLengthsKv, queryRope, keyRope, nullptr, scaleValue,
+                                sparseBlockSize, layoutQuery, layoutKv, sparseMode, preTokens,
+                                nextTokens, attentionMode, returnSoftmaxLse, attentionOut,
+                                softmaxMaxOut, softmaxSumOut),
       workspaceSize, executor);
 }
 
@@ -214,11 +214,11 @@ aclnnStatus aclnnSparseFlashAttentionV2GetWorkspaceSize(
     bool returnSoftmaxLse, const aclTensor* attentionOut, const aclTensor* softmaxMaxOut,
     const aclTensor* softmaxSumOut, uint64_t* workspaceSize, aclOpExecutor** executor) {
   return kvflash::aclnn::get_workspace_size(
-      kvflash::aclnn::make_call(query, key, value, sparseIndices, blockTable,
-                                actualSeqLengthsQuery, actualSeqLengthsKv, queryRope, keyRope,
-                                sinksOptional, scaleValue, sparseBlockSize, layoutQuery, layoutKv,
-                                sparseMode, preTokens, nextTokens, attentionMode,
-                                returnSoftmaxLse, attentionOut, softmaxMaxOut, softmaxSumOut),
+      kvflash::aclnn::make_call(query, key, value, sparseIndices, blockTable, actualSeqLengthsQuery,
+                                actualSeqLengthsKv, queryRope, keyRope, sinksOptional, scaleValue,
+                                sparseBlockSize, layoutQuery, layoutKv, sparseMode, preTokens,
+                                nextTokens, attentionMode, returnSoftmaxLse, attentionOut,
+                                softmaxMaxOut, softmaxSumOut),
       workspaceSize, executor);
 }
 

@@ -2,10 +2,10 @@
 //
 // Validation (src/sfa/sfa_validate.cpp) turns the user's layouts (BSND/TND query, BSND/TND/PA_BSND
 // KV) into one description. Query rows are numbered r in [0, num_rows): BSND r = b*S1 + i, TND r =
-// t. Every per-row tensor (query, query_rope, indices, output, softmax outputs) is addressed through
-// RowView (r / rows_inner, r % rows_inner), every KV tensor through KvView. Kernels never look at
-// layouts and never re-check what the validator checked; the only run-time check left (block-table
-// ids of selected positions) is done by sfa_check_block_ids before any kernel runs.
+// t. Every per-row tensor (query, query_rope, indices, output, softmax outputs) is addressed
+// through RowView (r / rows_inner, r % rows_inner), every KV tensor through KvView. Kernels never
+// look at layouts and never re-check what the validator checked; the only run-time check left
+// (block-table ids of selected positions) is done by sfa_check_block_ids before any kernel runs.
 #pragma once
 
 #include <cstdint>
@@ -52,21 +52,21 @@ struct SfaRow {
 };
 
 struct SfaProblem {
-  int64_t batch = 0;       ///< B
-  int64_t num_heads = 0;   ///< N1 (N2 = 1, so every head uses the single KV head)
-  int64_t sparse_size = 0; ///< K
+  int64_t batch = 0;        ///< B
+  int64_t num_heads = 0;    ///< N1 (N2 = 1, so every head uses the single KV head)
+  int64_t sparse_size = 0;  ///< K
   int64_t sparse_block_size = 1;
-  int64_t num_rows = 0;    ///< B*S1 (BSND) or T1 (TND)
-  int64_t sparse_mode = 3; ///< 0 or 3
+  int64_t num_rows = 0;           ///< B*S1 (BSND) or T1 (TND)
+  int64_t sparse_mode = 3;        ///< 0 or 3
   DType dtype = DType::kFloat16;  ///< query, key, value, ropes and output
   float scale = 1.0f;
 
   static constexpr int64_t kNopeDim = 512;
   static constexpr int64_t kRopeDim = 64;
 
-  SfaRowView q, q_rope;   ///< (r, h, d)
-  SfaRowView indices;     ///< (r, 0, k), int32
-  SfaRowView out;         ///< (r, h, d)
+  SfaRowView q, q_rope;                 ///< (r, h, d)
+  SfaRowView indices;                   ///< (r, 0, k), int32
+  SfaRowView out;                       ///< (r, h, d)
   SfaRowView softmax_max, softmax_sum;  ///< (r, h, 0) fp32; absent when not requested
 
   SfaKvView k, k_rope, v;
@@ -115,7 +115,8 @@ static inline SfaRowLimits sfa_row_limits(const SfaProblem& p, int64_t r) {
 
 /// Expands index entry x under limit thr: returns false when the list ends (x == -1); otherwise
 /// [*begin, *end) is the selected token range, empty when x is skipped (x < -1 or out of range).
-static inline bool sfa_selected_range(int32_t x, int64_t sbs, int64_t thr, int64_t* begin, int64_t* end) {
+static inline bool sfa_selected_range(int32_t x, int64_t sbs, int64_t thr, int64_t* begin,
+                                      int64_t* end) {
   *begin = *end = 0;
   if (x == -1) return false;
   if (x < -1) return true;

@@ -10,9 +10,10 @@
 // in a fixed order and each O[h][d] accumulates over t in gather order, so a head's result is the
 // same whichever task, worker or head block computes it: output bits are thread-count independent.
 //
-// Include it only from a per-ISA translation unit, inside that ISA's namespace (kvflash::cpu::<isa>)
-// after simd_<isa>.h, simd_math-inl.h and softmax_state.h (Vec, kLanes, v*, vexp, SoftmaxState),
-// and after <cstring>, "core/sfa_problem.hpp" and "cpu/sfa_kernel.hpp" at file scope.
+// Include it only from a per-ISA translation unit, inside that ISA's namespace
+// (kvflash::cpu::<isa>) after simd_<isa>.h, simd_math-inl.h and softmax_state.h (Vec, kLanes, v*,
+// vexp, SoftmaxState), and after <cstring>, "core/sfa_problem.hpp" and "cpu/sfa_kernel.hpp" at file
+// scope.
 
 namespace sfa_body {
 
@@ -34,13 +35,13 @@ static_assert(kQk % kLanes == 0 && kNope % (kLanes * kDimRegs) == 0);
 static_assert(kvflash::cpu::kSfaTile % kLanes == 0);
 
 struct Scratch {
-  float* q;    // hb x 576
-  float* kt;   // tile x 576
-  float* vt;   // tile x 512 (unused when V aliases K)
-  float* s;    // hb x tile
-  float* acc;  // hb x 512
+  float* q;          // hb x 576
+  float* kt;         // tile x 576
+  float* vt;         // tile x 512 (unused when V aliases K)
+  float* s;          // hb x tile
+  float* acc;        // hb x 512
   SoftmaxState* st;  // hb (max, sum) per head
-  int64_t* pos;  // tile
+  int64_t* pos;      // tile
 };
 
 inline float to_float(const void* base, DType dt, int64_t i) {
@@ -180,8 +181,8 @@ inline void run_task(const SfaProblem& p, int64_t r, int64_t h0, int64_t h1, Scr
   for (int64_t h = 0; h < nh; ++h) {
     convert_row(static_cast<const uint16_t*>(p.q.data) + p.q.index(r, h0 + h, 0), p.dtype,
                 p.q.s_dim, kNope, w.q + h * kQk);
-    convert_row(static_cast<const uint16_t*>(p.q_rope.data) + p.q_rope.index(r, h0 + h, 0),
-                p.dtype, p.q_rope.s_dim, kRope, w.q + h * kQk + kNope);
+    convert_row(static_cast<const uint16_t*>(p.q_rope.data) + p.q_rope.index(r, h0 + h, 0), p.dtype,
+                p.q_rope.s_dim, kRope, w.q + h * kQk + kNope);
     w.st[h] = SoftmaxState{};
   }
   std::memset(w.acc, 0, sizeof(float) * nh * kNope);
@@ -239,8 +240,12 @@ inline void run_task(const SfaProblem& p, int64_t r, int64_t h0, int64_t h1, Scr
 // instantiated with this unit's ISA flags.
 inline void run_one(const SfaProblem& p, const kvflash::cpu::SfaSchedule& sch,
                     const kvflash::cpu::SfaScratchLayout& lay, float* slot, int64_t task) {
-  Scratch w{slot + lay.q,   slot + lay.kt, slot + lay.vt, slot + lay.s,
-            slot + lay.acc, reinterpret_cast<SoftmaxState*>(slot + lay.st),
+  Scratch w{slot + lay.q,
+            slot + lay.kt,
+            slot + lay.vt,
+            slot + lay.s,
+            slot + lay.acc,
+            reinterpret_cast<SoftmaxState*>(slot + lay.st),
             reinterpret_cast<int64_t*>(slot + lay.pos)};
   const int64_t blocks = (p.num_heads + sch.head_block - 1) / sch.head_block;
   const int64_t r = task / blocks;

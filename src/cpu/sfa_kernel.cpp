@@ -36,9 +36,14 @@ size_t sfa_workspace_size(const core::SfaProblem& p, const SfaSchedule& s) {
 void sfa_run(const core::SfaProblem& p, const SfaSchedule& s, void* ws) {
   SfaTaskFn fn = sfa_task_scalar;
   switch (active_isa()) {
-    case Isa::kAvx512: fn = sfa_task_avx512; break;
-    case Isa::kAvx2: fn = sfa_task_avx2; break;
-    case Isa::kScalar: break;
+    case Isa::kAvx512:
+      fn = sfa_task_avx512;
+      break;
+    case Isa::kAvx2:
+      fn = sfa_task_avx2;
+      break;
+    case Isa::kScalar:
+      break;
   }
   const SfaScratchLayout lay(s.head_block);
   // sfa_workspace_size reserved 64 bytes of slack for this alignment.

@@ -41,7 +41,7 @@ struct SfaScratchLayout {
     s = take(head_block * kSfaTile);
     acc = take(head_block * core::SfaProblem::kNopeDim);
     st = take(head_block * 2);  // (max, sum) pairs
-    pos = take(kSfaTile * 2);  // int64 positions
+    pos = take(kSfaTile * 2);   // int64 positions
     total = at;
   }
 };

@@ -8,19 +8,22 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "core/sfa_problem.hpp"
-#include "cpu/simd_avx2.h"
 #include "cpu/sfa_kernel.hpp"
 #include "cpu/sfa_kernel_isa.hpp"
+#include "cpu/simd_avx2.h"
 
 namespace kvflash::cpu::avx2 {
+// The order matters: each file uses the ones before it.
+// clang-format off
 #include "cpu/simd_math-inl.h"
 #include "cpu/softmax_state.h"
 #include "cpu/sfa_kernel-inl.h"
+// clang-format on
 }  // namespace kvflash::cpu::avx2
 
 namespace kvflash::cpu {
 void sfa_task_avx2(const core::SfaProblem& p, const SfaSchedule& s, const SfaScratchLayout& lay,
-                 float* slot, int64_t task) {
+                   float* slot, int64_t task) {
   avx2::sfa_body::run_one(p, s, lay, slot, task);
 }
 }  // namespace kvflash::cpu

@@ -3,19 +3,22 @@
 #include <cstring>
 
 #include "core/sfa_problem.hpp"
-#include "cpu/simd_scalar.h"
 #include "cpu/sfa_kernel.hpp"
 #include "cpu/sfa_kernel_isa.hpp"
+#include "cpu/simd_scalar.h"
 
 namespace kvflash::cpu::scalar {
+// The order matters: each file uses the ones before it.
+// clang-format off
 #include "cpu/simd_math-inl.h"
 #include "cpu/softmax_state.h"
 #include "cpu/sfa_kernel-inl.h"
+// clang-format on
 }  // namespace kvflash::cpu::scalar
 
 namespace kvflash::cpu {
 void sfa_task_scalar(const core::SfaProblem& p, const SfaSchedule& s, const SfaScratchLayout& lay,
-                 float* slot, int64_t task) {
+                     float* slot, int64_t task) {
   scalar::sfa_body::run_one(p, s, lay, slot, task);
 }
 }  // namespace kvflash::cpu

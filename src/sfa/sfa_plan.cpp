@@ -39,8 +39,8 @@ Status SfaPlan::check_run(size_t workspace_size) const {
   core::clear_error();
   if (workspace_size < impl_->workspace_size)
     return core::fail(Status::kInvalid, sfa::kOpName,
-                      "workspace_size (" + std::to_string(workspace_size) + ") must be >= " +
-                          std::to_string(impl_->workspace_size));
+                      "workspace_size (" + std::to_string(workspace_size) +
+                          ") must be >= " + std::to_string(impl_->workspace_size));
   return sfa::check_block_ids(impl_->problem);
 }
 

@@ -51,15 +51,14 @@ Status check_view(const TensorView& v, const char* name) {
   if (v.offset < 0) return invalid(std::string(name) + " offset must be >= 0");
   int64_t last = v.offset;
   for (int i = 0; i < v.rank; ++i) {
-    if (v.shape[i] < 0)
-      return invalid(std::string(name) + " has a negative dim: " + shape_str(v));
+    if (v.shape[i] < 0) return invalid(std::string(name) + " has a negative dim: " + shape_str(v));
     if (v.strides[i] < 0)
       return invalid(std::string(name) + " has a negative stride on axis " + std::to_string(i));
     if (v.shape[i] == 0) continue;
     auto step = core::checked_mul(v.shape[i] - 1, v.strides[i]);
     auto sum = step ? core::checked_add(last, *step) : std::nullopt;
-    auto bytes = sum ? core::checked_mul(*sum + 1, static_cast<int64_t>(dtype_size(v.dtype)))
-                     : std::nullopt;
+    auto bytes =
+        sum ? core::checked_mul(*sum + 1, static_cast<int64_t>(dtype_size(v.dtype))) : std::nullopt;
     if (!bytes) return invalid(std::string(name) + " is too large to address: " + shape_str(v));
     last = *sum;
   }
@@ -143,9 +142,9 @@ Status read_prefix(const TensorView& v, const char* name, int64_t batch, int64_t
 
 core::SfaRowView row_view(const TensorView& v, bool tnd, int64_t s1, int head_axis) {
   core::SfaRowView r;
-  r.data = v.data == nullptr ? nullptr
-                             : static_cast<char*>(v.data) +
-                                   v.offset * static_cast<int64_t>(dtype_size(v.dtype));
+  r.data = v.data == nullptr
+               ? nullptr
+               : static_cast<char*>(v.data) + v.offset * static_cast<int64_t>(dtype_size(v.dtype));
   r.dtype = v.dtype;
   if (tnd) {  // (T, N, D)
     r.rows_inner = v.shape[0] > 0 ? v.shape[0] : 1;
@@ -201,8 +200,7 @@ bool same_view(const TensorView& a, const TensorView& b) {
   if (a.data != b.data || a.dtype != b.dtype || a.rank != b.rank || a.offset != b.offset)
     return false;
   for (int i = 0; i < a.rank; ++i)
-    if (a.shape[i] != b.shape[i] || (a.shape[i] > 1 && a.strides[i] != b.strides[i]))
-      return false;
+    if (a.shape[i] != b.shape[i] || (a.shape[i] > 1 && a.strides[i] != b.strides[i])) return false;
   return true;
 }
 
@@ -233,9 +231,12 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
     const TensorView* v;
     const char* name;
   };
-  std::vector<Named> views = {{&a.query, "query"},           {&a.key, "key"},
-                              {&value, "value"},             {&a.sparse_indices, "sparse_indices"},
-                              {&a.query_rope, "query_rope"}, {&a.key_rope, "key_rope"},
+  std::vector<Named> views = {{&a.query, "query"},
+                              {&a.key, "key"},
+                              {&value, "value"},
+                              {&a.sparse_indices, "sparse_indices"},
+                              {&a.query_rope, "query_rope"},
+                              {&a.key_rope, "key_rope"},
                               {&a.attention_out, "attention_out"}};
   if (a.block_table) views.push_back({&*a.block_table, "block_table"});
   if (a.sinks) views.push_back({&*a.sinks, "sinks"});
@@ -384,8 +385,7 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
     return invalid("sparse_mode (" + std::to_string(a.sparse_mode) + ") must be 0 or 3");
   constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
   if (a.pre_tokens != kInt64Max)
-    return invalid("pre_tokens (" + std::to_string(a.pre_tokens) +
-                   ") must be 9223372036854775807");
+    return invalid("pre_tokens (" + std::to_string(a.pre_tokens) + ") must be 9223372036854775807");
   if (a.next_tokens != kInt64Max)
     return invalid("next_tokens (" + std::to_string(a.next_tokens) +
                    ") must be 9223372036854775807");
@@ -405,8 +405,8 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
       return invalid("actual_seq_lengths_kv is required with layout_kv PA_BSND");
     const TensorView& bt = *a.block_table;
     if (bt.rank != 2 || bt.shape[0] != batch || bt.shape[1] <= 0)
-      return invalid("block_table must be (B = " + std::to_string(batch) +
-                     ", M > 0), got " + shape_str(bt));
+      return invalid("block_table must be (B = " + std::to_string(batch) + ", M > 0), got " +
+                     shape_str(bt));
     max_blocks = bt.shape[1];
     if (kv0 <= 0) return invalid("key block_num (" + std::to_string(kv0) + ") must be > 0");
     if (kv1 <= 0 || kv1 > kMaxBlockSize || kv1 % kBlockSizeAlign != 0)
@@ -448,9 +448,9 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
     if (Status s = check_lengths_tensor(v, "actual_seq_lengths_query", batch);
         s != Status::kSuccess)
       return s;
-    Status s = q_tnd ? read_prefix(v, "actual_seq_lengths_query", batch, t1, "query T1", &lqs,
-                                   &q_row0)
-                     : read_counts(v, "actual_seq_lengths_query", batch, s1, "query S1", &lqs);
+    Status s =
+        q_tnd ? read_prefix(v, "actual_seq_lengths_query", batch, t1, "query T1", &lqs, &q_row0)
+              : read_counts(v, "actual_seq_lengths_query", batch, s1, "query S1", &lqs);
     if (s != Status::kSuccess) return s;
   }
   if (kv_tnd && (!a.actual_seq_lengths_kv || a.actual_seq_lengths_kv->data == nullptr))
@@ -535,10 +535,9 @@ Status check_block_ids(const SfaProblem& p) {
       for (int64_t slot = begin / p.block_size; slot <= (end - 1) / p.block_size; ++slot) {
         const int32_t id = p.block_table[b * p.bt_s0 + slot * p.bt_s1];
         if (id < 0 || id >= p.num_blocks)
-          return invalid("block_table[" + std::to_string(b) + "][" + std::to_string(slot) +
-                         "] (" + std::to_string(id) + ") is used by query row " +
-                         std::to_string(r) + " and must be a block id in [0, " +
-                         std::to_string(p.num_blocks) + ")");
+          return invalid("block_table[" + std::to_string(b) + "][" + std::to_string(slot) + "] (" +
+                         std::to_string(id) + ") is used by query row " + std::to_string(r) +
+                         " and must be a block id in [0, " + std::to_string(p.num_blocks) + ")");
       }
     }
   }

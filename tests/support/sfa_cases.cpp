@@ -46,7 +46,8 @@ void store(const TensorView& v, const std::vector<int64_t>& idx, double x) {
       std::memcpy(p + off * 4, &i, 4);
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -58,10 +59,14 @@ std::string join(const std::vector<int64_t>& v) {
 
 const char* pattern_name(SfaIndexPattern p) {
   switch (p) {
-    case SfaIndexPattern::kClean: return "clean";
-    case SfaIndexPattern::kMixed: return "mixed";
-    case SfaIndexPattern::kMinusOneMiddle: return "m1mid";
-    case SfaIndexPattern::kSomeEmpty: return "someempty";
+    case SfaIndexPattern::kClean:
+      return "clean";
+    case SfaIndexPattern::kMixed:
+      return "mixed";
+    case SfaIndexPattern::kMinusOneMiddle:
+      return "m1mid";
+    case SfaIndexPattern::kSomeEmpty:
+      return "someempty";
   }
   return "?";
 }
@@ -71,7 +76,9 @@ const char* pattern_name(SfaIndexPattern p) {
 std::string SfaCase::name() const {
   std::string s = "sfa:";
   s += q_layout == SfaQLayout::kTnd ? "tnd" : "bsnd";
-  s += kv_layout == SfaKvLayout::kTnd ? "-tnd" : kv_layout == SfaKvLayout::kPaBsnd ? "-pa" : "-bsnd";
+  s += kv_layout == SfaKvLayout::kTnd      ? "-tnd"
+       : kv_layout == SfaKvLayout::kPaBsnd ? "-pa"
+                                           : "-bsnd";
   if (kv_layout == SfaKvLayout::kPaBsnd) s += std::to_string(block_size);
   s += dtype == DType::kBFloat16 ? ":bf16" : ":f16";
   s += ":n" + std::to_string(num_heads) + ":k" + std::to_string(sparse_size) + ":sbs" +
@@ -161,7 +168,9 @@ std::vector<SfaCase> sfa_cases(Tier tier) {
   for (int64_t k : {1, 7, 64, 2048}) {
     SfaCase c;
     c.q_layout = k == 7 ? SfaQLayout::kTnd : SfaQLayout::kBsnd;
-    c.kv_layout = k == 7 ? SfaKvLayout::kTnd : k == 2048 ? SfaKvLayout::kPaBsnd : SfaKvLayout::kBsnd;
+    c.kv_layout = k == 7      ? SfaKvLayout::kTnd
+                  : k == 2048 ? SfaKvLayout::kPaBsnd
+                              : SfaKvLayout::kBsnd;
     c.dtype = k == 64 ? bf16 : f16;
     c.num_heads = k == 2048 ? 4 : 8;
     c.sparse_size = k;
@@ -360,8 +369,8 @@ SfaCaseData::SfaCaseData(const SfaCase& c) : case_(c) {
   const int64_t rows = q_tnd ? t1 : batch * s1;
 
   // Query-side tensors.
-  const std::vector<int64_t> qs = q_tnd ? std::vector<int64_t>{t1, n1, kNope}
-                                        : std::vector<int64_t>{batch, s1, n1, kNope};
+  const std::vector<int64_t> qs =
+      q_tnd ? std::vector<int64_t>{t1, n1, kNope} : std::vector<int64_t>{batch, s1, n1, kNope};
   std::vector<int64_t> qrs = qs;
   qrs.back() = kRope;
   std::vector<int64_t> is = qs;
@@ -372,8 +381,8 @@ SfaCaseData::SfaCaseData(const SfaCase& c) : case_(c) {
   args_.sparse_indices = alloc(DType::kInt32, is, c.strided, 0);
   args_.attention_out = alloc(c.dtype, qs, false, kNaN);
   if (c.lse) {
-    const std::vector<int64_t> ls = q_tnd ? std::vector<int64_t>{1, t1, n1}
-                                          : std::vector<int64_t>{batch, 1, s1, n1};
+    const std::vector<int64_t> ls =
+        q_tnd ? std::vector<int64_t>{1, t1, n1} : std::vector<int64_t>{batch, 1, s1, n1};
     args_.softmax_max = alloc(DType::kFloat32, ls, false, kNaN);
     args_.softmax_sum = alloc(DType::kFloat32, ls, false, kNaN);
     args_.return_softmax_lse = true;
@@ -418,8 +427,8 @@ SfaCaseData::SfaCaseData(const SfaCase& c) : case_(c) {
   }
 
   // Actual lengths.
-  const bool pass_q = q_tnd || std::any_of(c.q_lens.begin(), c.q_lens.end(),
-                                           [&](int64_t l) { return l != s1; });
+  const bool pass_q =
+      q_tnd || std::any_of(c.q_lens.begin(), c.q_lens.end(), [&](int64_t l) { return l != s1; });
   if (pass_q) {
     args_.actual_seq_lengths_query = alloc(DType::kInt32, {batch}, c.strided, 0);
     int64_t acc = 0;
@@ -441,8 +450,7 @@ SfaCaseData::SfaCaseData(const SfaCase& c) : case_(c) {
   std::vector<std::vector<char>> used(batch);
   for (int64_t b = 0; b < batch; ++b) used[b].assign(c.kv_lens[b], 0);
   auto row_index = [&](int64_t r, int64_t k) {
-    return q_tnd ? std::vector<int64_t>{r, 0, k}
-                 : std::vector<int64_t>{r / s1, r % s1, 0, k};
+    return q_tnd ? std::vector<int64_t>{r, 0, k} : std::vector<int64_t>{r / s1, r % s1, 0, k};
   };
   int64_t q_first = 0;
   std::vector<int64_t> valid_row(rows, 0);  // 1 = row computes something from q
@@ -468,8 +476,8 @@ SfaCaseData::SfaCaseData(const SfaCase& c) : case_(c) {
           idx[k] = static_cast<int32_t>(rng.below(nblk));  // valid but past validCount: ignored
         }
       }
-      const bool mixed = c.indices == SfaIndexPattern::kMixed ||
-                         c.indices == SfaIndexPattern::kSomeEmpty;
+      const bool mixed =
+          c.indices == SfaIndexPattern::kMixed || c.indices == SfaIndexPattern::kSomeEmpty;
       if (mixed) {
         for (int64_t k = 0; k < vc; ++k) {
           const double u = rng.unit();
@@ -508,8 +516,8 @@ SfaCaseData::SfaCaseData(const SfaCase& c) : case_(c) {
   for (int64_t r = 0; r < rows; ++r) {
     if (!valid_row[r]) continue;
     for (int64_t h = 0; h < n1; ++h) {
-      std::vector<int64_t> ix = q_tnd ? std::vector<int64_t>{r, h, 0}
-                                      : std::vector<int64_t>{r / s1, r % s1, h, 0};
+      std::vector<int64_t> ix =
+          q_tnd ? std::vector<int64_t>{r, h, 0} : std::vector<int64_t>{r / s1, r % s1, h, 0};
       for (int64_t d = 0; d < kNope; ++d) {
         ix.back() = d;
         store(args_.query, ix, rng.normal());

@@ -24,23 +24,23 @@ enum class SfaKvLayout { kBsnd, kTnd, kPaBsnd };
 
 /// How each row's sparse_indices are filled (spec §3.4 step 2).
 enum class SfaIndexPattern {
-  kClean,     ///< distinct in-range block ids first, then -1 padding
-  kMixed,     ///< also out-of-range ids, duplicates, values < -1, valid ids past validCount
+  kClean,           ///< distinct in-range block ids first, then -1 padding
+  kMixed,           ///< also out-of-range ids, duplicates, values < -1, valid ids past validCount
   kMinusOneMiddle,  ///< a -1 in the middle followed by valid ids (which must be ignored)
-  kSomeEmpty,       ///< like kMixed, but every third row selects nothing (-1 first or all out of range)
+  kSomeEmpty,  ///< like kMixed, but every third row selects nothing (-1 first or all out of range)
 };
 
 struct SfaCase {
   SfaQLayout q_layout = SfaQLayout::kBsnd;
   SfaKvLayout kv_layout = SfaKvLayout::kBsnd;
   DType dtype = DType::kFloat16;
-  int64_t num_heads = 16;       ///< N1
-  int64_t sparse_size = 64;     ///< K
+  int64_t num_heads = 16;    ///< N1
+  int64_t sparse_size = 64;  ///< K
   int64_t sparse_block_size = 1;
-  std::vector<int64_t> q_lens{1};   ///< per batch (B = size)
-  std::vector<int64_t> kv_lens{64}; ///< per batch
-  int64_t q_slack = 0;    ///< BSND: S1 = max q_len + q_slack (> 0 forces actual_seq_lengths_query)
-  int64_t kv_slack = 5;   ///< BSND: S2 = max kv_len + kv_slack; TND: extra rows; PA: spare blocks
+  std::vector<int64_t> q_lens{1};    ///< per batch (B = size)
+  std::vector<int64_t> kv_lens{64};  ///< per batch
+  int64_t q_slack = 0;   ///< BSND: S1 = max q_len + q_slack (> 0 forces actual_seq_lengths_query)
+  int64_t kv_slack = 5;  ///< BSND: S2 = max kv_len + kv_slack; TND: extra rows; PA: spare blocks
   int64_t block_size = 16;  ///< PA only
   int64_t sparse_mode = 3;
   SfaIndexPattern indices = SfaIndexPattern::kMixed;

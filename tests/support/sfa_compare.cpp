@@ -38,8 +38,8 @@ double sfa_rtol(DType dtype) { return dtype == DType::kBFloat16 ? 0x1p-7 : 0x1p-
     for (int64_t h = 0; h < n1; ++h) {
       for (int64_t d = 0; d < kD; ++d) {
         const int64_t i = ref.index(r, h, d);
-        const double got = dt == DType::kBFloat16 ? core::bf16_to_float(out[i])
-                                                  : core::fp16_to_float(out[i]);
+        const double got =
+            dt == DType::kBFloat16 ? core::bf16_to_float(out[i]) : core::fp16_to_float(out[i]);
         const double want = ref.attention[i];
         const double bound = normal ? atol + rtol * std::fabs(want) : 0.0;
         const double err = std::fabs(got - want);
@@ -72,8 +72,8 @@ double sfa_rtol(DType dtype) { return dtype == DType::kBFloat16 ? 0x1p-7 : 0x1p-
     }
   }
   if (bad > 0)
-    return ::testing::AssertionFailure() << case_name << ": " << bad
-                                         << " elements out of tolerance; worst: " << worst.str();
+    return ::testing::AssertionFailure()
+           << case_name << ": " << bad << " elements out of tolerance; worst: " << worst.str();
   if (!allow_mostly_empty && normal_rows * 4 < ref.num_rows)
     return ::testing::AssertionFailure()
            << case_name << ": only " << normal_rows << " of " << ref.num_rows
