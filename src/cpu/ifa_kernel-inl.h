@@ -73,21 +73,44 @@ inline void load_row(const std::byte* row, int64_t s_dim, int64_t d, int64_t dp,
   for (; i < dp; ++i) dst[i] = 0.0f;
 }
 
-// Address of row (b, n2, j) of a K or V cache; *s_dim receives its channel stride.
+// Channel stride of the K or V rows of sequence b.
+inline int64_t kv_dim_stride(const core::KvCacheView& kv, int64_t b) {
+  return kv.paged ? kv.s_dim : kv.seqs[b].s_dim;
+}
+
+// Addresses of the K and V rows of kv head n2 for positions [j, j + n) (n >= 1, all attended) of
+// sequence b. A paged cache costs one division per call and one block-table read per block, not
+// a division per row; no block-table entry beyond the last position is read.
 template <KvKind kKind>
-inline const std::byte* kv_row(const core::KvCacheView& kv, const core::BlockTableView& bt,
-                               int64_t b, int64_t n2, int64_t j, int64_t* s_dim) {
+inline void kv_rows(const IfaProblem& p, int64_t b, int64_t n2, int64_t j, int64_t n,
+                    const std::byte** k_rows, const std::byte** v_rows) {
   constexpr int64_t es = kv_elem_size<kKind>();
-  if (!kv.paged) {
-    const core::KvCacheView::Seq& seq = kv.seqs[b];
-    *s_dim = seq.s_dim;
-    return static_cast<const std::byte*>(seq.base) + (j * seq.s_pos + n2 * seq.s_head) * es;
+  if (!p.k.paged) {
+    const core::KvCacheView::Seq& ks = p.k.seqs[b];
+    const core::KvCacheView::Seq& vs = p.v.seqs[b];
+    const auto* kb = static_cast<const std::byte*>(ks.base) + (j * ks.s_pos + n2 * ks.s_head) * es;
+    const auto* vb = static_cast<const std::byte*>(vs.base) + (j * vs.s_pos + n2 * vs.s_head) * es;
+    for (int64_t i = 0; i < n; ++i) {
+      k_rows[i] = kb + i * ks.s_pos * es;
+      v_rows[i] = vb + i * vs.s_pos * es;
+    }
+    return;
   }
-  const int64_t blk = bt.data[b * bt.s0 + (j / bt.block_size) * bt.s1];
-  const int64_t o = j % bt.block_size;
-  *s_dim = kv.s_dim;
-  return static_cast<const std::byte*>(kv.cache) +
-         (blk * kv.s_block + o * kv.s_pos + n2 * kv.s_head) * es;
+  const core::BlockTableView& bt = p.block_table;
+  const auto* kc = static_cast<const std::byte*>(p.k.cache) + n2 * p.k.s_head * es;
+  const auto* vc = static_cast<const std::byte*>(p.v.cache) + n2 * p.v.s_head * es;
+  int64_t slot = j / bt.block_size;
+  int64_t o = j % bt.block_size;
+  int64_t blk = bt.data[b * bt.s0 + slot * bt.s1];
+  for (int64_t i = 0; i < n; ++i, ++o) {
+    if (o == bt.block_size) {
+      ++slot;
+      o = 0;
+      blk = bt.data[b * bt.s0 + slot * bt.s1];
+    }
+    k_rows[i] = kc + (blk * p.k.s_block + o * p.k.s_pos) * es;
+    v_rows[i] = vc + (blk * p.v.s_block + o * p.v.s_pos) * es;
+  }
 }
 
 // Software prefetch of one row's cache lines. Rows of one kv head are typically 1-4 KB apart
@@ -207,23 +230,29 @@ class KvHeadWork {
       st_[g] = SoftmaxState{};
       any_unmasked_[g] = false;
     }
-    for (int64_t j = t.begin; j < min_i64(t.begin + kIfaTile, t.end); ++j) {
-      prefetch(p.k, j);
-      prefetch(p.v, j);
-    }
+    k_sdim_ = kv_dim_stride(p.k, t.b);
+    v_sdim_ = kv_dim_stride(p.v, t.b);
+    if (t.begin < t.end) prefetch_tile(t.begin, min_i64(kIfaTile, t.end - t.begin));
   }
 
-  // Positions [j0, j0 + n) of the chunk; the next tile's rows are prefetched meanwhile.
+  // Positions [j0, j0 + n) of the chunk.
   // row: one fp32 row buffer; rows: kPvRows of them, kIfaMaxHeadDim apart.
   void tile(int64_t j0, int64_t n, float (*s)[kIfaTile], float* row, float* rows) {
     const IfaProblem& p = *p_;
     const int64_t group = p.group, d = p.head_dim, dp = l_->dp, hf = l_->head_floats;
+    const std::byte* k_rows[kIfaTile];
+    const std::byte* v_rows[kIfaTile];
+    kv_rows<kKind>(p, b_, n2_, j0, n, k_rows, v_rows);
+    // Row i of the next tile is prefetched while row i of this one is processed (never beyond the
+    // chunk): spread out, so the prefetches never pile up in the miss queues.
     const int64_t n_next = min_i64(kIfaTile, end_ - (j0 + kIfaTile));
+    const std::byte* k_next[kIfaTile];
+    const std::byte* v_next[kIfaTile];
+    if (n_next > 0) kv_rows<kKind>(p, b_, n2_, j0 + kIfaTile, n_next, k_next, v_next);
+    const int64_t k_bytes = prefetch_bytes(k_sdim_), v_bytes = prefetch_bytes(v_sdim_);
     for (int64_t i = 0; i < n; ++i) {
-      if (i < n_next) prefetch(p.k, j0 + kIfaTile + i);
-      int64_t s_dim = 1;
-      const std::byte* kr = kv_row<kKind>(p.k, p.block_table, b_, n2_, j0 + i, &s_dim);
-      load_row<kKind>(kr, s_dim, d, dp, k_sc_, k_off_, row);
+      if (i < n_next) prefetch_row(k_next[i], k_bytes);
+      load_row<kKind>(k_rows[i], k_sdim_, d, dp, k_sc_, k_off_, row);
       score_row(slot_ + dp, hf, group, dp, row, s, i);
     }
     // Scale, bias, mask (spec §2.5 steps 3-5), then fold the tile into each head's state.
@@ -261,11 +290,8 @@ class KvHeadWork {
     for (int64_t i0 = 0; i0 < n; i0 += kPvRows) {
       const int64_t m = min_i64(kPvRows, n - i0);
       for (int64_t r = 0; r < m; ++r) {
-        const int64_t i = i0 + r;
-        if (i < n_next) prefetch(p.v, j0 + kIfaTile + i);
-        int64_t s_dim = 1;
-        const std::byte* vr = kv_row<kKind>(p.v, p.block_table, b_, n2_, j0 + i, &s_dim);
-        load_row<kKind>(vr, s_dim, d, dp, v_sc_, v_off_, rows + r * kIfaMaxHeadDim);
+        if (i0 + r < n_next) prefetch_row(v_next[i0 + r], v_bytes);
+        load_row<kKind>(v_rows[i0 + r], v_sdim_, d, dp, v_sc_, v_off_, rows + r * kIfaMaxHeadDim);
       }
       for (int64_t g = 0; g < group; ++g) {
         accumulate_pv(slot_ + g * hf, dp, s[g] + i0, rows, m);
@@ -284,18 +310,27 @@ class KvHeadWork {
   }
 
  private:
-  // Prefetches row j (an attended position) of K or V: the whole row when its channels are
-  // contiguous, else its first line (strided channels are a rare, slow path anyway).
-  void prefetch(const core::KvCacheView& kv, int64_t j) const {
-    int64_t s_dim = 1;
-    const std::byte* row = kv_row<kKind>(kv, p_->block_table, b_, n2_, j, &s_dim);
-    const int64_t bytes = s_dim == 1 ? p_->head_dim * kv_elem_size<kKind>() : 1;
-    prefetch_row(row, bytes);
+  // Bytes to prefetch of a row: all of it when its channels are contiguous, else the first line
+  // (strided channels are a rare slow path).
+  int64_t prefetch_bytes(int64_t s_dim) const {
+    return s_dim == 1 ? p_->head_dim * kv_elem_size<kKind>() : 1;
+  }
+
+  // Prefetches the K and V rows of positions [j, j + n) (attended positions).
+  void prefetch_tile(int64_t j, int64_t n) const {
+    const std::byte* k_rows[kIfaTile];
+    const std::byte* v_rows[kIfaTile];
+    kv_rows<kKind>(*p_, b_, n2_, j, n, k_rows, v_rows);
+    for (int64_t i = 0; i < n; ++i) {
+      prefetch_row(k_rows[i], prefetch_bytes(k_sdim_));
+      prefetch_row(v_rows[i], prefetch_bytes(v_sdim_));
+    }
   }
 
   const IfaProblem* p_ = nullptr;
   const IfaLayout* l_ = nullptr;
   int64_t b_ = 0, n2_ = 0, end_ = 0;
+  int64_t k_sdim_ = 1, v_sdim_ = 1;
   SoftmaxState* st_ = nullptr;
   bool* any_unmasked_ = nullptr;
   float* slot_ = nullptr;
