@@ -59,9 +59,9 @@ TEST_P(ExpTest, DenseSweepWithinTwoUlp) {
 
 TEST_P(ExpTest, SpecialValues) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> x = {-kInf, -1.0e12f, -3.0e38f, -105.0f, -104.5f, 0.0f, -0.0f,
-                                kInf,  89.0f,    1.0e12f,  3.0e38f, nan,     1.0f, -1.0f,
-                                88.7228317f, 88.7228394f, -87.3365479f};
+  const std::vector<float> x = {-kInf, -1.0e12f, -3.0e38f,    -105.0f,     -104.5f,     0.0f,
+                                -0.0f, kInf,     89.0f,       1.0e12f,     3.0e38f,     nan,
+                                1.0f,  -1.0f,    88.7228317f, 88.7228394f, -87.3365479f};
   std::vector<float> y(x.size());
   vec_exp(GetParam(), x.data(), y.data(), x.size());
   EXPECT_EQ(y[0], 0.0f);

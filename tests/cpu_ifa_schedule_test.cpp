@@ -58,12 +58,9 @@ void check_cover(const core::IfaProblem& p, int threads) {
 
 TEST(IfaSchedule, EverySlotOnceForAnyThreadCount) {
   const std::vector<core::IfaProblem> problems = {
-      make_problem({1}, 1, 1, 64),
-      make_problem({0, 513, 0, 1024, 1025, 3}, 8, 4, 128),
-      make_problem({9000, 17}, 3, 8, 80),
-      make_problem({512, 511, 2048}, 32, 1, 64),
-      make_problem({700}, 4, 64, 512),
-      make_problem({0, 0}, 2, 2, 16),
+      make_problem({1}, 1, 1, 64),        make_problem({0, 513, 0, 1024, 1025, 3}, 8, 4, 128),
+      make_problem({9000, 17}, 3, 8, 80), make_problem({512, 511, 2048}, 32, 1, 64),
+      make_problem({700}, 4, 64, 512),    make_problem({0, 0}, 2, 2, 16),
   };
   for (const auto& p : problems) {
     for (int threads : {1, 2, 3, 7, 16, 64, 500}) check_cover(p, threads);

@@ -1,5 +1,7 @@
 // fp16/bf16 conversions: core/half.hpp exhaustively against a double-precision round-to-nearest-
 // even oracle, and each ISA's vector/scalar conversions (vec_ops.hpp) against core/half.hpp.
+#include "core/half.hpp"
+
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -8,7 +10,6 @@
 #include <limits>
 #include <vector>
 
-#include "core/half.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/vec_ops.hpp"
 
@@ -16,9 +17,9 @@ namespace kvflash {
 namespace {
 
 struct Format {
-  int man_bits;       // stored mantissa bits
+  int man_bits;  // stored mantissa bits
   int exp_bits;
-  int min_exp;        // exponent of the smallest normal
+  int min_exp;  // exponent of the smallest normal
   double max_finite;
 };
 constexpr Format kFp16{10, 5, -14, 65504.0};
@@ -136,7 +137,8 @@ TEST(Half, RoundTripOfEveryValue) {
   }
 }
 
-// ---- the SIMD conversions of every available ISA against core/half.hpp ---------------------------
+// ---- the SIMD conversions of every available ISA against core/half.hpp
+// ---------------------------
 
 class SimdConversionTest : public ::testing::TestWithParam<cpu::Isa> {};
 

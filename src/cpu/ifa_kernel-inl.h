@@ -189,7 +189,8 @@ inline void accumulate_pv(float* acc, int64_t dp, const float* p, const float* r
   for (int64_t r = 0; r < m; ++r) {
     const Vec pr = vset1(p[r]);
     const float* row = rows + r * kIfaMaxHeadDim;
-    for (int64_t c = 0; c < dp; c += kLanes) vstore(acc + c, vfma(pr, vload(row + c), vload(acc + c)));
+    for (int64_t c = 0; c < dp; c += kLanes)
+      vstore(acc + c, vfma(pr, vload(row + c), vload(acc + c)));
   }
 }
 

@@ -13,7 +13,7 @@ namespace kvflash::cpu {
 namespace {
 
 using ChunkFn = void (*)(const core::IfaProblem&, const IfaLayout&, const IfaSchedule&, std::byte*,
-                        int64_t);
+                         int64_t);
 using MergeFn = void (*)(const core::IfaProblem&, const IfaLayout&, std::byte*, int64_t);
 
 struct Run {

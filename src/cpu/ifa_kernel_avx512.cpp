@@ -8,7 +8,10 @@
 #include "cpu/simd_avx512.h"
 
 namespace kvflash::cpu::avx512 {
+// The order matters: each header uses what the previous ones define.
+// clang-format off
 #include "cpu/simd_math-inl.h"
 #include "cpu/softmax_state.h"
 #include "cpu/ifa_kernel-inl.h"
+// clang-format on
 }  // namespace kvflash::cpu::avx512

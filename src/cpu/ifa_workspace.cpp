@@ -104,7 +104,8 @@ IfaSchedule ifa_schedule(const core::IfaProblem& p, const IfaLayout& l, int num_
   const int64_t kvn = p.num_kv_heads;
   const int64_t chunks = kvn > 0 ? l.num_slots / kvn : 0;
   const int64_t workers = std::max(1, num_threads);
-  int64_t per_task = std::min(kvn, std::max<int64_t>(1, kIfaMaxGroup / std::max<int64_t>(1, p.group)));
+  int64_t per_task =
+      std::min(kvn, std::max<int64_t>(1, kIfaMaxGroup / std::max<int64_t>(1, p.group)));
   // Halve the heads per task until every worker has a few tasks (or a task is one head).
   while (per_task > 1 &&
          chunks * ((kvn + per_task - 1) / per_task) < kIfaMinTasksPerWorker * workers) {
@@ -124,10 +125,9 @@ IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& l, const
   // first[b] counts (chunk, kv head) pairs; first[b] / kvn * kv_blocks counts tasks. The sequence
   // whose task range holds `task` (empty sequences have empty ranges).
   const auto tasks_before = [&](int64_t f) { return f / kvn * s.kv_blocks; };
-  const int64_t b =
-      std::upper_bound(first, first + p.batch + 1, task,
-                       [&](int64_t t, int64_t f) { return t < tasks_before(f); }) -
-      first - 1;
+  const int64_t b = std::upper_bound(first, first + p.batch + 1, task,
+                                     [&](int64_t t, int64_t f) { return t < tasks_before(f); }) -
+                    first - 1;
   IfaChunkTask t;
   t.b = b;
   t.num_chunks = ifa_num_chunks(p.kv_len[b]);

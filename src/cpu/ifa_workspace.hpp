@@ -40,10 +40,10 @@ struct IfaHeadSlot {
 };
 
 struct IfaLayout {
-  int64_t dp = 0;               ///< head_dim rounded up to kIfaDimAlign
-  int64_t head_floats = 0;      ///< floats per head in a slot: acc[dp], q[dp], header
-  int64_t slot_floats = 0;      ///< group * head_floats
-  int64_t num_slots = 0;        ///< sum over b of chunks(b) * num_kv_heads
+  int64_t dp = 0;           ///< head_dim rounded up to kIfaDimAlign
+  int64_t head_floats = 0;  ///< floats per head in a slot: acc[dp], q[dp], header
+  int64_t slot_floats = 0;  ///< group * head_floats
+  int64_t num_slots = 0;    ///< sum over b of chunks(b) * num_kv_heads
   // Byte offsets from the aligned workspace base.
   size_t chunk_first = 0;  ///< int64 [batch + 1]: first chunk task of each sequence
   size_t antiquant = 0;    ///< float [2: scale, offset][2: key, value][num_kv_heads][head_dim]

@@ -56,7 +56,9 @@ inline float vreduce_max(Vec a) {
 
 // Primitives of the exp in simd_exp-inl.h.
 /// Round to nearest integer, ties to even.
-inline Vec vround(Vec a) { return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
+inline Vec vround(Vec a) {
+  return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+}
 /// 2^n for integral n in [-126, 127].
 inline Vec vpow2i(Vec n) {
   const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n.v), _mm256_set1_epi32(127));

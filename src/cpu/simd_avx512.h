@@ -53,15 +53,17 @@ inline Vec vmin(Vec a, Vec b) { return {_mm512_min_ps(a.v, b.v)}; }
 
 /// Horizontal sum in a fixed order (halving tree), so results do not depend on anything but input.
 inline float vreduce_add(Vec a) {
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a.v),
-                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
+  const __m256 h =
+      _mm256_add_ps(_mm512_castps512_ps256(a.v),
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
   const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
   const __m128 e = _mm_add_ps(q, _mm_movehl_ps(q, q));
   return _mm_cvtss_f32(_mm_add_ss(e, _mm_movehdup_ps(e)));
 }
 inline float vreduce_max(Vec a) {
-  const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(a.v),
-                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
+  const __m256 h =
+      _mm256_max_ps(_mm512_castps512_ps256(a.v),
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
   const __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
   const __m128 e = _mm_max_ps(q, _mm_movehl_ps(q, q));
   return _mm_cvtss_f32(_mm_max_ss(e, _mm_movehdup_ps(e)));

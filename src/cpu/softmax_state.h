@@ -21,7 +21,7 @@ inline float softmax_pivot(float max) { return max == kNegInf ? 0.0f : max; }
 
 /// Factor that moves a sum/accumulator from max m_old to max m_new >= m_old.
 inline float softmax_rescale(float m_old, float m_new) {
-  if (m_old == m_new) return 1.0f;  // also -inf == -inf: nothing accumulated yet
+  if (m_old == m_new) return 1.0f;   // also -inf == -inf: nothing accumulated yet
   return exp_scalar(m_old - m_new);  // m_old == -inf gives exp(-inf) = 0
 }
 

@@ -165,9 +165,7 @@ void parallel_for(int64_t num_tasks, int num_threads, const TaskFn& fn) {
 
 namespace kvflash {
 
-void set_num_threads(int n) {
-  cpu::g_num_threads.store(n > 0 ? n : 0, std::memory_order_relaxed);
-}
+void set_num_threads(int n) { cpu::g_num_threads.store(n > 0 ? n : 0, std::memory_order_relaxed); }
 
 int get_num_threads() { return cpu::default_num_threads(); }
 

@@ -3,14 +3,14 @@
 namespace kvflash::cpu {
 
 // The per-ISA definitions (vec_ops_<isa>.cpp).
-#define KVFLASH_DECLARE_VEC_OPS(ns)                                   \
-  namespace ns {                                                      \
-  void vec_exp(const float* x, float* y, size_t n);                   \
-  void vec_fp16_to_float(const uint16_t* x, float* y, size_t n);      \
-  void vec_bf16_to_float(const uint16_t* x, float* y, size_t n);      \
-  void vec_int8_to_float(const int8_t* x, float* y, size_t n);        \
-  void vec_float_to_fp16(const float* x, uint16_t* y, size_t n);      \
-  void vec_float_to_bf16(const float* x, uint16_t* y, size_t n);      \
+#define KVFLASH_DECLARE_VEC_OPS(ns)                              \
+  namespace ns {                                                 \
+  void vec_exp(const float* x, float* y, size_t n);              \
+  void vec_fp16_to_float(const uint16_t* x, float* y, size_t n); \
+  void vec_bf16_to_float(const uint16_t* x, float* y, size_t n); \
+  void vec_int8_to_float(const int8_t* x, float* y, size_t n);   \
+  void vec_float_to_fp16(const float* x, uint16_t* y, size_t n); \
+  void vec_float_to_bf16(const float* x, uint16_t* y, size_t n); \
   }
 KVFLASH_DECLARE_VEC_OPS(scalar)
 KVFLASH_DECLARE_VEC_OPS(avx2)
@@ -24,14 +24,14 @@ Isa usable(Isa isa) {
 }
 }  // namespace
 
-#define KVFLASH_DISPATCH(fn, ...)       \
-  switch (usable(isa)) {                \
-    case Isa::kAvx512:                  \
-      return avx512::fn(__VA_ARGS__);   \
-    case Isa::kAvx2:                    \
-      return avx2::fn(__VA_ARGS__);     \
-    case Isa::kScalar:                  \
-      return scalar::fn(__VA_ARGS__);   \
+#define KVFLASH_DISPATCH(fn, ...)     \
+  switch (usable(isa)) {              \
+    case Isa::kAvx512:                \
+      return avx512::fn(__VA_ARGS__); \
+    case Isa::kAvx2:                  \
+      return avx2::fn(__VA_ARGS__);   \
+    case Isa::kScalar:                \
+      return scalar::fn(__VA_ARGS__); \
   }
 
 void vec_exp(Isa isa, const float* x, float* y, size_t n) { KVFLASH_DISPATCH(vec_exp, x, y, n) }
