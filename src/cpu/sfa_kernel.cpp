@@ -13,11 +13,14 @@ namespace {
 // Below this many heads per task, re-gathering each KV row for every head block costs more than
 // the extra parallelism gains (each gathered row feeds head_block x 1088 FLOP).
 constexpr int64_t kMinHeadBlock = 8;
+// The thread pool never runs more workers than this (thread_pool.cpp), so more scratch slots
+// would never be used; the cap keeps a huge num_threads from sizing a huge workspace.
+constexpr int kMaxWorkers = 512;
 }  // namespace
 
 SfaSchedule sfa_schedule(const core::SfaProblem& p, int threads) {
   SfaSchedule s;
-  const int workers = threads > 0 ? threads : default_num_threads();
+  const int workers = std::min(threads > 0 ? threads : default_num_threads(), kMaxWorkers);
   // Split heads only while there are too few rows to keep every worker busy. N1 is a power of
   // two, so halving keeps the blocks equal. The split never changes results (see the body).
   int64_t hb = std::max<int64_t>(p.num_heads, 1);
