@@ -134,43 +134,96 @@ inline float view_f32(const core::View3& v, int64_t index) {
   return v.dtype == DType::kFloat16 ? fp16_to_f32(h) : bf16_to_f32(h);
 }
 
-// s[g][t] = q_g · k for the g heads of a group; q_g at q0 + g * head_floats. Heads go four at a
-// time so four independent FMA chains share each load of k.
-inline void score_row(const float* q0, int64_t head_floats, int64_t group, int64_t dp,
-                      const float* k, float (*s)[kIfaTile], int64_t t) {
+// Rows scored together (and V rows per P·V step): the K and V rows of a block are widened into
+// kBlockRows fp32 buffers, kIfaMaxHeadDim apart.
+inline constexpr int64_t kBlockRows = 4;
+static_assert(kBlockRows == 4, "score_block and accumulate_pv are written for four rows");
+
+// s[g][t0 + r] = q_g · k_r for every head g of the group and the kBlockRows rows k_r (q_g at
+// q0 + g * head_floats). Heads go kScoreHeads at a time: 4 x kScoreHeads independent FMA chains
+// share each load of k and q, and the four sums of a head are reduced together.
+inline void score_block(const float* q0, int64_t head_floats, int64_t group, int64_t dp,
+                        const float* k, float (*s)[kIfaTile], int64_t t0) {
+  const float* k0 = k;
+  const float* k1 = k0 + kIfaMaxHeadDim;
+  const float* k2 = k1 + kIfaMaxHeadDim;
+  const float* k3 = k2 + kIfaMaxHeadDim;
   int64_t g = 0;
-  for (; g + 4 <= group; g += 4) {
-    const float* qa = q0 + g * head_floats;
-    const float* qb = qa + head_floats;
-    const float* qc = qb + head_floats;
-    const float* qd = qc + head_floats;
-    Vec a = vzero(), b = vzero(), c = vzero(), d = vzero();
-    for (int64_t i = 0; i < dp; i += kLanes) {
-      const Vec kv = vload(k + i);
-      a = vfma(vload(qa + i), kv, a);
-      b = vfma(vload(qb + i), kv, b);
-      c = vfma(vload(qc + i), kv, c);
-      d = vfma(vload(qd + i), kv, d);
+  // Named accumulators: GCC keeps an array of vectors in memory, not in registers.
+  if constexpr (kScoreHeads >= 2) {
+    for (; g + 2 <= group; g += 2) {
+      const float* qa = q0 + g * head_floats;
+      const float* qb = qa + head_floats;
+      Vec a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+      Vec b0 = vzero(), b1 = vzero(), b2 = vzero(), b3 = vzero();
+      if constexpr (kScoreHeads >= 4) {
+        if (g + 4 <= group) {
+          const float* qc = qb + head_floats;
+          const float* qd = qc + head_floats;
+          Vec c0 = vzero(), c1 = vzero(), c2 = vzero(), c3 = vzero();
+          Vec d0 = vzero(), d1 = vzero(), d2 = vzero(), d3 = vzero();
+          for (int64_t i = 0; i < dp; i += kLanes) {
+            const Vec x0 = vload(k0 + i), x1 = vload(k1 + i), x2 = vload(k2 + i);
+            const Vec x3 = vload(k3 + i);
+            const Vec va = vload(qa + i), vb = vload(qb + i), vc = vload(qc + i);
+            const Vec vd = vload(qd + i);
+            a0 = vfma(va, x0, a0), a1 = vfma(va, x1, a1), a2 = vfma(va, x2, a2);
+            a3 = vfma(va, x3, a3);
+            b0 = vfma(vb, x0, b0), b1 = vfma(vb, x1, b1), b2 = vfma(vb, x2, b2);
+            b3 = vfma(vb, x3, b3);
+            c0 = vfma(vc, x0, c0), c1 = vfma(vc, x1, c1), c2 = vfma(vc, x2, c2);
+            c3 = vfma(vc, x3, c3);
+            d0 = vfma(vd, x0, d0), d1 = vfma(vd, x1, d1), d2 = vfma(vd, x2, d2);
+            d3 = vfma(vd, x3, d3);
+          }
+          vreduce_add4(a0, a1, a2, a3, s[g] + t0);
+          vreduce_add4(b0, b1, b2, b3, s[g + 1] + t0);
+          vreduce_add4(c0, c1, c2, c3, s[g + 2] + t0);
+          vreduce_add4(d0, d1, d2, d3, s[g + 3] + t0);
+          g += 2;  // with the loop's += 2: four heads done
+          continue;
+        }
+      }
+      for (int64_t i = 0; i < dp; i += kLanes) {
+        const Vec x0 = vload(k0 + i), x1 = vload(k1 + i), x2 = vload(k2 + i), x3 = vload(k3 + i);
+        const Vec va = vload(qa + i), vb = vload(qb + i);
+        a0 = vfma(va, x0, a0), a1 = vfma(va, x1, a1), a2 = vfma(va, x2, a2), a3 = vfma(va, x3, a3);
+        b0 = vfma(vb, x0, b0), b1 = vfma(vb, x1, b1), b2 = vfma(vb, x2, b2), b3 = vfma(vb, x3, b3);
+      }
+      vreduce_add4(a0, a1, a2, a3, s[g] + t0);
+      vreduce_add4(b0, b1, b2, b3, s[g + 1] + t0);
     }
-    s[g][t] = vreduce_add(a);
-    s[g + 1][t] = vreduce_add(b);
-    s[g + 2][t] = vreduce_add(c);
-    s[g + 3][t] = vreduce_add(d);
   }
   for (; g < group; ++g) {
-    const float* qa = q0 + g * head_floats;
-    Vec a = vzero();
-    for (int64_t i = 0; i < dp; i += kLanes) a = vfma(vload(qa + i), vload(k + i), a);
-    s[g][t] = vreduce_add(a);
+    const float* q = q0 + g * head_floats;
+    Vec a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+    for (int64_t i = 0; i < dp; i += kLanes) {
+      const Vec qv = vload(q + i);
+      a0 = vfma(qv, vload(k0 + i), a0);
+      a1 = vfma(qv, vload(k1 + i), a1);
+      a2 = vfma(qv, vload(k2 + i), a2);
+      a3 = vfma(qv, vload(k3 + i), a3);
+    }
+    vreduce_add4(a0, a1, a2, a3, s[g] + t0);
   }
 }
 
-// V rows per P·V step (see KvHeadWork::tile).
-inline constexpr int64_t kPvRows = 4;
+// s[g][t] = q_g · k for one row (the tail of a tile), reduced the same way as score_block.
+inline void score_row(const float* q0, int64_t head_floats, int64_t group, int64_t dp,
+                      const float* k, float (*s)[kIfaTile], int64_t t) {
+  for (int64_t g = 0; g < group; ++g) {
+    const float* q = q0 + g * head_floats;
+    Vec a = vzero();
+    for (int64_t i = 0; i < dp; i += kLanes) a = vfma(vload(q + i), vload(k + i), a);
+    float sums[4];
+    vreduce_add4(a, vzero(), vzero(), vzero(), sums);
+    s[g][t] = sums[0];
+  }
+}
 
 // acc[0, dp) += sum over r < m (in order) of p[r] * rows[r][0, dp), rows kIfaMaxHeadDim apart.
 inline void accumulate_pv(float* acc, int64_t dp, const float* p, const float* rows, int64_t m) {
-  if (m == kPvRows) {
+  if (m == kBlockRows) {
     const Vec p0 = vset1(p[0]), p1 = vset1(p[1]), p2 = vset1(p[2]), p3 = vset1(p[3]);
     const float* r0 = rows;
     const float* r1 = r0 + kIfaMaxHeadDim;
@@ -237,7 +290,7 @@ class KvHeadWork {
   }
 
   // Positions [j0, j0 + n) of the chunk.
-  // row: one fp32 row buffer; rows: kPvRows of them, kIfaMaxHeadDim apart.
+  // row: one fp32 row buffer; rows: kBlockRows of them, kIfaMaxHeadDim apart.
   void tile(int64_t j0, int64_t n, float (*s)[kIfaTile], float* row, float* rows) {
     const IfaProblem& p = *p_;
     const int64_t group = p.group, d = p.head_dim, dp = l_->dp, hf = l_->head_floats;
@@ -251,7 +304,15 @@ class KvHeadWork {
     const std::byte* v_next[kIfaTile];
     if (n_next > 0) kv_rows<kKind>(p, b_, n2_, j0 + kIfaTile, n_next, k_next, v_next);
     const int64_t k_bytes = prefetch_bytes(k_sdim_), v_bytes = prefetch_bytes(v_sdim_);
-    for (int64_t i = 0; i < n; ++i) {
+    int64_t i = 0;
+    for (; i + kBlockRows <= n; i += kBlockRows) {
+      for (int64_t r = 0; r < kBlockRows; ++r) {
+        if (i + r < n_next) prefetch_row(k_next[i + r], k_bytes);
+        load_row<kKind>(k_rows[i + r], k_sdim_, d, dp, k_sc_, k_off_, rows + r * kIfaMaxHeadDim);
+      }
+      score_block(slot_ + dp, hf, group, dp, rows, s, i);
+    }
+    for (; i < n; ++i) {
       if (i < n_next) prefetch_row(k_next[i], k_bytes);
       load_row<kKind>(k_rows[i], k_sdim_, d, dp, k_sc_, k_off_, row);
       score_row(slot_ + dp, hf, group, dp, row, s, i);
@@ -285,11 +346,11 @@ class KvHeadWork {
       const float alpha = softmax_fold_tile(st_[g], sg, n_vec);
       softmax_scale_acc(slot_ + g * hf, dp, alpha);
     }
-    // acc_g += p_g[i] * v_i: each V row widened once and used by every head. Rows go kPvRows at a
-    // time so each accumulator vector is loaded and stored once per kPvRows rows; the FMAs still
-    // run in row order, so the result is the same as one row at a time.
-    for (int64_t i0 = 0; i0 < n; i0 += kPvRows) {
-      const int64_t m = min_i64(kPvRows, n - i0);
+    // acc_g += p_g[i] * v_i: each V row widened once and used by every head. Rows go kBlockRows at
+    // a time so each accumulator vector is loaded and stored once per kBlockRows rows; the FMAs
+    // still run in row order, so the result is the same as one row at a time.
+    for (int64_t i0 = 0; i0 < n; i0 += kBlockRows) {
+      const int64_t m = min_i64(kBlockRows, n - i0);
       for (int64_t r = 0; r < m; ++r) {
         if (i0 + r < n_next) prefetch_row(v_next[i0 + r], v_bytes);
         load_row<kKind>(v_rows[i0 + r], v_sdim_, d, dp, v_sc_, v_off_, rows + r * kIfaMaxHeadDim);
@@ -347,7 +408,7 @@ void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const 
   SoftmaxState st[kIfaMaxGroup];
   bool any_unmasked[kIfaMaxGroup];
   alignas(64) float row[kIfaMaxHeadDim];
-  alignas(64) float rows[kPvRows * kIfaMaxHeadDim];
+  alignas(64) float rows[kBlockRows * kIfaMaxHeadDim];
   alignas(64) float s[kIfaMaxGroup][kIfaTile];
   const int64_t num_kv = t.n2_end - t.n2_begin;
   KvHeadWork<kKind> work[kIfaMaxGroup];

@@ -9,6 +9,8 @@
 namespace kvflash::cpu::avx2 {
 
 inline constexpr int kLanes = 8;
+/// Query heads per score block (4 rows x kScoreHeads accumulators fit the 16 registers).
+inline constexpr int kScoreHeads = 2;
 
 struct Vec {
   __m256 v;
@@ -47,6 +49,13 @@ inline float vreduce_add(Vec a) {
   const __m128 q = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
   const __m128 e = _mm_add_ps(q, _mm_movehl_ps(q, q));
   return _mm_cvtss_f32(_mm_add_ss(e, _mm_movehdup_ps(e)));
+}
+/// The horizontal sums of four vectors at once into out[0..3] (fixed order).
+inline void vreduce_add4(Vec a, Vec b, Vec c, Vec d, float* out) {
+  const __m256 ab = _mm256_hadd_ps(a.v, b.v);  // a01 a23 b01 b23 | a45 a67 b45 b67
+  const __m256 cd = _mm256_hadd_ps(c.v, d.v);
+  const __m256 abcd = _mm256_hadd_ps(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
 }
 inline float vreduce_max(Vec a) {
   const __m128 q = _mm_max_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));

@@ -11,6 +11,8 @@
 namespace kvflash::cpu::scalar {
 
 inline constexpr int kLanes = 1;
+/// Query heads per score block.
+inline constexpr int kScoreHeads = 1;
 
 struct Vec {
   float v;
@@ -44,6 +46,12 @@ inline Vec vmax(Vec a, Vec b) { return {a.v > b.v ? a.v : b.v}; }
 inline Vec vmin(Vec a, Vec b) { return {a.v < b.v ? a.v : b.v}; }
 
 inline float vreduce_add(Vec a) { return a.v; }
+inline void vreduce_add4(Vec a, Vec b, Vec c, Vec d, float* out) {
+  out[0] = a.v;
+  out[1] = b.v;
+  out[2] = c.v;
+  out[3] = d.v;
+}
 inline float vreduce_max(Vec a) { return a.v; }
 
 // Primitives of the exp in simd_exp-inl.h.
