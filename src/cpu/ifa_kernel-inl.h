@@ -139,73 +139,85 @@ inline float view_f32(const core::View3& v, int64_t index) {
 inline constexpr int64_t kBlockRows = 4;
 static_assert(kBlockRows == 4, "score_block and accumulate_pv are written for four rows");
 
-// s[g][t0 + r] = q_g · k_r for every head g of the group and the kBlockRows rows k_r (q_g at
-// q0 + g * head_floats). Heads go kScoreHeads at a time: 4 x kScoreHeads independent FMA chains
-// share each load of k and q, and the four sums of a head are reduced together.
-inline void score_block(const float* q0, int64_t head_floats, int64_t group, int64_t dp,
-                        const float* k, float (*s)[kIfaTile], int64_t t0) {
-  const float* k0 = k;
-  const float* k1 = k0 + kIfaMaxHeadDim;
+// Scores of four K rows (k, kIfaMaxHeadDim apart) against one, two or four query heads (q,
+// head_floats apart), into s[g + h][t0 .. t0 + 3]. The accumulators are named variables: GCC
+// keeps an array of vectors in memory rather than in registers.
+inline void score_rows_1head(const float* q, const float* k, int64_t dp, float* out) {
+  const float* k1 = k + kIfaMaxHeadDim;
   const float* k2 = k1 + kIfaMaxHeadDim;
   const float* k3 = k2 + kIfaMaxHeadDim;
+  Vec a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+  for (int64_t i = 0; i < dp; i += kLanes) {
+    const Vec qv = vload(q + i);
+    a0 = vfma(qv, vload(k + i), a0);
+    a1 = vfma(qv, vload(k1 + i), a1);
+    a2 = vfma(qv, vload(k2 + i), a2);
+    a3 = vfma(qv, vload(k3 + i), a3);
+  }
+  vreduce_add4(a0, a1, a2, a3, out);
+}
+
+inline void score_rows_2heads(const float* q, int64_t head_floats, const float* k, int64_t dp,
+                              float* out_a, float* out_b) {
+  const float* k1 = k + kIfaMaxHeadDim;
+  const float* k2 = k1 + kIfaMaxHeadDim;
+  const float* k3 = k2 + kIfaMaxHeadDim;
+  const float* qb = q + head_floats;
+  Vec a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+  Vec b0 = vzero(), b1 = vzero(), b2 = vzero(), b3 = vzero();
+  for (int64_t i = 0; i < dp; i += kLanes) {
+    const Vec x0 = vload(k + i), x1 = vload(k1 + i), x2 = vload(k2 + i), x3 = vload(k3 + i);
+    const Vec va = vload(q + i), vb = vload(qb + i);
+    a0 = vfma(va, x0, a0), a1 = vfma(va, x1, a1), a2 = vfma(va, x2, a2), a3 = vfma(va, x3, a3);
+    b0 = vfma(vb, x0, b0), b1 = vfma(vb, x1, b1), b2 = vfma(vb, x2, b2), b3 = vfma(vb, x3, b3);
+  }
+  vreduce_add4(a0, a1, a2, a3, out_a);
+  vreduce_add4(b0, b1, b2, b3, out_b);
+}
+
+inline void score_rows_4heads(const float* q, int64_t head_floats, const float* k, int64_t dp,
+                              float (*s)[kIfaTile], int64_t g, int64_t t0) {
+  const float* k1 = k + kIfaMaxHeadDim;
+  const float* k2 = k1 + kIfaMaxHeadDim;
+  const float* k3 = k2 + kIfaMaxHeadDim;
+  const float* qb = q + head_floats;
+  const float* qc = qb + head_floats;
+  const float* qd = qc + head_floats;
+  Vec a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+  Vec b0 = vzero(), b1 = vzero(), b2 = vzero(), b3 = vzero();
+  Vec c0 = vzero(), c1 = vzero(), c2 = vzero(), c3 = vzero();
+  Vec d0 = vzero(), d1 = vzero(), d2 = vzero(), d3 = vzero();
+  for (int64_t i = 0; i < dp; i += kLanes) {
+    const Vec x0 = vload(k + i), x1 = vload(k1 + i), x2 = vload(k2 + i), x3 = vload(k3 + i);
+    const Vec va = vload(q + i), vb = vload(qb + i), vc = vload(qc + i), vd = vload(qd + i);
+    a0 = vfma(va, x0, a0), a1 = vfma(va, x1, a1), a2 = vfma(va, x2, a2), a3 = vfma(va, x3, a3);
+    b0 = vfma(vb, x0, b0), b1 = vfma(vb, x1, b1), b2 = vfma(vb, x2, b2), b3 = vfma(vb, x3, b3);
+    c0 = vfma(vc, x0, c0), c1 = vfma(vc, x1, c1), c2 = vfma(vc, x2, c2), c3 = vfma(vc, x3, c3);
+    d0 = vfma(vd, x0, d0), d1 = vfma(vd, x1, d1), d2 = vfma(vd, x2, d2), d3 = vfma(vd, x3, d3);
+  }
+  vreduce_add4(a0, a1, a2, a3, s[g] + t0);
+  vreduce_add4(b0, b1, b2, b3, s[g + 1] + t0);
+  vreduce_add4(c0, c1, c2, c3, s[g + 2] + t0);
+  vreduce_add4(d0, d1, d2, d3, s[g + 3] + t0);
+}
+
+// s[g][t0 + r] = q_g · k_r for every head g of the group (q_g at q0 + g * head_floats) and the
+// kBlockRows rows k_r. Heads go up to kScoreHeads at a time (as many as the ISA's registers hold),
+// so 4 x kScoreHeads independent FMA chains share each load of k and q; each (row, head) sum
+// has the same order in every variant.
+inline void score_block(const float* q0, int64_t head_floats, int64_t group, int64_t dp,
+                        const float* k, float (*s)[kIfaTile], int64_t t0) {
   int64_t g = 0;
-  // Named accumulators: GCC keeps an array of vectors in memory, not in registers.
+  if constexpr (kScoreHeads >= 4) {
+    for (; g + 4 <= group; g += 4)
+      score_rows_4heads(q0 + g * head_floats, head_floats, k, dp, s, g, t0);
+  }
   if constexpr (kScoreHeads >= 2) {
     for (; g + 2 <= group; g += 2) {
-      const float* qa = q0 + g * head_floats;
-      const float* qb = qa + head_floats;
-      Vec a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
-      Vec b0 = vzero(), b1 = vzero(), b2 = vzero(), b3 = vzero();
-      if constexpr (kScoreHeads >= 4) {
-        if (g + 4 <= group) {
-          const float* qc = qb + head_floats;
-          const float* qd = qc + head_floats;
-          Vec c0 = vzero(), c1 = vzero(), c2 = vzero(), c3 = vzero();
-          Vec d0 = vzero(), d1 = vzero(), d2 = vzero(), d3 = vzero();
-          for (int64_t i = 0; i < dp; i += kLanes) {
-            const Vec x0 = vload(k0 + i), x1 = vload(k1 + i), x2 = vload(k2 + i);
-            const Vec x3 = vload(k3 + i);
-            const Vec va = vload(qa + i), vb = vload(qb + i), vc = vload(qc + i);
-            const Vec vd = vload(qd + i);
-            a0 = vfma(va, x0, a0), a1 = vfma(va, x1, a1), a2 = vfma(va, x2, a2);
-            a3 = vfma(va, x3, a3);
-            b0 = vfma(vb, x0, b0), b1 = vfma(vb, x1, b1), b2 = vfma(vb, x2, b2);
-            b3 = vfma(vb, x3, b3);
-            c0 = vfma(vc, x0, c0), c1 = vfma(vc, x1, c1), c2 = vfma(vc, x2, c2);
-            c3 = vfma(vc, x3, c3);
-            d0 = vfma(vd, x0, d0), d1 = vfma(vd, x1, d1), d2 = vfma(vd, x2, d2);
-            d3 = vfma(vd, x3, d3);
-          }
-          vreduce_add4(a0, a1, a2, a3, s[g] + t0);
-          vreduce_add4(b0, b1, b2, b3, s[g + 1] + t0);
-          vreduce_add4(c0, c1, c2, c3, s[g + 2] + t0);
-          vreduce_add4(d0, d1, d2, d3, s[g + 3] + t0);
-          g += 2;  // with the loop's += 2: four heads done
-          continue;
-        }
-      }
-      for (int64_t i = 0; i < dp; i += kLanes) {
-        const Vec x0 = vload(k0 + i), x1 = vload(k1 + i), x2 = vload(k2 + i), x3 = vload(k3 + i);
-        const Vec va = vload(qa + i), vb = vload(qb + i);
-        a0 = vfma(va, x0, a0), a1 = vfma(va, x1, a1), a2 = vfma(va, x2, a2), a3 = vfma(va, x3, a3);
-        b0 = vfma(vb, x0, b0), b1 = vfma(vb, x1, b1), b2 = vfma(vb, x2, b2), b3 = vfma(vb, x3, b3);
-      }
-      vreduce_add4(a0, a1, a2, a3, s[g] + t0);
-      vreduce_add4(b0, b1, b2, b3, s[g + 1] + t0);
+      score_rows_2heads(q0 + g * head_floats, head_floats, k, dp, s[g] + t0, s[g + 1] + t0);
     }
   }
-  for (; g < group; ++g) {
-    const float* q = q0 + g * head_floats;
-    Vec a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
-    for (int64_t i = 0; i < dp; i += kLanes) {
-      const Vec qv = vload(q + i);
-      a0 = vfma(qv, vload(k0 + i), a0);
-      a1 = vfma(qv, vload(k1 + i), a1);
-      a2 = vfma(qv, vload(k2 + i), a2);
-      a3 = vfma(qv, vload(k3 + i), a3);
-    }
-    vreduce_add4(a0, a1, a2, a3, s[g] + t0);
-  }
+  for (; g < group; ++g) score_rows_1head(q0 + g * head_floats, k, dp, s[g] + t0);
 }
 
 // s[g][t] = q_g · k for one row (the tail of a tile), reduced the same way as score_block.
