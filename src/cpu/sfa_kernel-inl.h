@@ -114,7 +114,10 @@ inline void score_heads(const float* q, const float* kt, int64_t n, int64_t tile
   int64_t t = 0;
   for (; t + kTokRegs <= n; t += kTokRegs)
     score_block<HR, kTokRegs>(q, kt + t * kQk, tile, scale, s + t);
-  for (; t < n; ++t) score_block<HR, 1>(q, kt + t * kQk, tile, scale, s + t);
+  // The tail is shorter than kTokRegs; an int count tells GCC so (with an int64 induction it
+  // warns that a 2^62-iteration loop would overflow the pointer arithmetic).
+  const int tail = static_cast<int>(n - t);
+  for (int i = 0; i < tail; ++i) score_block<HR, 1>(q, kt + (t + i) * kQk, tile, scale, s + t + i);
 }
 
 // acc[h][d] += sum over t (in order) of p[h][t] * v[t][d], for HR heads.
