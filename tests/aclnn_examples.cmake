@@ -1,6 +1,6 @@
 # Drop-in checks of the aclnn-compatible API (included by tests/CMakeLists.txt):
 #   1. install this build into a scratch prefix (fixture),
-#   2. build every examples/ifa_*.cpp against it with the compile line of docs/api.md and run it
+#   2. build every examples/{ifa,sfa}_*.cpp against it with the compile line of docs/api.md and run it
 #      (each example checks its own output and exits non-zero on a mismatch),
 #   3. build the seed document's example program unchanged, with the kvflash and the CANN library
 #      names, and check its printed output (skipped when ../shared/seeds is absent),
@@ -33,8 +33,9 @@ function(kvflash_aclnn_program_test name)
     SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS aclnn)
 endfunction()
 
-file(GLOB KVFLASH_IFA_EXAMPLES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/examples/ifa_*.cpp)
-foreach(example ${KVFLASH_IFA_EXAMPLES})
+file(GLOB KVFLASH_ACLNN_EXAMPLES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/examples/ifa_*.cpp
+     ${PROJECT_SOURCE_DIR}/examples/sfa_*.cpp)
+foreach(example ${KVFLASH_ACLNN_EXAMPLES})
   get_filename_component(example_name ${example} NAME_WE)
   kvflash_aclnn_program_test(aclnn_example_${example_name} SRC ${example} LINK kvflash)
 endforeach()
