@@ -1,0 +1,32 @@
+// IFA workloads for the demo and `kvflash ifa`: a decode step of a given shape over a paged or
+// contiguous KV cache with deterministic data, timed, and checked on sampled sequences against the
+// double-precision reference.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "demo.hpp"
+#include "kvflash/tensor.hpp"
+
+namespace kvflash::tools {
+
+struct IfaWorkloadShape {
+  std::string name = "ifa";
+  std::vector<int64_t> lengths;  ///< KV length of each sequence (B = lengths.size())
+  int64_t num_heads = 32, num_kv_heads = 8, head_dim = 128;
+  /// Paged cache (blocks, block_size, KV_N*D) with a shuffled block table when > 0; a contiguous
+  /// BNSD cache (B, KV_N, S_max, D) when 0.
+  int64_t block_size = 128;
+  /// bf16 | fp16 | int8 (per-channel antiquant). Query and output are fp16 with an fp16 cache and
+  /// bf16 otherwise.
+  DType kv_dtype = DType::kBFloat16;
+};
+
+/// Builds, times (median) and checks the workload; prints two lines. Returns the check's verdict
+/// (true when check_sample is false and the run succeeded).
+bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
+                      double read_bandwidth_gbs, bool check_sample);
+
+}  // namespace kvflash::tools
