@@ -10,7 +10,8 @@ bool run_ifa_demo(const DemoOptions& options, bool int8_kv, double read_bandwidt
   IfaWorkloadShape shape;
   shape.name = "llama3-8b decode";
   // Mixed decode lengths, as in a serving batch: a few long contexts, many medium, some short.
-  shape.lengths = {4096, 1021, 3000, 7, 2048, 5120, 333, 8192, 1500, 2900, 640, 6000, 128, 4500, 777, 3333};
+  shape.lengths = {4096, 1021, 3000, 7,    2048, 5120, 333, 8192,
+                   1500, 2900, 640,  6000, 128,  4500, 777, 3333};
   if (options.quick) shape.lengths.resize(4);
   shape.num_heads = 32;
   shape.num_kv_heads = 8;

@@ -20,10 +20,10 @@ constexpr int64_t kNumHeads = 128, kLatentDim = 512, kRopeDim = 64, kBlockSize =
 struct SfaWorkload {
   std::vector<int32_t> kv_lengths;
   int64_t num_blocks = 0, blocks_per_seq = 0;
-  std::vector<uint16_t> query, query_rope;         // (B, 1, N, 512) / (B, 1, N, 64) bf16
-  std::vector<uint16_t> key, key_rope;             // (blocks, 64, 1, 512) / (blocks, 64, 1, 64)
-  std::vector<int32_t> indices;                    // (B, 1, 1, K)
-  std::vector<int32_t> block_table;                // (B, blocks_per_seq)
+  std::vector<uint16_t> query, query_rope;  // (B, 1, N, 512) / (B, 1, N, 64) bf16
+  std::vector<uint16_t> key, key_rope;      // (blocks, 64, 1, 512) / (blocks, 64, 1, 64)
+  std::vector<int32_t> indices;             // (B, 1, 1, K)
+  std::vector<int32_t> block_table;         // (B, blocks_per_seq)
 
   int64_t batch() const { return static_cast<int64_t>(kv_lengths.size()); }
 
@@ -48,7 +48,8 @@ struct SfaWorkload {
     o.out.assign(b * kNumHeads * kLatentDim, 0);
     SfaArgs a;
     a.query = TensorView::contiguous(o.q.data(), DType::kBFloat16, {b, 1, kNumHeads, kLatentDim});
-    a.query_rope = TensorView::contiguous(o.qr.data(), DType::kBFloat16, {b, 1, kNumHeads, kRopeDim});
+    a.query_rope =
+        TensorView::contiguous(o.qr.data(), DType::kBFloat16, {b, 1, kNumHeads, kRopeDim});
     a.key = TensorView::contiguous(const_cast<uint16_t*>(key.data()), DType::kBFloat16,
                                    {num_blocks, kBlockSize, 1, kLatentDim});
     a.key_rope = TensorView::contiguous(const_cast<uint16_t*>(key_rope.data()), DType::kBFloat16,
@@ -61,7 +62,8 @@ struct SfaWorkload {
     a.layout_query = "BSND";
     a.layout_kv = "PA_BSND";
     a.sparse_mode = 3;
-    a.attention_out = TensorView::contiguous(o.out.data(), DType::kBFloat16, {b, 1, kNumHeads, kLatentDim});
+    a.attention_out =
+        TensorView::contiguous(o.out.data(), DType::kBFloat16, {b, 1, kNumHeads, kLatentDim});
     return a;
   }
 };
@@ -116,13 +118,15 @@ bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs) {
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
-  const double seconds = median_seconds(1, options.iterations, [&] { st = plan->run(ws.data(), ws.size()); });
+  const double seconds =
+      median_seconds(1, options.iterations, [&] { st = plan->run(ws.data(), ws.size()); });
   if (st != Status::kSuccess) {
     std::printf("sfa: run failed: %s\n", last_error_message());
     return false;
   }
 
-  // Sample check: the first and the last sequence alone (same bits as in the batch) vs the reference.
+  // Sample check: the first and the last sequence alone (same bits as in the batch) vs the
+  // reference.
   const std::vector<int64_t> rows = {0, w.batch() - 1};
   SfaWorkload::Owned sample_owned;
   SfaArgs sample = w.args_for(rows, sample_owned);
@@ -151,12 +155,14 @@ bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs) {
   const double bytes = 2.0 * (selected * (kLatentDim + kRopeDim) +
                               w.batch() * kNumHeads * (2 * kLatentDim + kRopeDim));
   const double flops = 2.0 * selected * kNumHeads * (kLatentDim + kRopeDim + kLatentDim);
-  std::printf("sfa  deepseek-v3.2 decode  bf16 paged bs=%lld  B=%lld N=%lld top-k=%lld  %8.3f ms/call  "
-              "%6.1f GFLOP/s  %6.2f GB/s",
-              static_cast<long long>(kBlockSize), static_cast<long long>(w.batch()),
-              static_cast<long long>(kNumHeads), static_cast<long long>(kTopK), seconds * 1e3,
-              flops / seconds / 1e9, bytes / seconds / 1e9);
-  if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * bytes / seconds / 1e9 / read_bandwidth_gbs);
+  std::printf(
+      "sfa  deepseek-v3.2 decode  bf16 paged bs=%lld  B=%lld N=%lld top-k=%lld  %8.3f ms/call  "
+      "%6.1f GFLOP/s  %6.2f GB/s",
+      static_cast<long long>(kBlockSize), static_cast<long long>(w.batch()),
+      static_cast<long long>(kNumHeads), static_cast<long long>(kTopK), seconds * 1e3,
+      flops / seconds / 1e9, bytes / seconds / 1e9);
+  if (read_bandwidth_gbs > 0)
+    std::printf(" (%.0f%% of read bw)", 100.0 * bytes / seconds / 1e9 / read_bandwidth_gbs);
   std::printf("\n");
   check.print("2 sequences");
   return check.passed();

@@ -46,8 +46,8 @@ struct PagedLayout {
   std::vector<int32_t> block_table;
 };
 template <typename Int>
-PagedLayout make_paged_layout(const std::vector<Int>& lengths, int64_t block_size, int64_t spare_blocks,
-                              Rng& rng) {
+PagedLayout make_paged_layout(const std::vector<Int>& lengths, int64_t block_size,
+                              int64_t spare_blocks, Rng& rng) {
   PagedLayout p;
   for (Int len : lengths) {
     p.blocks_per_seq = std::max<int64_t>(p.blocks_per_seq, (len + block_size - 1) / block_size);
@@ -96,10 +96,11 @@ struct SampleCheck {
     ++elements;
   }
   void print(const char* what) const {
-    std::printf("     sample check (%lld elements of %s vs double reference): worst |err| %.3g, "
-                "worst err/tol %.3f, same bits alone as in batch: %s -> %s\n",
-                static_cast<long long>(elements), what, worst_abs, worst_excess,
-                bits_match_batch ? "yes" : "NO", passed() ? "PASSED" : "FAILED");
+    std::printf(
+        "     sample check (%lld elements of %s vs double reference): worst |err| %.3g, "
+        "worst err/tol %.3f, same bits alone as in batch: %s -> %s\n",
+        static_cast<long long>(elements), what, worst_abs, worst_excess,
+        bits_match_batch ? "yes" : "NO", passed() ? "PASSED" : "FAILED");
   }
 };
 

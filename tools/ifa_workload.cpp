@@ -78,14 +78,18 @@ struct IfaWorkload {
       } else {
         const int64_t seq_bytes = kvn * s_max * d * static_cast<int64_t>(dtype_size(kvd));
         for (int64_t r : rows) {
-          a.key.push_back(TensorView::contiguous(static_cast<std::byte*>(k) + r * seq_bytes, kvd, {1, kvn, s_max, d}));
-          a.value.push_back(TensorView::contiguous(static_cast<std::byte*>(v) + r * seq_bytes, kvd, {1, kvn, s_max, d}));
+          a.key.push_back(TensorView::contiguous(static_cast<std::byte*>(k) + r * seq_bytes, kvd,
+                                                 {1, kvn, s_max, d}));
+          a.value.push_back(TensorView::contiguous(static_cast<std::byte*>(v) + r * seq_bytes, kvd,
+                                                   {1, kvn, s_max, d}));
         }
       }
     }
     if (kvd == DType::kInt8) {
-      a.antiquant_scale = TensorView::contiguous(const_cast<uint16_t*>(antiquant_scale.data()), q_dtype, {2, kvn * d});
-      a.antiquant_offset = TensorView::contiguous(const_cast<uint16_t*>(antiquant_offset.data()), q_dtype, {2, kvn * d});
+      a.antiquant_scale = TensorView::contiguous(const_cast<uint16_t*>(antiquant_scale.data()),
+                                                 q_dtype, {2, kvn * d});
+      a.antiquant_offset = TensorView::contiguous(const_cast<uint16_t*>(antiquant_offset.data()),
+                                                  q_dtype, {2, kvn * d});
     }
     return a;
   }
@@ -102,7 +106,8 @@ IfaWorkload make_workload(const IfaWorkloadShape& shape) {
   IfaWorkload w;
   w.shape = shape;
   w.q_dtype = shape.kv_dtype == DType::kFloat16 ? DType::kFloat16 : DType::kBFloat16;
-  Rng rng(static_cast<uint64_t>(shape.lengths.size()) * 131 + static_cast<uint64_t>(shape.kv_dtype));
+  Rng rng(static_cast<uint64_t>(shape.lengths.size()) * 131 +
+          static_cast<uint64_t>(shape.kv_dtype));
   int64_t cache_rows = 0;  // rows of KV_N * D elements
   if (w.is_paged()) {
     w.paged = make_paged_layout(shape.lengths, shape.block_size, /*spare_blocks=*/4, rng);
@@ -119,7 +124,8 @@ IfaWorkload make_workload(const IfaWorkloadShape& shape) {
   w.value.resize(cache_elems * elem);
   for (auto* cache : {&w.key, &w.value}) {
     if (shape.kv_dtype == DType::kInt8) {
-      for (auto& x : *cache) x = static_cast<std::byte>(static_cast<int8_t>(static_cast<int>(rng.next() % 255) - 127));
+      for (auto& x : *cache)
+        x = static_cast<std::byte>(static_cast<int8_t>(static_cast<int>(rng.next() % 255) - 127));
     } else {
       auto* p = reinterpret_cast<uint16_t*>(cache->data());
       for (size_t i = 0; i < cache_elems; ++i) p[i] = to_16bit(rng.normal(), shape.kv_dtype);
@@ -128,7 +134,8 @@ IfaWorkload make_workload(const IfaWorkloadShape& shape) {
   if (shape.kv_dtype == DType::kInt8) {
     w.antiquant_scale.resize(2 * w.kv_row());
     w.antiquant_offset.resize(2 * w.kv_row());
-    for (auto& s : w.antiquant_scale) s = to_16bit(0.01f + 0.01f * std::fabs(rng.uniform()), w.q_dtype);
+    for (auto& s : w.antiquant_scale)
+      s = to_16bit(0.01f + 0.01f * std::fabs(rng.uniform()), w.q_dtype);
     for (auto& o : w.antiquant_offset) o = to_16bit(std::round(rng.uniform() * 4.0f), w.q_dtype);
   }
   return w;
@@ -151,22 +158,26 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
-  const double seconds = median_seconds(2, options.iterations, [&] { st = plan->run(ws.data(), ws.size()); });
+  const double seconds =
+      median_seconds(2, options.iterations, [&] { st = plan->run(ws.data(), ws.size()); });
   if (st != Status::kSuccess) {
     std::printf("%s: run failed: %s\n", shape.name.c_str(), last_error_message());
     return false;
   }
 
   const int64_t tokens = std::accumulate(shape.lengths.begin(), shape.lengths.end(), int64_t{0});
-  const double kv_bytes = 2.0 * tokens * w.kv_row() * static_cast<double>(dtype_size(shape.kv_dtype));
+  const double kv_bytes =
+      2.0 * tokens * w.kv_row() * static_cast<double>(dtype_size(shape.kv_dtype));
   const double flops = 4.0 * tokens * w.q_row();  // QK and PV, 2 FLOP per multiply-add
   const double gbs = kv_bytes / seconds / 1e9;
-  std::printf("ifa  %s  kv=%s %s  B=%lld N=%lld KV_N=%lld D=%lld tokens=%lld  %8.3f ms/call  KV %7.1f MB  %6.1f GB/s",
-              shape.name.c_str(), dtype_name(shape.kv_dtype),
-              w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size)).c_str() : "contiguous",
-              static_cast<long long>(w.batch()), static_cast<long long>(shape.num_heads),
-              static_cast<long long>(shape.num_kv_heads), static_cast<long long>(shape.head_dim),
-              static_cast<long long>(tokens), seconds * 1e3, kv_bytes / 1e6, gbs);
+  std::printf(
+      "ifa  %s  kv=%s %s  B=%lld N=%lld KV_N=%lld D=%lld tokens=%lld  %8.3f ms/call  KV %7.1f MB  "
+      "%6.1f GB/s",
+      shape.name.c_str(), dtype_name(shape.kv_dtype),
+      w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size)).c_str() : "contiguous",
+      static_cast<long long>(w.batch()), static_cast<long long>(shape.num_heads),
+      static_cast<long long>(shape.num_kv_heads), static_cast<long long>(shape.head_dim),
+      static_cast<long long>(tokens), seconds * 1e3, kv_bytes / 1e6, gbs);
   if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * gbs / read_bandwidth_gbs);
   std::printf("  %6.1f GFLOP/s\n", flops / seconds / 1e9);
   if (!check_sample) return true;

@@ -5,9 +5,9 @@
 //
 //   kvflash::IfaArgs args;            // fill the views and attributes
 //   std::unique_ptr<kvflash::IfaPlan> plan;
-//   if (kvflash::IfaPlan::create(args, &plan) != kvflash::Status::kSuccess) { ... last_error_message() }
-//   std::vector<std::byte> ws(plan->workspace_size());
-//   plan->run(ws.data(), ws.size());  // may be called many times; reads tensors at run time
+//   if (kvflash::IfaPlan::create(args, &plan) != kvflash::Status::kSuccess) { ...
+//   last_error_message() } std::vector<std::byte> ws(plan->workspace_size()); plan->run(ws.data(),
+//   ws.size());  // may be called many times; reads tensors at run time
 #pragma once
 
 #include <cstdint>
@@ -23,15 +23,16 @@ namespace kvflash {
 
 /// All inputs of one IFA call. Views are borrowed: they must stay valid until the last run.
 struct IfaArgs {
-  TensorView query;                ///< BSH (B,1,H) | BSND (B,1,N,D) | BNSD (B,N,1,D); fp16 or bf16
-  std::vector<TensorView> key;     ///< 1 tensor (batch-contiguous or paged cache) or B tensors (list mode)
-  std::vector<TensorView> value;   ///< same shapes and dtype as key
+  TensorView query;  ///< BSH (B,1,H) | BSND (B,1,N,D) | BNSD (B,N,1,D); fp16 or bf16
+  std::vector<TensorView>
+      key;  ///< 1 tensor (batch-contiguous or paged cache) or B tensors (list mode)
+  std::vector<TensorView> value;         ///< same shapes and dtype as key
   std::optional<TensorView> pse_shift;   ///< (B|1, N, 1, S_pse), query dtype
   std::optional<TensorView> atten_mask;  ///< bool/int8/uint8, nonzero = masked; see conventions
   std::optional<std::vector<int64_t>> actual_seq_lengths;  ///< host array: length 1 or >= B
   std::optional<TensorView> dequant_scale1, quant_scale1, dequant_scale2;  ///< must be absent
-  std::optional<TensorView> quant_scale2;   ///< required iff attention_out is int8
-  std::optional<TensorView> quant_offset2;  ///< optional, same shape/dtype as quant_scale2
+  std::optional<TensorView> quant_scale2;      ///< required iff attention_out is int8
+  std::optional<TensorView> quant_offset2;     ///< optional, same shape/dtype as quant_scale2
   std::optional<TensorView> antiquant_scale;   ///< required iff key/value are int8
   std::optional<TensorView> antiquant_offset;  ///< optional
   std::optional<TensorView> block_table;       ///< int32 (B, max_blocks_per_seq): enables paged KV

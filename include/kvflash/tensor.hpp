@@ -48,7 +48,8 @@ struct TensorView {
     return contiguous(data, dtype, std::span<const int64_t>(shape.begin(), shape.size()));
   }
 
-  /// Product of the dims; 0 if any dim is 0 (negative dims are a validation error, not handled here).
+  /// Product of the dims; 0 if any dim is 0 (negative dims are a validation error, not handled
+  /// here).
   int64_t numel() const;
   /// Row-major contiguous with offset 0 (dims of size 1 may carry any stride).
   bool is_contiguous() const;

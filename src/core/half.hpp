@@ -12,8 +12,9 @@ inline float bf16_to_float(uint16_t h) { return std::bit_cast<float>(uint32_t{h}
 
 inline uint16_t float_to_bf16(float f) {
   uint32_t u = std::bit_cast<uint32_t>(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                      // round to nearest, ties to even
   return static_cast<uint16_t>(u >> 16);
 }
 

@@ -48,23 +48,23 @@ struct BlockTableView {
   int64_t s0 = 0, s1 = 0;         ///< element strides for (b, block slot)
   int64_t blocks_per_seq = 0;     ///< dim 1
   int64_t block_size = 0;
-  int64_t num_blocks = 0;         ///< blocks in the cache: valid ids are [0, num_blocks)
+  int64_t num_blocks = 0;  ///< blocks in the cache: valid ids are [0, num_blocks)
 };
 
 enum class AntiquantMode { kNone, kPerTensor, kPerChannel };
 
 struct IfaProblem {
-  int64_t batch = 0;         ///< B
-  int64_t num_heads = 0;     ///< N
-  int64_t num_kv_heads = 0;  ///< KV_N
-  int64_t group = 0;         ///< G = N / KV_N; query head h uses kv head h / G
-  int64_t head_dim = 0;      ///< D
-  DType q_dtype = DType::kFloat16;   ///< fp16 | bf16
-  DType out_dtype = DType::kFloat16; ///< q_dtype | int8
-  float scale = 1.0f;                ///< (float)scale_value
+  int64_t batch = 0;                  ///< B
+  int64_t num_heads = 0;              ///< N
+  int64_t num_kv_heads = 0;           ///< KV_N
+  int64_t group = 0;                  ///< G = N / KV_N; query head h uses kv head h / G
+  int64_t head_dim = 0;               ///< D
+  DType q_dtype = DType::kFloat16;    ///< fp16 | bf16
+  DType out_dtype = DType::kFloat16;  ///< q_dtype | int8
+  float scale = 1.0f;                 ///< (float)scale_value
 
-  View3 q;             ///< (b, h, d), q_dtype
-  void* out = nullptr; ///< (b, h, d) at out + b*out_s0 + h*out_s1 + d*out_s2 elements of out_dtype
+  View3 q;              ///< (b, h, d), q_dtype
+  void* out = nullptr;  ///< (b, h, d) at out + b*out_s0 + h*out_s1 + d*out_s2 elements of out_dtype
   int64_t out_s0 = 0, out_s1 = 0, out_s2 = 1;
 
   KvCacheView k, v;
@@ -72,8 +72,8 @@ struct IfaProblem {
 
   /// The positions attended by batch b are [kv_begin[b], kv_begin[b] + kv_len[b]) (absolute
   /// positions: in the key tensor, or logical positions of a paged sequence). kv_len[b] == 0 means
-  /// the row block is empty: output zeros (int8 output: sat(round(offset2))), LSE -inf. Left padding
-  /// with start < 0 is normalised to kv_len == 0 by the validator.
+  /// the row block is empty: output zeros (int8 output: sat(round(offset2))), LSE -inf. Left
+  /// padding with start < 0 is normalised to kv_len == 0 by the validator.
   std::vector<int64_t> kv_begin, kv_len;
   int64_t max_kv_len = 0;  ///< max_b kv_len[b]
 
