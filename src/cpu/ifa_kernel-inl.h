@@ -123,7 +123,7 @@ inline void kv_rows(const IfaProblem& p, int64_t b, int64_t n2, int64_t j, int64
 inline void prefetch_row(const std::byte* row, int64_t bytes) {
   constexpr int64_t kLine = 64;
   for (int64_t o = 0; o < bytes; o += kLine) {
-    __asm__ volatile("prefetcht0 %0" : : "m"(*(row + o)));
+    __asm__ volatile("prefetcht1 %0" : : "m"(*(row + o)));
   }
 }
 
@@ -259,9 +259,28 @@ inline void accumulate_pv(float* acc, int64_t dp, const float* p, const float* r
   }
 }
 
+// Byte distance between the rows of kv heads n2 and n2 + 1 at one position of sequence b.
+template <KvKind kKind>
+inline int64_t kv_head_bytes(const core::KvCacheView& kv, int64_t b) {
+  return (kv.paged ? kv.s_head : kv.seqs[b].s_head) * kv_elem_size<kKind>();
+}
+
+// The row addresses of one tile, for the first kv head of a task: every other head of the task is
+// a fixed byte offset away, so the block table is read once per tile, not once per head.
+struct TileRows {
+  int64_t n = 0;       ///< positions in this tile
+  int64_t n_next = 0;  ///< positions of the next tile of the chunk (prefetched), 0 if none
+  const std::byte* k[kIfaTile];
+  const std::byte* v[kIfaTile];
+  const std::byte* k_next[kIfaTile];
+  const std::byte* v_next[kIfaTile];
+};
+
 // The part of a chunk task that belongs to one kv head n2: its G query heads' states and the
-// per-tile work. A task runs several of these (adjacent kv heads) tile by tile, so when the heads
-// of one position are interleaved in memory (BSH/BSND) the task streams one contiguous region.
+// per-tile work. A task runs several of these (adjacent kv heads) position block by position
+// block, so when the heads of one position are adjacent in memory (BSH/BSND, paged or not) the
+// task reads its region front to back, which hardware prefetchers follow. Every head's
+// arithmetic (and so every bit) is the same in any interleaving.
 template <KvKind kKind>
 class KvHeadWork {
  public:
@@ -271,9 +290,10 @@ class KvHeadWork {
     l_ = &l;
     b_ = t.b;
     n2_ = n2;
-    end_ = t.end;
     st_ = st;
     any_unmasked_ = any_unmasked;
+    k_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.k, t.b);
+    v_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.v, t.b);
     const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
     slot_ = ifa_slot(l, base, first, t.b, n2, t.chunk, t.num_chunks);
     if constexpr (kKind == KvKind::kInt8) {
@@ -298,38 +318,45 @@ class KvHeadWork {
     }
     k_sdim_ = kv_dim_stride(p.k, t.b);
     v_sdim_ = kv_dim_stride(p.v, t.b);
-    if (t.begin < t.end) prefetch_tile(t.begin, min_i64(kIfaTile, t.end - t.begin));
+    k_bytes_ = prefetch_bytes(k_sdim_);
+    v_bytes_ = prefetch_bytes(v_sdim_);
   }
 
-  // Positions [j0, j0 + n) of the chunk.
-  // row: one fp32 row buffer; rows: kBlockRows of them, kIfaMaxHeadDim apart.
-  void tile(int64_t j0, int64_t n, float (*s)[kIfaTile], float* row, float* rows) {
+  // Prefetches the K and V rows of the first tile (rows as in `tile`).
+  void prefetch_first(const TileRows& rows) const {
+    for (int64_t i = 0; i < rows.n; ++i) {
+      prefetch_row(rows.k[i] + k_head_off_, k_bytes_);
+      prefetch_row(rows.v[i] + v_head_off_, v_bytes_);
+    }
+  }
+
+  // Scores of tile rows [i, i + kBlockRows) against every head into s[g][i ..]. Row i of the next
+  // tile is prefetched while row i of this one is processed (never beyond the chunk): spread
+  // out, so the prefetches never pile up in the miss queues.
+  // buf: kBlockRows fp32 row buffers, kIfaMaxHeadDim apart.
+  void score_block_at(const TileRows& rows, int64_t i, float (*s)[kIfaTile], float* buf) const {
+    const int64_t d = p_->head_dim, dp = l_->dp;
+    for (int64_t r = 0; r < kBlockRows; ++r) {
+      if (i + r < rows.n_next) prefetch_row(rows.k_next[i + r] + k_head_off_, k_bytes_);
+      load_row<kKind>(rows.k[i + r] + k_head_off_, k_sdim_, d, dp, k_sc_, k_off_,
+                      buf + r * kIfaMaxHeadDim);
+    }
+    score_block(slot_ + dp, l_->head_floats, p_->group, dp, buf, s, i);
+  }
+
+  // Scores of the single tile row i (the tail of a tile).
+  void score_row_at(const TileRows& rows, int64_t i, float (*s)[kIfaTile], float* buf) const {
+    const int64_t d = p_->head_dim, dp = l_->dp;
+    if (i < rows.n_next) prefetch_row(rows.k_next[i] + k_head_off_, k_bytes_);
+    load_row<kKind>(rows.k[i] + k_head_off_, k_sdim_, d, dp, k_sc_, k_off_, buf);
+    score_row(slot_ + dp, l_->head_floats, p_->group, dp, buf, s, i);
+  }
+
+  // Scale, bias, mask (spec §2.5 steps 3-5) of the n scores of the tile at positions [j0, ..),
+  // then folds them into each head's state: s becomes the weights p.
+  void fold(int64_t j0, int64_t n, float (*s)[kIfaTile]) {
     const IfaProblem& p = *p_;
-    const int64_t group = p.group, d = p.head_dim, dp = l_->dp, hf = l_->head_floats;
-    const std::byte* k_rows[kIfaTile];
-    const std::byte* v_rows[kIfaTile];
-    kv_rows<kKind>(p, b_, n2_, j0, n, k_rows, v_rows);
-    // Row i of the next tile is prefetched while row i of this one is processed (never beyond the
-    // chunk): spread out, so the prefetches never pile up in the miss queues.
-    const int64_t n_next = min_i64(kIfaTile, end_ - (j0 + kIfaTile));
-    const std::byte* k_next[kIfaTile];
-    const std::byte* v_next[kIfaTile];
-    if (n_next > 0) kv_rows<kKind>(p, b_, n2_, j0 + kIfaTile, n_next, k_next, v_next);
-    const int64_t k_bytes = prefetch_bytes(k_sdim_), v_bytes = prefetch_bytes(v_sdim_);
-    int64_t i = 0;
-    for (; i + kBlockRows <= n; i += kBlockRows) {
-      for (int64_t r = 0; r < kBlockRows; ++r) {
-        if (i + r < n_next) prefetch_row(k_next[i + r], k_bytes);
-        load_row<kKind>(k_rows[i + r], k_sdim_, d, dp, k_sc_, k_off_, rows + r * kIfaMaxHeadDim);
-      }
-      score_block(slot_ + dp, hf, group, dp, rows, s, i);
-    }
-    for (; i < n; ++i) {
-      if (i < n_next) prefetch_row(k_next[i], k_bytes);
-      load_row<kKind>(k_rows[i], k_sdim_, d, dp, k_sc_, k_off_, row);
-      score_row(slot_ + dp, hf, group, dp, row, s, i);
-    }
-    // Scale, bias, mask (spec §2.5 steps 3-5), then fold the tile into each head's state.
+    const int64_t group = p.group, dp = l_->dp, hf = l_->head_floats;
     const auto* mask = static_cast<const uint8_t*>(p.mask.data);
     const int64_t n_vec = (n + kLanes - 1) / kLanes * kLanes;
     for (int64_t g = 0; g < group; ++g) {
@@ -358,19 +385,20 @@ class KvHeadWork {
       const float alpha = softmax_fold_tile(st_[g], sg, n_vec);
       softmax_scale_acc(slot_ + g * hf, dp, alpha);
     }
-    // acc_g += p_g[i] * v_i: each V row widened once and used by every head. Rows go kBlockRows at
-    // a time so each accumulator vector is loaded and stored once per kBlockRows rows; the FMAs
-    // still run in row order, so the result is the same as one row at a time.
-    for (int64_t i0 = 0; i0 < n; i0 += kBlockRows) {
-      const int64_t m = min_i64(kBlockRows, n - i0);
-      for (int64_t r = 0; r < m; ++r) {
-        if (i0 + r < n_next) prefetch_row(v_next[i0 + r], v_bytes);
-        load_row<kKind>(v_rows[i0 + r], v_sdim_, d, dp, v_sc_, v_off_, rows + r * kIfaMaxHeadDim);
-      }
-      for (int64_t g = 0; g < group; ++g) {
-        accumulate_pv(slot_ + g * hf, dp, s[g] + i0, rows, m);
-      }
+  }
+
+  // acc_g += p_g[i] * v_i for tile rows [i0, i0 + m), m <= kBlockRows: each V row widened once and
+  // used by every head, each accumulator vector loaded and stored once per block; the FMAs still
+  // run in row order, so the result is the same as one row at a time.
+  void pv_block_at(const TileRows& rows, int64_t i0, int64_t m, float (*s)[kIfaTile],
+                   float* buf) const {
+    const int64_t d = p_->head_dim, dp = l_->dp, hf = l_->head_floats;
+    for (int64_t r = 0; r < m; ++r) {
+      if (i0 + r < rows.n_next) prefetch_row(rows.v_next[i0 + r] + v_head_off_, v_bytes_);
+      load_row<kKind>(rows.v[i0 + r] + v_head_off_, v_sdim_, d, dp, v_sc_, v_off_,
+                      buf + r * kIfaMaxHeadDim);
     }
+    for (int64_t g = 0; g < p_->group; ++g) accumulate_pv(slot_ + g * hf, dp, s[g] + i0, buf, m);
   }
 
   // Leaves (max, sum, any_unmasked) of each head in the slot for the merge.
@@ -390,21 +418,12 @@ class KvHeadWork {
     return s_dim == 1 ? p_->head_dim * kv_elem_size<kKind>() : 1;
   }
 
-  // Prefetches the K and V rows of positions [j, j + n) (attended positions).
-  void prefetch_tile(int64_t j, int64_t n) const {
-    const std::byte* k_rows[kIfaTile];
-    const std::byte* v_rows[kIfaTile];
-    kv_rows<kKind>(*p_, b_, n2_, j, n, k_rows, v_rows);
-    for (int64_t i = 0; i < n; ++i) {
-      prefetch_row(k_rows[i], prefetch_bytes(k_sdim_));
-      prefetch_row(v_rows[i], prefetch_bytes(v_sdim_));
-    }
-  }
-
   const IfaProblem* p_ = nullptr;
   const IfaLayout* l_ = nullptr;
-  int64_t b_ = 0, n2_ = 0, end_ = 0;
+  int64_t b_ = 0, n2_ = 0;
   int64_t k_sdim_ = 1, v_sdim_ = 1;
+  int64_t k_bytes_ = 0, v_bytes_ = 0;
+  int64_t k_head_off_ = 0, v_head_off_ = 0;
   SoftmaxState* st_ = nullptr;
   bool* any_unmasked_ = nullptr;
   float* slot_ = nullptr;
@@ -419,17 +438,41 @@ void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const 
   // At most kIfaMaxGroup query heads per task (ifa_schedule), so these fit.
   SoftmaxState st[kIfaMaxGroup];
   bool any_unmasked[kIfaMaxGroup];
-  alignas(64) float row[kIfaMaxHeadDim];
-  alignas(64) float rows[kBlockRows * kIfaMaxHeadDim];
+  alignas(64) float buf[kBlockRows * kIfaMaxHeadDim];
   alignas(64) float s[kIfaMaxGroup][kIfaTile];
   const int64_t num_kv = t.n2_end - t.n2_begin;
+  const int64_t group = p.group;
   KvHeadWork<kKind> work[kIfaMaxGroup];
   for (int64_t k = 0; k < num_kv; ++k) {
-    work[k].init(p, l, base, t, t.n2_begin + k, st + k * p.group, any_unmasked + k * p.group);
+    work[k].init(p, l, base, t, t.n2_begin + k, st + k * group, any_unmasked + k * group);
+  }
+  TileRows rows;
+  if (t.begin < t.end) {
+    rows.n = min_i64(kIfaTile, t.end - t.begin);
+    kv_rows<kKind>(p, t.b, t.n2_begin, t.begin, rows.n, rows.k, rows.v);
+    for (int64_t k = 0; k < num_kv; ++k) work[k].prefetch_first(rows);
   }
   for (int64_t j0 = t.begin; j0 < t.end; j0 += kIfaTile) {
     const int64_t n = min_i64(kIfaTile, t.end - j0);
-    for (int64_t k = 0; k < num_kv; ++k) work[k].tile(j0, n, s, row, rows);
+    rows.n = n;
+    kv_rows<kKind>(p, t.b, t.n2_begin, j0, n, rows.k, rows.v);
+    rows.n_next = min_i64(kIfaTile, t.end - (j0 + kIfaTile));
+    if (rows.n_next > 0) {
+      kv_rows<kKind>(p, t.b, t.n2_begin, j0 + kIfaTile, rows.n_next, rows.k_next, rows.v_next);
+    }
+    // Position-major across the task's kv heads: see KvHeadWork.
+    int64_t i = 0;
+    for (; i + kBlockRows <= n; i += kBlockRows) {
+      for (int64_t k = 0; k < num_kv; ++k) work[k].score_block_at(rows, i, s + k * group, buf);
+    }
+    for (; i < n; ++i) {
+      for (int64_t k = 0; k < num_kv; ++k) work[k].score_row_at(rows, i, s + k * group, buf);
+    }
+    for (int64_t k = 0; k < num_kv; ++k) work[k].fold(j0, n, s + k * group);
+    for (int64_t i0 = 0; i0 < n; i0 += kBlockRows) {
+      const int64_t m = min_i64(kBlockRows, n - i0);
+      for (int64_t k = 0; k < num_kv; ++k) work[k].pv_block_at(rows, i0, m, s + k * group, buf);
+    }
   }
   for (int64_t k = 0; k < num_kv; ++k) work[k].finish();
 }
