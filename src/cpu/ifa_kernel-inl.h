@@ -53,23 +53,17 @@ inline Vec kv_vector(const std::byte* p) {
   }
 }
 
-// dst[0, dp) = the d channels of a row (channel stride s_dim), dequantised for int8, zero padded.
+// dst[0, dp) = the d channels of a row (channel stride s_dim) widened to fp32 (int8: the raw
+// integers; the antiquant scale and offset are folded into q and the accumulator, see
+// KvHeadWork), zero padded.
 template <KvKind kKind>
-inline void load_row(const std::byte* row, int64_t s_dim, int64_t d, int64_t dp, const float* sc,
-                     const float* off, float* dst) {
+inline void load_row(const std::byte* row, int64_t s_dim, int64_t d, int64_t dp, float* dst) {
   int64_t i = 0;
   if (s_dim == 1) {
-    for (; i + kLanes <= d; i += kLanes) {
-      Vec x = kv_vector<kKind>(row + i * kv_elem_size<kKind>());
-      if constexpr (kKind == KvKind::kInt8) x = vmul(vadd(x, vload(off + i)), vload(sc + i));
-      vstore(dst + i, x);
-    }
+    for (; i + kLanes <= d; i += kLanes)
+      vstore(dst + i, kv_vector<kKind>(row + i * kv_elem_size<kKind>()));
   }
-  for (; i < d; ++i) {
-    float x = kv_scalar<kKind>(row, i * s_dim);
-    if constexpr (kKind == KvKind::kInt8) x = (x + off[i]) * sc[i];
-    dst[i] = x;
-  }
+  for (; i < d; ++i) dst[i] = kv_scalar<kKind>(row, i * s_dim);
   for (; i < dp; ++i) dst[i] = 0.0f;
 }
 
@@ -322,6 +316,16 @@ class KvHeadWork {
       for (int64_t i = 0; i < dp; ++i) acc[i] = 0.0f;
       for (int64_t i = 0; i < d; ++i) q[i] = view_f32(p.q, p.q.index(t.b, h, i));
       for (int64_t i = d; i < dp; ++i) q[i] = 0.0f;
+      if constexpr (kKind == KvKind::kInt8) {
+        // q·((k + off) * sc) = (q * sc)·k + (q * sc)·off: the row dot products then run on the
+        // raw integers, and the second term is one constant per head, added to each score.
+        float bias = 0.0f;
+        for (int64_t i = 0; i < d; ++i) {
+          q[i] *= k_sc_[i];
+          bias += q[i] * k_off_[i];
+        }
+        acc[2 * dp + IfaHeadSlot::kKeyBias] = bias;
+      }
       st_[g] = SoftmaxState{};
       any_unmasked_[g] = false;
     }
@@ -347,8 +351,7 @@ class KvHeadWork {
     const int64_t d = p_->head_dim, dp = l_->dp;
     for (int64_t r = 0; r < kBlockRows; ++r) {
       if (i + r < rows.n_next) prefetch_row(rows.k_next[i + r] + k_head_off_, k_bytes_);
-      load_row<kKind>(rows.k[i + r] + k_head_off_, k_sdim_, d, dp, k_sc_, k_off_,
-                      buf + r * kIfaMaxHeadDim);
+      load_row<kKind>(rows.k[i + r] + k_head_off_, k_sdim_, d, dp, buf + r * kIfaMaxHeadDim);
     }
     score_block(slot_ + dp, l_->head_floats, p_->group, dp, buf, s, i);
   }
@@ -357,7 +360,7 @@ class KvHeadWork {
   void score_row_at(const TileRows& rows, int64_t i, float (*s)[kIfaTile], float* buf) const {
     const int64_t d = p_->head_dim, dp = l_->dp;
     if (i < rows.n_next) prefetch_row(rows.k_next[i] + k_head_off_, k_bytes_);
-    load_row<kKind>(rows.k[i] + k_head_off_, k_sdim_, d, dp, k_sc_, k_off_, buf);
+    load_row<kKind>(rows.k[i] + k_head_off_, k_sdim_, d, dp, buf);
     score_row(slot_ + dp, l_->head_floats, p_->group, dp, buf, s, i);
   }
 
@@ -371,6 +374,13 @@ class KvHeadWork {
     for (int64_t g = 0; g < group; ++g) {
       const int64_t h = n2_ * group + g;
       float* sg = s[g];
+      if constexpr (kKind == KvKind::kInt8) {
+        const float bias = slot_[g * hf + 2 * dp + IfaHeadSlot::kKeyBias];
+        const Vec bv = vset1(bias);
+        int64_t i = 0;
+        for (; i + kLanes <= n; i += kLanes) vstore(sg + i, vadd(vload(sg + i), bv));
+        for (; i < n; ++i) sg[i] += bias;
+      }
       if (!p.pse.present() && mask == nullptr) {
         // The common case: only the scale (the same single rounding as the general path).
         const Vec scale = vset1(p.scale);
@@ -404,15 +414,27 @@ class KvHeadWork {
     const int64_t d = p_->head_dim, dp = l_->dp, hf = l_->head_floats;
     for (int64_t r = 0; r < m; ++r) {
       if (i0 + r < rows.n_next) prefetch_row(rows.v_next[i0 + r] + v_head_off_, v_bytes_);
-      load_row<kKind>(rows.v[i0 + r] + v_head_off_, v_sdim_, d, dp, v_sc_, v_off_,
-                      buf + r * kIfaMaxHeadDim);
+      load_row<kKind>(rows.v[i0 + r] + v_head_off_, v_sdim_, d, dp, buf + r * kIfaMaxHeadDim);
     }
     for (int64_t g = 0; g < p_->group; ++g) accumulate_pv(slot_ + g * hf, dp, s[g] + i0, buf, m);
   }
 
   // Leaves (max, sum, any_unmasked) of each head in the slot for the merge.
+  // int8 V: acc holds sum_t p_t v_t over the raw integers and st.sum = sum_t p_t (both with the
+  // same rescales), so sum_t p_t (v_t + off) * sc = (acc + off * sum) * sc.
   void finish() {
     for (int64_t g = 0; g < p_->group; ++g) {
+      if constexpr (kKind == KvKind::kInt8) {
+        float* acc = slot_ + g * l_->head_floats;
+        const float sum = st_[g].sum;
+        const Vec sv = vset1(sum);
+        const int64_t d = p_->head_dim;
+        int64_t i = 0;
+        for (; i + kLanes <= d; i += kLanes) {
+          vstore(acc + i, vmul(vfma(vload(v_off_ + i), sv, vload(acc + i)), vload(v_sc_ + i)));
+        }
+        for (; i < d; ++i) acc[i] = __builtin_fmaf(v_off_[i], sum, acc[i]) * v_sc_[i];
+      }
       float* hdr = slot_ + g * l_->head_floats + 2 * l_->dp;
       hdr[IfaHeadSlot::kMax] = st_[g].max;
       hdr[IfaHeadSlot::kSum] = st_[g].sum;

@@ -37,6 +37,8 @@ inline constexpr size_t kIfaWorkspaceAlign = 64;
 struct IfaHeadSlot {
   static constexpr int64_t kHeader = 16;  // max, sum, any_unmasked; padded to keep 64-byte rows
   static constexpr int64_t kMax = 0, kSum = 1, kAnyUnmasked = 2;
+  /// int8 K only, private to a chunk task: (q * scale)·offset, added to every score.
+  static constexpr int64_t kKeyBias = 3;
 };
 
 struct IfaLayout {
