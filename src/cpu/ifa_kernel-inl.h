@@ -19,13 +19,14 @@ namespace ifa_detail {
 
 using core::IfaProblem;
 
-enum class KvKind { kFp16, kBf16, kInt8 };
+// kF32: a row already widened into an fp32 buffer (strided or padded rows).
+enum class KvKind { kFp16, kBf16, kInt8, kF32 };
 
 inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 template <KvKind kKind>
 constexpr int64_t kv_elem_size() {
-  return kKind == KvKind::kInt8 ? 1 : 2;
+  return kKind == KvKind::kInt8 ? 1 : (kKind == KvKind::kF32 ? 4 : 2);
 }
 
 // Element i (in elements from row) of a K/V row, widened; memcpy because rows may be misaligned.
@@ -48,6 +49,8 @@ inline Vec kv_vector(const std::byte* p) {
     return vload_int8(reinterpret_cast<const int8_t*>(p));
   } else if constexpr (kKind == KvKind::kFp16) {
     return vload_fp16(reinterpret_cast<const uint16_t*>(p));
+  } else if constexpr (kKind == KvKind::kF32) {
+    return vload(reinterpret_cast<const float*>(p));
   } else {
     return vload_bf16(reinterpret_cast<const uint16_t*>(p));
   }
@@ -135,34 +138,35 @@ inline float view_f32(const core::View3& v, int64_t index) {
 inline constexpr int64_t kBlockRows = 4;
 static_assert(kBlockRows == 4, "score_block is written for four rows");
 
-// Scores of four K rows (k, kIfaMaxHeadDim apart) against one, two or four query heads (q,
-// head_floats apart), into s[g + h][t0 .. t0 + 3]. The accumulators are named variables: GCC
-// keeps an array of vectors in memory rather than in registers.
-inline void score_rows_1head(const float* q, const float* k, int64_t dp, float* out) {
-  const float* k1 = k + kIfaMaxHeadDim;
-  const float* k2 = k1 + kIfaMaxHeadDim;
-  const float* k3 = k2 + kIfaMaxHeadDim;
+// Scores of four K rows k[0..3] (of kind kSrc: read and widened in place) against one, two or
+// four query heads (q, head_floats apart), into s[g + h][t0 .. t0 + 3]. The accumulators are
+// named variables: GCC keeps an array of vectors in memory rather than in registers.
+template <KvKind kSrc>
+inline void score_rows_1head(const float* q, const std::byte* const* k, int64_t dp, float* out) {
+  constexpr int64_t es = kv_elem_size<kSrc>();
+  const std::byte *k0 = k[0], *k1 = k[1], *k2 = k[2], *k3 = k[3];
   Vec a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
   for (int64_t i = 0; i < dp; i += kLanes) {
     const Vec qv = vload(q + i);
-    a0 = vfma(qv, vload(k + i), a0);
-    a1 = vfma(qv, vload(k1 + i), a1);
-    a2 = vfma(qv, vload(k2 + i), a2);
-    a3 = vfma(qv, vload(k3 + i), a3);
+    a0 = vfma(qv, kv_vector<kSrc>(k0 + i * es), a0);
+    a1 = vfma(qv, kv_vector<kSrc>(k1 + i * es), a1);
+    a2 = vfma(qv, kv_vector<kSrc>(k2 + i * es), a2);
+    a3 = vfma(qv, kv_vector<kSrc>(k3 + i * es), a3);
   }
   vreduce_add4(a0, a1, a2, a3, out);
 }
 
-inline void score_rows_2heads(const float* q, int64_t head_floats, const float* k, int64_t dp,
-                              float* out_a, float* out_b) {
-  const float* k1 = k + kIfaMaxHeadDim;
-  const float* k2 = k1 + kIfaMaxHeadDim;
-  const float* k3 = k2 + kIfaMaxHeadDim;
+template <KvKind kSrc>
+inline void score_rows_2heads(const float* q, int64_t head_floats, const std::byte* const* k,
+                              int64_t dp, float* out_a, float* out_b) {
+  constexpr int64_t es = kv_elem_size<kSrc>();
+  const std::byte *k0 = k[0], *k1 = k[1], *k2 = k[2], *k3 = k[3];
   const float* qb = q + head_floats;
   Vec a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
   Vec b0 = vzero(), b1 = vzero(), b2 = vzero(), b3 = vzero();
   for (int64_t i = 0; i < dp; i += kLanes) {
-    const Vec x0 = vload(k + i), x1 = vload(k1 + i), x2 = vload(k2 + i), x3 = vload(k3 + i);
+    const Vec x0 = kv_vector<kSrc>(k0 + i * es), x1 = kv_vector<kSrc>(k1 + i * es);
+    const Vec x2 = kv_vector<kSrc>(k2 + i * es), x3 = kv_vector<kSrc>(k3 + i * es);
     const Vec va = vload(q + i), vb = vload(qb + i);
     a0 = vfma(va, x0, a0), a1 = vfma(va, x1, a1), a2 = vfma(va, x2, a2), a3 = vfma(va, x3, a3);
     b0 = vfma(vb, x0, b0), b1 = vfma(vb, x1, b1), b2 = vfma(vb, x2, b2), b3 = vfma(vb, x3, b3);
@@ -171,11 +175,11 @@ inline void score_rows_2heads(const float* q, int64_t head_floats, const float* 
   vreduce_add4(b0, b1, b2, b3, out_b);
 }
 
-inline void score_rows_4heads(const float* q, int64_t head_floats, const float* k, int64_t dp,
-                              float (*s)[kIfaTile], int64_t g, int64_t t0) {
-  const float* k1 = k + kIfaMaxHeadDim;
-  const float* k2 = k1 + kIfaMaxHeadDim;
-  const float* k3 = k2 + kIfaMaxHeadDim;
+template <KvKind kSrc>
+inline void score_rows_4heads(const float* q, int64_t head_floats, const std::byte* const* k,
+                              int64_t dp, float (*s)[kIfaTile], int64_t g, int64_t t0) {
+  constexpr int64_t es = kv_elem_size<kSrc>();
+  const std::byte *k0 = k[0], *k1 = k[1], *k2 = k[2], *k3 = k[3];
   const float* qb = q + head_floats;
   const float* qc = qb + head_floats;
   const float* qd = qc + head_floats;
@@ -184,7 +188,8 @@ inline void score_rows_4heads(const float* q, int64_t head_floats, const float* 
   Vec c0 = vzero(), c1 = vzero(), c2 = vzero(), c3 = vzero();
   Vec d0 = vzero(), d1 = vzero(), d2 = vzero(), d3 = vzero();
   for (int64_t i = 0; i < dp; i += kLanes) {
-    const Vec x0 = vload(k + i), x1 = vload(k1 + i), x2 = vload(k2 + i), x3 = vload(k3 + i);
+    const Vec x0 = kv_vector<kSrc>(k0 + i * es), x1 = kv_vector<kSrc>(k1 + i * es);
+    const Vec x2 = kv_vector<kSrc>(k2 + i * es), x3 = kv_vector<kSrc>(k3 + i * es);
     const Vec va = vload(q + i), vb = vload(qb + i), vc = vload(qc + i), vd = vload(qd + i);
     a0 = vfma(va, x0, a0), a1 = vfma(va, x1, a1), a2 = vfma(va, x2, a2), a3 = vfma(va, x3, a3);
     b0 = vfma(vb, x0, b0), b1 = vfma(vb, x1, b1), b2 = vfma(vb, x2, b2), b3 = vfma(vb, x3, b3);
@@ -198,31 +203,34 @@ inline void score_rows_4heads(const float* q, int64_t head_floats, const float* 
 }
 
 // s[g][t0 + r] = q_g · k_r for every head g of the group (q_g at q0 + g * head_floats) and the
-// kBlockRows rows k_r. Heads go up to kScoreHeads at a time (as many as the ISA's registers hold),
-// so 4 x kScoreHeads independent FMA chains share each load of k and q; each (row, head) sum
-// has the same order in every variant.
+// kBlockRows rows k[r] (dp channels each, of kind kSrc). Heads go up to kScoreHeads at a time
+// (as many as the ISA's registers hold), so 4 x kScoreHeads independent FMA chains share each
+// load of k and q; each (row, head) sum has the same order in every variant.
+template <KvKind kSrc>
 inline void score_block(const float* q0, int64_t head_floats, int64_t group, int64_t dp,
-                        const float* k, float (*s)[kIfaTile], int64_t t0) {
+                        const std::byte* const* k, float (*s)[kIfaTile], int64_t t0) {
   int64_t g = 0;
   if constexpr (kScoreHeads >= 4) {
     for (; g + 4 <= group; g += 4)
-      score_rows_4heads(q0 + g * head_floats, head_floats, k, dp, s, g, t0);
+      score_rows_4heads<kSrc>(q0 + g * head_floats, head_floats, k, dp, s, g, t0);
   }
   if constexpr (kScoreHeads >= 2) {
     for (; g + 2 <= group; g += 2) {
-      score_rows_2heads(q0 + g * head_floats, head_floats, k, dp, s[g] + t0, s[g + 1] + t0);
+      score_rows_2heads<kSrc>(q0 + g * head_floats, head_floats, k, dp, s[g] + t0, s[g + 1] + t0);
     }
   }
-  for (; g < group; ++g) score_rows_1head(q0 + g * head_floats, k, dp, s[g] + t0);
+  for (; g < group; ++g) score_rows_1head<kSrc>(q0 + g * head_floats, k, dp, s[g] + t0);
 }
 
 // s[g][t] = q_g · k for one row (the tail of a tile), reduced the same way as score_block.
+template <KvKind kSrc>
 inline void score_row(const float* q0, int64_t head_floats, int64_t group, int64_t dp,
-                      const float* k, float (*s)[kIfaTile], int64_t t) {
+                      const std::byte* k, float (*s)[kIfaTile], int64_t t) {
+  constexpr int64_t es = kv_elem_size<kSrc>();
   for (int64_t g = 0; g < group; ++g) {
     const float* q = q0 + g * head_floats;
     Vec a = vzero();
-    for (int64_t i = 0; i < dp; i += kLanes) a = vfma(vload(q + i), vload(k + i), a);
+    for (int64_t i = 0; i < dp; i += kLanes) a = vfma(vload(q + i), kv_vector<kSrc>(k + i * es), a);
     float sums[4];
     vreduce_add4(a, vzero(), vzero(), vzero(), sums);
     s[g][t] = sums[0];
@@ -332,6 +340,7 @@ class KvHeadWork {
     k_sdim_ = kv_dim_stride(p.k, t.b);
     v_sdim_ = kv_dim_stride(p.v, t.b);
     k_bytes_ = prefetch_bytes(k_sdim_);
+    k_in_place_ = k_sdim_ == 1 && d == dp;
     v_bytes_ = prefetch_bytes(v_sdim_);
   }
 
@@ -345,23 +354,42 @@ class KvHeadWork {
 
   // Scores of tile rows [i, i + kBlockRows) against every head into s[g][i ..]. Row i of the next
   // tile is prefetched while row i of this one is processed (never beyond the chunk): spread
-  // out, so the prefetches never pile up in the miss queues.
-  // buf: kBlockRows fp32 row buffers, kIfaMaxHeadDim apart.
+  // out, so the prefetches never pile up in the miss queues. Contiguous rows of dp channels are
+  // read in place; others are widened into buf first (kBlockRows fp32 rows, kIfaMaxHeadDim
+  // apart).
   void score_block_at(const TileRows& rows, int64_t i, float (*s)[kIfaTile], float* buf) const {
     const int64_t d = p_->head_dim, dp = l_->dp;
+    const std::byte* k[kBlockRows];
     for (int64_t r = 0; r < kBlockRows; ++r) {
       if (i + r < rows.n_next) prefetch_row(rows.k_next[i + r] + k_head_off_, k_bytes_);
-      load_row<kKind>(rows.k[i + r] + k_head_off_, k_sdim_, d, dp, buf + r * kIfaMaxHeadDim);
+      k[r] = rows.k[i + r] + k_head_off_;
     }
-    score_block(slot_ + dp, l_->head_floats, p_->group, dp, buf, s, i);
+    const float* q0 = slot_ + dp;
+    if (k_in_place_) {
+      score_block<kKind>(q0, l_->head_floats, p_->group, dp, k, s, i);
+      return;
+    }
+    for (int64_t r = 0; r < kBlockRows; ++r) {
+      float* dst = buf + r * kIfaMaxHeadDim;
+      load_row<kKind>(k[r], k_sdim_, d, dp, dst);
+      k[r] = reinterpret_cast<const std::byte*>(dst);
+    }
+    score_block<KvKind::kF32>(q0, l_->head_floats, p_->group, dp, k, s, i);
   }
 
   // Scores of the single tile row i (the tail of a tile).
   void score_row_at(const TileRows& rows, int64_t i, float (*s)[kIfaTile], float* buf) const {
     const int64_t d = p_->head_dim, dp = l_->dp;
     if (i < rows.n_next) prefetch_row(rows.k_next[i] + k_head_off_, k_bytes_);
-    load_row<kKind>(rows.k[i] + k_head_off_, k_sdim_, d, dp, buf);
-    score_row(slot_ + dp, l_->head_floats, p_->group, dp, buf, s, i);
+    const std::byte* k = rows.k[i] + k_head_off_;
+    const float* q0 = slot_ + dp;
+    if (k_in_place_) {
+      score_row<kKind>(q0, l_->head_floats, p_->group, dp, k, s, i);
+      return;
+    }
+    load_row<kKind>(k, k_sdim_, d, dp, buf);
+    score_row<KvKind::kF32>(q0, l_->head_floats, p_->group, dp,
+                            reinterpret_cast<const std::byte*>(buf), s, i);
   }
 
   // Scale, bias, mask (spec §2.5 steps 3-5) of the n scores of the tile at positions [j0, ..),
@@ -454,6 +482,7 @@ class KvHeadWork {
   int64_t b_ = 0, n2_ = 0;
   int64_t k_sdim_ = 1, v_sdim_ = 1;
   int64_t k_bytes_ = 0, v_bytes_ = 0;
+  bool k_in_place_ = false;  // K rows are contiguous with dp channels: scored without a copy
   int64_t k_head_off_ = 0, v_head_off_ = 0;
   SoftmaxState* st_ = nullptr;
   bool* any_unmasked_ = nullptr;
