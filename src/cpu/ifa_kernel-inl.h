@@ -270,6 +270,49 @@ inline void accumulate_pv(float* acc, int64_t dp, const float* p, const float* r
   }
 }
 
+// acc_g[0, dp) += sum over r < 4 (in order) of s[g][i0 + r] * v[r] for heads g in
+// [g0, g0 + kScoreHeads) (accumulators head_floats apart), V rows of kind kSrc read in place:
+// each V vector is widened once for all the heads, and the weights stay in registers.
+template <KvKind kSrc>
+inline void pv_rows4_heads4(float* acc, int64_t head_floats, int64_t dp, float (*s)[kIfaTile],
+                            int64_t g0, int64_t i0, const std::byte* const* v) {
+  constexpr int64_t es = kv_elem_size<kSrc>();
+  const std::byte *v0 = v[0], *v1 = v[1], *v2 = v[2], *v3 = v[3];
+  const float *sa = s[g0] + i0, *sb = s[g0 + 1] + i0, *sc = s[g0 + 2] + i0, *sd = s[g0 + 3] + i0;
+  const Vec pa0 = vset1(sa[0]), pa1 = vset1(sa[1]), pa2 = vset1(sa[2]), pa3 = vset1(sa[3]);
+  const Vec pb0 = vset1(sb[0]), pb1 = vset1(sb[1]), pb2 = vset1(sb[2]), pb3 = vset1(sb[3]);
+  const Vec pc0 = vset1(sc[0]), pc1 = vset1(sc[1]), pc2 = vset1(sc[2]), pc3 = vset1(sc[3]);
+  const Vec pd0 = vset1(sd[0]), pd1 = vset1(sd[1]), pd2 = vset1(sd[2]), pd3 = vset1(sd[3]);
+  float* aa = acc + g0 * head_floats;
+  float* ab = aa + head_floats;
+  float* ac = ab + head_floats;
+  float* ad = ac + head_floats;
+  for (int64_t c = 0; c < dp; c += kLanes) {
+    const Vec x0 = kv_vector<kSrc>(v0 + c * es), x1 = kv_vector<kSrc>(v1 + c * es);
+    const Vec x2 = kv_vector<kSrc>(v2 + c * es), x3 = kv_vector<kSrc>(v3 + c * es);
+    vstore(aa + c, vfma(pa3, x3, vfma(pa2, x2, vfma(pa1, x1, vfma(pa0, x0, vload(aa + c))))));
+    vstore(ab + c, vfma(pb3, x3, vfma(pb2, x2, vfma(pb1, x1, vfma(pb0, x0, vload(ab + c))))));
+    vstore(ac + c, vfma(pc3, x3, vfma(pc2, x2, vfma(pc1, x1, vfma(pc0, x0, vload(ac + c))))));
+    vstore(ad + c, vfma(pd3, x3, vfma(pd2, x2, vfma(pd1, x1, vfma(pd0, x0, vload(ad + c))))));
+  }
+}
+
+// The same for one head g.
+template <KvKind kSrc>
+inline void pv_rows4_head1(float* acc, int64_t head_floats, int64_t dp, float (*s)[kIfaTile],
+                           int64_t g, int64_t i0, const std::byte* const* v) {
+  constexpr int64_t es = kv_elem_size<kSrc>();
+  const std::byte *v0 = v[0], *v1 = v[1], *v2 = v[2], *v3 = v[3];
+  const float* sg = s[g] + i0;
+  const Vec p0 = vset1(sg[0]), p1 = vset1(sg[1]), p2 = vset1(sg[2]), p3 = vset1(sg[3]);
+  float* a = acc + g * head_floats;
+  for (int64_t c = 0; c < dp; c += kLanes) {
+    const Vec x0 = kv_vector<kSrc>(v0 + c * es), x1 = kv_vector<kSrc>(v1 + c * es);
+    const Vec x2 = kv_vector<kSrc>(v2 + c * es), x3 = kv_vector<kSrc>(v3 + c * es);
+    vstore(a + c, vfma(p3, x3, vfma(p2, x2, vfma(p1, x1, vfma(p0, x0, vload(a + c))))));
+  }
+}
+
 // Byte distance between the rows of kv heads n2 and n2 + 1 at one position of sequence b.
 template <KvKind kKind>
 inline int64_t kv_head_bytes(const core::KvCacheView& kv, int64_t b) {
@@ -342,6 +385,7 @@ class KvHeadWork {
     k_bytes_ = prefetch_bytes(k_sdim_);
     k_in_place_ = k_sdim_ == 1 && d == dp;
     v_bytes_ = prefetch_bytes(v_sdim_);
+    v_in_place_ = v_sdim_ == 1 && d == dp;
   }
 
   // Prefetches the K and V rows of the first tile (rows as in `tile`).
@@ -439,12 +483,29 @@ class KvHeadWork {
   // run in row order, so the result is the same as one row at a time.
   void pv_block_at(const TileRows& rows, int64_t i0, int64_t m, float (*s)[kIfaTile],
                    float* buf) const {
-    const int64_t d = p_->head_dim, dp = l_->dp, hf = l_->head_floats;
+    const int64_t d = p_->head_dim, dp = l_->dp, hf = l_->head_floats, group = p_->group;
     for (int64_t r = 0; r < m; ++r) {
       if (i0 + r < rows.n_next) prefetch_row(rows.v_next[i0 + r] + v_head_off_, v_bytes_);
-      load_row<kKind>(rows.v[i0 + r] + v_head_off_, v_sdim_, d, dp, buf + r * kIfaMaxHeadDim);
     }
-    for (int64_t g = 0; g < p_->group; ++g) accumulate_pv(slot_ + g * hf, dp, s[g] + i0, buf, m);
+    int64_t i = i0;
+    if (v_in_place_) {
+      // Contiguous rows of dp channels: four rows at a time straight from the cache.
+      for (; i + 4 <= i0 + m; i += 4) {
+        const std::byte* v[4];
+        for (int64_t r = 0; r < 4; ++r) v[r] = rows.v[i + r] + v_head_off_;
+        int64_t g = 0;
+        if constexpr (kScoreHeads >= 4) {
+          for (; g + 4 <= group; g += 4) pv_rows4_heads4<kKind>(slot_, hf, dp, s, g, i, v);
+        }
+        for (; g < group; ++g) pv_rows4_head1<kKind>(slot_, hf, dp, s, g, i, v);
+      }
+    }
+    const int64_t rest = i0 + m - i;
+    if (rest == 0) return;
+    for (int64_t r = 0; r < rest; ++r) {
+      load_row<kKind>(rows.v[i + r] + v_head_off_, v_sdim_, d, dp, buf + r * kIfaMaxHeadDim);
+    }
+    for (int64_t g = 0; g < group; ++g) accumulate_pv(slot_ + g * hf, dp, s[g] + i, buf, rest);
   }
 
   // Leaves (max, sum, any_unmasked) of each head in the slot for the merge.
@@ -483,6 +544,7 @@ class KvHeadWork {
   int64_t k_sdim_ = 1, v_sdim_ = 1;
   int64_t k_bytes_ = 0, v_bytes_ = 0;
   bool k_in_place_ = false;  // K rows are contiguous with dp channels: scored without a copy
+  bool v_in_place_ = false;  // the same for V rows
   int64_t k_head_off_ = 0, v_head_off_ = 0;
   SoftmaxState* st_ = nullptr;
   bool* any_unmasked_ = nullptr;
