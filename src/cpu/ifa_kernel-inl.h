@@ -237,6 +237,83 @@ inline void score_row(const float* q0, int64_t head_floats, int64_t group, int64
   }
 }
 
+#ifdef KVFLASH_IFA_BF16_DOT
+// Scores of bf16 K against a bf16 query with AVX512-BF16 (only the avx512 translation unit
+// defines KVFLASH_IFA_BF16_DOT): vdpbf16ps multiplies pairs of bf16 exactly and accumulates in
+// fp32, so a row costs half the FMAs of the widened path and no conversions. The inputs are
+// bf16 already, so nothing is rounded that the fp32 path keeps; the sums round in another
+// order (allowed), and inputs and results below 2^-126 are flushed to zero (negligible next to
+// the tolerance). Which path runs depends only on the CPU and the problem, never on threads.
+inline bool bf16_dot_supported() {
+  static const bool supported = __builtin_cpu_supports("avx512bf16");
+  return supported;
+}
+
+// s[g][t0 + r] = q_g · k[r] for the group's heads (q_g at q0 + g * dp, bf16) and `rows` rows
+// (4 or 1); dp is a multiple of 32.
+__attribute__((target("avx512bf16"), noinline)) void score_bf16_dot(
+    const uint16_t* q0, int64_t group, int64_t dp, const std::byte* const* k, int64_t rows,
+    float (*s)[kIfaTile], int64_t t0) {
+  const auto bh = [](const void* p) {
+    return (__m512bh)_mm512_loadu_si512(p);  // a vector reinterpretation
+  };
+  if (rows == 1) {
+    for (int64_t g = 0; g < group; ++g) {
+      const uint16_t* q = q0 + g * dp;
+      __m512 a = _mm512_setzero_ps();
+      for (int64_t i = 0; i < dp; i += 32) a = _mm512_dpbf16_ps(a, bh(q + i), bh(k[0] + 2 * i));
+      float sums[4];
+      vreduce_add4(Vec{a}, vzero(), vzero(), vzero(), sums);
+      s[g][t0] = sums[0];
+    }
+    return;
+  }
+  const std::byte *k0 = k[0], *k1 = k[1], *k2 = k[2], *k3 = k[3];
+  int64_t g = 0;
+  for (; g + 4 <= group; g += 4) {
+    const uint16_t* qa = q0 + g * dp;
+    const uint16_t* qb = qa + dp;
+    const uint16_t* qc = qb + dp;
+    const uint16_t* qd = qc + dp;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    __m512 c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+    __m512 d0 = a0, d1 = a0, d2 = a0, d3 = a0;
+    for (int64_t i = 0; i < dp; i += 32) {
+      const __m512bh x0 = bh(k0 + 2 * i), x1 = bh(k1 + 2 * i), x2 = bh(k2 + 2 * i),
+                     x3 = bh(k3 + 2 * i);
+      const __m512bh va = bh(qa + i), vb = bh(qb + i), vc = bh(qc + i), vd = bh(qd + i);
+      a0 = _mm512_dpbf16_ps(a0, va, x0), a1 = _mm512_dpbf16_ps(a1, va, x1);
+      a2 = _mm512_dpbf16_ps(a2, va, x2), a3 = _mm512_dpbf16_ps(a3, va, x3);
+      b0 = _mm512_dpbf16_ps(b0, vb, x0), b1 = _mm512_dpbf16_ps(b1, vb, x1);
+      b2 = _mm512_dpbf16_ps(b2, vb, x2), b3 = _mm512_dpbf16_ps(b3, vb, x3);
+      c0 = _mm512_dpbf16_ps(c0, vc, x0), c1 = _mm512_dpbf16_ps(c1, vc, x1);
+      c2 = _mm512_dpbf16_ps(c2, vc, x2), c3 = _mm512_dpbf16_ps(c3, vc, x3);
+      d0 = _mm512_dpbf16_ps(d0, vd, x0), d1 = _mm512_dpbf16_ps(d1, vd, x1);
+      d2 = _mm512_dpbf16_ps(d2, vd, x2), d3 = _mm512_dpbf16_ps(d3, vd, x3);
+    }
+    vreduce_add4(Vec{a0}, Vec{a1}, Vec{a2}, Vec{a3}, s[g] + t0);
+    vreduce_add4(Vec{b0}, Vec{b1}, Vec{b2}, Vec{b3}, s[g + 1] + t0);
+    vreduce_add4(Vec{c0}, Vec{c1}, Vec{c2}, Vec{c3}, s[g + 2] + t0);
+    vreduce_add4(Vec{d0}, Vec{d1}, Vec{d2}, Vec{d3}, s[g + 3] + t0);
+  }
+  for (; g < group; ++g) {
+    const uint16_t* q = q0 + g * dp;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < dp; i += 32) {
+      const __m512bh v = bh(q + i);
+      a0 = _mm512_dpbf16_ps(a0, v, bh(k0 + 2 * i)), a1 = _mm512_dpbf16_ps(a1, v, bh(k1 + 2 * i));
+      a2 = _mm512_dpbf16_ps(a2, v, bh(k2 + 2 * i)), a3 = _mm512_dpbf16_ps(a3, v, bh(k3 + 2 * i));
+    }
+    vreduce_add4(Vec{a0}, Vec{a1}, Vec{a2}, Vec{a3}, s[g] + t0);
+  }
+}
+#else
+inline bool bf16_dot_supported() { return false; }
+inline void score_bf16_dot(const uint16_t*, int64_t, int64_t, const std::byte* const*, int64_t,
+                           float (*)[kIfaTile], int64_t) {}
+#endif
+
 // V rows per P·V step: each accumulator vector is loaded and stored once per kPvRows rows.
 inline constexpr int64_t kPvRows = 8;
 static_assert(kPvRows == 8 && kIfaTile % kPvRows == 0, "accumulate_pv is written for 8 rows");
@@ -338,8 +415,9 @@ struct TileRows {
 template <KvKind kKind>
 class KvHeadWork {
  public:
+  // qbf: room for the group's queries as bf16 (group * dp), used when K is scored with bf16 dots.
   void init(const IfaProblem& p, const IfaLayout& l, std::byte* base, const IfaChunkTask& t,
-            int64_t n2, SoftmaxState* st, bool* any_unmasked) {
+            int64_t n2, SoftmaxState* st, bool* any_unmasked, uint16_t* qbf) {
     p_ = &p;
     l_ = &l;
     b_ = t.b;
@@ -384,6 +462,22 @@ class KvHeadWork {
     v_sdim_ = kv_dim_stride(p.v, t.b);
     k_bytes_ = prefetch_bytes(k_sdim_);
     k_in_place_ = k_sdim_ == 1 && d == dp;
+    if constexpr (kKind == KvKind::kBf16) {
+      k_bf16_dot_ =
+          k_in_place_ && dp % 32 == 0 && p.q.dtype == DType::kBFloat16 && bf16_dot_supported();
+      if (k_bf16_dot_) {
+        // The fp32 queries were widened from bf16: their top halves are the bf16 bits.
+        qbf_ = qbf;
+        for (int64_t g = 0; g < p.group; ++g) {
+          const float* q = slot_ + g * l.head_floats + dp;
+          for (int64_t i = 0; i < dp; ++i) {
+            uint32_t u;
+            std::memcpy(&u, q + i, sizeof(u));
+            qbf[g * dp + i] = static_cast<uint16_t>(u >> 16);
+          }
+        }
+      }
+    }
     v_bytes_ = prefetch_bytes(v_sdim_);
     v_in_place_ = v_sdim_ == 1 && d == dp;
   }
@@ -409,6 +503,10 @@ class KvHeadWork {
       k[r] = rows.k[i + r] + k_head_off_;
     }
     const float* q0 = slot_ + dp;
+    if (k_bf16_dot_) {
+      score_bf16_dot(qbf_, p_->group, dp, k, kBlockRows, s, i);
+      return;
+    }
     if (k_in_place_) {
       score_block<kKind>(q0, l_->head_floats, p_->group, dp, k, s, i);
       return;
@@ -427,6 +525,10 @@ class KvHeadWork {
     if (i < rows.n_next) prefetch_row(rows.k_next[i] + k_head_off_, k_bytes_);
     const std::byte* k = rows.k[i] + k_head_off_;
     const float* q0 = slot_ + dp;
+    if (k_bf16_dot_) {
+      score_bf16_dot(qbf_, p_->group, dp, &k, 1, s, i);
+      return;
+    }
     if (k_in_place_) {
       score_row<kKind>(q0, l_->head_floats, p_->group, dp, k, s, i);
       return;
@@ -544,6 +646,8 @@ class KvHeadWork {
   int64_t k_sdim_ = 1, v_sdim_ = 1;
   int64_t k_bytes_ = 0, v_bytes_ = 0;
   bool k_in_place_ = false;  // K rows are contiguous with dp channels: scored without a copy
+  bool k_bf16_dot_ = false;  // ... and scored with bf16 dot products against qbf_
+  const uint16_t* qbf_ = nullptr;
   bool v_in_place_ = false;  // the same for V rows
   int64_t k_head_off_ = 0, v_head_off_ = 0;
   SoftmaxState* st_ = nullptr;
@@ -567,9 +671,12 @@ void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const 
   alignas(64) float s[kIfaMaxGroup][kIfaTile];
   const int64_t num_kv = t.n2_end - t.n2_begin;
   const int64_t group = p.group;
+  // bf16 queries for the bf16 dot path (kIfaMaxGroup * kIfaMaxHeadDim covers any task).
+  alignas(64) uint16_t qbf[kKind == KvKind::kBf16 ? kIfaMaxGroup * kIfaMaxHeadDim : 1];
   KvHeadWork<kKind> work[kIfaMaxGroup];
   for (int64_t k = 0; k < num_kv; ++k) {
-    work[k].init(p, l, base, t, t.n2_begin + k, st + k * group, any_unmasked + k * group);
+    work[k].init(p, l, base, t, t.n2_begin + k, st + k * group, any_unmasked + k * group,
+                 qbf + (kKind == KvKind::kBf16 ? k * group * l.dp : 0));
   }
   TileRows rows;
   for (int64_t j0 = t.begin; j0 < min_i64(t.end, t.begin + kPrefetchTiles * kIfaTile);

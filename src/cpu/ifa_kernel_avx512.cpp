@@ -12,6 +12,7 @@ namespace kvflash::cpu::avx512 {
 // clang-format off
 #include "cpu/simd_math-inl.h"
 #include "cpu/softmax_state.h"
+#define KVFLASH_IFA_BF16_DOT 1  // AVX512-BF16 scores for bf16 K where the CPU has them
 #include "cpu/ifa_kernel-inl.h"
 // clang-format on
 }  // namespace kvflash::cpu::avx512
