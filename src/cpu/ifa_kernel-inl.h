@@ -4,12 +4,15 @@
 // core/ifa_problem.hpp and cpu/ifa_workspace.hpp included before the namespace.
 //
 // Per chunk task: the G query heads of kv head n2 are processed together, so each K and V row is
-// read from memory once; a task covers one chunk for a few adjacent kv heads, tile by tile, so its
-// reads stay in one region of memory. A row is widened (int8: dequantised as (x + offset) * scale
-// in fp32) into a small fp32 buffer padded with zeros to dp, then every head takes its dot product
-// / P·V update from that buffer. Scores follow spec §2.5: s = fl32(q·k * scale), + pse, then mask
-// replacement by kMaskedScore. Only positions in [begin, end) of the chunk are ever addressed
-// (prefetches included).
+// read from memory once; a task covers one chunk for a few adjacent kv heads, tile by tile and
+// within a tile position-major across its kv heads, so its reads stream through one region of
+// memory. Contiguous rows of dp channels are widened in registers straight from the cache (bf16
+// K with a bf16 query: AVX512-BF16 dot products where the CPU has them); strided or padded rows
+// are first widened into a small fp32 buffer padded with zeros to dp. int8 rows stay raw
+// integers: the antiquant scale and offset are folded into the query, a per-head score bias and
+// the final accumulator (fp32, so rounding differs slightly from dequantising each element).
+// Scores follow spec §2.5: s = fl32(q·k * scale), + pse, then mask replacement by kMaskedScore.
+// Only positions in [begin, end) of the chunk are ever addressed (prefetches included).
 //
 // Everything here calls only functions of its own ISA namespace or non-inline library functions:
 // an inline function from a shared header, compiled with this translation unit's ISA flags, could
