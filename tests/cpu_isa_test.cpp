@@ -35,6 +35,7 @@ TEST_F(IsaTest, Names) {
   EXPECT_STREQ(isa_name(Isa::kScalar), "scalar");
   EXPECT_STREQ(isa_name(Isa::kAvx2), "avx2");
   EXPECT_STREQ(isa_name(Isa::kAvx512), "avx512");
+  EXPECT_STREQ(isa_name(Isa::kAvx512Bf16), "avx512bf16");
 }
 
 TEST_F(IsaTest, DetectionMatchesCompilerProbe) {
@@ -43,13 +44,17 @@ TEST_F(IsaTest, DetectionMatchesCompilerProbe) {
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                     __builtin_cpu_supports("bmi2");
-  const Isa expected = avx2 ? (avx512 ? Isa::kAvx512 : Isa::kAvx2) : Isa::kScalar;
+  const bool bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+  const Isa expected = !avx2 ? Isa::kScalar
+                       : !avx512 ? Isa::kAvx2
+                       : bf16    ? Isa::kAvx512Bf16
+                                 : Isa::kAvx512;
   EXPECT_EQ(detected_isa(), expected) << "detected " << isa_name(detected_isa());
   EXPECT_EQ(active_isa(), detected_isa());
 }
 
 TEST_F(IsaTest, ProgrammaticCap) {
-  for (Isa cap : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa cap : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
     set_isa_cap(cap);
     EXPECT_EQ(active_isa(), min_isa(cap, detected_isa())) << isa_name(cap);
   }
@@ -63,6 +68,8 @@ TEST_F(IsaTest, EnvironmentCap) {
   setenv("KVFLASH_MAX_ISA", "avx2", 1);
   EXPECT_EQ(active_isa(), min_isa(Isa::kAvx2, detected_isa()));
   setenv("KVFLASH_MAX_ISA", "avx512", 1);
+  EXPECT_EQ(active_isa(), min_isa(Isa::kAvx512, detected_isa()));
+  setenv("KVFLASH_MAX_ISA", "avx512bf16", 1);
   EXPECT_EQ(active_isa(), detected_isa());
   setenv("KVFLASH_MAX_ISA", "sse9", 1);  // unknown: ignored
   EXPECT_EQ(active_isa(), detected_isa());

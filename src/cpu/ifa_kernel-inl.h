@@ -246,11 +246,8 @@ inline void score_row(const float* q0, int64_t head_floats, int64_t group, int64
 // fp32, so a row costs half the FMAs of the widened path and no conversions. The inputs are
 // bf16 already, so nothing is rounded that the fp32 path keeps; the sums round in another
 // order (allowed), and inputs and results below 2^-126 are flushed to zero (negligible next to
-// the tolerance). Which path runs depends only on the CPU and the problem, never on threads.
-inline bool bf16_dot_supported() {
-  static const bool supported = __builtin_cpu_supports("avx512bf16");
-  return supported;
-}
+// the tolerance). Which path runs depends only on the active ISA (kAvx512Bf16, see isa.hpp) and
+// the problem, never on threads.
 
 // s[g][t0 + r] = q_g · k[r] for the group's heads (q_g at q0 + g * dp, bf16) and `rows` rows
 // (4 or 1); dp is a multiple of 32.
@@ -312,7 +309,6 @@ __attribute__((target("avx512bf16"), noinline)) void score_bf16_dot(
   }
 }
 #else
-inline bool bf16_dot_supported() { return false; }
 inline void score_bf16_dot(const uint16_t*, int64_t, int64_t, const std::byte* const*, int64_t,
                            float (*)[kIfaTile], int64_t) {}
 #endif
@@ -467,7 +463,7 @@ class KvHeadWork {
     k_in_place_ = k_sdim_ == 1 && d == dp;
     if constexpr (kKind == KvKind::kBf16) {
       k_bf16_dot_ =
-          k_in_place_ && dp % 32 == 0 && p.q.dtype == DType::kBFloat16 && bf16_dot_supported();
+          k_in_place_ && dp % 32 == 0 && p.q.dtype == DType::kBFloat16 && t.bf16_dot;
       if (k_bf16_dot_) {
         // The fp32 queries were widened from bf16: their top halves are the bf16 bits.
         qbf_ = qbf;

@@ -34,10 +34,13 @@ void ifa_run(const core::IfaProblem& p, void* ws) {
   const IfaLayout layout = ifa_layout(p);
   std::byte* base = ifa_prepare(p, layout, ws);
   const int threads = p.num_threads > 0 ? p.num_threads : default_num_threads();
-  const IfaSchedule schedule = ifa_schedule(p, layout, threads);
+  IfaSchedule schedule = ifa_schedule(p, layout, threads);
   ChunkFn chunk = scalar::ifa_chunk;
   MergeFn merge = scalar::ifa_merge;
-  switch (active_isa()) {
+  const Isa isa = active_isa();
+  schedule.bf16_dot = isa >= Isa::kAvx512Bf16;
+  switch (isa) {
+    case Isa::kAvx512Bf16:
     case Isa::kAvx512:
       chunk = avx512::ifa_chunk;
       merge = avx512::ifa_merge;

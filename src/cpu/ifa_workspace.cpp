@@ -138,6 +138,7 @@ IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& l, const
   t.n2_end = std::min(kvn, t.n2_begin + s.kv_heads_per_task);
   t.begin = p.kv_begin[b] + t.chunk * kIfaChunkLen;
   t.end = std::min(t.begin + kIfaChunkLen, p.kv_begin[b] + p.kv_len[b]);
+  t.bf16_dot = s.bf16_dot;
   return t;
 }
 

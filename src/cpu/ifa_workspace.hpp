@@ -72,6 +72,9 @@ struct IfaSchedule {
   int64_t kv_heads_per_task = 1;  ///< at most kIfaMaxGroup / group query heads per task
   int64_t kv_blocks = 0;          ///< ceil(num_kv_heads / kv_heads_per_task)
   int64_t num_tasks = 0;          ///< total chunks * kv_blocks
+  /// Score bf16 K with AVX512-BF16 dot products (set by the dispatcher from the active ISA; the
+  /// same for every task, so it never depends on threads).
+  bool bf16_dot = false;
 };
 IfaSchedule ifa_schedule(const core::IfaProblem& p, const IfaLayout& layout, int num_threads);
 
@@ -80,6 +83,7 @@ struct IfaChunkTask {
   int64_t b = 0, chunk = 0, num_chunks = 0;
   int64_t n2_begin = 0, n2_end = 0;  ///< kv heads [n2_begin, n2_end)
   int64_t begin = 0, end = 0;        ///< absolute positions [begin, end)
+  bool bf16_dot = false;             ///< IfaSchedule::bf16_dot
 };
 IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& layout,
                             const IfaSchedule& schedule, const std::byte* base, int64_t task);

@@ -25,6 +25,8 @@ constexpr uint32_t kAvx512FBit = 1u << 16;
 constexpr uint32_t kAvx512DqBit = 1u << 17;
 constexpr uint32_t kAvx512BwBit = 1u << 30;
 constexpr uint32_t kAvx512VlBit = 1u << 31;
+// CPUID leaf 7 subleaf 1, EAX.
+constexpr uint32_t kAvx512Bf16Bit = 1u << 5;
 // XCR0: SSE + AVX (YMM upper halves) state; opmask + ZMM0-15 upper halves + ZMM16-31.
 constexpr uint64_t kXcr0Ymm = 0x6;
 constexpr uint64_t kXcr0Zmm = 0xe6;
@@ -53,7 +55,8 @@ Isa detect() {
   if (!avx2) return Isa::kScalar;
   const uint32_t avx512_bits = kAvx512FBit | kAvx512DqBit | kAvx512BwBit | kAvx512VlBit;
   if ((leaf7_ebx & avx512_bits) == avx512_bits && (xcr0 & kXcr0Zmm) == kXcr0Zmm) {
-    return Isa::kAvx512;
+    __cpuid_count(7, 1, a, b, c, d);
+    return (a & kAvx512Bf16Bit) ? Isa::kAvx512Bf16 : Isa::kAvx512;
   }
   return Isa::kAvx2;
 }
@@ -69,6 +72,7 @@ int env_cap() {
   if (std::strcmp(s, "scalar") == 0) return static_cast<int>(Isa::kScalar);
   if (std::strcmp(s, "avx2") == 0) return static_cast<int>(Isa::kAvx2);
   if (std::strcmp(s, "avx512") == 0) return static_cast<int>(Isa::kAvx512);
+  if (std::strcmp(s, "avx512bf16") == 0) return static_cast<int>(Isa::kAvx512Bf16);
   return kNoCap;
 }
 
@@ -82,6 +86,8 @@ const char* isa_name(Isa isa) {
       return "avx2";
     case Isa::kAvx512:
       return "avx512";
+    case Isa::kAvx512Bf16:
+      return "avx512bf16";
   }
   return "unknown";
 }

@@ -39,6 +39,7 @@ size_t sfa_workspace_size(const core::SfaProblem& p, const SfaSchedule& s) {
 void sfa_run(const core::SfaProblem& p, const SfaSchedule& s, void* ws) {
   SfaTaskFn fn = sfa_task_scalar;
   switch (active_isa()) {
+    case Isa::kAvx512Bf16:
     case Isa::kAvx512:
       fn = sfa_task_avx512;
       break;
