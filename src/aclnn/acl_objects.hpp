@@ -93,6 +93,32 @@ struct ExecutorWork {
 /// Registers a single-use executor and returns its handle (an opaque id, never reused).
 aclOpExecutor* make_executor(ExecutorWork work);
 
+/// The common tail of phase 1 for an operator with a kvflash plan (IfaPlan, SfaPlan): plans the
+/// converted arguments, keeps them alive together with the plan (the plan may refer to them), and
+/// returns a single-use executor whose phase-2 check is check_run and whose work is run.
+template <typename Plan, typename Args>
+aclnnStatus plan_executor(const char* op, Args args, uint64_t* workspace_size,
+                          aclOpExecutor** executor) {
+  struct State {
+    Args args;
+    std::unique_ptr<Plan> plan;
+  };
+  auto state = std::make_shared<State>();
+  state->args = std::move(args);
+  if (Status s = Plan::create(state->args, &state->plan); s != Status::kSuccess) {
+    return static_cast<aclnnStatus>(s);
+  }
+  ExecutorWork work;
+  work.op = op;
+  work.workspace_size = state->plan->workspace_size();
+  work.check = [state](void*, uint64_t size) { return state->plan->check_run(size); };
+  work.run = [state](void* ws, uint64_t size) { return state->plan->run(ws, size); };
+  const uint64_t size = work.workspace_size;
+  *executor = make_executor(std::move(work));
+  *workspace_size = size;
+  return ACLNN_SUCCESS;
+}
+
 /// The common phase 2: null executor -> 161001; an executor that is not live (consumed,
 /// destroyed, never created) -> 161002; workspace_size below phase 1's -> 161002; null workspace
 /// with a nonzero requirement -> 161001; dead stream handle -> 161002; check() failure -> its

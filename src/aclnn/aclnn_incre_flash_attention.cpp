@@ -48,12 +48,6 @@ struct IfaCall {
   const aclTensor* attention_out = nullptr;
 };
 
-// What an executor keeps alive: the arguments (the plan may refer to them) and the plan.
-struct IfaState {
-  IfaArgs args;
-  std::unique_ptr<IfaPlan> plan;
-};
-
 #define KVFLASH_ACLNN_TRY(expr)                                                          \
   do {                                                                                   \
     if (Status s_ = (expr); s_ != Status::kSuccess) return static_cast<aclnnStatus>(s_); \
@@ -99,22 +93,13 @@ aclnnStatus get_workspace_size(const IfaCall& c, uint64_t* workspace_size,
   if (c.attention_out == nullptr) return null_arg(kOp, "attentionOut");
   if (c.input_layout == nullptr) return null_arg(kOp, "inputLayout");
   try {
-    auto state = std::make_shared<IfaState>();
-    if (aclnnStatus s = convert(c, &state->args); s != ACLNN_SUCCESS) return s;
-    KVFLASH_ACLNN_TRY(IfaPlan::create(state->args, &state->plan));
-    ExecutorWork work;
-    work.op = kOp;
-    work.workspace_size = state->plan->workspace_size();
-    work.check = [state](void*, uint64_t size) { return state->plan->check_run(size); };
-    work.run = [state](void* ws, uint64_t size) { return state->plan->run(ws, size); };
-    const uint64_t size = work.workspace_size;
-    *executor = make_executor(std::move(work));
-    *workspace_size = size;
+    IfaArgs args;
+    if (aclnnStatus s = convert(c, &args); s != ACLNN_SUCCESS) return s;
+    return plan_executor<IfaPlan>(kOp, std::move(args), workspace_size, executor);
   } catch (const std::bad_alloc&) {
     return static_cast<aclnnStatus>(
         core::fail(Status::kRuntime, kOp, "out of memory while creating the executor"));
   }
-  return ACLNN_SUCCESS;
 }
 
 aclnnStatus run(void* workspace, uint64_t workspace_size, aclOpExecutor* executor,

@@ -48,12 +48,6 @@ struct SfaCall {
   const aclTensor* softmax_sum = nullptr;
 };
 
-// What an executor keeps alive: the arguments the plan refers to, and the plan.
-struct SfaState {
-  SfaArgs args;
-  std::unique_ptr<SfaPlan> plan;
-};
-
 aclnnStatus to_aclnn(Status s) { return static_cast<aclnnStatus>(s); }
 
 aclnnStatus convert(const SfaCall& c, SfaArgs* a) {
@@ -114,22 +108,12 @@ aclnnStatus get_workspace_size(const SfaCall& c, uint64_t* workspace_size,
   if (c.return_softmax_lse && c.softmax_max == nullptr) return null_arg(kOp, "softmaxMaxOut");
   if (c.return_softmax_lse && c.softmax_sum == nullptr) return null_arg(kOp, "softmaxSumOut");
   try {
-    auto state = std::make_shared<SfaState>();
-    if (aclnnStatus s = convert(c, &state->args); s != ACLNN_SUCCESS) return s;
-    if (Status s = SfaPlan::create(state->args, &state->plan); s != Status::kSuccess)
-      return to_aclnn(s);
-    ExecutorWork work;
-    work.op = kOp;
-    work.workspace_size = state->plan->workspace_size();
-    work.check = [state](void*, uint64_t size) { return state->plan->check_run(size); };
-    work.run = [state](void* ws, uint64_t size) { return state->plan->run(ws, size); };
-    const uint64_t size = work.workspace_size;
-    *executor = make_executor(std::move(work));
-    *workspace_size = size;
+    SfaArgs args;
+    if (aclnnStatus s = convert(c, &args); s != ACLNN_SUCCESS) return s;
+    return plan_executor<SfaPlan>(kOp, std::move(args), workspace_size, executor);
   } catch (const std::bad_alloc&) {
     return to_aclnn(core::fail(Status::kRuntime, kOp, "out of memory while creating the executor"));
   }
-  return ACLNN_SUCCESS;
 }
 
 aclnnStatus run(void* workspace, uint64_t workspace_size, aclOpExecutor* executor,
