@@ -36,8 +36,11 @@ if [[ $seed == 1 ]]; then
   awk '/^#include <iostream>/{p=1} p{print} p&&/^int main\(/{m=1} m&&/^}/{exit}' "$src" > "$prog"
   grep -q '^int main(' "$prog" || { echo "no example program found in $src"; exit 1; }
 else
-  # Copy beside its helper header, as a user would have it.
-  cp "$(dirname "$src")"/ifa_example_util.h "$work"/ 2>/dev/null || true
+  # Copy beside the examples' helper headers, as a user would have them (programs outside
+  # examples/ have none).
+  for header in "$(dirname "$src")"/*_example_util.h; do
+    [ -e "$header" ] && cp "$header" "$work"/
+  done
   prog="$work/$(basename "$src")"
   cp "$src" "$prog"
 fi
