@@ -4,9 +4,11 @@
 // inputs, and numerical agreement with the double-precision reference on cases of the shared list.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,10 +17,12 @@
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
+#include "aclnn/acl_objects.hpp"
 #include "aclnnop/aclnn_incre_flash_attention.h"
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
+#include "core/half.hpp"
 #include "ifa_reference.hpp"
 #include "support/compare.hpp"
 #include "support/ifa_cases.hpp"
@@ -436,53 +440,144 @@ TEST(AclnnIfa, ActualSeqLengthsAreCopiedInPhaseOne) {
                                                    kvflash::reference::ifa_reference(data.args())));
 }
 
-TEST(AclnnIfa, BadBlockIdIsRefusedInPhaseTwoAndTheExecutorSurvives) {
+// Holds a stream's queue until release(): what is queued behind it (copies, operators) runs in
+// stream order afterwards, so the test controls exactly when device data becomes valid.
+class StreamGate {
+ public:
+  explicit StreamGate(aclrtStream stream) {
+    EXPECT_EQ(kvflash::aclnn::enqueue("gate", stream,
+                                      [f = opened_.get_future().share()] {
+                                        f.wait();
+                                        return kvflash::Status::kSuccess;
+                                      }),
+              kvflash::Status::kSuccess);
+  }
+  ~StreamGate() { release(); }
+  void release() {
+    if (!released_) opened_.set_value();
+    released_ = true;
+  }
+
+ private:
+  std::promise<void> opened_;
+  bool released_ = false;
+};
+
+std::vector<int32_t> table_of(const TensorView& bt) {
+  EXPECT_TRUE(bt.is_contiguous());
+  const auto* p = static_cast<const int32_t*>(bt.data);
+  return std::vector<int32_t>(p, p + bt.numel());
+}
+
+IfaCase paged_case() {
   IfaCase spec = small_case();
   spec.paged = true;
   spec.block_size = 16;
   spec.kv_lens = {40, 17};
-  IfaCaseData data(spec);
-  Handles h;
-  const Call c = Call::from(data.args(), &h);
-  uint64_t ws = 0;
-  aclOpExecutor* e = nullptr;
-  ASSERT_EQ(c.phase1(3, &ws, &e), ACLNN_SUCCESS) << recent();
-  // Block tables are read in phase 2: corrupt one referenced id after phase 1.
-  const TensorView& bt = *data.args().block_table;
-  auto* id0 = static_cast<int32_t*>(bt.base());
-  const int32_t saved = *id0;
-  *id0 = static_cast<int32_t>(data.num_blocks());
-  std::vector<std::byte> workspace(ws);
-  EXPECT_EQ(phase2(3, workspace.data(), ws, e, nullptr), ACLNN_ERR_PARAM_INVALID);
-  EXPECT_FALSE(recent().empty());
-  *id0 = saved;
-  data.poison_outputs();
-  ASSERT_EQ(phase2(3, workspace.data(), ws, e, nullptr), ACLNN_SUCCESS) << recent();
-  ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
-  EXPECT_TRUE(kvflash::testing::compare_ifa_output("paged", data.args(),
-                                                   kvflash::reference::ifa_reference(data.args())));
+  return spec;
 }
 
-TEST(AclnnIfa, KvPaddingSizeIsReadInPhaseOne) {
+// Bug 1 (stream order): a block table copied asynchronously on the same stream before phase 2 is
+// the one the operator uses. The table in device memory is invalid when phase 2 is called (an
+// enqueue-time check would refuse it); the copy queued before the operator makes it valid.
+TEST(AclnnIfa, BlockTableCopiedAsyncBeforeTheCallIsHonoured) {
+  IfaCaseData data(paged_case());
+  const TensorView& bt = *data.args().block_table;
+  const std::vector<int32_t> good = table_of(bt);
+  std::fill_n(static_cast<int32_t*>(bt.data), bt.numel(), -1);  // stale: invalid everywhere
+  aclrtStream stream = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
+  {
+    Handles h;
+    const Call c = Call::from(data.args(), &h);
+    uint64_t ws = 0;
+    aclOpExecutor* e = nullptr;
+    ASSERT_EQ(c.phase1(3, &ws, &e), ACLNN_SUCCESS) << recent();
+    std::vector<std::byte> workspace(ws);
+    StreamGate gate(stream);
+    const size_t bytes = good.size() * sizeof(int32_t);
+    ASSERT_EQ(aclrtMemcpyAsync(bt.data, bytes, good.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE,
+                               stream),
+              ACL_SUCCESS);
+    data.poison_outputs();
+    ASSERT_EQ(phase2(3, workspace.data(), ws, e, stream), ACLNN_SUCCESS) << recent();
+    gate.release();
+    ASSERT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS) << recent();
+  }
+  EXPECT_TRUE(kvflash::testing::compare_ifa_output("async table", data.args(),
+                                                   kvflash::reference::ifa_reference(data.args())));
+  EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+// The converse: a valid table when phase 2 is called, overwritten with a bad id by a copy queued
+// before the operator. The run finds it (never dereferencing it) and the stream's next
+// synchronisation reports it, like a kernel fault; the batch's outputs are NaN.
+TEST(AclnnIfa, BadBlockIdCopiedAsyncIsReportedAtSynchronize) {
+  IfaCaseData data(paged_case());
+  const TensorView& bt = *data.args().block_table;
+  std::vector<int32_t> bad = table_of(bt);
+  bad[0] = static_cast<int32_t>(data.num_blocks());  // batch 0, slot 0: referenced
+  aclrtStream stream = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
+  {
+    Handles h;
+    const Call c = Call::from(data.args(), &h);
+    uint64_t ws = 0;
+    aclOpExecutor* e = nullptr;
+    ASSERT_EQ(c.phase1(3, &ws, &e), ACLNN_SUCCESS) << recent();
+    std::vector<std::byte> workspace(ws);
+    StreamGate gate(stream);
+    const size_t bytes = bad.size() * sizeof(int32_t);
+    ASSERT_EQ(aclrtMemcpyAsync(bt.data, bytes, bad.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE,
+                               stream),
+              ACL_SUCCESS);
+    ASSERT_EQ(phase2(3, workspace.data(), ws, e, stream), ACLNN_SUCCESS) << recent();
+    gate.release();
+    EXPECT_EQ(aclrtSynchronizeStream(stream), ACL_ERROR_RT_AICORE_EXCEPTION);
+    EXPECT_NE(recent().find("block_table[0][0] (" + std::to_string(data.num_blocks()) + ")"),
+              std::string::npos)
+        << recent();
+    EXPECT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS);  // reported once
+  }
+  const TensorView& out = data.args().attention_out;
+  const auto* o = static_cast<const uint16_t*>(out.data);
+  const int64_t row = out.numel() / out.shape[0];
+  for (int64_t i = 0; i < row; ++i) {
+    ASSERT_TRUE(std::isnan(kvflash::core::fp16_to_float(o[i]))) << i;
+  }
+  EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+// kv_padding_size is device data too: the value written by a copy queued before the operator is
+// the one used. The device holds a stale padding (every batch would be empty) at phase 1 and 2.
+TEST(AclnnIfa, KvPaddingSizeIsReadInStreamOrder) {
   IfaCase spec = small_case();
   spec.kv_padding = 2;
   IfaCaseData data(spec);
-  Handles h;
-  const Call c = Call::from(data.args(), &h);
-  uint64_t ws = 0;
-  aclOpExecutor* e = nullptr;
-  ASSERT_EQ(c.phase1(4, &ws, &e), ACLNN_SUCCESS) << recent();
-  // Changing the device value after phase 1 does not change the call (docs/conventions.md).
   auto* pad = static_cast<int64_t*>(data.args().kv_padding_size->base());
-  const int64_t saved = *pad;
-  *pad = saved + 1;
-  std::vector<std::byte> workspace(ws);
-  data.poison_outputs();
-  ASSERT_EQ(phase2(4, workspace.data(), ws, e, nullptr), ACLNN_SUCCESS) << recent();
-  ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
-  *pad = saved;
+  const int64_t wanted = *pad;
+  *pad = 1000;
+  aclrtStream stream = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
+  {
+    Handles h;
+    const Call c = Call::from(data.args(), &h);
+    uint64_t ws = 0;
+    aclOpExecutor* e = nullptr;
+    ASSERT_EQ(c.phase1(4, &ws, &e), ACLNN_SUCCESS) << recent();
+    std::vector<std::byte> workspace(ws);
+    StreamGate gate(stream);
+    ASSERT_EQ(aclrtMemcpyAsync(pad, sizeof(wanted), &wanted, sizeof(wanted),
+                               ACL_MEMCPY_HOST_TO_DEVICE, stream),
+              ACL_SUCCESS);
+    data.poison_outputs();
+    ASSERT_EQ(phase2(4, workspace.data(), ws, e, stream), ACLNN_SUCCESS) << recent();
+    gate.release();
+    ASSERT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS) << recent();
+  }
   EXPECT_TRUE(kvflash::testing::compare_ifa_output("pad", data.args(),
                                                    kvflash::reference::ifa_reference(data.args())));
+  EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
 }
 
 TEST(AclnnIfa, ConcurrentCallsFromManyThreads) {

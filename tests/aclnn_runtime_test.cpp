@@ -248,7 +248,8 @@ TEST(AclStream, TaskFailureIsReportedBySynchronizeOnce) {
                                       return Status::kSuccess;
                                     }),
             Status::kSuccess);
-  EXPECT_EQ(aclrtSynchronizeStream(s), ACL_ERROR_INTERNAL_ERROR);
+  // kInvalid from a task is an operator that found bad device data: a kernel fault.
+  EXPECT_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_AICORE_EXCEPTION);
   EXPECT_NE(recent().find("block id 99 is out of range"), std::string::npos) << recent();
   EXPECT_NE(recent().find("161002"), std::string::npos) << recent();
   EXPECT_EQ(after, 1);
@@ -408,22 +409,18 @@ TEST(AclMeta, TensorViewConversionRejectsUnknownDtypes) {
 // ---- executors ---------------------------------------------------------------------------------
 
 struct Counter {
-  std::atomic<int> checks{0}, runs{0};
+  std::atomic<int> runs{0};
 };
 
-aclOpExecutor* counting_executor(Counter* c, uint64_t ws, Status check_result = Status::kSuccess) {
+aclOpExecutor* counting_executor(Counter* c, uint64_t ws, Status run_result = Status::kSuccess) {
   kvflash::aclnn::ExecutorWork w;
   w.op = "test_op";
   w.workspace_size = ws;
-  w.check = [c, check_result](void*, uint64_t) {
-    ++c->checks;
-    return check_result == Status::kSuccess
-               ? Status::kSuccess
-               : kvflash::core::fail(check_result, "test_op", "check refused");
-  };
-  w.run = [c](void*, uint64_t) {
+  w.run = [c, run_result](void*, uint64_t) {
     ++c->runs;
-    return Status::kSuccess;
+    return run_result == Status::kSuccess
+               ? Status::kSuccess
+               : kvflash::core::fail(run_result, "test_op", "the run found bad device data");
   };
   return kvflash::aclnn::make_executor(std::move(w));
 }
@@ -440,7 +437,7 @@ TEST(AclExecutor, PhaseTwoCodesAndSingleUse) {
   int not_a_stream = 0;
   EXPECT_EQ(launch("test_op", ws.data(), 128, e, &not_a_stream), ACLNN_ERR_PARAM_INVALID);
   EXPECT_EQ(launch("other_op", ws.data(), 128, e, nullptr), ACLNN_ERR_PARAM_INVALID);
-  EXPECT_EQ(c.checks.load(), 0);
+  EXPECT_EQ(c.runs.load(), 0);
   // Rejected calls left it usable.
   EXPECT_EQ(launch("test_op", ws.data(), 128, e, nullptr), ACLNN_SUCCESS);
   EXPECT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
@@ -458,15 +455,16 @@ TEST(AclExecutor, PhaseTwoCodesAndSingleUse) {
   EXPECT_EQ(launch("test_op", nullptr, 0, e2, nullptr), ACLNN_ERR_PARAM_INVALID);
 }
 
-TEST(AclExecutor, FailedCheckEnqueuesNothing) {
+// Phase 2 reads no device data: a failure found by the run itself (in stream order) is reported
+// by the next synchronisation of the stream, with the run's message.
+TEST(AclExecutor, RunFailureIsReportedAtSynchronize) {
   Counter c;
   aclOpExecutor* e = counting_executor(&c, 0, Status::kInvalid);
-  EXPECT_EQ(kvflash::aclnn::launch("test_op", nullptr, 0, e, nullptr), ACLNN_ERR_PARAM_INVALID);
-  EXPECT_NE(recent().find("check refused"), std::string::npos);
-  EXPECT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
-  EXPECT_EQ(c.checks.load(), 1);
-  EXPECT_EQ(c.runs.load(), 0);
-  EXPECT_EQ(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+  EXPECT_EQ(kvflash::aclnn::launch("test_op", nullptr, 0, e, nullptr), ACLNN_SUCCESS);
+  EXPECT_NE(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+  EXPECT_NE(recent().find("the run found bad device data"), std::string::npos) << recent();
+  EXPECT_EQ(c.runs.load(), 1);
+  EXPECT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);  // reported once
 }
 
 TEST(AclExecutor, RepeatableExecutorRunsUntilDestroyed) {

@@ -13,6 +13,13 @@
 namespace kvflash::cpu {
 namespace {
 
+// Run-time first positions (as left padding would give), 7 * b for batch b.
+std::vector<int64_t> begins(const core::IfaProblem& p) {
+  std::vector<int64_t> begin;
+  for (int64_t b = 0; b < p.batch; ++b) begin.push_back(7 * b);
+  return begin;
+}
+
 core::IfaProblem make_problem(std::vector<int64_t> lens, int64_t kv_heads, int64_t group,
                               int64_t head_dim) {
   core::IfaProblem p;
@@ -22,15 +29,17 @@ core::IfaProblem make_problem(std::vector<int64_t> lens, int64_t kv_heads, int64
   p.num_heads = kv_heads * group;
   p.head_dim = head_dim;
   p.kv_len = lens;
-  for (size_t b = 0; b < lens.size(); ++b) p.kv_begin.push_back(static_cast<int64_t>(7 * b));
-  for (int64_t len : lens) p.max_kv_len = std::max(p.max_kv_len, len);
   return p;
 }
 
 void check_cover(const core::IfaProblem& p, int threads) {
   const IfaLayout l = ifa_layout(p);
   std::vector<std::byte> ws(l.bytes + 1);
-  std::byte* base = ifa_prepare(p, l, ws.data() + 1);  // deliberately misaligned
+  std::byte* base = ifa_align(ws.data() + 1);  // deliberately misaligned
+  ifa_fill_chunk_index(p, l, base);
+  const std::vector<int64_t> begin = begins(p);
+  core::IfaData d;
+  d.kv_begin = begin.data();
   ASSERT_EQ(reinterpret_cast<uintptr_t>(base) % kIfaWorkspaceAlign, 0u);
   ASSERT_LE(base + l.slots + sizeof(float) * l.num_slots * l.slot_floats, ws.data() + ws.size());
   const IfaSchedule s = ifa_schedule(p, l, threads);
@@ -38,12 +47,12 @@ void check_cover(const core::IfaProblem& p, int threads) {
   std::vector<int> covered(static_cast<size_t>(l.num_slots), 0);
   const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
   for (int64_t task = 0; task < s.num_tasks; ++task) {
-    const IfaChunkTask t = ifa_chunk_task(p, l, s, base, task);
-    ASSERT_GE(t.begin, p.kv_begin[t.b]);
-    ASSERT_LE(t.end, p.kv_begin[t.b] + p.kv_len[t.b]);
+    const IfaChunkTask t = ifa_chunk_task(p, d, l, s, base, task);
+    ASSERT_GE(t.begin, begin[t.b]);
+    ASSERT_LE(t.end, begin[t.b] + p.kv_len[t.b]);
     ASSERT_LT(t.begin, t.end);
     // Split points are a function of the sequence only: chunk c starts at c * kIfaChunkLen.
-    ASSERT_EQ(t.begin, p.kv_begin[t.b] + t.chunk * kIfaChunkLen);
+    ASSERT_EQ(t.begin, begin[t.b] + t.chunk * kIfaChunkLen);
     ASSERT_TRUE(t.end - t.begin == kIfaChunkLen || t.chunk == t.num_chunks - 1);
     ASSERT_LT(t.n2_begin, t.n2_end);
     ASSERT_LE(t.n2_end, p.num_kv_heads);
@@ -73,11 +82,7 @@ TEST(IfaSchedule, FewThreadsGroupHeadsManyThreadsSplitThem) {
   EXPECT_EQ(ifa_schedule(p, ifa_layout(p), 8).kv_heads_per_task, 1);
 }
 
-TEST(IfaLayout, WorkspaceDependsOnTheProblemOnly) {
-  core::IfaProblem a = make_problem({100, 2000}, 4, 2, 96);
-  core::IfaProblem b = a;
-  b.num_threads = 13;
-  EXPECT_EQ(ifa_layout(a).bytes, ifa_layout(b).bytes);
+TEST(IfaLayout, PaddedHeadDimAndChunks) {
   // Padded head dim: inner loops have no tails.
   EXPECT_EQ(ifa_layout(make_problem({1}, 1, 1, 80)).dp, 80);
   EXPECT_EQ(ifa_layout(make_problem({1}, 1, 1, 72)).dp, 80);

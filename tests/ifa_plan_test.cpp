@@ -1,6 +1,7 @@
-// IfaPlan: phase 1 sizes the workspace exactly as the kernel does; phase 2 refuses a too-small or
-// null workspace and a bad block id without touching the output; run() and the one-shot call
-// compute from the tensors as they are at run time.
+// IfaPlan: create() plans from metadata and sizes the workspace exactly as the kernel does; run()
+// refuses a too-small or null workspace and tensors that do not match the plan without touching
+// the output, binds new data pointers, and reads the device data (block table) as it is at run
+// time: a bad block id faults its batch only.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -115,9 +116,14 @@ TEST_F(IfaPlanTest, WorkspaceSizeAgreesWithKernel) {
     core::IfaProblem p;
     ASSERT_EQ(ifa::validate_ifa(a, &p), Status::kSuccess) << last_error_message();
     EXPECT_EQ(plan->workspace_size(), cpu::ifa_workspace_size(p));
-    EXPECT_EQ(plan->workspace_size(), cpu::ifa_workspace_size(plan->impl().problem));
-    EXPECT_EQ(plan->impl().workspace_size, plan->workspace_size());
-    EXPECT_EQ(plan->impl().problem.kv_len, p.kv_len);
+    const auto& impl = IfaPlanAccess::impl(*plan);
+    EXPECT_EQ(plan->workspace_size(), cpu::ifa_workspace_size(impl.problem));
+    EXPECT_EQ(impl.workspace_size, plan->workspace_size());
+    EXPECT_EQ(impl.problem.kv_len, p.kv_len);
+    // The plan keeps no data pointer.
+    EXPECT_EQ(impl.meta.query.data, nullptr);
+    EXPECT_EQ(impl.meta.key[0].data, nullptr);
+    EXPECT_EQ(impl.meta.attention_out.data, nullptr);
     EXPECT_GT(plan->workspace_size(), 0u);
   }
 }
@@ -151,24 +157,13 @@ TEST_F(IfaPlanTest, CreateNullPlanPointer) {
   expect_message("plan");
 }
 
-TEST_F(IfaPlanTest, CheckRunRefusesTooSmallWorkspace) {
-  auto plan = plan_of(contiguous());
-  const size_t need = plan->workspace_size();
-  EXPECT_EQ(plan->check_run(need - 1), Status::kInvalid);
-  expect_message("workspace_size (" + std::to_string(need - 1) + ") is smaller than required (" +
-                 std::to_string(need) + ")");
-  EXPECT_EQ(plan->check_run(0), Status::kInvalid);
-  EXPECT_EQ(plan->check_run(need), Status::kSuccess) << last_error_message();
-  EXPECT_EQ(plan->check_run(need + 4096), Status::kSuccess);
-}
-
 TEST_F(IfaPlanTest, RunRefusesTooSmallWorkspaceWithOutputUntouched) {
   IfaArgs a = contiguous();
   auto plan = plan_of(a);
   std::memset(a.attention_out.data, 0x5a, numel(a.attention_out) * 2);
   const auto before = bytes_of(a.attention_out);
   std::vector<std::byte> ws(plan->workspace_size());
-  EXPECT_EQ(plan->run(ws.data(), ws.size() - 1), Status::kInvalid);
+  EXPECT_EQ(plan->run(a, ws.data(), ws.size() - 1), Status::kInvalid);
   expect_message("workspace_size");
   EXPECT_EQ(bytes_of(a.attention_out), before);
 }
@@ -178,30 +173,88 @@ TEST_F(IfaPlanTest, RunRefusesNullWorkspace) {
   auto plan = plan_of(a);
   std::memset(a.attention_out.data, 0x5a, numel(a.attention_out) * 2);
   const auto before = bytes_of(a.attention_out);
-  EXPECT_EQ(plan->run(nullptr, plan->workspace_size()), Status::kNullPtr);
+  EXPECT_EQ(plan->run(a, nullptr, plan->workspace_size()), Status::kNullPtr);
   expect_message("workspace is null");
   EXPECT_EQ(bytes_of(a.attention_out), before);
 }
 
-TEST_F(IfaPlanTest, BadBlockIdRefusedByCheckRunAndRun) {
+// The ids are read by the run: an edit after create() is seen, a bad id faults batch 0 only
+// (NaN rows, kInvalid), and restoring it makes the same plan succeed.
+TEST_F(IfaPlanTest, BadBlockIdFaultsItsBatchAtRun) {
   IfaArgs a = paged();
-  auto plan = plan_of(a);  // ids are read at run time, so a later edit is seen
+  auto plan = plan_of(a);
   auto* ids = static_cast<int32_t*>(a.block_table->data);
+  std::vector<std::byte> ws(plan->workspace_size());
+  ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  const auto good = bytes_of(a.attention_out);
+  const int64_t row = numel(a.attention_out) / a.attention_out.shape[0];
+  const auto* out = static_cast<const uint16_t*>(a.attention_out.data);
+  for (int32_t bad : {6, -1, 1 << 30}) {
+    ids[1] = bad;  // batch 0, slot 1: referenced by length 20
+    std::memset(a.attention_out.data, 0x5a, numel(a.attention_out) * 2);
+    EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kInvalid);
+    expect_message("block_table[0][1] (" + std::to_string(bad) + ")");
+    for (int64_t i = 0; i < row; ++i) ASSERT_TRUE(std::isnan(core::fp16_to_float(out[i]))) << i;
+    EXPECT_EQ(std::memcmp(out + row, good.data() + row * 2, row * 2), 0) << "batch 1 changed";
+  }
+  ids[1] = 3;
+  EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  EXPECT_EQ(bytes_of(a.attention_out), good);
+}
+
+// One plan serves every call with the same metadata: new data pointers are bound by run().
+TEST_F(IfaPlanTest, RunBindsNewTensorsOfTheSameShapes) {
+  IfaArgs a = contiguous();
+  fill_fp16(a.key[0], 0.0f);
+  fill_fp16(a.value[0], 1.5f);
+  auto plan = plan_of(a);
+  IfaArgs b = contiguous();  // fresh buffers, same shapes
+  fill_fp16(b.key[0], 0.0f);
+  fill_fp16(b.value[0], -3.0f);
+  std::vector<std::byte> ws(plan->workspace_size());
+  ASSERT_EQ(plan->run(b, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  const auto* out = static_cast<const uint16_t*>(b.attention_out.data);
+  for (int64_t i = 0; i < numel(b.attention_out); ++i) {
+    ASSERT_EQ(core::fp16_to_float(out[i]), -3.0f) << i;
+  }
+  b.num_threads = 1;  // a run-time knob, not part of the plan
+  EXPECT_EQ(plan->run(b, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+}
+
+TEST_F(IfaPlanTest, RunRefusesTensorsThatDoNotMatchThePlan) {
+  IfaArgs a = contiguous();
+  auto plan = plan_of(a);
   std::vector<std::byte> ws(plan->workspace_size());
   std::memset(a.attention_out.data, 0x5a, numel(a.attention_out) * 2);
   const auto before = bytes_of(a.attention_out);
-  for (int32_t bad : {6, -1, 1 << 30}) {
-    ids[1] = bad;  // batch 0, slot 1: referenced by length 20
-    EXPECT_EQ(plan->check_run(ws.size()), Status::kInvalid);
-    expect_message("block_table[0][1] (" + std::to_string(bad) + ")");
-    EXPECT_EQ(plan->run(ws.data(), ws.size()), Status::kInvalid);
-    expect_message("block_table[0][1]");
-    EXPECT_EQ(bytes_of(a.attention_out), before);
+  struct Edit {
+    const char* what;
+    void (*apply)(IfaArgs*);
+    Status status;
+  };
+  const Edit edits[] = {
+      {"query", [](IfaArgs* x) { x->query.strides[0] += 1; }, Status::kInvalid},
+      {"key[0]", [](IfaArgs* x) { x->key[0].dtype = DType::kBFloat16; }, Status::kInvalid},
+      {"value[0]", [](IfaArgs* x) { x->value[0].offset = 1; }, Status::kInvalid},
+      {"attention_out", [](IfaArgs* x) { x->attention_out.device.type = DeviceType::kCuda; },
+       Status::kInvalid},
+      {"atten_mask", [](IfaArgs* x) { x->atten_mask = x->query; }, Status::kInvalid},
+      {"actual_seq_lengths", [](IfaArgs* x) { x->actual_seq_lengths = {{3}}; }, Status::kInvalid},
+      {"num_heads", [](IfaArgs* x) { x->num_heads = 2; }, Status::kInvalid},
+      {"scale_value", [](IfaArgs* x) { x->scale_value = 0.3; }, Status::kInvalid},
+      {"query has elements but no data", [](IfaArgs* x) { x->query.data = nullptr; },
+       Status::kNullPtr},
+  };
+  for (const Edit& e : edits) {
+    IfaArgs b = a;
+    e.apply(&b);
+    EXPECT_EQ(plan->run(b, ws.data(), ws.size()), e.status) << e.what;
+    expect_message(e.what);
+    EXPECT_EQ(bytes_of(a.attention_out), before) << e.what;
   }
-  ids[1] = 3;
-  EXPECT_EQ(plan->check_run(ws.size()), Status::kSuccess) << last_error_message();
-  EXPECT_EQ(plan->run(ws.data(), ws.size()), Status::kSuccess) << last_error_message();
-  EXPECT_NE(bytes_of(a.attention_out), before);
+  int not_a_stream = 0;
+  EXPECT_EQ(plan->run(a, ws.data(), ws.size(), &not_a_stream), Status::kInvalid);
+  expect_message("stream must be null for host tensors");
 }
 
 TEST_F(IfaPlanTest, UnreferencedSlotsMayHoldAnything) {
@@ -212,7 +265,7 @@ TEST_F(IfaPlanTest, UnreferencedSlotsMayHoldAnything) {
   ids[5] = 99;
   auto plan = plan_of(a);
   std::vector<std::byte> ws(plan->workspace_size());
-  EXPECT_EQ(plan->run(ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
 }
 
 // With K = 0 every score is 0: the output is the mean of V and LSE = log(kv_len), exactly.
@@ -224,7 +277,7 @@ TEST_F(IfaPlanTest, RunComputesFromTensorsAtRunTime) {
   a.softmax_lse = tensor(DType::kFloat32, {2, 4});
   auto plan = plan_of(a);
   std::vector<std::byte> ws(plan->workspace_size());
-  ASSERT_EQ(plan->run(ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
   const auto* out = static_cast<const uint16_t*>(a.attention_out.data);
   for (int64_t i = 0; i < numel(a.attention_out); ++i) {
     ASSERT_EQ(core::fp16_to_float(out[i]), 1.5f) << i;
@@ -234,9 +287,9 @@ TEST_F(IfaPlanTest, RunComputesFromTensorsAtRunTime) {
     EXPECT_NEAR(lse[h], std::log(40.0), 1e-5);
     EXPECT_NEAR(lse[4 + h], std::log(7.0), 1e-5);
   }
-  // The plan keeps views, not copies: new V values are used by the next run.
+  // The tensors are read by each run: new V values are used by the next run.
   fill_fp16(a.value[0], -2.0f);
-  ASSERT_EQ(plan->run(ws.data(), ws.size()), Status::kSuccess);
+  ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess);
   for (int64_t i = 0; i < numel(a.attention_out); ++i) {
     ASSERT_EQ(core::fp16_to_float(out[i]), -2.0f) << i;
   }
@@ -251,11 +304,11 @@ TEST_F(IfaPlanTest, RunIsRepeatableAndAcceptsAnyWorkspaceAlignment) {
   }
   auto plan = plan_of(a);
   std::vector<std::byte> ws(plan->workspace_size() + 64);
-  ASSERT_EQ(plan->run(ws.data(), plan->workspace_size()), Status::kSuccess) << last_error_message();
+  ASSERT_EQ(plan->run(a, ws.data(), plan->workspace_size()), Status::kSuccess) << last_error_message();
   const auto first = bytes_of(a.attention_out);
   const auto first_lse = bytes_of(*a.softmax_lse);
   std::memset(a.attention_out.data, 0, numel(a.attention_out));
-  ASSERT_EQ(plan->run(ws.data() + 3, plan->workspace_size()), Status::kSuccess);
+  ASSERT_EQ(plan->run(a, ws.data() + 3, plan->workspace_size()), Status::kSuccess);
   EXPECT_EQ(bytes_of(a.attention_out), first);
   EXPECT_EQ(bytes_of(*a.softmax_lse), first_lse);
 }
@@ -264,7 +317,7 @@ TEST_F(IfaPlanTest, OneShotMatchesPlan) {
   IfaArgs a = paged();
   auto plan = plan_of(a);
   std::vector<std::byte> ws(plan->workspace_size());
-  ASSERT_EQ(plan->run(ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
   const auto from_plan = bytes_of(a.attention_out);
   std::memset(a.attention_out.data, 0, numel(a.attention_out) * 2);
   ASSERT_EQ(incre_flash_attention(a), Status::kSuccess) << last_error_message();
@@ -279,11 +332,8 @@ TEST_F(IfaPlanTest, OneShotReportsErrors) {
 
   IfaArgs b = paged();
   static_cast<int32_t*>(b.block_table->data)[3] = 6;  // batch 1 slot 0
-  std::memset(b.attention_out.data, 0x5a, numel(b.attention_out) * 2);
-  const auto before = bytes_of(b.attention_out);
   EXPECT_EQ(incre_flash_attention(b), Status::kInvalid);
   expect_message("block_table[1][0] (6)");
-  EXPECT_EQ(bytes_of(b.attention_out), before);
 }
 
 }  // namespace

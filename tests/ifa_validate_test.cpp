@@ -1,6 +1,7 @@
-// validate_ifa / check_block_table: one test per rejection rule of spec §2.2-2.11 (exact status
+// validate_ifa: one test per rejection rule of spec §2.2-2.11 (exact status
 // code, and a message that names the argument), plus the normalised problem every accepted
 // layout and mode produces.
+#include "ifa/ifa_bind.hpp"
 #include "ifa/ifa_validate.hpp"
 
 #include <gtest/gtest.h>
@@ -125,6 +126,40 @@ class IfaValidateTest : public ::testing::Test {
     const Status st = validate(a, &p);
     EXPECT_EQ(st, Status::kSuccess) << last_error_message();
     return p;
+  }
+  // The accepted problem and the pointers a run of a binds (ifa::bind_data).
+  struct Bound {
+    IfaProblem p;
+    core::IfaData d;
+    std::vector<const void*> k_seq, v_seq;
+  };
+  std::unique_ptr<Bound> bind(const IfaArgs& a) {
+    auto r = std::make_unique<Bound>();
+    r->p = accept(a);
+    r->k_seq.resize(static_cast<size_t>(r->p.batch));
+    r->v_seq.resize(static_cast<size_t>(r->p.batch));
+    ifa::bind_data(r->p, a, r->k_seq.data(), r->v_seq.data(), &r->d);
+    return r;
+  }
+  // The first attended position of every batch for a left-padding value, and which are empty.
+  static std::vector<int64_t> begins(const IfaProblem& p, int64_t pad) {
+    std::vector<int64_t> v;
+    for (int64_t b = 0; b < p.batch; ++b) v.push_back(core::ifa_kv_range(p, b, pad).begin);
+    return v;
+  }
+  static std::vector<bool> empties(const IfaProblem& p, int64_t pad) {
+    std::vector<bool> v;
+    for (int64_t b = 0; b < p.batch; ++b) v.push_back(core::ifa_kv_range(p, b, pad).empty);
+    return v;
+  }
+  // create + run with a fresh workspace: the run-time checks of device data.
+  Status plan_and_run(const IfaArgs& a) {
+    std::unique_ptr<IfaPlan> plan;
+    const Status created = IfaPlan::create(a, &plan);
+    EXPECT_EQ(created, Status::kSuccess) << last_error_message();
+    if (created != Status::kSuccess) return created;
+    std::vector<std::byte> ws(plan->workspace_size());
+    return plan->run(a, ws.data(), ws.size());
   }
   // The exact code, and a message "[incre_flash_attention] ..." that names `arg`.
   void reject(const IfaArgs& a, Status code, const std::string& arg) {
@@ -805,12 +840,27 @@ TEST_F(IfaValidateTest, MaskTooShortForPagedCapacity) {
   invalid(a, "atten_mask last dim (47) must be >= 48");
 }
 
-TEST_F(IfaValidateTest, MaskMustCoverLeftPaddedRange) {
+TEST_F(IfaValidateTest, MaskMustCoverTheLengths) {
+  IfaArgs a = bsh();  // S = 8, lengths 3
+  a.actual_seq_lengths = std::vector<int64_t>{3};
+  a.atten_mask = tensor(DType::kBool, {2, 2});
+  invalid(a, "atten_mask last dim (2) must be >= 3");
+}
+
+// With left padding the mask is read at absolute positions that only the run knows (the padding
+// is device data): a range the mask does not cover faults its batch at run time instead of
+// reading past the mask.
+TEST_F(IfaValidateTest, MaskShorterThanLeftPaddedRangeFaultsAtRun) {
   IfaArgs a = bsh();  // S = 8, pad 2, lengths 3: positions [3, 6)
   a.actual_seq_lengths = std::vector<int64_t>{3};
   a.kv_padding_size = int64_scalar(2);
   a.atten_mask = tensor(DType::kBool, {2, 5});
-  invalid(a, "atten_mask last dim (5) must be >= 6");
+  EXPECT_EQ(plan_and_run(a), Status::kInvalid);
+  EXPECT_NE(std::string(last_error_message()).find("beyond the atten_mask's last dim (5)"),
+            std::string::npos)
+      << last_error_message();
+  *static_cast<int64_t*>(a.kv_padding_size->data) = 3;  // positions [2, 5): covered
+  EXPECT_EQ(plan_and_run(a), Status::kSuccess) << last_error_message();
 }
 
 // ---- pseShift -------------------------------------------------------------------------------
@@ -1012,19 +1062,20 @@ TEST_F(IfaValidateTest, LseContiguous) {
 TEST_F(IfaValidateTest, BshProblem) {
   IfaArgs a = bsh();
   a.zero_fully_masked_rows = true;
-  a.num_threads = 3;
-  const IfaProblem p = accept(a);
+  const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
   EXPECT_EQ(p.batch, 2);
   EXPECT_EQ(p.num_heads, 4);
   EXPECT_EQ(p.num_kv_heads, 2);
   EXPECT_EQ(p.group, 2);
   EXPECT_EQ(p.head_dim, 16);
   EXPECT_EQ(p.scale, 0.25f);
-  EXPECT_EQ(p.q.data, a.query.data);
+  EXPECT_EQ(d.q, a.query.data);
   EXPECT_EQ(p.q.s0, 64);
   EXPECT_EQ(p.q.s1, 16);
   EXPECT_EQ(p.q.s2, 1);
-  EXPECT_EQ(p.out, a.attention_out.data);
+  EXPECT_EQ(d.out, a.attention_out.data);
   EXPECT_EQ(p.out_s0, 64);
   EXPECT_EQ(p.out_s1, 16);
   EXPECT_EQ(p.out_s2, 1);
@@ -1032,32 +1083,32 @@ TEST_F(IfaValidateTest, BshProblem) {
   ASSERT_EQ(p.v.seqs.size(), 2u);
   EXPECT_FALSE(p.k.paged);
   for (int b = 0; b < 2; ++b) {
-    EXPECT_EQ(p.k.seqs[b].base, at(a.key[0], b * 8 * 32));
-    EXPECT_EQ(p.v.seqs[b].base, at(a.value[0], b * 8 * 32));
+    EXPECT_EQ(d.k_seq[b], at(a.key[0], b * 8 * 32));
+    EXPECT_EQ(d.v_seq[b], at(a.value[0], b * 8 * 32));
     EXPECT_EQ(p.k.seqs[b].s_pos, 32);
     EXPECT_EQ(p.k.seqs[b].s_head, 16);
     EXPECT_EQ(p.k.seqs[b].s_dim, 1);
   }
-  EXPECT_EQ(p.kv_begin, (std::vector<int64_t>{0, 0}));
+  EXPECT_FALSE(p.left_padding);
   EXPECT_EQ(p.kv_len, (std::vector<int64_t>{8, 8}));
-  EXPECT_EQ(p.max_kv_len, 8);
-  EXPECT_FALSE(p.mask.present());
-  EXPECT_FALSE(p.pse.present());
+  EXPECT_FALSE(p.mask.present);
+  EXPECT_FALSE(p.pse.present);
   EXPECT_EQ(p.antiquant, core::AntiquantMode::kNone);
-  EXPECT_FALSE(p.quant_scale2.present());
-  EXPECT_EQ(p.lse, nullptr);
+  EXPECT_FALSE(p.quant_scale2.present);
+  EXPECT_EQ(d.lse, nullptr);
   EXPECT_TRUE(p.zero_fully_masked_rows);
-  EXPECT_EQ(p.num_threads, 3);
-  EXPECT_EQ(p.block_table.data, nullptr);
+  EXPECT_EQ(d.block_table, nullptr);
 }
 
 TEST_F(IfaValidateTest, BsndProblem) {
   IfaArgs a = bsnd();
-  const IfaProblem p = accept(a);
+  const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
   EXPECT_EQ(p.q.s0, 64);
   EXPECT_EQ(p.q.s1, 16);
   EXPECT_EQ(p.q.s2, 1);
-  EXPECT_EQ(p.k.seqs[1].base, at(a.key[0], 8 * 2 * 16));
+  EXPECT_EQ(d.k_seq[1], at(a.key[0], 8 * 2 * 16));
   EXPECT_EQ(p.k.seqs[1].s_pos, 32);
   EXPECT_EQ(p.k.seqs[1].s_head, 16);
   EXPECT_EQ(p.k.seqs[1].s_dim, 1);
@@ -1065,11 +1116,13 @@ TEST_F(IfaValidateTest, BsndProblem) {
 
 TEST_F(IfaValidateTest, BnsdProblem) {
   IfaArgs a = bnsd();
-  const IfaProblem p = accept(a);
+  const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
   EXPECT_EQ(p.q.s0, 64);
   EXPECT_EQ(p.q.s1, 16);
   EXPECT_EQ(p.q.s2, 1);
-  EXPECT_EQ(p.v.seqs[1].base, at(a.value[0], 2 * 8 * 16));
+  EXPECT_EQ(d.v_seq[1], at(a.value[0], 2 * 8 * 16));
   EXPECT_EQ(p.v.seqs[1].s_head, 8 * 16);
   EXPECT_EQ(p.v.seqs[1].s_pos, 16);
   EXPECT_EQ(p.v.seqs[1].s_dim, 1);
@@ -1083,15 +1136,17 @@ TEST_F(IfaValidateTest, StridedInputsProblem) {
   a.query = strided(DType::kFloat16, {2, 4, 1, 16}, {200, 40, 7, 2}, 5);
   a.key = {strided(DType::kFloat16, {2, 2, 8, 16}, {1000, 300, 33, 1}, 11)};
   a.value = {strided(DType::kFloat16, {2, 2, 8, 16}, {0, 16, 32, 1}, 0)};  // batch broadcast
-  const IfaProblem p = accept(a);
-  EXPECT_EQ(p.q.data, at(a.query, 5));
+  const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
+  EXPECT_EQ(d.q, at(a.query, 5));
   EXPECT_EQ(p.q.s0, 200);
   EXPECT_EQ(p.q.s1, 40);
   EXPECT_EQ(p.q.s2, 2);
-  EXPECT_EQ(p.k.seqs[1].base, at(a.key[0], 11 + 1000));
+  EXPECT_EQ(d.k_seq[1], at(a.key[0], 11 + 1000));
   EXPECT_EQ(p.k.seqs[1].s_head, 300);
   EXPECT_EQ(p.k.seqs[1].s_pos, 33);
-  EXPECT_EQ(p.v.seqs[0].base, p.v.seqs[1].base);
+  EXPECT_EQ(d.v_seq[0], d.v_seq[1]);
 }
 
 TEST_F(IfaValidateTest, StridedBshQueryAndKey) {
@@ -1113,14 +1168,14 @@ TEST_F(IfaValidateTest, ListModeWithDifferingS) {
   a.key[1].data = nullptr;  // an empty tensor needs no data
   a.value = {tensor(DType::kFloat16, {1, 5, 32}), tensor(DType::kFloat16, {1, 0, 32}),
              tensor(DType::kFloat16, {1, 9, 32})};
-  const IfaProblem p = accept(a);
+  const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
   EXPECT_EQ(p.kv_len, (std::vector<int64_t>{5, 0, 9}));
-  EXPECT_EQ(p.kv_begin, (std::vector<int64_t>{0, 0, 0}));
-  EXPECT_EQ(p.max_kv_len, 9);
-  EXPECT_EQ(p.k.seqs[0].base, a.key[0].data);
-  EXPECT_EQ(p.k.seqs[1].base, nullptr);
-  EXPECT_EQ(p.k.seqs[2].base, a.key[2].data);
-  EXPECT_EQ(p.v.seqs[2].base, a.value[2].data);
+  EXPECT_EQ(d.k_seq[0], a.key[0].data);
+  EXPECT_EQ(d.k_seq[1], nullptr);
+  EXPECT_EQ(d.k_seq[2], a.key[2].data);
+  EXPECT_EQ(d.v_seq[2], a.value[2].data);
   EXPECT_EQ(p.k.seqs[2].s_pos, 32);
 
   a.actual_seq_lengths = std::vector<int64_t>{4, 0, 9};
@@ -1142,8 +1197,10 @@ TEST_F(IfaValidateTest, EmptyKvWithHugeStridesIsNeverAddressed) {
   IfaArgs a = bsh(2, 4, 2, 16, 0);
   a.key[0].strides[0] = INT64_MAX;  // nothing is addressed in an empty view: no overflow either
   a.key[0].offset = INT64_MAX;
-  const IfaProblem p = accept(a);
-  EXPECT_EQ(p.k.seqs[1].base, nullptr);
+  const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
+  EXPECT_EQ(d.k_seq[1], nullptr);
   EXPECT_EQ(p.kv_len, (std::vector<int64_t>{0, 0}));
 }
 
@@ -1153,7 +1210,6 @@ TEST_F(IfaValidateTest, KvWithZeroLength) {
   a.value[0].data = nullptr;
   const IfaProblem p = accept(a);
   EXPECT_EQ(p.kv_len, (std::vector<int64_t>{0, 0}));
-  EXPECT_EQ(p.max_kv_len, 0);
 }
 
 TEST_F(IfaValidateTest, ActualSeqLengthsBroadcastAndPrefix) {
@@ -1163,36 +1219,37 @@ TEST_F(IfaValidateTest, ActualSeqLengthsBroadcastAndPrefix) {
   a.actual_seq_lengths = std::vector<int64_t>{1, 0, 8, 99, -5};  // only the first B are used
   const IfaProblem p = accept(a);
   EXPECT_EQ(p.kv_len, (std::vector<int64_t>{1, 0, 8}));
-  EXPECT_EQ(p.max_kv_len, 8);
   a.actual_seq_lengths = std::vector<int64_t>{};  // empty: as if absent
   EXPECT_EQ(accept(a).kv_len, (std::vector<int64_t>{8, 8, 8}));
 }
 
+// Left padding is planned from metadata; its value is device data that each run reads
+// (core::ifa_kv_range turns it into the attended ranges).
 TEST_F(IfaValidateTest, LeftPadding) {
   IfaArgs a = bsh(3);  // S = 8
   a.actual_seq_lengths = std::vector<int64_t>{3, 7, 6};
   a.kv_padding_size = int64_scalar(2);
   const IfaProblem p = accept(a);
+  EXPECT_TRUE(p.left_padding);
+  EXPECT_EQ(p.kv_seq_len, 8);
+  EXPECT_EQ(p.kv_len, (std::vector<int64_t>{3, 7, 6}));
   // start_b = S - pad - len_b: 3, -1 (empty), 0
-  EXPECT_EQ(p.kv_begin, (std::vector<int64_t>{3, 0, 0}));
-  EXPECT_EQ(p.kv_len, (std::vector<int64_t>{3, 0, 6}));
-  EXPECT_EQ(p.max_kv_len, 6);
+  EXPECT_EQ(begins(p, 2), (std::vector<int64_t>{3, 0, 0}));
+  EXPECT_EQ(empties(p, 2), (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(begins(p, 0), (std::vector<int64_t>{5, 1, 2}));
 }
 
 TEST_F(IfaValidateTest, LeftPaddingNegativeIsZeroAndHugeEmptiesAll) {
   IfaArgs a = bsh();
   a.actual_seq_lengths = std::vector<int64_t>{3};
   a.kv_padding_size = int64_scalar(-4);
-  IfaProblem p = accept(a);
-  EXPECT_EQ(p.kv_begin, (std::vector<int64_t>{5, 5}));
+  const IfaProblem p = accept(a);
+  EXPECT_EQ(begins(p, -4), (std::vector<int64_t>{5, 5}));
   EXPECT_EQ(p.kv_len, (std::vector<int64_t>{3, 3}));
-  a.kv_padding_size = int64_scalar(INT64_MAX);
-  p = accept(a);
-  EXPECT_EQ(p.kv_len, (std::vector<int64_t>{0, 0}));
-  EXPECT_EQ(p.max_kv_len, 0);
+  EXPECT_EQ(empties(p, INT64_MAX), (std::vector<bool>{true, true}));
 }
 
-TEST_F(IfaValidateTest, LeftPaddingReadsElementZeroOfAView) {
+TEST_F(IfaValidateTest, LeftPaddingBindsElementZeroOfAView) {
   IfaArgs a = bsh();
   a.actual_seq_lengths = std::vector<int64_t>{3};
   TensorView t = tensor(DType::kInt64, {4});
@@ -1200,52 +1257,56 @@ TEST_F(IfaValidateTest, LeftPaddingReadsElementZeroOfAView) {
   t.offset = 2;
   t.shape[0] = 2;
   a.kv_padding_size = t;
-  EXPECT_EQ(accept(a).kv_begin, (std::vector<int64_t>{4, 4}));
+  const auto bound = bind(a);
+  ASSERT_NE(bound->d.kv_padding_size, nullptr);
+  EXPECT_EQ(*bound->d.kv_padding_size, 1);
+  EXPECT_EQ(begins(bound->p, *bound->d.kv_padding_size), (std::vector<int64_t>{4, 4}));
 }
 
 TEST_F(IfaValidateTest, LeftPaddingSilentlyIgnored) {
   // Without actual_seq_lengths.
   IfaArgs a = bsh();
   a.kv_padding_size = int64_scalar(3);
-  EXPECT_EQ(accept(a).kv_begin, (std::vector<int64_t>{0, 0}));
+  EXPECT_FALSE(accept(a).left_padding);
+  EXPECT_EQ(bind(a)->d.kv_padding_size, nullptr);
   // In list mode.
   IfaArgs b = bsh();
   b.key = {tensor(DType::kFloat16, {1, 8, 32}), tensor(DType::kFloat16, {1, 8, 32})};
   b.value = b.key;
   b.actual_seq_lengths = std::vector<int64_t>{2};
   b.kv_padding_size = tensor(DType::kFloat32, {1});  // not even looked at
-  EXPECT_EQ(accept(b).kv_begin, (std::vector<int64_t>{0, 0}));
+  EXPECT_FALSE(accept(b).left_padding);
   // With paged KV.
   IfaArgs c = paged_bsh();
   c.kv_padding_size = int64_scalar(5);
-  EXPECT_EQ(accept(c).kv_begin, (std::vector<int64_t>{0, 0}));
+  EXPECT_FALSE(accept(c).left_padding);
   // An empty kv_padding_size.
   IfaArgs d = bsh();
   d.actual_seq_lengths = std::vector<int64_t>{2};
   d.kv_padding_size = tensor(DType::kInt64, {0});
-  EXPECT_EQ(accept(d).kv_begin, (std::vector<int64_t>{0, 0}));
+  EXPECT_FALSE(accept(d).left_padding);
 }
 
 TEST_F(IfaValidateTest, PagedBsh3DProblem) {
   IfaArgs a = paged_bsh();
-  const IfaProblem p = accept(a);
+  const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
   EXPECT_TRUE(p.k.paged);
   EXPECT_TRUE(p.v.paged);
-  EXPECT_EQ(p.k.cache, a.key[0].data);
-  EXPECT_EQ(p.v.cache, a.value[0].data);
+  EXPECT_EQ(d.k_cache, a.key[0].data);
+  EXPECT_EQ(d.v_cache, a.value[0].data);
   EXPECT_EQ(p.k.s_block, 16 * 32);
   EXPECT_EQ(p.k.s_pos, 32);
   EXPECT_EQ(p.k.s_head, 16);
   EXPECT_EQ(p.k.s_dim, 1);
-  EXPECT_EQ(p.block_table.data, a.block_table->data);
+  EXPECT_EQ(d.block_table, a.block_table->data);
   EXPECT_EQ(p.block_table.s0, 3);
   EXPECT_EQ(p.block_table.s1, 1);
   EXPECT_EQ(p.block_table.blocks_per_seq, 3);
   EXPECT_EQ(p.block_table.block_size, 16);
   EXPECT_EQ(p.block_table.num_blocks, 6);
   EXPECT_EQ(p.kv_len, (std::vector<int64_t>{20, 5}));
-  EXPECT_EQ(p.kv_begin, (std::vector<int64_t>{0, 0}));
-  EXPECT_EQ(p.max_kv_len, 20);
 }
 
 TEST_F(IfaValidateTest, PagedBsndUses3DCache) {
@@ -1292,19 +1353,20 @@ TEST_F(IfaValidateTest, PagedBnsd4DProblem) {
   a.block_table = bt;
   a.block_size = 16;
   a.actual_seq_lengths = std::vector<int64_t>{17, 16};
-  const IfaProblem p = accept(a);
+  const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
   EXPECT_EQ(p.k.s_block, 512);
   EXPECT_EQ(p.k.s_head, 256);
   EXPECT_EQ(p.k.s_pos, 16);
   EXPECT_EQ(p.k.s_dim, 1);
-  EXPECT_EQ(p.v.cache, at(a.value[0], 7));
+  EXPECT_EQ(d.v_cache, at(a.value[0], 7));
   EXPECT_EQ(p.v.s_block, 1024);
   EXPECT_EQ(p.v.s_head, 512);
   EXPECT_EQ(p.v.s_pos, 32);
   EXPECT_EQ(p.block_table.s0, 1);
   EXPECT_EQ(p.block_table.s1, 2);
   EXPECT_EQ(p.block_table.num_blocks, 5);
-  EXPECT_EQ(ifa::check_block_table(p), Status::kSuccess) << last_error_message();
 }
 
 TEST_F(IfaValidateTest, MaskBroadcastStrides) {
@@ -1322,8 +1384,10 @@ TEST_F(IfaValidateTest, MaskBroadcastStrides) {
     TensorView m = tensor(DType::kUInt8, {80});
     a.atten_mask = TensorView::contiguous(m.data, DType::kUInt8, c.shape);
     SCOPED_TRACE(a.atten_mask->describe());
-    const IfaProblem p = accept(a);
-    EXPECT_EQ(p.mask.data, m.data);
+    const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
+    EXPECT_EQ(d.mask, m.data);
     EXPECT_EQ(p.mask.dtype, DType::kUInt8);
     EXPECT_EQ(p.mask.s0, c.s0);
     EXPECT_EQ(p.mask.s1, c.s1);
@@ -1335,20 +1399,20 @@ TEST_F(IfaValidateTest, EmptyMaskIsAbsent) {
   IfaArgs a = bsh();
   a.atten_mask = tensor(DType::kFloat16, {0});  // numel 0: ignored, even with a wrong dtype
   a.atten_mask->data = nullptr;
-  EXPECT_FALSE(accept(a).mask.present());
+  EXPECT_FALSE(accept(a).mask.present);
 }
 
 TEST_F(IfaValidateTest, PseBroadcastStrides) {
   IfaArgs a = bsh();
   a.pse_shift = tensor(DType::kFloat16, {1, 4, 1, 12});
   IfaProblem p = accept(a);
-  EXPECT_EQ(p.pse.data, a.pse_shift->data);
+  EXPECT_EQ(bind(a)->d.pse, a.pse_shift->data);
   EXPECT_EQ(p.pse.s0, 0);
   EXPECT_EQ(p.pse.s1, 12);
   EXPECT_EQ(p.pse.s2, 1);
   a.pse_shift = strided(DType::kFloat16, {2, 4, 1, 8}, {100, 20, 1, 2}, 3);
   p = accept(a);
-  EXPECT_EQ(p.pse.data, at(*a.pse_shift, 3));
+  EXPECT_EQ(bind(a)->d.pse, at(*a.pse_shift, 3));
   EXPECT_EQ(p.pse.s0, 100);
   EXPECT_EQ(p.pse.s1, 20);
   EXPECT_EQ(p.pse.s2, 2);
@@ -1373,7 +1437,9 @@ TEST_F(IfaValidateTest, AntiquantViews) {
     a.antiquant_scale = TensorView::contiguous(sc.data, DType::kFloat16, c.shape);
     a.antiquant_offset = TensorView::contiguous(off.data, DType::kFloat16, c.shape);
     SCOPED_TRACE(a.antiquant_scale->describe());
-    const IfaProblem p = accept(a);
+    const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
     EXPECT_EQ(p.antiquant, c.mode);
     for (const core::View3* v : {&p.antiquant_scale, &p.antiquant_offset}) {
       EXPECT_EQ(v->s0, c.s0);
@@ -1381,14 +1447,15 @@ TEST_F(IfaValidateTest, AntiquantViews) {
       EXPECT_EQ(v->s2, c.s2);
       EXPECT_EQ(v->dtype, DType::kFloat16);
     }
-    EXPECT_EQ(p.antiquant_scale.data, sc.data);
-    EXPECT_EQ(p.antiquant_offset.data, off.data);
+    EXPECT_EQ(d.antiquant_scale, sc.data);
+    EXPECT_EQ(d.antiquant_offset, off.data);
   }
   // Offset is optional.
   IfaArgs a = bsh(2, 4, 2, 16, 8, DType::kBFloat16, DType::kInt8, DType::kBFloat16);
   a.antiquant_scale = tensor(DType::kBFloat16, {2, 32});
-  const IfaProblem p = accept(a);
-  EXPECT_FALSE(p.antiquant_offset.present());
+  const auto bound = bind(a);
+  EXPECT_FALSE(bound->p.antiquant_offset.present);
+  EXPECT_EQ(bound->d.antiquant_offset, nullptr);
 }
 
 TEST_F(IfaValidateTest, QuantScale2Views) {
@@ -1407,8 +1474,10 @@ TEST_F(IfaValidateTest, QuantScale2Views) {
     a.quant_scale2 = TensorView::contiguous(sc.data, DType::kFloat32, c.shape);
     a.quant_offset2 = a.quant_scale2;
     SCOPED_TRACE(a.quant_scale2->describe());
-    const IfaProblem p = accept(a);
-    EXPECT_EQ(p.quant_scale2.data, sc.data);
+    const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
+    EXPECT_EQ(d.quant_scale2, sc.data);
     EXPECT_EQ(p.quant_scale2.s0, 0);
     EXPECT_EQ(p.quant_scale2.s1, c.s1);
     EXPECT_EQ(p.quant_scale2.s2, c.s2);
@@ -1416,18 +1485,23 @@ TEST_F(IfaValidateTest, QuantScale2Views) {
   }
   IfaArgs a = bsh(2, 4, 2, 16, 8, DType::kFloat16, DType::kFloat16, DType::kInt8);
   a.quant_scale2 = strided(DType::kFloat32, {64}, {3}, 2);
-  const IfaProblem p = accept(a);
-  EXPECT_EQ(p.quant_scale2.data, at(*a.quant_scale2, 2));
+  const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
+  EXPECT_EQ(d.quant_scale2, at(*a.quant_scale2, 2));
   EXPECT_EQ(p.quant_scale2.s1, 48);
   EXPECT_EQ(p.quant_scale2.s2, 3);
-  EXPECT_FALSE(p.quant_offset2.present());
+  EXPECT_FALSE(p.quant_offset2.present);
 }
 
 TEST_F(IfaValidateTest, LseView) {
   IfaArgs a = bsh();
   a.softmax_lse = tensor(DType::kFloat32, {2, 4});
-  const IfaProblem p = accept(a);
-  EXPECT_EQ(p.lse, a.softmax_lse->data);
+  const auto bound = bind(a);
+  const IfaProblem& p = bound->p;
+  const core::IfaData& d = bound->d;
+  EXPECT_TRUE(p.has_lse);
+  EXPECT_EQ(d.lse, a.softmax_lse->data);
   EXPECT_EQ(p.lse_s0, 4);
   EXPECT_EQ(p.lse_s1, 1);
 }
@@ -1438,33 +1512,29 @@ TEST_F(IfaValidateTest, ValidationIsPureAndRepeatable) {
   const IfaProblem p1 = accept(a);
   const IfaProblem p2 = accept(a);
   EXPECT_EQ(p1.kv_len, p2.kv_len);
-  EXPECT_EQ(p1.mask.data, p2.mask.data);
+  EXPECT_EQ(p1.mask.s0, p2.mask.s0);
   EXPECT_STREQ(last_error_message(), "");
 }
 
-// ---- check_block_table ----------------------------------------------------------------------
+// ---- block-table ids: device data, checked by the run ------------------------------------------
 
 TEST_F(IfaValidateTest, BlockTableIdsCheckedOnlyWhereReferenced) {
   IfaArgs a = paged_bsh();  // lengths {20, 5}: batch 0 uses slots 0, 1; batch 1 uses slot 0
-  TensorView bt = *a.block_table;
-  int32_t* ids = static_cast<int32_t*>(bt.data);
-  const IfaProblem p = accept(a);
-  EXPECT_EQ(ifa::check_block_table(p), Status::kSuccess) << last_error_message();
+  int32_t* ids = static_cast<int32_t*>(a.block_table->data);
+  EXPECT_EQ(plan_and_run(a), Status::kSuccess) << last_error_message();
 
   ids[2] = 1000;  // batch 0, slot 2: not referenced
   ids[4] = -7;    // batch 1, slot 1: not referenced
-  EXPECT_EQ(ifa::check_block_table(p), Status::kSuccess) << last_error_message();
+  EXPECT_EQ(plan_and_run(a), Status::kSuccess) << last_error_message();
 
   ids[1] = 6;  // == num_blocks
-  core::clear_error();
-  EXPECT_EQ(ifa::check_block_table(p), Status::kInvalid);
+  EXPECT_EQ(plan_and_run(a), Status::kInvalid);
   EXPECT_NE(std::string(last_error_message()).find("block_table[0][1] (6)"), std::string::npos)
       << last_error_message();
 
   ids[1] = 3;
   ids[3] = -1;
-  core::clear_error();
-  EXPECT_EQ(ifa::check_block_table(p), Status::kInvalid);
+  EXPECT_EQ(plan_and_run(a), Status::kInvalid);
   EXPECT_NE(std::string(last_error_message()).find("block_table[1][0] (-1)"), std::string::npos)
       << last_error_message();
 }
@@ -1475,13 +1545,7 @@ TEST_F(IfaValidateTest, BlockTableZeroLengthBatchReadsNothing) {
   int32_t* ids = static_cast<int32_t*>(a.block_table->data);
   ids[3] = -1;  // batch 1 slot 0
   ids[1] = -1;  // batch 0 slot 1: 16 tokens fit one block
-  const IfaProblem p = accept(a);
-  EXPECT_EQ(ifa::check_block_table(p), Status::kSuccess) << last_error_message();
-}
-
-TEST_F(IfaValidateTest, BlockTableCheckOnNonPagedIsNoop) {
-  const IfaProblem p = accept(bsh());
-  EXPECT_EQ(ifa::check_block_table(p), Status::kSuccess);
+  EXPECT_EQ(plan_and_run(a), Status::kSuccess) << last_error_message();
 }
 
 }  // namespace

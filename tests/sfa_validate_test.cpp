@@ -52,6 +52,21 @@ class SfaValidateTest : public ::testing::Test {
   static void invalid(const SfaArgs& a, const std::string& needle) {
     expect(a, Status::kInvalid, needle);
   }
+  // Device data (the actual lengths) is checked by the run: create succeeds, run returns kInvalid
+  // naming `needle`, and every output is NaN.
+  static void invalid_at_run(const SfaArgs& a, const std::string& needle) {
+    std::unique_ptr<SfaPlan> plan;
+    ASSERT_EQ(SfaPlan::create(a, &plan), Status::kSuccess) << last_error_message();
+    std::vector<std::byte> ws(plan->workspace_size());
+    EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kInvalid);
+    const std::string msg = last_error_message();
+    EXPECT_NE(msg.find("[sparse_flash_attention]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(needle), std::string::npos) << "message: " << msg;
+    const uint16_t* out = static_cast<const uint16_t*>(a.attention_out.data);
+    for (int64_t i = 0; i < a.attention_out.numel(); ++i) {
+      ASSERT_TRUE((out[i] & 0x7c00) == 0x7c00 && (out[i] & 0x3ff) != 0) << i;
+    }
+  }
   static void null(const SfaArgs& a, const std::string& needle) {
     expect(a, Status::kNullPtr, needle);
   }
@@ -323,12 +338,13 @@ TEST_F(SfaValidateTest, Rule7BlockTableOnlyWithPaged) {
 }
 
 // ---- rule 8: softmax outputs ---------------------------------------------------------------
-TEST_F(SfaValidateTest, Rule8LseNotWithPaged) {
+// Decision 22 (revised 2026-11-30): context-parallel decode asks for the LSE with a paged cache.
+TEST_F(SfaValidateTest, Rule8LseWithPagedIsAccepted) {
   SfaArgs a = pa_.args();
   a.return_softmax_lse = true;
   a.softmax_max = bsnd_.args().softmax_max;
   a.softmax_sum = bsnd_.args().softmax_sum;
-  invalid(a, "PA_BSND");
+  expect(a, Status::kSuccess, "");
 }
 TEST_F(SfaValidateTest, Rule8NullSoftmaxOutputIsNullPtr) {
   SfaArgs a = bsnd_.args();
@@ -356,7 +372,7 @@ TEST_F(SfaValidateTest, Rule8NoLseMeansOutputsIgnored) {
   expect(a, Status::kSuccess, "");
 }
 
-// ---- rule 9: actual lengths ----------------------------------------------------------------
+// ---- rule 9: actual lengths (shapes at create; values are device data, checked by the run) -----
 TEST_F(SfaValidateTest, Rule9LengthsNumelIsBatch) {
   SfaArgs a = bsnd_.args();
   a.actual_seq_lengths_kv->shape[0] = 1;
@@ -373,32 +389,32 @@ TEST_F(SfaValidateTest, Rule9TndNeedsLengths) {
 TEST_F(SfaValidateTest, Rule9QueryLengthRange) {
   const SfaArgs& a = bsnd_.args();
   set_i32(*a.actual_seq_lengths_query, 0, static_cast<int32_t>(a.query.shape[1] + 1));
-  invalid(a, "actual_seq_lengths_query[0]");
+  invalid_at_run(a, "actual_seq_lengths_query[0]");
   set_i32(*a.actual_seq_lengths_query, 0, -1);
-  invalid(a, "actual_seq_lengths_query[0]");
+  invalid_at_run(a, "actual_seq_lengths_query[0]");
 }
 TEST_F(SfaValidateTest, Rule9KvLengthRange) {
   const SfaArgs& a = bsnd_.args();
   set_i32(*a.actual_seq_lengths_kv, 1, static_cast<int32_t>(a.key.shape[1] + 1));
-  invalid(a, "actual_seq_lengths_kv[1]");
+  invalid_at_run(a, "actual_seq_lengths_kv[1]");
 }
 TEST_F(SfaValidateTest, Rule9PagedKvLengthBoundedByBlockTable) {
   const SfaArgs& a = pa_.args();
   const int64_t cap = a.block_table->shape[1] * a.key.shape[1];
   set_i32(*a.actual_seq_lengths_kv, 0, static_cast<int32_t>(cap + 1));
-  invalid(a, "block_table columns * block_size");
+  invalid_at_run(a, "block_table columns * block_size");
 }
 TEST_F(SfaValidateTest, Rule9PrefixSumsNonDecreasingAndBounded) {
   const SfaArgs& a = tnd_.args();
   set_i32(*a.actual_seq_lengths_kv, 0, 25);  // > askv[1] = 28? make it decrease
   set_i32(*a.actual_seq_lengths_kv, 1, 10);
-  invalid(a, "non-decreasing");
+  invalid_at_run(a, "non-decreasing");
   set_i32(*a.actual_seq_lengths_kv, 0, 8);
   set_i32(*a.actual_seq_lengths_kv, 1, static_cast<int32_t>(a.key.shape[0] + 1));
-  invalid(a, "exceeds key T2");
+  invalid_at_run(a, "exceeds key T2");
   set_i32(*a.actual_seq_lengths_kv, 1, 28);
   set_i32(*a.actual_seq_lengths_query, 1, static_cast<int32_t>(a.query.shape[0] + 1));
-  invalid(a, "exceeds query T1");
+  invalid_at_run(a, "exceeds query T1");
 }
 
 // ---- rule 10: sinks ------------------------------------------------------------------------
@@ -435,49 +451,87 @@ TEST_F(SfaValidateTest, NegativeStrideRejected) {
 TEST_F(SfaValidateTest, UnaddressableViewRejected) {
   SfaArgs a = bsnd_.args();
   a.key.strides[0] = int64_t{1} << 62;
-  invalid(a, "too large");
+  invalid(a, "beyond the int64 range");
 }
 
-// ---- phase 2 -------------------------------------------------------------------------------
-TEST_F(SfaValidateTest, Phase2BadBlockIdOfSelectedPosition) {
-  SfaArgs a = pa_.args();
+// ---- run time: block ids of selected positions (decision 13b) ------------------------------
+TEST_F(SfaValidateTest, RunBadBlockIdOfSelectedPositionFaultsItsRowsOnly) {
+  const SfaArgs& a = pa_.args();
   std::unique_ptr<SfaPlan> plan;
   ASSERT_EQ(SfaPlan::create(a, &plan), Status::kSuccess) << last_error_message();
   std::vector<std::byte> ws(plan->workspace_size());
-  ASSERT_EQ(plan->check_run(ws.size()), Status::kSuccess) << last_error_message();
+  ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  const std::vector<std::byte> good = pa_.output_bytes();
   // Batch 1 (kv 20, block 16) uses slots 0 and 1; corrupt slot 0 (its rows select from it).
   int32_t* e = pa_.block_table_entry(1, 0);
   const int32_t saved = *e;
+  const int64_t rows = a.attention_out.shape[0] * a.attention_out.shape[1];
+  const int64_t row_elems = a.attention_out.numel() / rows;
+  const int64_t s1 = a.attention_out.shape[1];
   for (int32_t bad : {-1, static_cast<int32_t>(pa_.num_blocks())}) {
     *e = bad;
     pa_.poison_outputs();
-    EXPECT_EQ(plan->check_run(ws.size()), Status::kInvalid);
+    EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kInvalid);
     EXPECT_NE(std::string(last_error_message()).find("block_table[1][0]"), std::string::npos)
         << last_error_message();
-    EXPECT_EQ(plan->run(ws.data(), ws.size()), Status::kInvalid);
-    // Nothing was written.
     const uint16_t* out = static_cast<const uint16_t*>(a.attention_out.data);
-    for (int64_t i = 0; i < a.attention_out.numel(); ++i) ASSERT_EQ(out[i] & 0x7c00, 0x7c00);
+    const auto* ref = reinterpret_cast<const uint16_t*>(good.data());
+    int faulted = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const bool nan_row = (out[r * row_elems] & 0x7c00) == 0x7c00 && (out[r * row_elems] & 0x3ff);
+      faulted += nan_row;
+      if (r / s1 != 1) {
+        ASSERT_FALSE(nan_row) << "row " << r << " of another batch faulted";
+      }
+      for (int64_t i = 0; i < row_elems; ++i) {
+        const uint16_t x = out[r * row_elems + i];
+        if (nan_row) {
+          ASSERT_TRUE((x & 0x7c00) == 0x7c00 && (x & 0x3ff)) << "row " << r;
+        } else {
+          ASSERT_EQ(x, ref[r * row_elems + i]) << "row " << r;
+        }
+      }
+    }
+    EXPECT_GT(faulted, 0);
   }
   *e = saved;
-  EXPECT_EQ(plan->run(ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  EXPECT_EQ(pa_.output_bytes(), good);
 }
-TEST_F(SfaValidateTest, Phase2UnreferencedBlockTableSlotsAreNotChecked) {
+TEST_F(SfaValidateTest, RunUnreferencedBlockTableSlotsAreNotChecked) {
   // The case fills every slot past a batch's length with INT32_MAX; the call must still run.
   std::unique_ptr<SfaPlan> plan;
   ASSERT_EQ(SfaPlan::create(pa_.args(), &plan), Status::kSuccess);
   EXPECT_EQ(*pa_.block_table_entry(0, pa_.args().block_table->shape[1] - 1), INT32_MAX);
   std::vector<std::byte> ws(plan->workspace_size());
-  EXPECT_EQ(plan->run(ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  EXPECT_EQ(plan->run(pa_.args(), ws.data(), ws.size()), Status::kSuccess) << last_error_message();
 }
-TEST_F(SfaValidateTest, Phase2WorkspaceTooSmall) {
+TEST_F(SfaValidateTest, RunWorkspaceTooSmall) {
   std::unique_ptr<SfaPlan> plan;
   ASSERT_EQ(SfaPlan::create(bsnd_.args(), &plan), Status::kSuccess);
   ASSERT_GT(plan->workspace_size(), 0u);
   std::vector<std::byte> ws(plan->workspace_size());
-  EXPECT_EQ(plan->check_run(ws.size() - 1), Status::kInvalid);
+  EXPECT_EQ(plan->run(bsnd_.args(), ws.data(), ws.size() - 1), Status::kInvalid);
   EXPECT_NE(std::string(last_error_message()).find("workspace_size"), std::string::npos);
-  EXPECT_EQ(plan->run(ws.data(), ws.size() - 1), Status::kInvalid);
+}
+TEST_F(SfaValidateTest, RunRefusesTensorsThatDoNotMatchThePlan) {
+  std::unique_ptr<SfaPlan> plan;
+  ASSERT_EQ(SfaPlan::create(bsnd_.args(), &plan), Status::kSuccess);
+  std::vector<std::byte> ws(plan->workspace_size());
+  SfaArgs a = bsnd_.args();
+  a.query.strides[0] += 1;
+  EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kInvalid);
+  EXPECT_NE(std::string(last_error_message()).find("query"), std::string::npos);
+  a = bsnd_.args();
+  a.sparse_mode = 0;
+  EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kInvalid);
+  EXPECT_NE(std::string(last_error_message()).find("sparse_mode"), std::string::npos);
+  a = bsnd_.args();
+  a.sinks.reset();
+  EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kInvalid);
+  a = bsnd_.args();
+  a.key.data = nullptr;
+  EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kNullPtr);
 }
 TEST_F(SfaValidateTest, CreateWithNullPlanSlot) {
   EXPECT_EQ(SfaPlan::create(bsnd_.args(), nullptr), Status::kNullPtr);

@@ -119,7 +119,7 @@ bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs) {
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
   const double seconds =
-      median_seconds(1, options.iterations, [&] { st = plan->run(ws.data(), ws.size()); });
+      median_seconds(1, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); });
   if (st != Status::kSuccess) {
     std::printf("sfa: run failed: %s\n", last_error_message());
     return false;

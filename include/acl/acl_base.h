@@ -34,6 +34,10 @@ typedef void *aclrtContext;
 #define ACL_ERROR_INVALID_DEVICE 200002
 #define ACL_ERROR_INTERNAL_ERROR 500000
 #define ACL_ERROR_FAILURE 500001
+/* A kernel found bad device data while running (kvflash: an out-of-range block id, actual lengths
+ * out of range); reported by the next synchronisation of its stream, as CANN reports AI Core
+ * exceptions. */
+#define ACL_ERROR_RT_AICORE_EXCEPTION 507015
 
 typedef enum {
   ACL_DT_UNDEFINED = -1,

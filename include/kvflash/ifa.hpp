@@ -3,11 +3,20 @@
 // Semantics are those of aclnnIncreFlashAttentionV4 (docs/conventions.md, spec §2) plus two
 // extensions: an optional softmax LSE output and an option that zeroes fully masked rows.
 //
-//   kvflash::IfaArgs args;            // fill the views and attributes
+// A plan is built from metadata (shapes, dtypes, strides, devices, attributes and the host array
+// actual_seq_lengths) and holds no data pointers; run() binds the tensors of one call. One plan
+// serves every decode step with the same shapes:
+//
+//   kvflash::IfaArgs args;                       // fill the views and attributes
 //   std::unique_ptr<kvflash::IfaPlan> plan;
-//   if (kvflash::IfaPlan::create(args, &plan) != kvflash::Status::kSuccess) { ...
-//   last_error_message() } std::vector<std::byte> ws(plan->workspace_size()); plan->run(ws.data(),
-//   ws.size());  // may be called many times; reads tensors at run time
+//   if (kvflash::IfaPlan::create(args, &plan) != kvflash::Status::kSuccess) {
+//     ... kvflash::last_error_message() ...
+//   }
+//   std::vector<std::byte> ws(plan->workspace_size());
+//   for (each step) {
+//     args.query.data = ...; args.attention_out.data = ...;   // same shapes, new data
+//     plan->run(args, ws.data(), ws.size());
+//   }
 #pragma once
 
 #include <cstdint>
@@ -21,7 +30,7 @@
 
 namespace kvflash {
 
-/// All inputs of one IFA call. Views are borrowed: they must stay valid until the last run.
+/// All inputs of one IFA call. Views are borrowed for the duration of a call.
 struct IfaArgs {
   TensorView query;  ///< BSH (B,1,H) | BSND (B,1,N,D) | BNSD (B,N,1,D); fp16 or bf16
   std::vector<TensorView>
@@ -51,30 +60,42 @@ struct IfaArgs {
   std::optional<TensorView> softmax_lse;
   /// Fully masked rows output zeros (and LSE -inf) instead of the mean of V (FIA row-invalid fix).
   bool zero_fully_masked_rows = false;
-  /// Worker threads for this call; 0 = the library default (set_num_threads / hardware).
+  /// Worker threads for this call (host tensors); 0 = the library default (set_num_threads, or
+  /// the parallel backend's threads). Results do not depend on it; a run may change it.
   int num_threads = 0;
 };
 
-/// A validated, planned IFA call. Creation checks every argument (the only place that rejects
-/// input) and sizes the workspace; run() reads the tensors and computes. run() never allocates.
+/// A validated, planned IFA call.
 class IfaPlan {
  public:
-  struct Impl;
-  /// Validates args and builds a plan. On failure *plan is reset and the status says why.
+  /// Validates args (the only place that rejects input) and builds a plan from their metadata.
+  /// Tensors must have data where they hold elements, but no tensor is read: device data (the
+  /// block table, kv_padding_size, scales) is read by run(), in stream order. On failure *plan is
+  /// reset and the status and last_error_message() say why.
   static Status create(const IfaArgs& args, std::unique_ptr<IfaPlan>* plan);
   ~IfaPlan();
-  /// Bytes of scratch memory run() needs (may be 0). Any alignment is accepted.
+  IfaPlan(const IfaPlan&) = delete;
+  IfaPlan& operator=(const IfaPlan&) = delete;
+
+  /// Bytes of scratch memory run() needs (may be 0), on the plan's device. A function of the plan
+  /// only: the same for every run, thread count and instruction set. Any alignment is accepted.
   size_t workspace_size() const;
-  /// The checks that need the device data, without computing: kInvalid if workspace_size is too
-  /// small or a block-table id that the lengths reference is outside [0, num_blocks). The aclnn
-  /// phase 2 calls this synchronously before it enqueues run().
-  Status check_run(size_t workspace_size) const;
-  /// check_run(), then computes into attention_out (and softmax_lse). Nothing is written when a
-  /// check fails.
-  Status run(void* workspace, size_t workspace_size) const;
-  const Impl& impl() const { return *impl_; }
+
+  /// Computes attention_out (and softmax_lse) for the tensors of args, which must describe the
+  /// plan's problem: the same shapes, dtypes, strides, offsets, devices, attributes and
+  /// actual_seq_lengths as at create(); data pointers (and num_threads) may differ. Never allocates.
+  ///
+  /// Host tensors run synchronously (stream must be null). Returns kInvalid when args do not match
+  /// the plan or the workspace is too small (nothing written), kNullPtr for missing data, and
+  /// kInvalid when device data is bad: a block-table id outside [0, num_blocks) that a length
+  /// references, or left padding that moves a batch past the attention mask. Such a batch's
+  /// outputs are NaN (int8 output: 0) and its LSE NaN; every other batch is computed normally.
+  Status run(const IfaArgs& args, void* workspace, size_t workspace_size,
+             void* stream = nullptr) const;
 
  private:
+  struct Impl;
+  friend struct IfaPlanAccess;  // library-internal access (src/ifa/ifa_plan_impl.hpp)
   explicit IfaPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -4,17 +4,12 @@
 // row attends only the KV tokens its sparse_indices select (token or block indices relative to its
 // own sequence), with an optional causal limit (sparse_mode 3) and optional attention sinks.
 //
-//   kvflash::SfaArgs args;            // fill the views and attributes
-//   std::unique_ptr<kvflash::SfaPlan> plan;
-//   if (kvflash::SfaPlan::create(args, &plan) != kvflash::Status::kSuccess) { ...
-//   last_error_message() } std::vector<std::byte> ws(plan->workspace_size()); plan->run(ws.data(),
-//   ws.size());  // may be called many times
-//
-// Data read at plan creation (phase 1): the actual sequence lengths (they fix the problem's row
-// structure, as upstream tiling reads them). Data read at run time (phase 2): query, key, value,
-// ropes, sinks, sparse_indices and block_table. Indices are filtered by the selection rules, and
-// every block-table entry a selected position uses is checked before anything is computed, so no
-// content of the device tensors can make kvflash read outside them.
+// A plan is built from metadata (shapes, dtypes, strides, devices, attributes) and holds no data
+// pointers; run() binds the tensors of one call, so one plan serves every step with the same
+// shapes (see ifa.hpp for the pattern). Device data (the actual lengths, sparse_indices, the
+// block table, sinks) is read by run(), in stream order: indices are filtered by the selection
+// rules, and every block-table entry a selected position uses is checked before that position is
+// read, so no content of the device tensors can make kvflash read outside them.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +23,7 @@
 
 namespace kvflash {
 
-/// All inputs of one SFA call. Views are borrowed: they must stay valid until the last run.
+/// All inputs of one SFA call. Views are borrowed for the duration of a call.
 /// Strides and offsets of every input are honoured; outputs must be contiguous.
 struct SfaArgs {
   TensorView query;  ///< BSND (B,S1,N1,512) | TND (T1,N1,512); fp16 or bf16
@@ -51,7 +46,7 @@ struct SfaArgs {
   int64_t pre_tokens = std::numeric_limits<int64_t>::max();   ///< must be INT64_MAX
   int64_t next_tokens = std::numeric_limits<int64_t>::max();  ///< must be INT64_MAX
   int64_t attention_mode = 2;                                 ///< must be 2 (MLA absorb)
-  bool return_softmax_lse = false;  ///< write softmax_max / softmax_sum (not with PA_BSND)
+  bool return_softmax_lse = false;  ///< write softmax_max / softmax_sum
   TensorView attention_out;         ///< query shape and dtype, contiguous
   /// fp32 BSND (B,1,S1,N1) | TND (1,T1,N1), contiguous: the row max m (scaled, sink included) and
   /// the sum of exp(s - m) (sink term included). Written only when return_softmax_lse.
@@ -60,26 +55,33 @@ struct SfaArgs {
   int num_threads = 0;
 };
 
-/// A validated, planned SFA call. Creation checks every argument and sizes the workspace; run()
-/// reads the tensors and computes. run() never allocates.
+/// A validated, planned SFA call.
 class SfaPlan {
  public:
-  struct Impl;
-  /// Validates args and builds a plan. On failure *plan is reset and the status says why.
+  /// Validates args (the only place that rejects input) and builds a plan from their metadata;
+  /// no tensor is read. On failure *plan is reset and the status says why.
   static Status create(const SfaArgs& args, std::unique_ptr<SfaPlan>* plan);
   ~SfaPlan();
-  /// Bytes of scratch memory run() needs. Any alignment is accepted.
+  SfaPlan(const SfaPlan&) = delete;
+  SfaPlan& operator=(const SfaPlan&) = delete;
+
+  /// Bytes of scratch memory run() needs, on the plan's device: a function of the plan only (the
+  /// same for every run, thread count and instruction set). Any alignment is accepted.
   size_t workspace_size() const;
-  /// The checks that need the device data, without computing: kInvalid if workspace_size is too
-  /// small or a block-table entry used by a selected position is outside [0, block_num). The aclnn
-  /// phase 2 calls this synchronously before it enqueues run().
-  Status check_run(size_t workspace_size) const;
-  /// check_run(), then computes attention_out (and the softmax outputs). Nothing is written when a
-  /// check fails.
-  Status run(void* workspace, size_t workspace_size) const;
-  const Impl& impl() const { return *impl_; }
+
+  /// Computes attention_out (and the softmax outputs) for the tensors of args, which must have
+  /// the plan's metadata (see IfaPlan::run); data pointers and num_threads may differ. Never
+  /// allocates. Host tensors run synchronously (stream must be null).
+  ///
+  /// Bad device data is kInvalid with a message: actual lengths out of range (every output NaN),
+  /// or a selected position whose block-table entry is outside [0, num_blocks) (that query row's
+  /// outputs and softmax max/sum NaN; every other row is computed).
+  Status run(const SfaArgs& args, void* workspace, size_t workspace_size,
+             void* stream = nullptr) const;
 
  private:
+  struct Impl;
+  friend struct SfaPlanAccess;  // library-internal access (src/sfa/sfa_plan_impl.hpp)
   explicit SfaPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -31,6 +31,23 @@ bool dtype_is_known(DType dtype);
 
 inline constexpr int kMaxRank = 8;
 
+/// Where a tensor's memory lives. kvflash runs an operator on the backend of its tensors' device
+/// (every tensor of one call must be on the same device); a plan records the device, so a run with
+/// tensors elsewhere is refused.
+enum class DeviceType : int32_t {
+  kHost = 0,  ///< ordinary CPU memory (also the aclnn runtime's "device" memory on the CPU backend)
+  kCuda = 1,  ///< NVIDIA GPU memory (reserved for the CUDA backend)
+};
+
+struct Device {
+  DeviceType type = DeviceType::kHost;
+  int32_t index = 0;  ///< device ordinal (0 for the host)
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+/// "cpu", "cuda:1".
+std::string device_name(Device device);
+
 /// A strided view of a typed buffer. Element (i0, ..., i{rank-1}) lives at
 ///   static_cast<char*>(data) + (offset + sum_k i_k * strides[k]) * dtype_size(dtype).
 /// Strides and offset are in elements, as in aclCreateTensor. A view never owns its memory.
@@ -41,6 +58,7 @@ struct TensorView {
   std::array<int64_t, kMaxRank> shape{};
   std::array<int64_t, kMaxRank> strides{};
   int64_t offset = 0;
+  Device device{};  ///< where data points
 
   /// A contiguous row-major view (offset 0). Ranks above kMaxRank are clamped: validate with rank.
   static TensorView contiguous(void* data, DType dtype, std::span<const int64_t> shape);

@@ -77,16 +77,14 @@ aclnnStatus null_arg(const char* op, const char* arg);
 
 // ---- executors and phase 2 -----------------------------------------------------------------
 
-/// One operator call prepared by phase 1. Both functions receive phase 2's workspace pointer
-/// and size; they must capture (by value / shared_ptr) everything they need.
+/// One operator call prepared by phase 1. run receives phase 2's workspace pointer and size; it
+/// must capture (by value / shared_ptr) everything it needs.
 struct ExecutorWork {
   std::string op;               ///< operator name used in messages, e.g. "incre_flash_attention"
   uint64_t workspace_size = 0;  ///< what phase 1 reported
-  /// Synchronous phase-2 checks that need device data (may be empty). A failure is returned by
-  /// phase 2 and nothing is enqueued.
-  std::function<Status(void* workspace, uint64_t workspace_size)> check;
-  /// The computation, run on the stream's worker thread. A failure is reported by
-  /// aclrtSynchronizeStream (ACL_ERROR_INTERNAL_ERROR plus the message).
+  /// The computation, run on the stream's worker thread in stream order: it is the first to read
+  /// device data (block tables, indices, device-side lengths). A failure is reported by
+  /// aclrtSynchronizeStream (see report_stream_failure in runtime.cpp) with the message.
   std::function<Status(void* workspace, uint64_t workspace_size)> run;
 };
 
@@ -94,8 +92,8 @@ struct ExecutorWork {
 aclOpExecutor* make_executor(ExecutorWork work);
 
 /// The common tail of phase 1 for an operator with a kvflash plan (IfaPlan, SfaPlan): plans the
-/// converted arguments, keeps them alive together with the plan (the plan may refer to them), and
-/// returns a single-use executor whose phase-2 check is check_run and whose work is run.
+/// converted arguments (metadata only) and returns a single-use executor whose work runs the plan
+/// on those arguments' tensors, on the stream, in stream order.
 template <typename Plan, typename Args>
 aclnnStatus plan_executor(const char* op, Args args, uint64_t* workspace_size,
                           aclOpExecutor** executor) {
@@ -111,8 +109,9 @@ aclnnStatus plan_executor(const char* op, Args args, uint64_t* workspace_size,
   ExecutorWork work;
   work.op = op;
   work.workspace_size = state->plan->workspace_size();
-  work.check = [state](void*, uint64_t size) { return state->plan->check_run(size); };
-  work.run = [state](void* ws, uint64_t size) { return state->plan->run(ws, size); };
+  work.run = [state](void* ws, uint64_t size) {
+    return state->plan->run(state->args, ws, static_cast<size_t>(size));
+  };
   const uint64_t size = work.workspace_size;
   *executor = make_executor(std::move(work));
   *workspace_size = size;
@@ -121,8 +120,8 @@ aclnnStatus plan_executor(const char* op, Args args, uint64_t* workspace_size,
 
 /// The common phase 2: null executor -> 161001; an executor that is not live (consumed,
 /// destroyed, never created) -> 161002; workspace_size below phase 1's -> 161002; null workspace
-/// with a nonzero requirement -> 161001; dead stream handle -> 161002; check() failure -> its
-/// status. A rejected call leaves the executor usable. On success the executor is consumed
+/// with a nonzero requirement -> 161001; dead stream handle -> 161002. Nothing here reads device
+/// data. A rejected call leaves the executor usable. On success the executor is consumed
 /// (unless repeatable) and run() is enqueued on stream (null = the default stream).
 aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
                    aclOpExecutor* executor, aclrtStream stream);

@@ -94,10 +94,6 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
   if (!s)
     return as_acl(core::fail(Status::kInvalid, op,
                              "stream (" + handle_str(stream) + ") is not a live aclrtStream"));
-  if (work.check) {
-    if (Status st = work.check(workspace, workspace_size); st != Status::kSuccess)
-      return as_acl(st);
-  }
   // Consume before enqueueing, atomically: of two racing launches of one executor exactly one
   // gets past this point.
   if (!entry.repeatable) {

@@ -141,13 +141,15 @@ aclError check_device(const char* fn, int32_t device_id) {
   return ACL_SUCCESS;
 }
 
-// Reports a stream's failure on the calling thread.
+// Reports a stream's failure on the calling thread. A task that failed with kInvalid is an
+// operator whose run found bad device data: the code CANN gives a kernel fault.
 aclError report(const char* fn, const std::optional<Stream::Failure>& failure) {
   if (!failure) return ACL_SUCCESS;
   core::fail(failure->status, kRt,
              std::string(fn) + ": a task failed with status " +
                  std::to_string(static_cast<int>(failure->status)) + ": " + failure->message);
-  return ACL_ERROR_INTERNAL_ERROR;
+  return failure->status == Status::kInvalid ? ACL_ERROR_RT_AICORE_EXCEPTION
+                                             : ACL_ERROR_INTERNAL_ERROR;
 }
 
 }  // namespace

@@ -6,6 +6,14 @@
 
 #include "kvflash/status.hpp"
 
+/// Propagates a non-success Status from the current function: the one error-propagation idiom of
+/// every validator and plan.
+#define KVFLASH_RETURN_IF_ERROR(expr)                                           \
+  do {                                                                          \
+    const ::kvflash::Status kvflash_status_ = (expr);                           \
+    if (kvflash_status_ != ::kvflash::Status::kSuccess) return kvflash_status_; \
+  } while (0)
+
 namespace kvflash::core {
 
 /// Records "[op] message" as this thread's last error and returns code.

@@ -1,57 +1,57 @@
-// The normalised SFA problem: what validation produces and every SFA kernel consumes.
+// The normalised SFA problem (what a plan holds) and the data bound to it for one run.
 //
 // Validation (src/sfa/sfa_validate.cpp) turns the user's layouts (BSND/TND query, BSND/TND/PA_BSND
-// KV) into one description. Query rows are numbered r in [0, num_rows): BSND r = b*S1 + i, TND r =
-// t. Every per-row tensor (query, query_rope, indices, output, softmax outputs) is addressed
-// through RowView (r / rows_inner, r % rows_inner), every KV tensor through KvView. Kernels never
-// look at layouts and never re-check what the validator checked; the only run-time check left
-// (block-table ids of selected positions) is done by sfa_check_block_ids before any kernel runs.
+// KV) into one description built from metadata only: no data pointers, no value read from a
+// tensor. Query rows are numbered r in [0, num_rows): BSND r = b*S1 + i, TND r = t. Every per-row
+// tensor (query, query_rope, indices, output, softmax outputs) is addressed through SfaRowView
+// (r / rows_inner, r % rows_inner), every KV tensor through SfaKvView. SfaData carries the pointers
+// of one run and what a backend derives from device data in stream order: the per-batch lengths
+// (actual_seq_lengths_query/kv are device tensors) and the row map. Kernels never look at layouts
+// and never re-check what the validator checked.
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "kvflash/tensor.hpp"
 
 namespace kvflash::core {
 
 /// Element (r, h, d) of a per-query-row tensor lives at
-///   data + (r / rows_inner) * s_outer + (r % rows_inner) * s_inner + h * s_head + d * s_dim.
+///   base + (r / rows_inner) * s_outer + (r % rows_inner) * s_inner + h * s_head + d * s_dim.
 /// BSND: (outer, inner) = (b, i); TND: outer is always 0 and inner = t.
 struct SfaRowView {
-  void* data = nullptr;  ///< nullptr means absent
+  bool present = false;
   DType dtype = DType::kFloat16;
   int64_t rows_inner = 1;
   int64_t s_outer = 0, s_inner = 0, s_head = 0, s_dim = 1;
-  bool present() const { return data != nullptr; }
   int64_t index(int64_t r, int64_t h, int64_t d) const {
     return (r / rows_inner) * s_outer + (r % rows_inner) * s_inner + h * s_head + d * s_dim;
   }
 };
 
 /// KV element (b, j, d) of batch b's logical token j:
-///   non-paged: data + b * s_batch + (kv_row0[b] + j) * s_pos + d * s_dim
-///   paged:     data + blk * s_block + (j % block_size) * s_pos + d * s_dim,
+///   non-paged: base + b * s_batch + (kv_row0[b] + j) * s_pos + d * s_dim
+///   paged:     base + blk * s_block + (j % block_size) * s_pos + d * s_dim,
 ///              blk = block_table[b * bt_s0 + (j / block_size) * bt_s1]
 struct SfaKvView {
-  const void* data = nullptr;
   int64_t s_batch = 0, s_block = 0, s_pos = 0, s_dim = 1;
 };
 
-/// Per-batch lengths (read from the actual-length tensors when the plan is created).
+/// Per-batch lengths, derived at run time from the actual-length tensors.
 struct SfaBatch {
   int64_t lq = 0;       ///< query rows of this batch
   int64_t lkv = 0;      ///< KV tokens of this batch
   int64_t kv_row0 = 0;  ///< TND KV: first row of this batch in key (askv[b-1]); else 0
 };
 
-/// What one query row is (computed once at plan time).
+/// What one query row is, derived at run time.
 struct SfaRow {
   int32_t batch = -1;  ///< -1: row not covered by any batch (output zeros, max = sum = 0)
   int64_t i = 0;       ///< row index inside its batch
 };
 
 struct SfaProblem {
+  Device device{};          ///< where every tensor of the call lives
   int64_t batch = 0;        ///< B
   int64_t num_heads = 0;    ///< N1 (N2 = 1, so every head uses the single KV head)
   int64_t sparse_size = 0;  ///< K
@@ -70,20 +70,42 @@ struct SfaProblem {
   SfaRowView softmax_max, softmax_sum;  ///< (r, h, 0) fp32; absent when not requested
 
   SfaKvView k, k_rope, v;
-  bool v_is_k = false;  ///< value aliases key element for element: gather once
   bool paged = false;
-  const int32_t* block_table = nullptr;
   int64_t bt_s0 = 0, bt_s1 = 0;
   int64_t block_size = 0;  ///< paged only
   int64_t num_blocks = 0;  ///< paged only: valid ids are [0, num_blocks)
 
-  const float* sinks = nullptr;  ///< (h) at sinks[h * sinks_s0]; nullptr = no sinks
+  bool has_sinks = false;  ///< (h) at sinks[h * sinks_s0]
   int64_t sinks_s0 = 1;
 
-  std::vector<SfaBatch> batches;
-  std::vector<SfaRow> rows;  ///< num_rows entries
+  /// The lengths (spec §3.3), read at run time. Absent tensors mean S1 / S2 per batch.
+  bool query_tnd = false, kv_tnd = false;
+  bool has_lengths_query = false, has_lengths_kv = false;
+  int64_t lengths_query_s0 = 0, lengths_kv_s0 = 0;  ///< element strides of the int32 tensors
+  int64_t s1 = 0;           ///< BSND query rows per batch (0 for TND)
+  int64_t kv_rows = 0;      ///< BSND: S2; TND: T2 (rows of key)
+  int64_t kv_capacity = 0;  ///< PA_BSND: block_table columns * block_size
+};
 
-  int num_threads = 0;  ///< 0 = library default
+/// The pointers of one run (each at element 0 of its view; absent views are null) and the
+/// lengths a backend derives from device data before its kernels read them.
+struct SfaData {
+  const void* q = nullptr;
+  const void* q_rope = nullptr;
+  const int32_t* indices = nullptr;
+  void* out = nullptr;
+  float* softmax_max = nullptr;
+  float* softmax_sum = nullptr;
+  const void* k = nullptr;
+  const void* k_rope = nullptr;
+  const void* v = nullptr;
+  bool v_is_k = false;  ///< value aliases key element for element: gather once
+  const int32_t* block_table = nullptr;
+  const float* sinks = nullptr;
+  const int32_t* lengths_query = nullptr;
+  const int32_t* lengths_kv = nullptr;
+  const SfaBatch* batches = nullptr;  ///< derived: B entries
+  const SfaRow* rows = nullptr;       ///< derived: num_rows entries
 };
 
 // The two helpers below are `static` (internal linkage) because the per-ISA kernel units compile
@@ -100,11 +122,11 @@ struct SfaRowLimits {
   int64_t valid_count = 0;  ///< min(K, ceil(thr / sbs)), 0 when thr <= 0
 };
 
-static inline SfaRowLimits sfa_row_limits(const SfaProblem& p, int64_t r) {
+static inline SfaRowLimits sfa_row_limits(const SfaProblem& p, const SfaData& d, int64_t r) {
   SfaRowLimits lim;
-  const SfaRow& row = p.rows[r];
+  const SfaRow& row = d.rows[r];
   if (row.batch < 0) return lim;
-  const SfaBatch& bt = p.batches[row.batch];
+  const SfaBatch& bt = d.batches[row.batch];
   lim.thr = p.sparse_mode == 3 ? bt.lkv - bt.lq + row.i + 1 : bt.lkv;
   lim.invalid = p.sparse_mode == 3 && lim.thr <= 0;
   if (lim.thr <= 0) return lim;
@@ -125,6 +147,17 @@ static inline bool sfa_selected_range(int32_t x, int64_t sbs, int64_t thr, int64
   *begin = b;
   *end = b + sbs < thr ? b + sbs : thr;
   return true;
+}
+
+/// The first block slot of [begin, end) (a selected range of batch b, non-empty) whose block id
+/// is outside [0, num_blocks), or -1. Static for the reason above.
+static inline int64_t sfa_bad_slot(const SfaProblem& p, const SfaData& d, int64_t b,
+                                   int64_t begin, int64_t end) {
+  for (int64_t slot = begin / p.block_size; slot <= (end - 1) / p.block_size; ++slot) {
+    const int32_t id = d.block_table[b * p.bt_s0 + slot * p.bt_s1];
+    if (id < 0 || id >= p.num_blocks) return slot;
+  }
+  return -1;
 }
 
 }  // namespace kvflash::core

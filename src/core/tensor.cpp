@@ -50,6 +50,16 @@ const char* dtype_name(DType dtype) {
 
 bool dtype_is_known(DType dtype) { return dtype_size(dtype) != 0; }
 
+std::string device_name(Device device) {
+  switch (device.type) {
+    case DeviceType::kHost:
+      return "cpu";
+    case DeviceType::kCuda:
+      return "cuda:" + std::to_string(device.index);
+  }
+  return "unknown device " + std::to_string(static_cast<int>(device.type));
+}
+
 TensorView TensorView::contiguous(void* data, DType dtype, std::span<const int64_t> shape) {
   TensorView v;
   v.data = data;

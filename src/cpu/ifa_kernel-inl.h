@@ -20,6 +20,7 @@
 
 namespace ifa_detail {
 
+using core::IfaData;
 using core::IfaProblem;
 
 // kF32: a row already widened into an fp32 buffer (strided or padded rows).
@@ -82,14 +83,16 @@ inline int64_t kv_dim_stride(const core::KvCacheView& kv, int64_t b) {
 // sequence b. A paged cache costs one division per call and one block-table read per block, not
 // a division per row; no block-table entry beyond the last position is read.
 template <KvKind kKind>
-inline void kv_rows(const IfaProblem& p, int64_t b, int64_t n2, int64_t j, int64_t n,
-                    const std::byte** k_rows, const std::byte** v_rows) {
+inline void kv_rows(const IfaProblem& p, const IfaData& d, int64_t b, int64_t n2, int64_t j,
+                    int64_t n, const std::byte** k_rows, const std::byte** v_rows) {
   constexpr int64_t es = kv_elem_size<kKind>();
   if (!p.k.paged) {
     const core::KvCacheView::Seq& ks = p.k.seqs[b];
     const core::KvCacheView::Seq& vs = p.v.seqs[b];
-    const auto* kb = static_cast<const std::byte*>(ks.base) + (j * ks.s_pos + n2 * ks.s_head) * es;
-    const auto* vb = static_cast<const std::byte*>(vs.base) + (j * vs.s_pos + n2 * vs.s_head) * es;
+    const auto* kb =
+        static_cast<const std::byte*>(d.k_seq[b]) + (j * ks.s_pos + n2 * ks.s_head) * es;
+    const auto* vb =
+        static_cast<const std::byte*>(d.v_seq[b]) + (j * vs.s_pos + n2 * vs.s_head) * es;
     for (int64_t i = 0; i < n; ++i) {
       k_rows[i] = kb + i * ks.s_pos * es;
       v_rows[i] = vb + i * vs.s_pos * es;
@@ -97,16 +100,16 @@ inline void kv_rows(const IfaProblem& p, int64_t b, int64_t n2, int64_t j, int64
     return;
   }
   const core::BlockTableView& bt = p.block_table;
-  const auto* kc = static_cast<const std::byte*>(p.k.cache) + n2 * p.k.s_head * es;
-  const auto* vc = static_cast<const std::byte*>(p.v.cache) + n2 * p.v.s_head * es;
+  const auto* kc = static_cast<const std::byte*>(d.k_cache) + n2 * p.k.s_head * es;
+  const auto* vc = static_cast<const std::byte*>(d.v_cache) + n2 * p.v.s_head * es;
   int64_t slot = j / bt.block_size;
   int64_t o = j % bt.block_size;
-  int64_t blk = bt.data[b * bt.s0 + slot * bt.s1];
+  int64_t blk = d.block_table[b * bt.s0 + slot * bt.s1];
   for (int64_t i = 0; i < n; ++i, ++o) {
     if (o == bt.block_size) {
       ++slot;
       o = 0;
-      blk = bt.data[b * bt.s0 + slot * bt.s1];
+      blk = d.block_table[b * bt.s0 + slot * bt.s1];
     }
     k_rows[i] = kc + (blk * p.k.s_block + o * p.k.s_pos) * es;
     v_rows[i] = vc + (blk * p.v.s_block + o * p.v.s_pos) * es;
@@ -129,10 +132,10 @@ inline void prefetch_row(const std::byte* row, int64_t bytes) {
   }
 }
 
-// Element index of a View3 of the query dtype, widened.
-inline float view_f32(const core::View3& v, int64_t index) {
+// Element index of a View3 of the query dtype bound at data, widened.
+inline float view_f32(const core::View3& v, const void* data, int64_t index) {
   uint16_t h;
-  std::memcpy(&h, static_cast<const uint16_t*>(v.data) + index, sizeof(h));
+  std::memcpy(&h, static_cast<const uint16_t*>(data) + index, sizeof(h));
   return v.dtype == DType::kFloat16 ? fp16_to_f32(h) : bf16_to_f32(h);
 }
 
@@ -415,9 +418,11 @@ template <KvKind kKind>
 class KvHeadWork {
  public:
   // qbf: room for the group's queries as bf16 (group * dp), used when K is scored with bf16 dots.
-  void init(const IfaProblem& p, const IfaLayout& l, std::byte* base, const IfaChunkTask& t,
-            int64_t n2, SoftmaxState* st, bool* any_unmasked, uint16_t* qbf) {
+  void init(const IfaProblem& p, const IfaData& data, const IfaLayout& l, std::byte* base,
+            const IfaChunkTask& t, int64_t n2, SoftmaxState* st, bool* any_unmasked,
+            uint16_t* qbf) {
     p_ = &p;
+    d_ = &data;
     l_ = &l;
     b_ = t.b;
     n2_ = n2;
@@ -442,7 +447,7 @@ class KvHeadWork {
       float* q = acc + dp;
       const int64_t h = n2 * p.group + g;
       for (int64_t i = 0; i < dp; ++i) acc[i] = 0.0f;
-      for (int64_t i = 0; i < d; ++i) q[i] = view_f32(p.q, p.q.index(t.b, h, i));
+      for (int64_t i = 0; i < d; ++i) q[i] = view_f32(p.q, data.q, p.q.index(t.b, h, i));
       for (int64_t i = d; i < dp; ++i) q[i] = 0.0f;
       if constexpr (kKind == KvKind::kInt8) {
         // q·((k + off) * sc) = (q * sc)·k + (q * sc)·off: the row dot products then run on the
@@ -542,7 +547,7 @@ class KvHeadWork {
   void fold(int64_t j0, int64_t n, float (*s)[kIfaTile]) {
     const IfaProblem& p = *p_;
     const int64_t group = p.group, dp = l_->dp, hf = l_->head_floats;
-    const auto* mask = static_cast<const uint8_t*>(p.mask.data);
+    const auto* mask = static_cast<const uint8_t*>(d_->mask);
     const int64_t n_vec = (n + kLanes - 1) / kLanes * kLanes;
     for (int64_t g = 0; g < group; ++g) {
       const int64_t h = n2_ * group + g;
@@ -554,7 +559,7 @@ class KvHeadWork {
         for (; i + kLanes <= n; i += kLanes) vstore(sg + i, vadd(vload(sg + i), bv));
         for (; i < n; ++i) sg[i] += bias;
       }
-      if (!p.pse.present() && mask == nullptr) {
+      if (!p.pse.present && mask == nullptr) {
         // The common case: only the scale (the same single rounding as the general path).
         const Vec scale = vset1(p.scale);
         int64_t i = 0;
@@ -562,10 +567,10 @@ class KvHeadWork {
         for (; i < n; ++i) sg[i] *= p.scale;
         any_unmasked_[g] = true;
       }
-      for (int64_t i = 0; i < n && (p.pse.present() || mask != nullptr); ++i) {
+      for (int64_t i = 0; i < n && (p.pse.present || mask != nullptr); ++i) {
         const int64_t j = j0 + i;
         float x = sg[i] * p.scale;
-        if (p.pse.present()) x += view_f32(p.pse, p.pse.index(b_, h, j));
+        if (p.pse.present) x += view_f32(p.pse, d_->pse, p.pse.index(b_, h, j));
         if (mask != nullptr && mask[p.mask.index(b_, h, j)] != 0) {
           x = core::kMaskedScore;
         } else {
@@ -640,6 +645,7 @@ class KvHeadWork {
   }
 
   const IfaProblem* p_ = nullptr;
+  const IfaData* d_ = nullptr;
   const IfaLayout* l_ = nullptr;
   int64_t b_ = 0, n2_ = 0;
   int64_t k_sdim_ = 1, v_sdim_ = 1;
@@ -662,7 +668,8 @@ class KvHeadWork {
 inline constexpr int64_t kPrefetchTiles = 1;
 
 template <KvKind kKind>
-void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const IfaChunkTask& t) {
+void chunk_impl(const IfaProblem& p, const IfaData& d, const IfaLayout& l, std::byte* base,
+                const IfaChunkTask& t) {
   // At most kIfaMaxGroup query heads per task (ifa_schedule), so these fit.
   SoftmaxState st[kIfaMaxGroup];
   bool any_unmasked[kIfaMaxGroup];
@@ -674,24 +681,24 @@ void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const 
   alignas(64) uint16_t qbf[kKind == KvKind::kBf16 ? kIfaMaxGroup * kIfaMaxHeadDim : 1];
   KvHeadWork<kKind> work[kIfaMaxGroup];
   for (int64_t k = 0; k < num_kv; ++k) {
-    work[k].init(p, l, base, t, t.n2_begin + k, st + k * group, any_unmasked + k * group,
+    work[k].init(p, d, l, base, t, t.n2_begin + k, st + k * group, any_unmasked + k * group,
                  qbf + (kKind == KvKind::kBf16 ? k * group * l.dp : 0));
   }
   TileRows rows;
   for (int64_t j0 = t.begin; j0 < min_i64(t.end, t.begin + kPrefetchTiles * kIfaTile);
        j0 += kIfaTile) {
     rows.n = min_i64(kIfaTile, t.end - j0);
-    kv_rows<kKind>(p, t.b, t.n2_begin, j0, rows.n, rows.k, rows.v);
+    kv_rows<kKind>(p, d, t.b, t.n2_begin, j0, rows.n, rows.k, rows.v);
     for (int64_t k = 0; k < num_kv; ++k) work[k].prefetch_first(rows);
   }
   for (int64_t j0 = t.begin; j0 < t.end; j0 += kIfaTile) {
     const int64_t n = min_i64(kIfaTile, t.end - j0);
     rows.n = n;
-    kv_rows<kKind>(p, t.b, t.n2_begin, j0, n, rows.k, rows.v);
+    kv_rows<kKind>(p, d, t.b, t.n2_begin, j0, n, rows.k, rows.v);
     const int64_t j_next = j0 + kPrefetchTiles * kIfaTile;
     rows.n_next = min_i64(kIfaTile, t.end - j_next);
     if (rows.n_next > 0) {
-      kv_rows<kKind>(p, t.b, t.n2_begin, j_next, rows.n_next, rows.k_next, rows.v_next);
+      kv_rows<kKind>(p, d, t.b, t.n2_begin, j_next, rows.n_next, rows.k_next, rows.v_next);
     }
     // Position-major across the task's kv heads: see KvHeadWork.
     int64_t i = 0;
@@ -711,19 +718,19 @@ void chunk_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, const 
 }
 
 // Writes o[0, d) (fp32, already normalised) as output row (b, h).
-inline void write_row(const IfaProblem& p, const IfaLayout& l, const std::byte* base, int64_t b,
-                      int64_t h, const float* o) {
+inline void write_row(const IfaProblem& p, const IfaData& dt, const IfaLayout& l,
+                      const std::byte* base, int64_t b, int64_t h, const float* o) {
   const int64_t d = p.head_dim;
   const int64_t row = b * p.out_s0 + h * p.out_s1;
   if (p.out_dtype == DType::kInt8) {
     const auto* q2 = reinterpret_cast<const float*>(base + l.quant2);
     const float* qs = q2 + h * d;
     const float* qo = q2 + p.num_heads * d + h * d;
-    auto* out = static_cast<int8_t*>(p.out);
+    auto* out = static_cast<int8_t*>(dt.out);
     for (int64_t i = 0; i < d; ++i) out[row + i * p.out_s2] = f32_to_int8_sat(o[i] * qs[i] + qo[i]);
     return;
   }
-  auto* out = static_cast<std::byte*>(p.out);
+  auto* out = static_cast<std::byte*>(dt.out);
   const bool fp16 = p.out_dtype == DType::kFloat16;
   for (int64_t i = 0; i < d; ++i) {
     const uint16_t bits = fp16 ? f32_to_fp16(o[i]) : f32_to_bf16(o[i]);
@@ -731,14 +738,38 @@ inline void write_row(const IfaProblem& p, const IfaLayout& l, const std::byte* 
   }
 }
 
-inline void write_lse(const IfaProblem& p, int64_t b, int64_t h, float lse) {
-  if (p.lse != nullptr) p.lse[b * p.lse_s0 + h * p.lse_s1] = lse;
+inline void write_lse(const IfaProblem& p, const IfaData& d, int64_t b, int64_t h, float lse) {
+  if (d.lse != nullptr) d.lse[b * p.lse_s0 + h * p.lse_s1] = lse;
 }
 
-inline void merge_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base, int64_t task) {
+// The documented result of a batch whose device data was bad (core::IfaBatchState): NaN outputs
+// (int8 output: 0, it has no NaN) and NaN LSE, so the rows cannot pass for results.
+inline void write_fault_row(const IfaProblem& p, const IfaData& dt, int64_t b, int64_t h) {
+  const int64_t row = b * p.out_s0 + h * p.out_s1;
+  if (p.out_dtype == DType::kInt8) {
+    auto* out = static_cast<int8_t*>(dt.out);
+    for (int64_t i = 0; i < p.head_dim; ++i) out[row + i * p.out_s2] = 0;
+  } else {
+    const uint16_t bits = p.out_dtype == DType::kFloat16 ? 0x7E00 : 0x7FC0;  // quiet NaN
+    auto* out = static_cast<std::byte*>(dt.out);
+    for (int64_t i = 0; i < p.head_dim; ++i) {
+      std::memcpy(out + 2 * (row + i * p.out_s2), &bits, sizeof(bits));
+    }
+  }
+  write_lse(p, dt, b, h, __builtin_nanf(""));
+}
+
+inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& l,
+                       std::byte* base, int64_t task) {
   const int64_t b = task / p.num_kv_heads, n2 = task % p.num_kv_heads;
   const int64_t group = p.group, dp = l.dp, hf = l.head_floats;
-  const int64_t num_chunks = ifa_num_chunks(p.kv_len[b]);
+  const uint8_t state = dt.batch_state[b];
+  if (state >= core::kIfaBatchFaultBlockId) {
+    for (int64_t g = 0; g < group; ++g) write_fault_row(p, dt, b, n2 * group + g);
+    return;
+  }
+  // An empty batch (left padding start < 0) ran no chunk task: it merges like kv_len 0.
+  const int64_t num_chunks = state == core::kIfaBatchRun ? ifa_num_chunks(p.kv_len[b]) : 0;
   const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
   alignas(64) float zeros[kIfaMaxHeadDim] = {};
   for (int64_t g = 0; g < group; ++g) {
@@ -754,8 +785,8 @@ inline void merge_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base,
     }
     // Empty rows, rows whose scores are all -inf, and fully masked rows when asked: zeros.
     if (num_chunks == 0 || m_total == kNegInf || (p.zero_fully_masked_rows && !any_unmasked)) {
-      write_row(p, l, base, b, h, zeros);
-      write_lse(p, b, h, kNegInf);
+      write_row(p, dt, l, base, b, h, zeros);
+      write_lse(p, dt, b, h, kNegInf);
       continue;
     }
     // Fixed-order log-sum-exp merge into chunk 0's accumulator.
@@ -776,30 +807,33 @@ inline void merge_impl(const IfaProblem& p, const IfaLayout& l, std::byte* base,
     }
     const Vec inv_div = vset1(total.sum);
     for (int64_t i = 0; i < dp; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), inv_div));
-    write_row(p, l, base, b, h, acc);
-    write_lse(p, b, h, softmax_lse(total));
+    write_row(p, dt, l, base, b, h, acc);
+    write_lse(p, dt, b, h, softmax_lse(total));
   }
 }
 
 }  // namespace ifa_detail
 
-void ifa_chunk(const core::IfaProblem& p, const IfaLayout& layout, const IfaSchedule& schedule,
-               std::byte* base, int64_t task) {
+void ifa_chunk(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
+               const IfaSchedule& schedule, std::byte* base, int64_t task) {
   using ifa_detail::KvKind;
-  const IfaChunkTask t = ifa_chunk_task(p, layout, schedule, base, task);
+  const IfaChunkTask t = ifa_chunk_task(p, d, layout, schedule, base, task);
+  // A batch that is empty or whose device data was bad is never read (its merge writes it).
+  if (d.batch_state[t.b] != core::kIfaBatchRun) return;
   switch (p.k.dtype) {
     case DType::kInt8:
-      ifa_detail::chunk_impl<KvKind::kInt8>(p, layout, base, t);
+      ifa_detail::chunk_impl<KvKind::kInt8>(p, d, layout, base, t);
       break;
     case DType::kBFloat16:
-      ifa_detail::chunk_impl<KvKind::kBf16>(p, layout, base, t);
+      ifa_detail::chunk_impl<KvKind::kBf16>(p, d, layout, base, t);
       break;
     default:
-      ifa_detail::chunk_impl<KvKind::kFp16>(p, layout, base, t);
+      ifa_detail::chunk_impl<KvKind::kFp16>(p, d, layout, base, t);
       break;
   }
 }
 
-void ifa_merge(const core::IfaProblem& p, const IfaLayout& layout, std::byte* base, int64_t task) {
-  ifa_detail::merge_impl(p, layout, base, task);
+void ifa_merge(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
+               std::byte* base, int64_t task) {
+  ifa_detail::merge_impl(p, d, layout, base, task);
 }

@@ -14,19 +14,22 @@ namespace kvflash::cpu {
 // the task, into their slots.
 // Merge task `task` = b * num_kv_heads + n2: combines the chunk slots and writes out and LSE.
 namespace scalar {
-void ifa_chunk(const core::IfaProblem& p, const IfaLayout& layout, const IfaSchedule& schedule,
+void ifa_chunk(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
+               const IfaSchedule& schedule, std::byte* base, int64_t task);
+void ifa_merge(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
                std::byte* base, int64_t task);
-void ifa_merge(const core::IfaProblem& p, const IfaLayout& layout, std::byte* base, int64_t task);
 }  // namespace scalar
 namespace avx2 {
-void ifa_chunk(const core::IfaProblem& p, const IfaLayout& layout, const IfaSchedule& schedule,
+void ifa_chunk(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
+               const IfaSchedule& schedule, std::byte* base, int64_t task);
+void ifa_merge(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
                std::byte* base, int64_t task);
-void ifa_merge(const core::IfaProblem& p, const IfaLayout& layout, std::byte* base, int64_t task);
 }  // namespace avx2
 namespace avx512 {
-void ifa_chunk(const core::IfaProblem& p, const IfaLayout& layout, const IfaSchedule& schedule,
+void ifa_chunk(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
+               const IfaSchedule& schedule, std::byte* base, int64_t task);
+void ifa_merge(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
                std::byte* base, int64_t task);
-void ifa_merge(const core::IfaProblem& p, const IfaLayout& layout, std::byte* base, int64_t task);
 }  // namespace avx512
 
 }  // namespace kvflash::cpu

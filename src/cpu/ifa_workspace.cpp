@@ -4,7 +4,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/error.hpp"
 #include "core/half.hpp"
+#include "ifa/ifa_bind.hpp"
+#include "ifa/ifa_error.hpp"
 
 namespace kvflash::cpu {
 namespace {
@@ -31,15 +34,42 @@ float widen(const void* data, DType dtype, int64_t index) {
   }
 }
 
-// dst[i][j][k] = view(i, j, k) for a (ni, nj, nk) box; 0 where the view is absent.
-void expand(const core::View3& view, int64_t ni, int64_t nj, int64_t nk, float* dst) {
+// dst[i][j][k] = view(i, j, k) for a (ni, nj, nk) box of the view bound at data; 0 where the
+// view is absent.
+void expand(const core::View3& view, const void* data, int64_t ni, int64_t nj, int64_t nk,
+            float* dst) {
   for (int64_t i = 0; i < ni; ++i) {
     for (int64_t j = 0; j < nj; ++j) {
       for (int64_t k = 0; k < nk; ++k) {
-        *dst++ = view.present() ? widen(view.data, view.dtype, view.index(i, j, k)) : 0.0f;
+        *dst++ = view.present ? widen(data, view.dtype, view.index(i, j, k)) : 0.0f;
       }
     }
   }
+}
+
+// The first slot of batch b's attended range [begin, begin + kv_len[b]) (not empty) whose block
+// id is outside [0, num_blocks), or -1. Slots beyond the range are never read.
+int64_t bad_slot(const core::IfaProblem& p, const int32_t* table, int64_t b, int64_t begin) {
+  const core::BlockTableView& bt = p.block_table;
+  const int64_t last = (begin + p.kv_len[b] - 1) / bt.block_size;
+  for (int64_t slot = begin / bt.block_size; slot <= last; ++slot) {
+    const int32_t id = table[b * bt.s0 + slot * bt.s1];
+    if (id < 0 || id >= bt.num_blocks) return slot;
+  }
+  return -1;
+}
+
+// What batch b does in this run, from the device data (kv_padding_size, block table).
+uint8_t batch_state(const core::IfaProblem& p, const core::IfaData& d, int64_t b, int64_t begin,
+                    bool empty) {
+  if (empty) return core::kIfaBatchEmpty;
+  const int64_t len = p.kv_len[b];
+  if (len == 0) return core::kIfaBatchRun;
+  // Left padding moves the range right by a run-time amount: never read a mask column beyond the
+  // mask (validation could only bound the unpadded ranges).
+  if (p.mask.present && begin + len > p.mask_cols) return core::kIfaBatchFaultMaskRange;
+  if (p.k.paged && bad_slot(p, d.block_table, b, begin) >= 0) return core::kIfaBatchFaultBlockId;
+  return core::kIfaBatchRun;
 }
 
 }  // namespace
@@ -57,15 +87,22 @@ IfaLayout ifa_layout(const core::IfaProblem& p) {
   l.num_slots *= p.num_kv_heads;
 
   size_t at = 0;
+  const size_t batch = static_cast<size_t>(p.batch);
   l.chunk_first = at;
-  at = round_up(at + sizeof(int64_t) * static_cast<size_t>(p.batch + 1), kIfaWorkspaceAlign);
+  at = round_up(at + sizeof(int64_t) * (batch + 1), kIfaWorkspaceAlign);
+  l.kv_begin = at;
+  at = round_up(at + sizeof(int64_t) * batch, kIfaWorkspaceAlign);
+  l.seq_base = at;
+  if (!p.k.paged) at = round_up(at + sizeof(const void*) * 2 * batch, kIfaWorkspaceAlign);
+  l.batch_state = at;
+  at = round_up(at + batch, kIfaWorkspaceAlign);
   l.antiquant = at;
   if (p.antiquant != core::AntiquantMode::kNone) {
     at += sizeof(float) * 4 * static_cast<size_t>(p.num_kv_heads * p.head_dim);
     at = round_up(at, kIfaWorkspaceAlign);
   }
   l.quant2 = at;
-  if (p.quant_scale2.present()) {
+  if (p.quant_scale2.present) {
     at += sizeof(float) * 2 * static_cast<size_t>(p.num_heads * p.head_dim);
     at = round_up(at, kIfaWorkspaceAlign);
   }
@@ -76,28 +113,78 @@ IfaLayout ifa_layout(const core::IfaProblem& p) {
   return l;
 }
 
-std::byte* ifa_prepare(const core::IfaProblem& p, const IfaLayout& l, void* ws) {
+std::byte* ifa_align(void* ws) {
   const auto addr = reinterpret_cast<uintptr_t>(ws);
-  auto* base = static_cast<std::byte*>(ws) + (round_up(addr, kIfaWorkspaceAlign) - addr);
+  return static_cast<std::byte*>(ws) + (round_up(addr, kIfaWorkspaceAlign) - addr);
+}
 
+void ifa_fill_chunk_index(const core::IfaProblem& p, const IfaLayout& l, std::byte* base) {
   auto* first = reinterpret_cast<int64_t*>(base + l.chunk_first);
   first[0] = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
     first[b + 1] = first[b] + ifa_num_chunks(p.kv_len[b]) * p.num_kv_heads;
   }
+}
+
+std::byte* ifa_prepare(const core::IfaProblem& p, const IfaArgs& args, const IfaLayout& l,
+                       void* ws, core::IfaData* d) {
+  std::byte* base = ifa_align(ws);
+
+  auto* seq = reinterpret_cast<const void**>(base + l.seq_base);
+  ifa::bind_data(p, args, seq, seq + p.batch, d);
+
+  // Device data, read here: in stream order, after everything queued before this run.
+  auto* begin = reinterpret_cast<int64_t*>(base + l.kv_begin);
+  auto* state = reinterpret_cast<uint8_t*>(base + l.batch_state);
+  const int64_t pad = p.left_padding ? d->kv_padding_size[0] : 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const core::IfaKvRange r = core::ifa_kv_range(p, b, pad);
+    begin[b] = r.begin;
+    state[b] = batch_state(p, *d, b, r.begin, r.empty);
+  }
+  d->kv_begin = begin;
+  d->batch_state = state;
+
+  ifa_fill_chunk_index(p, l, base);
   if (p.antiquant != core::AntiquantMode::kNone) {
     auto* aq = reinterpret_cast<float*>(base + l.antiquant);
     const int64_t n = 2 * p.num_kv_heads * p.head_dim;
-    expand(p.antiquant_scale, 2, p.num_kv_heads, p.head_dim, aq);
-    expand(p.antiquant_offset, 2, p.num_kv_heads, p.head_dim, aq + n);
+    expand(p.antiquant_scale, d->antiquant_scale, 2, p.num_kv_heads, p.head_dim, aq);
+    expand(p.antiquant_offset, d->antiquant_offset, 2, p.num_kv_heads, p.head_dim, aq + n);
   }
-  if (p.quant_scale2.present()) {
+  if (p.quant_scale2.present) {
     auto* q2 = reinterpret_cast<float*>(base + l.quant2);
     const int64_t n = p.num_heads * p.head_dim;
-    expand(p.quant_scale2, 1, p.num_heads, p.head_dim, q2);
-    expand(p.quant_offset2, 1, p.num_heads, p.head_dim, q2 + n);
+    expand(p.quant_scale2, d->quant_scale2, 1, p.num_heads, p.head_dim, q2);
+    expand(p.quant_offset2, d->quant_offset2, 1, p.num_heads, p.head_dim, q2 + n);
   }
   return base;
+}
+
+Status ifa_report_faults(const core::IfaProblem& p, const core::IfaData& d) {
+  const auto str = [](int64_t v) { return std::to_string(v); };
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t len = p.kv_len[b], begin = d.kv_begin[b];
+    switch (d.batch_state[b]) {
+      case core::kIfaBatchFaultBlockId: {
+        const core::BlockTableView& bt = p.block_table;
+        const int64_t slot = bad_slot(p, d.block_table, b, begin);
+        const int32_t id = d.block_table[b * bt.s0 + slot * bt.s1];
+        return ifa::invalid("block_table[" + str(b) + "][" + str(slot) + "] (" + str(id) +
+                            ") is not a valid block id: expected [0, " + str(bt.num_blocks) +
+                            ") for the " + str(len) + " tokens of batch " + str(b) +
+                            "; the outputs of batch " + str(b) + " are NaN");
+      }
+      case core::kIfaBatchFaultMaskRange:
+        return ifa::invalid("kv_padding_size (" + str(d.kv_padding_size[0]) + ") puts batch " +
+                            str(b) + "'s " + str(len) + " positions at [" + str(begin) + ", " +
+                            str(begin + len) + "), beyond the atten_mask's last dim (" +
+                            str(p.mask_cols) + "); the outputs of batch " + str(b) + " are NaN");
+      default:
+        break;
+    }
+  }
+  return Status::kSuccess;
 }
 
 IfaSchedule ifa_schedule(const core::IfaProblem& p, const IfaLayout& l, int num_threads) {
@@ -118,8 +205,9 @@ IfaSchedule ifa_schedule(const core::IfaProblem& p, const IfaLayout& l, int num_
   return s;
 }
 
-IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& l, const IfaSchedule& s,
-                            const std::byte* base, int64_t task) {
+IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const core::IfaData& d,
+                            const IfaLayout& l, const IfaSchedule& s, const std::byte* base,
+                            int64_t task) {
   const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
   const int64_t kvn = p.num_kv_heads;
   // first[b] counts (chunk, kv head) pairs; first[b] / kvn * kv_blocks counts tasks. The sequence
@@ -136,8 +224,8 @@ IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& l, const
   t.chunk = rem % t.num_chunks;
   t.n2_begin = block * s.kv_heads_per_task;
   t.n2_end = std::min(kvn, t.n2_begin + s.kv_heads_per_task);
-  t.begin = p.kv_begin[b] + t.chunk * kIfaChunkLen;
-  t.end = std::min(t.begin + kIfaChunkLen, p.kv_begin[b] + p.kv_len[b]);
+  t.begin = d.kv_begin[b] + t.chunk * kIfaChunkLen;
+  t.end = std::min(t.begin + kIfaChunkLen, d.kv_begin[b] + p.kv_len[b]);
   t.bf16_dot = s.bf16_dot;
   return t;
 }

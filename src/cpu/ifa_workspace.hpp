@@ -12,6 +12,8 @@
 #include <cstdint>
 
 #include "core/ifa_problem.hpp"
+#include "kvflash/ifa.hpp"
+#include "kvflash/status.hpp"
 
 namespace kvflash::cpu {
 
@@ -48,6 +50,9 @@ struct IfaLayout {
   int64_t num_slots = 0;    ///< sum over b of chunks(b) * num_kv_heads
   // Byte offsets from the aligned workspace base.
   size_t chunk_first = 0;  ///< int64 [batch + 1]: first chunk task of each sequence
+  size_t kv_begin = 0;     ///< int64 [batch]: IfaData::kv_begin, derived at run time
+  size_t seq_base = 0;     ///< const void* [2][batch]: K and V bases (non-paged)
+  size_t batch_state = 0;  ///< uint8 [batch]: IfaData::batch_state, derived at run time
   size_t antiquant = 0;    ///< float [2: scale, offset][2: key, value][num_kv_heads][head_dim]
   size_t quant2 = 0;       ///< float [2: scale, offset][num_heads][head_dim]
   size_t slots = 0;        ///< float [num_slots][slot_floats]
@@ -59,9 +64,21 @@ int64_t ifa_num_chunks(int64_t kv_len);
 
 IfaLayout ifa_layout(const core::IfaProblem& p);
 
-/// Aligns ws, fills the chunk index and the fp32 scale tables (antiquant scale/offset and
+/// ws moved up to kIfaWorkspaceAlign (the layout reserves the slack).
+std::byte* ifa_align(void* ws);
+/// Fills the chunk index (chunk_first) from the plan's lengths.
+void ifa_fill_chunk_index(const core::IfaProblem& p, const IfaLayout& layout, std::byte* base);
+
+/// The start of every run, on the calling thread: aligns ws, binds args into *d, reads the device
+/// data in stream order (left padding into kv_begin; referenced block ids and the mask range into
+/// batch_state), fills the chunk index and the fp32 scale tables (antiquant scale/offset and
 /// quant_scale2/offset2 expanded to per-channel). Returns the aligned base.
-std::byte* ifa_prepare(const core::IfaProblem& p, const IfaLayout& layout, void* ws);
+std::byte* ifa_prepare(const core::IfaProblem& p, const IfaArgs& args, const IfaLayout& layout,
+                       void* ws, core::IfaData* d);
+
+/// After a run: kInvalid naming the first batch whose device data was bad (its rows hold the
+/// fault result), else kSuccess.
+Status ifa_report_faults(const core::IfaProblem& p, const core::IfaData& d);
 
 /// How chunk tasks group kv heads. A task runs chunk c of sequence b for kv heads
 /// [n2_begin, n2_end); grouping heads keeps a task's reads in one contiguous region when the
@@ -85,8 +102,9 @@ struct IfaChunkTask {
   int64_t begin = 0, end = 0;        ///< absolute positions [begin, end)
   bool bf16_dot = false;             ///< IfaSchedule::bf16_dot
 };
-IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const IfaLayout& layout,
-                            const IfaSchedule& schedule, const std::byte* base, int64_t task);
+IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const core::IfaData& d,
+                            const IfaLayout& layout, const IfaSchedule& schedule,
+                            const std::byte* base, int64_t task);
 
 /// The slot of chunk c of (b, n2): chunk_first[b] counts the slots of earlier sequences.
 inline float* ifa_slot(const IfaLayout& layout, std::byte* base, const int64_t* chunk_first,

@@ -18,6 +18,7 @@
 namespace sfa_body {
 
 using kvflash::DType;
+using kvflash::core::SfaData;
 using kvflash::core::SfaProblem;
 
 constexpr int64_t kNope = SfaProblem::kNopeDim;
@@ -34,15 +35,12 @@ constexpr int kDimRegs = kLanes >= 16 ? 4 : 2;
 static_assert(kQk % kLanes == 0 && kNope % (kLanes * kDimRegs) == 0);
 static_assert(kvflash::cpu::kSfaTile % kLanes == 0);
 
-struct Scratch {
-  float* q;          // hb x 576
-  float* kt;         // tile x 576
-  float* vt;         // tile x 512 (unused when V aliases K)
-  float* s;          // hb x tile
-  float* acc;        // hb x 512
-  SoftmaxState* st;  // hb (max, sum) per head
-  int64_t* pos;      // tile
-};
+using Scratch = kvflash::cpu::SfaScratch;
+
+// Head h's online-softmax state in the scratch's (max, sum) pairs.
+inline SoftmaxState& state(const Scratch& w, int64_t h) {
+  return reinterpret_cast<SoftmaxState*>(w.st)[h];
+}
 
 inline float to_float(const void* base, DType dt, int64_t i) {
   const uint16_t h = static_cast<const uint16_t*>(base)[i];
@@ -68,17 +66,17 @@ inline void store_out(void* base, DType dt, int64_t i, float x) {
   o[i] = dt == DType::kBFloat16 ? f32_to_bf16(x) : f32_to_fp16(x);
 }
 
-// Address of element (b, j, d = 0) of a KV view for batch b's logical token j.
-inline const void* kv_row(const SfaProblem& p, const kvflash::core::SfaKvView& v, int64_t b,
-                          int64_t j) {
+// Address of element (b, j, d = 0) of a KV view bound at data, for batch b's logical token j.
+inline const void* kv_row(const SfaProblem& p, const SfaData& d, const void* data,
+                          const kvflash::core::SfaKvView& v, int64_t b, int64_t j) {
   int64_t off;
   if (p.paged) {
-    const int64_t blk = p.block_table[b * p.bt_s0 + (j / p.block_size) * p.bt_s1];
+    const int64_t blk = d.block_table[b * p.bt_s0 + (j / p.block_size) * p.bt_s1];
     off = blk * v.s_block + (j % p.block_size) * v.s_pos;
   } else {
-    off = b * v.s_batch + (p.batches[b].kv_row0 + j) * v.s_pos;
+    off = b * v.s_batch + (d.batches[b].kv_row0 + j) * v.s_pos;
   }
-  return static_cast<const uint16_t*>(v.data) + off;
+  return static_cast<const uint16_t*>(data) + off;
 }
 
 // Scores of HR heads x TR tokens: every (h, t) accumulates q[h][d] * k[t][d] over d in order.
@@ -149,13 +147,17 @@ inline void pv_heads(const float* p, int64_t tile, const float* vt, int64_t v_st
 }
 
 // Gathers, scores and accumulates one tile of n selected positions for heads [0, nh).
-inline void process_tile(const SfaProblem& p, int64_t b, int64_t nh, int64_t n, Scratch& w) {
+inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64_t nh, int64_t n,
+                         const Scratch& w) {
   constexpr int64_t tile = kvflash::cpu::kSfaTile;
   for (int64_t t = 0; t < n; ++t) {
     const int64_t j = w.pos[t];
-    convert_row(kv_row(p, p.k, b, j), p.dtype, p.k.s_dim, kNope, w.kt + t * kQk);
-    convert_row(kv_row(p, p.k_rope, b, j), p.dtype, p.k_rope.s_dim, kRope, w.kt + t * kQk + kNope);
-    if (!p.v_is_k) convert_row(kv_row(p, p.v, b, j), p.dtype, p.v.s_dim, kNope, w.vt + t * kNope);
+    convert_row(kv_row(p, d, d.k, p.k, b, j), p.dtype, p.k.s_dim, kNope, w.kt + t * kQk);
+    convert_row(kv_row(p, d, d.k_rope, p.k_rope, b, j), p.dtype, p.k_rope.s_dim, kRope,
+                w.kt + t * kQk + kNope);
+    if (!d.v_is_k) {
+      convert_row(kv_row(p, d, d.v, p.v, b, j), p.dtype, p.v.s_dim, kNope, w.vt + t * kNope);
+    }
   }
   int64_t h = 0;
   for (; h + kHeadRegs <= nh; h += kHeadRegs)
@@ -168,69 +170,80 @@ inline void process_tile(const SfaProblem& p, int64_t b, int64_t nh, int64_t n, 
   for (h = 0; h < nh; ++h) {
     float* s = w.s + h * tile;
     for (int64_t t = n; t < padded; ++t) s[t] = kNegInf;
-    const float alpha = softmax_fold_tile(w.st[h], s, padded);
+    const float alpha = softmax_fold_tile(state(w, h), s, padded);
     softmax_scale_acc(w.acc + h * kNope, kNope, alpha);
   }
-  const float* vt = p.v_is_k ? w.kt : w.vt;
-  const int64_t v_stride = p.v_is_k ? kQk : kNope;
+  const float* vt = d.v_is_k ? w.kt : w.vt;
+  const int64_t v_stride = d.v_is_k ? kQk : kNope;
   for (h = 0; h + kHeadRegs <= nh; h += kHeadRegs)
     pv_heads<kHeadRegs>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope);
   for (; h < nh; ++h) pv_heads<1>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope);
 }
 
-inline void write_zero_row(const SfaProblem& p, int64_t r, int64_t h0, int64_t h1) {
+// Writes value to every output element of row r, heads [h0, h1), and max/sum to the softmax
+// outputs: zeros for invalid rows, NaN for rows whose device data was bad.
+inline void write_row_value(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0,
+                            int64_t h1, float value, float max_sum) {
   for (int64_t h = h0; h < h1; ++h) {
-    for (int64_t d = 0; d < kNope; ++d) store_out(p.out.data, p.dtype, p.out.index(r, h, d), 0.0f);
-    if (p.softmax_max.present()) {
-      static_cast<float*>(p.softmax_max.data)[p.softmax_max.index(r, h, 0)] = 0.0f;
-      static_cast<float*>(p.softmax_sum.data)[p.softmax_sum.index(r, h, 0)] = 0.0f;
+    for (int64_t i = 0; i < kNope; ++i) store_out(d.out, p.dtype, p.out.index(r, h, i), value);
+    if (d.softmax_max != nullptr) {
+      d.softmax_max[p.softmax_max.index(r, h, 0)] = max_sum;
+      d.softmax_sum[p.softmax_sum.index(r, h, 0)] = max_sum;
     }
   }
 }
 
 // One task: query row r, heads [h0, h1).
-inline void run_task(const SfaProblem& p, int64_t r, int64_t h0, int64_t h1, Scratch& w) {
-  const kvflash::core::SfaRowLimits lim = kvflash::core::sfa_row_limits(p, r);
+inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0, int64_t h1,
+                     const Scratch& w, uint8_t* row_fault) {
+  const kvflash::core::SfaRowLimits lim = kvflash::core::sfa_row_limits(p, d, r);
   if (lim.invalid) {  // uncovered or causally invalid row: zeros and max = sum = 0, even with sinks
-    write_zero_row(p, r, h0, h1);
+    write_row_value(p, d, r, h0, h1, 0.0f, 0.0f);
     return;
   }
-  const int64_t b = p.rows[r].batch;
+  const int64_t b = d.rows[r].batch;
   const int64_t nh = h1 - h0;
   for (int64_t h = 0; h < nh; ++h) {
-    convert_row(static_cast<const uint16_t*>(p.q.data) + p.q.index(r, h0 + h, 0), p.dtype,
-                p.q.s_dim, kNope, w.q + h * kQk);
-    convert_row(static_cast<const uint16_t*>(p.q_rope.data) + p.q_rope.index(r, h0 + h, 0), p.dtype,
+    convert_row(static_cast<const uint16_t*>(d.q) + p.q.index(r, h0 + h, 0), p.dtype, p.q.s_dim,
+                kNope, w.q + h * kQk);
+    convert_row(static_cast<const uint16_t*>(d.q_rope) + p.q_rope.index(r, h0 + h, 0), p.dtype,
                 p.q_rope.s_dim, kRope, w.q + h * kQk + kNope);
-    w.st[h] = SoftmaxState{};
+    state(w, h) = SoftmaxState{};
   }
   std::memset(w.acc, 0, sizeof(float) * nh * kNope);
 
-  // Stream the selection (spec §3.4 step 2) in gather order, kSfaTile positions at a time.
-  const int32_t* idx = static_cast<const int32_t*>(p.indices.data);
+  // Stream the selection (spec §3.4 step 2) in gather order, kSfaTile positions at a time. The
+  // block ids of a selected range are checked before any of its rows is read: a bad one ends the
+  // row (NaN outputs, reported after the run), whatever was accumulated.
   int64_t n = 0;
   for (int64_t k = 0; k < lim.valid_count; ++k) {
     int64_t begin, end;
-    if (!kvflash::core::sfa_selected_range(idx[p.indices.index(r, 0, k)], p.sparse_block_size,
-                                           lim.thr, &begin, &end))
+    if (!kvflash::core::sfa_selected_range(d.indices[p.indices.index(r, 0, k)],
+                                           p.sparse_block_size, lim.thr, &begin, &end))
       break;
+    if (p.paged && begin < end && kvflash::core::sfa_bad_slot(p, d, b, begin, end) >= 0) {
+      row_fault[r] = 1;  // every task of row r finds the same entry and stores the same 1
+      const float nan = __builtin_nanf("");
+      write_row_value(p, d, r, h0, h1, nan, nan);
+      return;
+    }
     for (int64_t j = begin; j < end; ++j) {
       w.pos[n++] = j;
       if (n == kvflash::cpu::kSfaTile) {
-        process_tile(p, b, nh, n, w);
+        process_tile(p, d, b, nh, n, w);
         n = 0;
       }
     }
   }
-  if (n > 0) process_tile(p, b, nh, n, w);
+  if (n > 0) process_tile(p, d, b, nh, n, w);
 
   for (int64_t h = 0; h < nh; ++h) {
-    float m = w.st[h].max;
-    float l = w.st[h].sum;
+    float m = state(w, h).max;
+    float l = state(w, h).sum;
     float* acc = w.acc + h * kNope;
-    if (p.sinks != nullptr) {
+    if (d.sinks != nullptr) {
       // The sink joins the max and the denominator but brings no value vector.
-      const float sigma = p.sinks[(h0 + h) * p.sinks_s0];
+      const float sigma = d.sinks[(h0 + h) * p.sinks_s0];
       const float ms = sigma > m ? sigma : m;
       const float alpha = softmax_rescale(m, ms);
       softmax_scale_acc(acc, kNope, alpha);
@@ -243,34 +256,26 @@ inline void run_task(const SfaProblem& p, int64_t r, int64_t h0, int64_t h1, Scr
       std::memset(acc, 0, sizeof(float) * kNope);
     } else {
       const Vec den = vset1(l);
-      for (int64_t d = 0; d < kNope; d += kLanes) vstore(acc + d, vdiv(vload(acc + d), den));
+      for (int64_t i = 0; i < kNope; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), den));
     }
-    for (int64_t d = 0; d < kNope; ++d)
-      store_out(p.out.data, p.dtype, p.out.index(r, h0 + h, d), acc[d]);
-    if (p.softmax_max.present()) {
-      static_cast<float*>(p.softmax_max.data)[p.softmax_max.index(r, h0 + h, 0)] = m;
-      static_cast<float*>(p.softmax_sum.data)[p.softmax_sum.index(r, h0 + h, 0)] = l;
+    for (int64_t i = 0; i < kNope; ++i) store_out(d.out, p.dtype, p.out.index(r, h0 + h, i), acc[i]);
+    if (d.softmax_max != nullptr) {
+      d.softmax_max[p.softmax_max.index(r, h0 + h, 0)] = m;
+      d.softmax_sum[p.softmax_sum.index(r, h0 + h, 0)] = l;
     }
   }
 }
 
-// Runs task `task` of schedule sch in scratch slot `slot` (64-byte aligned, laid out as lay).
-// The thread pool is driven from the ISA-neutral dispatcher, so no std::function or pool code is
-// instantiated with this unit's ISA flags.
-inline void run_one(const SfaProblem& p, const kvflash::cpu::SfaSchedule& sch,
-                    const kvflash::cpu::SfaScratchLayout& lay, float* slot, int64_t task) {
-  Scratch w{slot + lay.q,
-            slot + lay.kt,
-            slot + lay.vt,
-            slot + lay.s,
-            slot + lay.acc,
-            reinterpret_cast<SoftmaxState*>(slot + lay.st),
-            reinterpret_cast<int64_t*>(slot + lay.pos)};
+// Runs task `task` of schedule sch with the participant's scratch w. The parallel loop is driven
+// from the ISA-neutral dispatcher, so no std::function or pool code is instantiated with this
+// unit's ISA flags.
+inline void run_one(const SfaProblem& p, const SfaData& d, const kvflash::cpu::SfaSchedule& sch,
+                    const Scratch& w, uint8_t* row_fault, int64_t task) {
   const int64_t blocks = (p.num_heads + sch.head_block - 1) / sch.head_block;
   const int64_t r = task / blocks;
   const int64_t h0 = (task % blocks) * sch.head_block;
   const int64_t h1 = h0 + sch.head_block < p.num_heads ? h0 + sch.head_block : p.num_heads;
-  run_task(p, r, h0, h1, w);
+  run_task(p, d, r, h0, h1, w, row_fault);
 }
 
 }  // namespace sfa_body

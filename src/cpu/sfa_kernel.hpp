@@ -1,60 +1,54 @@
-// The SFA CPU kernel entry: pure compute over (problem, schedule, workspace). No validation, no
-// allocation, no I/O. The problem must come from the SFA validator, and the block-table entries
-// of every selected position must already have been checked (sfa::check_block_ids).
+// The SFA CPU backend entry: binds a run's tensors, derives the lengths from the device data,
+// runs the per-ISA task function on the parallel loop and reports bad device data. No validation
+// beyond the device data, no allocation, no I/O.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "core/sfa_problem.hpp"
+#include "cpu/isa.hpp"
+#include "kvflash/sfa.hpp"
+#include "kvflash/status.hpp"
 
 namespace kvflash::cpu {
 
-/// How one call is split: tasks are (query row, block of head_block heads); each worker owns one
-/// scratch slot of the workspace. Every head's arithmetic is the same whatever the split, so the
-/// output bits do not depend on workers or head_block.
+/// Selected KV tokens gathered and processed together (the N dimension of the per-tile GEMMs).
+inline constexpr int64_t kSfaTile = 64;
+/// At most this many workers run one SFA call: each needs its own scratch lane in the workspace,
+/// and the workspace is a function of the problem only, never of the thread count.
+inline constexpr int kSfaMaxLanes = 64;
+
+/// How one call is split among P participants: tasks are (query row, block of head_block heads).
+/// Every head's arithmetic is the same whatever the split, so the output bits depend neither on P
+/// nor on head_block; only the speed does.
 struct SfaSchedule {
-  int workers = 1;
+  int participants = 1;
   int64_t head_block = 1;
   int64_t num_tasks = 0;
 };
-
-/// Selected KV tokens gathered and processed together (the N dimension of the per-tile GEMMs).
-inline constexpr int64_t kSfaTile = 64;
-
-/// Offsets (in floats, 16-float aligned) of one worker's scratch slot. The kernel body and
-/// sfa_workspace_size both use this, so they cannot disagree.
-struct SfaScratchLayout {
-  int64_t q, kt, vt, s, acc, st, pos, total;
-  explicit SfaScratchLayout(int64_t head_block) {
-    constexpr int64_t kAlign = 16;  // 64 bytes: one cache line, one zmm
-    constexpr int64_t kQk = core::SfaProblem::kNopeDim + core::SfaProblem::kRopeDim;
-    int64_t at = 0;
-    auto take = [&](int64_t n) {
-      const int64_t o = at;
-      at += (n + kAlign - 1) / kAlign * kAlign;
-      return o;
-    };
-    q = take(head_block * kQk);
-    kt = take(kSfaTile * kQk);
-    vt = take(kSfaTile * core::SfaProblem::kNopeDim);
-    s = take(head_block * kSfaTile);
-    acc = take(head_block * core::SfaProblem::kNopeDim);
-    st = take(head_block * 2);  // (max, sum) pairs
-    pos = take(kSfaTile * 2);   // int64 positions
-    total = at;
-  }
-};
-
-/// The split for p with `threads` workers (0 = library default). Independent of the active ISA.
+/// The split for `threads` workers (>= 1), capped by the plan's lanes.
 SfaSchedule sfa_schedule(const core::SfaProblem& p, int threads);
 
-/// Bytes of workspace sfa_run needs for (p, s). Independent of the active ISA, so a plan made
-/// before set_isa_cap() still runs after it.
-size_t sfa_workspace_size(const core::SfaProblem& p, const SfaSchedule& s);
+/// One participant's scratch: its tile buffers and the state of its current task's heads.
+struct SfaScratch {
+  float* q;                ///< head_block x 576
+  float* kt;               ///< kSfaTile x 576
+  float* vt;               ///< kSfaTile x 512 (unused when V aliases K)
+  float* s;                ///< head_block x kSfaTile
+  float* acc;              ///< head_block x 512
+  float* st;               ///< head_block x (max, sum)
+  int64_t* pos;            ///< kSfaTile
+};
 
-/// Computes attention_out (and the softmax outputs) of p with the active ISA. ws: at least
-/// sfa_workspace_size(p, s) bytes, any alignment.
-void sfa_run(const core::SfaProblem& p, const SfaSchedule& s, void* ws);
+/// Bytes of workspace sfa_run needs for p: lanes of scratch and the run-time lengths and row
+/// map. A function of p only (not of the ISA or the thread count).
+size_t sfa_workspace_size(const core::SfaProblem& p);
+
+/// Computes attention_out (and the softmax outputs) of p for args' tensors with isa's kernels (isa
+/// must be supported) on num_threads workers (0 = default). ws: at least sfa_workspace_size(p)
+/// bytes, any alignment. Returns kInvalid when device data was bad (see SfaPlan::run).
+Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, Isa isa, int num_threads,
+               void* ws);
 
 }  // namespace kvflash::cpu

@@ -1,17 +1,17 @@
-// The state behind an IfaPlan: the validated, normalised problem and its workspace size. Other
-// parts of the library (the aclnn executor, the CLI) read it through IfaPlan::impl().
+// What an IfaPlan holds, for the library's own use (the aclnn shim, the CLI and tests read it
+// through IfaPlanAccess; it is not part of the public API).
 #pragma once
 
-#include <cstddef>
-
 #include "core/ifa_problem.hpp"
+#include "core/plan_state.hpp"
 #include "kvflash/ifa.hpp"
 
 namespace kvflash {
 
-struct IfaPlan::Impl {
-  core::IfaProblem problem;
-  size_t workspace_size = 0;  ///< cpu::ifa_workspace_size(problem), fixed at creation
+struct IfaPlan::Impl : core::PlanState<core::IfaProblem, IfaArgs> {};
+
+struct IfaPlanAccess {
+  static const IfaPlan::Impl& impl(const IfaPlan& plan) { return *plan.impl_; }
 };
 
 }  // namespace kvflash

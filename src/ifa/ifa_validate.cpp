@@ -8,7 +8,8 @@
 
 #include "core/error.hpp"
 #include "ifa/ifa_validate_parts.hpp"
-#include "ifa/view_check.hpp"
+#include "core/view_check.hpp"
+#include "ifa/ifa_error.hpp"
 
 namespace kvflash::ifa {
 namespace {
@@ -38,16 +39,16 @@ constexpr DtypeCombo kAllowedCombos[] = {
 
 // Rule 1: missing required pointers are 161001 and come before everything else.
 Status check_required(const IfaArgs& a) {
-  if (is_null_view(a.query)) return null_ptr("query is null");
+  if (core::is_null_view(a.query)) return null_ptr("query is null");
   if (a.key.empty()) return null_ptr("key list is empty; expected 1 or batch tensors");
   if (a.value.empty()) return null_ptr("value list is empty; expected 1 or batch tensors");
   for (size_t i = 0; i < a.key.size(); ++i) {
-    if (is_null_view(a.key[i])) return null_ptr("key[" + std::to_string(i) + "] is null");
+    if (core::is_null_view(a.key[i])) return null_ptr("key[" + std::to_string(i) + "] is null");
   }
   for (size_t i = 0; i < a.value.size(); ++i) {
-    if (is_null_view(a.value[i])) return null_ptr("value[" + std::to_string(i) + "] is null");
+    if (core::is_null_view(a.value[i])) return null_ptr("value[" + std::to_string(i) + "] is null");
   }
-  if (is_null_view(a.attention_out)) return null_ptr("attention_out is null");
+  if (core::is_null_view(a.attention_out)) return null_ptr("attention_out is null");
   return Status::kSuccess;
 }
 
@@ -68,18 +69,43 @@ Status check_unsupported_scales(const IfaArgs& a) {
   return Status::kSuccess;
 }
 
+// Every tensor of a call lives where the query does: one backend runs the whole call.
+Status check_devices(const IfaArgs& a) {
+  const Device dev = a.query.device;
+  const auto same = [&](const TensorView& t, const std::string& name) {
+    if (t.device == dev) return Status::kSuccess;
+    return invalid(name + " is on " + device_name(t.device) + " but query is on " +
+                   device_name(dev) + ": every tensor of a call must be on one device");
+  };
+  for (size_t i = 0; i < a.key.size(); ++i) {
+    KVFLASH_RETURN_IF_ERROR(same(a.key[i], "key[" + std::to_string(i) + "]"));
+    KVFLASH_RETURN_IF_ERROR(same(a.value[i], "value[" + std::to_string(i) + "]"));
+  }
+  KVFLASH_RETURN_IF_ERROR(same(a.attention_out, "attention_out"));
+  const std::pair<const std::optional<TensorView>*, const char*> optionals[] = {
+      {&a.pse_shift, "pse_shift"},         {&a.atten_mask, "atten_mask"},
+      {&a.quant_scale2, "quant_scale2"},   {&a.quant_offset2, "quant_offset2"},
+      {&a.antiquant_scale, "antiquant_scale"}, {&a.antiquant_offset, "antiquant_offset"},
+      {&a.block_table, "block_table"},     {&a.kv_padding_size, "kv_padding_size"},
+      {&a.softmax_lse, "softmax_lse"}};
+  for (const auto& [view, name] : optionals) {
+    if (view->has_value()) KVFLASH_RETURN_IF_ERROR(same(**view, name));
+  }
+  return Status::kSuccess;
+}
+
 // Geometry (dims, strides, offset, addressable range) of every view that validation may use.
 // kv_padding_size is checked where it is used, because an inactive one is ignored (spec §2.7).
 Status check_all_views(const IfaArgs& a) {
   int64_t n = 0;
-  KVFLASH_RETURN_IF_ERROR(check_view(a.query, "query", &n));
+  KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.query, "query", &n));
   for (size_t i = 0; i < a.key.size(); ++i) {
-    KVFLASH_RETURN_IF_ERROR(check_view(a.key[i], "key[" + std::to_string(i) + "]", &n));
+    KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.key[i], "key[" + std::to_string(i) + "]", &n));
   }
   for (size_t i = 0; i < a.value.size(); ++i) {
-    KVFLASH_RETURN_IF_ERROR(check_view(a.value[i], "value[" + std::to_string(i) + "]", &n));
+    KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.value[i], "value[" + std::to_string(i) + "]", &n));
   }
-  KVFLASH_RETURN_IF_ERROR(check_view(a.attention_out, "attention_out", &n));
+  KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.attention_out, "attention_out", &n));
   const std::pair<const std::optional<TensorView>*, const char*> optionals[] = {
       {&a.pse_shift, "pse_shift"},
       {&a.atten_mask, "atten_mask"},
@@ -90,9 +116,9 @@ Status check_all_views(const IfaArgs& a) {
       {&a.block_table, "block_table"},
       {&a.softmax_lse, "softmax_lse"}};
   for (const auto& [view, name] : optionals) {
-    if (view->has_value()) KVFLASH_RETURN_IF_ERROR(check_view(**view, name, &n));
+    if (view->has_value()) KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, **view, name, &n));
   }
-  return Status::kSuccess;
+  return check_devices(a);
 }
 
 Status check_attrs(const IfaArgs& a) {
@@ -228,8 +254,8 @@ Status check_query_and_out(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
     return invalid("query batch (" + str(s->batch) + ") must be <= " + str(kMaxBatch));
   }
   const TensorView& o = a.attention_out;
-  if (!same_dims(o, q)) {
-    return invalid("attention_out shape " + dims_str(o) + " must equal query shape " + dims_str(q));
+  if (!core::same_dims(o, q)) {
+    return invalid("attention_out shape " + core::dims_str(o) + " must equal query shape " + core::dims_str(q));
   }
   if (!o.is_contiguous()) {
     return invalid("attention_out must be contiguous with offset 0, got " + o.describe() +
@@ -244,18 +270,17 @@ Status check_query_and_out(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
   p->q_dtype = s->q_dtype;
   p->out_dtype = s->out_dtype;
   p->scale = static_cast<float>(a.scale_value);
-  p->q.data = element_ptr(q, 0);
+  p->q.present = true;
   p->q.dtype = q.dtype;
   p->q.s0 = q.strides[0];
   if (s->layout == Layout::kBsh) {
-    KVFLASH_RETURN_IF_ERROR(scaled_stride(s->head_dim, q.strides[2], "query", &p->q.s1));
+    KVFLASH_RETURN_IF_ERROR(core::scaled_stride(kIfaOp, s->head_dim, q.strides[2], "query", &p->q.s1));
     p->q.s2 = q.strides[2];
   } else {
     p->q.s1 = q.strides[n_axis];
     p->q.s2 = q.strides[3];
   }
   // Contiguous: (b, h, d) -> b*N*D + h*D + d in every layout, since Q_S == 1.
-  p->out = o.data;
   p->out_s0 = n * s->head_dim;
   p->out_s1 = s->head_dim;
   p->out_s2 = 1;
@@ -282,29 +307,9 @@ Status validate_ifa(const IfaArgs& args, core::IfaProblem* out) {
   KVFLASH_RETURN_IF_ERROR(validate_lengths(args, &shape, &p));
   KVFLASH_RETURN_IF_ERROR(validate_mask_pse(args, shape, &p));
   KVFLASH_RETURN_IF_ERROR(validate_quant_and_lse(args, shape, &p));
+  p.device = args.query.device;
   p.zero_fully_masked_rows = args.zero_fully_masked_rows;
-  p.num_threads = args.num_threads;
   *out = std::move(p);
-  return Status::kSuccess;
-}
-
-Status check_block_table(const core::IfaProblem& p) {
-  if (!p.k.paged) return Status::kSuccess;
-  const core::BlockTableView& bt = p.block_table;
-  for (int64_t b = 0; b < p.batch; ++b) {
-    const int64_t len = p.kv_len[b];
-    if (len == 0) continue;
-    const int64_t first = p.kv_begin[b] / bt.block_size;
-    const int64_t last = (p.kv_begin[b] + len - 1) / bt.block_size;
-    for (int64_t slot = first; slot <= last; ++slot) {
-      const int32_t id = bt.data[b * bt.s0 + slot * bt.s1];
-      if (id < 0 || id >= bt.num_blocks) {
-        return invalid("block_table[" + str(b) + "][" + str(slot) + "] (" + str(id) +
-                       ") is not a valid block id: expected [0, " + str(bt.num_blocks) +
-                       ") for the " + str(len) + " tokens of batch " + str(b));
-      }
-    }
-  }
   return Status::kSuccess;
 }
 

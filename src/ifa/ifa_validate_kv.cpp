@@ -3,7 +3,8 @@
 #include <string>
 
 #include "ifa/ifa_validate_parts.hpp"
-#include "ifa/view_check.hpp"
+#include "core/view_check.hpp"
+#include "ifa/ifa_error.hpp"
 
 namespace kvflash::ifa {
 namespace {
@@ -71,15 +72,15 @@ Status check_seq_tensor(const TensorView& t, const std::string& name, const IfaS
   return Status::kSuccess;
 }
 
-// (pos, head, dim) strides of a non-paged tensor, base at batch `b` of the tensor.
-Status seq_view(const TensorView& t, const std::string& name, const IfaShape& s, int64_t b,
+// (pos, head, dim) strides of a non-paged tensor; s_batch steps from batch to batch inside it.
+Status seq_view(const TensorView& t, const std::string& name, const IfaShape& s, bool list,
                 core::KvCacheView::Seq* seq) {
-  seq->base = element_ptr(t, b * t.strides[0]);
+  seq->s_batch = list ? 0 : t.strides[0];
   switch (s.layout) {
     case Layout::kBsh:
       seq->s_pos = t.strides[1];
       seq->s_dim = t.strides[2];
-      return scaled_stride(s.head_dim, t.strides[2], name, &seq->s_head);
+      return core::scaled_stride(kIfaOp, s.head_dim, t.strides[2], name, &seq->s_head);
     case Layout::kBsnd:
       seq->s_pos = t.strides[1];
       seq->s_head = t.strides[2];
@@ -123,13 +124,13 @@ Status validate_non_paged(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
       s->seq_s.assign(s->batch, seq);
     }
   }
+  p->k.list = p->v.list = list;
   p->k.seqs.resize(s->batch);
   p->v.seqs.resize(s->batch);
   for (int64_t b = 0; b < s->batch; ++b) {
     const size_t i = list ? static_cast<size_t>(b) : 0;
-    const int64_t batch_in_tensor = list ? 0 : b;
-    KVFLASH_RETURN_IF_ERROR(seq_view(a.key[i], "key", *s, batch_in_tensor, &p->k.seqs[b]));
-    KVFLASH_RETURN_IF_ERROR(seq_view(a.value[i], "value", *s, batch_in_tensor, &p->v.seqs[b]));
+    KVFLASH_RETURN_IF_ERROR(seq_view(a.key[i], "key", *s, list, &p->k.seqs[b]));
+    KVFLASH_RETURN_IF_ERROR(seq_view(a.value[i], "value", *s, list, &p->v.seqs[b]));
   }
   return Status::kSuccess;
 }
@@ -138,12 +139,11 @@ Status validate_non_paged(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
 Status paged_view(const TensorView& t, const std::string& name, const IfaShape& s,
                   core::KvCacheView* kv) {
   kv->paged = true;
-  kv->cache = element_ptr(t, 0);
   kv->s_block = t.strides[0];
   if (t.rank == 3) {
     kv->s_pos = t.strides[1];
     kv->s_dim = t.strides[2];
-    return scaled_stride(s.head_dim, t.strides[2], name, &kv->s_head);
+    return core::scaled_stride(kIfaOp, s.head_dim, t.strides[2], name, &kv->s_head);
   }
   kv->s_head = t.strides[1];
   kv->s_pos = t.strides[2];
@@ -221,7 +221,6 @@ Status validate_paged(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
 
   KVFLASH_RETURN_IF_ERROR(paged_view(k, "key", *s, &p->k));
   KVFLASH_RETURN_IF_ERROR(paged_view(a.value[0], "value", *s, &p->v));
-  p->block_table.data = static_cast<const int32_t*>(element_ptr(bt, 0));
   p->block_table.s0 = bt.strides[0];
   p->block_table.s1 = bt.strides[1];
   p->block_table.blocks_per_seq = bt.shape[1];
@@ -239,9 +238,9 @@ Status validate_kv(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
                    ")");
   }
   for (size_t i = 0; i < a.key.size(); ++i) {
-    if (!same_dims(a.value[i], a.key[i])) {
-      return invalid("value[" + std::to_string(i) + "] shape " + dims_str(a.value[i]) +
-                     " must equal key[" + std::to_string(i) + "] shape " + dims_str(a.key[i]));
+    if (!core::same_dims(a.value[i], a.key[i])) {
+      return invalid("value[" + std::to_string(i) + "] shape " + core::dims_str(a.value[i]) +
+                     " must equal key[" + std::to_string(i) + "] shape " + core::dims_str(a.key[i]));
     }
   }
   p->k.dtype = s->kv_dtype;

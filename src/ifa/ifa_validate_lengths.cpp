@@ -1,11 +1,13 @@
-// Per-batch KV ranges (spec §2.4, §2.7, §2.8): actualSeqLengths, paged capacity and KV left
-// padding become kv_begin / kv_len, the only lengths the kernels ever see.
+// Per-batch KV lengths (spec §2.4, §2.7, §2.8): actualSeqLengths (a host array), paged capacity
+// and whether KV left padding applies. The padding value itself lives in device memory and is read
+// by the run (core::ifa_kv_range).
 #include <algorithm>
 #include <string>
 
 #include "core/checked_math.hpp"
 #include "ifa/ifa_validate_parts.hpp"
-#include "ifa/view_check.hpp"
+#include "core/view_check.hpp"
+#include "ifa/ifa_error.hpp"
 
 namespace kvflash::ifa {
 namespace {
@@ -79,23 +81,22 @@ Status check_paged_capacity(const IfaArgs& a, const std::vector<int64_t>& lens, 
 }
 
 // V4 KV left padding: active only with actual_seq_lengths and a batch-contiguous KV; otherwise
-// kv_padding_size is ignored (spec §2.7, decision #12). *pad < 0 means inactive.
-Status resolve_left_padding(const IfaArgs& a, const IfaShape& s, int64_t* pad) {
-  *pad = -1;
+// kv_padding_size is ignored (spec §2.7, decision #12).
+Status resolve_left_padding(const IfaArgs& a, const IfaShape& s, bool* active) {
+  *active = false;
   const bool given = a.actual_seq_lengths.has_value() && !a.actual_seq_lengths->empty();
   if (!a.kv_padding_size.has_value() || !given || s.kv_mode != KvMode::kContiguous) {
     return Status::kSuccess;
   }
   const TensorView& t = *a.kv_padding_size;
   int64_t numel = 0;
-  KVFLASH_RETURN_IF_ERROR(check_view(t, "kv_padding_size", &numel));
+  KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, t, "kv_padding_size", &numel));
   if (numel == 0) return Status::kSuccess;
   if (t.dtype != DType::kInt64) {
     return invalid(std::string("kv_padding_size dtype must be int64, got ") + dtype_name(t.dtype));
   }
-  // Read at plan time by design (docs/conventions.md): element 0 is the padding of every batch.
-  const int64_t value = *static_cast<const int64_t*>(element_ptr(t, 0));
-  *pad = std::max<int64_t>(value, 0);
+  // Element 0 is the padding of every batch; the run reads it, in stream order.
+  *active = true;
   return Status::kSuccess;
 }
 
@@ -104,30 +105,18 @@ Status resolve_left_padding(const IfaArgs& a, const IfaShape& s, int64_t* pad) {
 Status validate_lengths(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
   std::vector<int64_t> lens;
   KVFLASH_RETURN_IF_ERROR(resolve_lengths(a, *s, &lens));
-  p->kv_begin.assign(s->batch, 0);
   p->kv_len = lens;
   if (s->kv_mode == KvMode::kPaged) {
     KVFLASH_RETURN_IF_ERROR(check_paged_capacity(a, lens, s, p));
   } else {
-    int64_t pad = -1;
-    KVFLASH_RETURN_IF_ERROR(resolve_left_padding(a, *s, &pad));
-    if (pad >= 0) {
-      for (int64_t b = 0; b < s->batch; ++b) {
-        const int64_t room = s->seq_s[b] - lens[b];  // >= 0: checked above
-        if (pad > room) {
-          p->kv_len[b] = 0;  // start_b = S - pad - len_b < 0: the batch outputs zeros
-        } else {
-          p->kv_begin[b] = room - pad;
-        }
-      }
-    }
+    KVFLASH_RETURN_IF_ERROR(resolve_left_padding(a, *s, &p->left_padding));
+    p->kv_seq_len = s->seq_s[0];  // used with left padding, i.e. batch-contiguous: one S
     s->pse_cols = *std::max_element(s->seq_s.begin(), s->seq_s.end());
-    s->mask_cols = 0;
-    for (int64_t b = 0; b < s->batch; ++b) {
-      s->mask_cols = std::max(s->mask_cols, p->kv_begin[b] + p->kv_len[b]);
-    }
+    // Without padding the attended ranges are [0, len_b). With it they shift right by a value
+    // only the run knows; the run checks them against the mask's last dim (a batch whose range
+    // would pass it faults instead of reading beyond the mask).
+    s->mask_cols = *std::max_element(lens.begin(), lens.end());
   }
-  p->max_kv_len = *std::max_element(p->kv_len.begin(), p->kv_len.end());
   // Decision: views with zero strides can describe sequences far longer than memory. Bounding
   // the total work (sum of kv_len * N * D) keeps every size the kernel derives from it (workspace,
   // chunk counts) far from overflow.

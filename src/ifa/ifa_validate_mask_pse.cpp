@@ -3,7 +3,8 @@
 #include <string>
 
 #include "ifa/ifa_validate_parts.hpp"
-#include "ifa/view_check.hpp"
+#include "core/view_check.hpp"
+#include "ifa/ifa_error.hpp"
 
 namespace kvflash::ifa {
 namespace {
@@ -49,7 +50,8 @@ Status validate_mask(const TensorView& m, const IfaShape& s, core::IfaProblem* p
                                                 : " (the end of the longest attended KV range)") +
                    ", got " + m.describe());
   }
-  p->mask.data = element_ptr(m, 0);
+  p->mask.present = true;
+  p->mask_cols = cols;
   p->mask.dtype = m.dtype;
   p->mask.s0 = m.shape[0] == 1 ? 0 : m.strides[0];
   p->mask.s1 = head_stride;
@@ -83,7 +85,7 @@ Status validate_pse(const TensorView& t, const IfaShape& s, core::IfaProblem* p)
                                                 : " (the key sequence length)") +
                    ", got " + t.describe());
   }
-  p->pse.data = element_ptr(t, 0);
+  p->pse.present = true;
   p->pse.dtype = t.dtype;
   p->pse.s0 = t.shape[0] == 1 ? 0 : t.strides[0];
   p->pse.s1 = t.strides[1];

@@ -28,8 +28,8 @@ struct IfaShape {
 /// Paged block size, cache/table shapes, KV strides per mode; fills p->k, p->v, p->block_table
 /// (except lengths) and s->seq_s / s->kv_mode.
 Status validate_kv(const IfaArgs& a, IfaShape* s, core::IfaProblem* p);
-/// actualSeqLengths, paged capacity, KV left padding: fills kv_begin / kv_len / max_kv_len and
-/// s->pse_cols / s->mask_cols.
+/// actualSeqLengths, paged capacity, whether KV left padding applies: fills kv_len /
+/// left_padding / kv_seq_len and s->pse_cols / s->mask_cols.
 Status validate_lengths(const IfaArgs& a, IfaShape* s, core::IfaProblem* p);
 /// attenMask and pseShift.
 Status validate_mask_pse(const IfaArgs& a, const IfaShape& s, core::IfaProblem* p);

@@ -2,7 +2,8 @@
 #include <string>
 
 #include "ifa/ifa_validate_parts.hpp"
-#include "ifa/view_check.hpp"
+#include "core/view_check.hpp"
+#include "ifa/ifa_error.hpp"
 
 namespace kvflash::ifa {
 namespace {
@@ -17,7 +18,7 @@ bool antiquant_view(const TensorView& t, const IfaShape& s, core::View3* v,
   const auto& sh = t.shape;
   const auto& st = t.strides;
   if (t.rank < 1 || sh[0] != 2) return false;
-  v->data = element_ptr(t, 0);
+  v->present = true;
   v->dtype = t.dtype;
   v->s0 = st[0];
   switch (t.rank) {
@@ -78,7 +79,7 @@ Status validate_antiquant(const IfaArgs& a, const IfaShape& s, core::IfaProblem*
                                str(s.num_kv_heads) + "," + str(s.head_dim) + ") or (2," +
                                str(s.num_kv_heads * s.head_dim) + ")";
   if (!antiquant_view(sc, s, &p->antiquant_scale, &p->antiquant)) {
-    return invalid("antiquant_scale shape " + dims_str(sc) + " is not supported; " + expected);
+    return invalid("antiquant_scale shape " + core::dims_str(sc) + " is not supported; " + expected);
   }
   if (a.antiquant_offset.has_value()) {
     const TensorView& off = *a.antiquant_offset;
@@ -93,7 +94,7 @@ Status validate_antiquant(const IfaArgs& a, const IfaShape& s, core::IfaProblem*
     }
     core::AntiquantMode mode;
     if (!antiquant_view(off, s, &p->antiquant_offset, &mode)) {
-      return invalid("antiquant_offset shape " + dims_str(off) + " is not supported; " + expected);
+      return invalid("antiquant_offset shape " + core::dims_str(off) + " is not supported; " + expected);
     }
   }
   return Status::kSuccess;
@@ -139,7 +140,7 @@ bool quant2_channel_view(const TensorView& t, int64_t n, int64_t d, core::View3*
 
 Status quant2_view(const TensorView& t, const std::string& name, const IfaShape& s,
                    core::View3* v) {
-  v->data = element_ptr(t, 0);
+  v->present = true;
   v->dtype = t.dtype;
   v->s0 = 0;
   if (t.numel() == 1) {
@@ -148,7 +149,7 @@ Status quant2_view(const TensorView& t, const std::string& name, const IfaShape&
   }
   if (!quant2_channel_view(t, s.num_heads, s.head_dim, v)) {
     const std::string n = str(s.num_heads), d = str(s.head_dim), nd = str(s.num_heads * s.head_dim);
-    return invalid(name + " shape " + dims_str(t) + " is not supported; expected 1 element " +
+    return invalid(name + " shape " + core::dims_str(t) + " is not supported; expected 1 element " +
                    "(per-tensor) or a per-channel shape with num_heads * head_dim = " + nd +
                    " elements: [" + nd + "], [1," + nd + "], [1,1," + nd + "], [" + n + "," + d +
                    "], [1," + n + "," + d + "], [" + n + ",1," + d + "], [1," + n + ",1," + d +
@@ -186,9 +187,9 @@ Status validate_post_quant(const IfaArgs& a, const IfaShape& s, core::IfaProblem
       return invalid(std::string("quant_offset2 dtype (") + dtype_name(off.dtype) +
                      ") must equal the quant_scale2 dtype (" + dtype_name(sc.dtype) + ")");
     }
-    if (!same_dims(off, sc)) {
-      return invalid("quant_offset2 shape " + dims_str(off) +
-                     " must equal the quant_scale2 shape " + dims_str(sc));
+    if (!core::same_dims(off, sc)) {
+      return invalid("quant_offset2 shape " + core::dims_str(off) +
+                     " must equal the quant_scale2 shape " + core::dims_str(sc));
     }
     KVFLASH_RETURN_IF_ERROR(quant2_view(off, "quant_offset2", s, &p->quant_offset2));
   }
@@ -206,7 +207,7 @@ Status validate_lse(const TensorView& t, const IfaShape& s, core::IfaProblem* p)
   if (!t.is_contiguous()) {
     return invalid("softmax_lse must be contiguous with offset 0, got " + t.describe());
   }
-  p->lse = static_cast<float*>(t.data);
+  p->has_lse = true;
   p->lse_s0 = s.num_heads;
   p->lse_s1 = 1;
   return Status::kSuccess;

@@ -1,18 +1,17 @@
-// What an SfaPlan holds: the validated problem and its schedule (tests and the aclnn shim read it).
+// What an SfaPlan holds, for the library's own use (tests and tools read it through
+// SfaPlanAccess; it is not part of the public API).
 #pragma once
 
-#include <cstddef>
-
+#include "core/plan_state.hpp"
 #include "core/sfa_problem.hpp"
-#include "cpu/sfa_kernel.hpp"
 #include "kvflash/sfa.hpp"
 
 namespace kvflash {
 
-struct SfaPlan::Impl {
-  core::SfaProblem problem;
-  cpu::SfaSchedule schedule;
-  size_t workspace_size = 0;
+struct SfaPlan::Impl : core::PlanState<core::SfaProblem, SfaArgs> {};
+
+struct SfaPlanAccess {
+  static const SfaPlan::Impl& impl(const SfaPlan& plan) { return *plan.impl_; }
 };
 
 }  // namespace kvflash

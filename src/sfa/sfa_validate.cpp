@@ -9,6 +9,7 @@
 
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
+#include "core/view_check.hpp"
 
 namespace kvflash::sfa {
 namespace {
@@ -40,29 +41,9 @@ std::string dims_str(std::initializer_list<int64_t> dims) {
 
 bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
-// A view kvflash may index: known dtype, rank in [0, kMaxRank], non-negative dims, strides and
-// offset, and a largest element offset that fits int64 (so no address computation can overflow).
 Status check_view(const TensorView& v, const char* name) {
-  if (!dtype_is_known(v.dtype))
-    return invalid(std::string(name) + " has an unknown dtype (" +
-                   std::to_string(static_cast<int>(v.dtype)) + ")");
-  if (v.rank < 0 || v.rank > kMaxRank)
-    return invalid(std::string(name) + " rank (" + std::to_string(v.rank) + ") must be in [0, 8]");
-  if (v.offset < 0) return invalid(std::string(name) + " offset must be >= 0");
-  int64_t last = v.offset;
-  for (int i = 0; i < v.rank; ++i) {
-    if (v.shape[i] < 0) return invalid(std::string(name) + " has a negative dim: " + shape_str(v));
-    if (v.strides[i] < 0)
-      return invalid(std::string(name) + " has a negative stride on axis " + std::to_string(i));
-    if (v.shape[i] == 0) continue;
-    auto step = core::checked_mul(v.shape[i] - 1, v.strides[i]);
-    auto sum = step ? core::checked_add(last, *step) : std::nullopt;
-    auto bytes =
-        sum ? core::checked_mul(*sum + 1, static_cast<int64_t>(dtype_size(v.dtype))) : std::nullopt;
-    if (!bytes) return invalid(std::string(name) + " is too large to address: " + shape_str(v));
-    last = *sum;
-  }
-  return Status::kSuccess;
+  int64_t numel = 0;
+  return core::check_view(kOpName, v, name, &numel);
 }
 
 bool same_shape(const TensorView& v, std::initializer_list<int64_t> dims) {
@@ -87,64 +68,20 @@ Status expect_dtype(const TensorView& v, const char* name, DType want) {
   return Status::kSuccess;
 }
 
-int32_t read_i32(const TensorView& v, int64_t i) {
-  return static_cast<const int32_t*>(v.data)[v.offset + i * v.strides[0]];
-}
-
-// A 1-D int32 actual-length tensor with exactly `batch` entries.
+// A 1-D int32 actual-length tensor with exactly `batch` entries (its values are read by the run).
 Status check_lengths_tensor(const TensorView& v, const char* name, int64_t batch) {
   if (v.data == nullptr) return null_ptr(std::string(name) + " data is null");
-  if (Status s = check_view(v, name); s != Status::kSuccess) return s;
-  if (Status s = expect_dtype(v, name, DType::kInt32); s != Status::kSuccess) return s;
+  KVFLASH_RETURN_IF_ERROR(check_view(v, name));
+  KVFLASH_RETURN_IF_ERROR(expect_dtype(v, name, DType::kInt32));
   if (v.rank != 1 || v.shape[0] != batch)
     return invalid(std::string(name) + " must be 1-D with B (" + std::to_string(batch) +
                    ") entries, got " + shape_str(v));
   return Status::kSuccess;
 }
 
-// Per-batch counts in [0, limit].
-Status read_counts(const TensorView& v, const char* name, int64_t batch, int64_t limit,
-                   const char* limit_name, std::vector<int64_t>* out) {
-  out->resize(batch);
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t x = read_i32(v, b);
-    if (x < 0 || x > limit)
-      return invalid(std::string(name) + "[" + std::to_string(b) + "] (" + std::to_string(x) +
-                     ") must be in [0, " + limit_name + " = " + std::to_string(limit) + "]");
-    (*out)[b] = x;
-  }
-  return Status::kSuccess;
-}
-
-// Prefix sums: non-decreasing, first >= 0, last <= total. out gets the per-batch counts and row0
-// the start of each batch.
-Status read_prefix(const TensorView& v, const char* name, int64_t batch, int64_t total,
-                   const char* total_name, std::vector<int64_t>* counts,
-                   std::vector<int64_t>* row0) {
-  counts->resize(batch);
-  row0->resize(batch);
-  int64_t prev = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t x = read_i32(v, b);
-    if (x < prev)
-      return invalid(std::string(name) + " must be non-decreasing prefix sums starting at >= 0; " +
-                     "entry " + std::to_string(b) + " (" + std::to_string(x) + ") < " +
-                     std::to_string(prev));
-    if (x > total)
-      return invalid(std::string(name) + "[" + std::to_string(b) + "] (" + std::to_string(x) +
-                     ") exceeds " + total_name + " (" + std::to_string(total) + ")");
-    (*row0)[b] = prev;
-    (*counts)[b] = x - prev;
-    prev = x;
-  }
-  return Status::kSuccess;
-}
-
 core::SfaRowView row_view(const TensorView& v, bool tnd, int64_t s1, int head_axis) {
   core::SfaRowView r;
-  r.data = v.data == nullptr
-               ? nullptr
-               : static_cast<char*>(v.data) + v.offset * static_cast<int64_t>(dtype_size(v.dtype));
+  r.present = true;
   r.dtype = v.dtype;
   if (tnd) {  // (T, N, D)
     r.rows_inner = v.shape[0] > 0 ? v.shape[0] : 1;
@@ -163,7 +100,7 @@ core::SfaRowView row_view(const TensorView& v, bool tnd, int64_t s1, int head_ax
 // Softmax outputs: BSND (B, 1, S1, N1) -> (b, 0, i, h); TND (1, T1, N1) -> (0, t, h).
 core::SfaRowView lse_view(const TensorView& v, bool tnd, int64_t s1) {
   core::SfaRowView r;
-  r.data = static_cast<char*>(v.data) + v.offset * 4;
+  r.present = true;
   r.dtype = DType::kFloat32;
   if (tnd) {
     r.rows_inner = v.shape[1] > 0 ? v.shape[1] : 1;
@@ -182,7 +119,6 @@ core::SfaRowView lse_view(const TensorView& v, bool tnd, int64_t s1) {
 
 core::SfaKvView kv_view(const TensorView& v, bool tnd, bool paged) {
   core::SfaKvView k;
-  k.data = static_cast<const char*>(v.data) + v.offset * static_cast<int64_t>(dtype_size(v.dtype));
   if (paged) {  // (blocks, block_size, 1, D)
     k.s_block = v.strides[0];
     k.s_pos = v.strides[1];
@@ -194,14 +130,6 @@ core::SfaKvView kv_view(const TensorView& v, bool tnd, bool paged) {
   }
   k.s_dim = v.strides[v.rank - 1];
   return k;
-}
-
-bool same_view(const TensorView& a, const TensorView& b) {
-  if (a.data != b.data || a.dtype != b.dtype || a.rank != b.rank || a.offset != b.offset)
-    return false;
-  for (int i = 0; i < a.rank; ++i)
-    if (a.shape[i] != b.shape[i] || (a.shape[i] > 1 && a.strides[i] != b.strides[i])) return false;
-  return true;
 }
 
 }  // namespace
@@ -244,8 +172,18 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
     views.push_back({&*a.softmax_max, "softmax_max"});
     views.push_back({&*a.softmax_sum, "softmax_sum"});
   }
-  for (const Named& n : views)
-    if (Status s = check_view(*n.v, n.name); s != Status::kSuccess) return s;
+  for (const Named& n : views) KVFLASH_RETURN_IF_ERROR(check_view(*n.v, n.name));
+  std::vector<Named> placed = views;  // every tensor of the call, for the device rule
+  if (a.actual_seq_lengths_query)
+    placed.push_back({&*a.actual_seq_lengths_query, "actual_seq_lengths_query"});
+  if (a.actual_seq_lengths_kv)
+    placed.push_back({&*a.actual_seq_lengths_kv, "actual_seq_lengths_kv"});
+  for (const Named& n : placed) {
+    if (n.v->device != a.query.device)
+      return invalid(std::string(n.name) + " is on " + device_name(n.v->device) +
+                     " but query is on " + device_name(a.query.device) +
+                     ": every tensor of a call must be on one device");
+  }
 
   // ---- rule 6: layouts ----------------------------------------------------------------------
   const std::string& lq = a.layout_query;
@@ -270,24 +208,15 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
                                                      {&a.query_rope, "query_rope"},
                                                      {&a.key_rope, "key_rope"},
                                                      {&a.attention_out, "attention_out"}})
-    if (Status s = expect_dtype(*n.v, n.name, dt); s != Status::kSuccess) return s;
-  if (Status s = expect_dtype(a.sparse_indices, "sparse_indices", DType::kInt32);
-      s != Status::kSuccess)
-    return s;
+    KVFLASH_RETURN_IF_ERROR(expect_dtype(*n.v, n.name, dt));
+  KVFLASH_RETURN_IF_ERROR(expect_dtype(a.sparse_indices, "sparse_indices", DType::kInt32));
   if (a.block_table)
-    if (Status s = expect_dtype(*a.block_table, "block_table", DType::kInt32);
-        s != Status::kSuccess)
-      return s;
+    KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.block_table, "block_table", DType::kInt32));
   if (a.sinks)
-    if (Status s = expect_dtype(*a.sinks, "sinks", DType::kFloat32); s != Status::kSuccess)
-      return s;
+    KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.sinks, "sinks", DType::kFloat32));
   if (a.return_softmax_lse) {
-    if (Status s = expect_dtype(*a.softmax_max, "softmax_max", DType::kFloat32);
-        s != Status::kSuccess)
-      return s;
-    if (Status s = expect_dtype(*a.softmax_sum, "softmax_sum", DType::kFloat32);
-        s != Status::kSuccess)
-      return s;
+    KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.softmax_max, "softmax_max", DType::kFloat32));
+    KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.softmax_sum, "softmax_sum", DType::kFloat32));
   }
 
   // ---- rule 3: ranks ------------------------------------------------------------------------
@@ -321,7 +250,7 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
   if (q_tnd) {
     t1 = a.query.shape[0];
     if (t1 <= 0) return invalid("query T1 (" + std::to_string(t1) + ") must be > 0");
-    if (!a.actual_seq_lengths_query || a.actual_seq_lengths_query->data == nullptr)
+    if (!a.actual_seq_lengths_query)
       return invalid("actual_seq_lengths_query is required with layout_query TND");
     batch = a.actual_seq_lengths_query->numel();
     if (a.actual_seq_lengths_query->rank != 1 || batch <= 0)
@@ -338,24 +267,13 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
   // Shapes of the per-row tensors.
   const int64_t kk = a.sparse_indices.rank == q_rank ? a.sparse_indices.shape[q_rank - 1] : -1;
   if (q_tnd) {
-    if (Status s = expect_shape(a.query_rope, "query_rope", {t1, n1, kRope}); s != Status::kSuccess)
-      return s;
-    if (Status s = expect_shape(a.sparse_indices, "sparse_indices", {t1, n2, kk});
-        s != Status::kSuccess)
-      return s;
-    if (Status s = expect_shape(a.attention_out, "attention_out", {t1, n1, d});
-        s != Status::kSuccess)
-      return s;
+    KVFLASH_RETURN_IF_ERROR(expect_shape(a.query_rope, "query_rope", {t1, n1, kRope}));
+    KVFLASH_RETURN_IF_ERROR(expect_shape(a.sparse_indices, "sparse_indices", {t1, n2, kk}));
+    KVFLASH_RETURN_IF_ERROR(expect_shape(a.attention_out, "attention_out", {t1, n1, d}));
   } else {
-    if (Status s = expect_shape(a.query_rope, "query_rope", {batch, s1, n1, kRope});
-        s != Status::kSuccess)
-      return s;
-    if (Status s = expect_shape(a.sparse_indices, "sparse_indices", {batch, s1, n2, kk});
-        s != Status::kSuccess)
-      return s;
-    if (Status s = expect_shape(a.attention_out, "attention_out", {batch, s1, n1, d});
-        s != Status::kSuccess)
-      return s;
+    KVFLASH_RETURN_IF_ERROR(expect_shape(a.query_rope, "query_rope", {batch, s1, n1, kRope}));
+    KVFLASH_RETURN_IF_ERROR(expect_shape(a.sparse_indices, "sparse_indices", {batch, s1, n2, kk}));
+    KVFLASH_RETURN_IF_ERROR(expect_shape(a.attention_out, "attention_out", {batch, s1, n1, d}));
   }
   // ---- rule 11: sparse size -----------------------------------------------------------------
   if (kk < 1) return invalid("sparse_size K (" + std::to_string(kk) + ") must be >= 1");
@@ -364,16 +282,12 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
   const int64_t kv0 = a.key.shape[0];
   const int64_t kv1 = kv_tnd ? 0 : a.key.shape[1];
   if (kv_tnd) {
-    if (Status s = expect_shape(value, "value", {kv0, n2, kNope}); s != Status::kSuccess) return s;
-    if (Status s = expect_shape(a.key_rope, "key_rope", {kv0, n2, kRope}); s != Status::kSuccess)
-      return s;
+    KVFLASH_RETURN_IF_ERROR(expect_shape(value, "value", {kv0, n2, kNope}));
+    KVFLASH_RETURN_IF_ERROR(expect_shape(a.key_rope, "key_rope", {kv0, n2, kRope}));
     if (kv0 <= 0) return invalid("key T2 (" + std::to_string(kv0) + ") must be > 0");
   } else {
-    if (Status s = expect_shape(value, "value", {kv0, kv1, n2, kNope}); s != Status::kSuccess)
-      return s;
-    if (Status s = expect_shape(a.key_rope, "key_rope", {kv0, kv1, n2, kRope});
-        s != Status::kSuccess)
-      return s;
+    KVFLASH_RETURN_IF_ERROR(expect_shape(value, "value", {kv0, kv1, n2, kNope}));
+    KVFLASH_RETURN_IF_ERROR(expect_shape(a.key_rope, "key_rope", {kv0, kv1, n2, kRope}));
     if (!paged && kv0 != batch)
       return invalid("key batch (" + std::to_string(kv0) + ") must equal B (" +
                      std::to_string(batch) + ")");
@@ -399,9 +313,8 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
   // ---- rule 7: paged attention --------------------------------------------------------------
   int64_t max_blocks = 0;
   if (paged) {
-    if (!a.block_table || a.block_table->data == nullptr)
-      return invalid("block_table is required with layout_kv PA_BSND");
-    if (!a.actual_seq_lengths_kv || a.actual_seq_lengths_kv->data == nullptr)
+    if (!a.block_table) return invalid("block_table is required with layout_kv PA_BSND");
+    if (!a.actual_seq_lengths_kv)
       return invalid("actual_seq_lengths_kv is required with layout_kv PA_BSND");
     const TensorView& bt = *a.block_table;
     if (bt.rank != 2 || bt.shape[0] != batch || bt.shape[1] <= 0)
@@ -415,67 +328,45 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
     if (kv1 % sbs != 0)
       return invalid("sparse_block_size (" + std::to_string(sbs) + ") must divide block_size (" +
                      std::to_string(kv1) + ")");
-  } else if (a.block_table && a.block_table->data != nullptr) {
+  } else if (a.block_table) {
     return invalid("block_table must be null unless layout_kv is PA_BSND");
   }
 
   // ---- rule 8: softmax outputs --------------------------------------------------------------
   if (a.return_softmax_lse) {
-    if (paged) return invalid("return_softmax_lse is not supported with layout_kv PA_BSND");
     for (const TensorView* v : {&*a.softmax_max, &*a.softmax_sum}) {
       const char* name = v == &*a.softmax_max ? "softmax_max" : "softmax_sum";
       if (v->numel() == 0) return invalid(std::string(name) + " must not be empty");
-      if (Status s = q_tnd ? expect_shape(*v, name, {n2, t1, n1 / n2})
-                           : expect_shape(*v, name, {batch, n2, s1, n1 / n2});
-          s != Status::kSuccess)
-        return s;
+      KVFLASH_RETURN_IF_ERROR(q_tnd ? expect_shape(*v, name, {n2, t1, n1 / n2}) : expect_shape(*v, name, {batch, n2, s1, n1 / n2}));
       if (!v->is_contiguous()) return invalid(std::string(name) + " must be contiguous");
     }
   }
   if (!a.attention_out.is_contiguous()) return invalid("attention_out must be contiguous");
 
   // ---- rule 10: sinks -----------------------------------------------------------------------
-  if (a.sinks && a.sinks->data != nullptr) {
+  if (a.sinks) {
     if (a.sinks->rank != 1 || a.sinks->shape[0] != n1)
       return invalid("sinks must be 1-D with N1 (" + std::to_string(n1) + ") entries, got " +
                      shape_str(*a.sinks));
   }
 
-  // ---- rule 9 and §3.3: actual lengths ------------------------------------------------------
-  std::vector<int64_t> lqs(batch, s1), q_row0(batch, 0), lkvs(batch, kv1), kv_row0(batch, 0);
-  if (a.actual_seq_lengths_query && a.actual_seq_lengths_query->data != nullptr) {
-    const TensorView& v = *a.actual_seq_lengths_query;
-    if (Status s = check_lengths_tensor(v, "actual_seq_lengths_query", batch);
-        s != Status::kSuccess)
-      return s;
-    Status s =
-        q_tnd ? read_prefix(v, "actual_seq_lengths_query", batch, t1, "query T1", &lqs, &q_row0)
-              : read_counts(v, "actual_seq_lengths_query", batch, s1, "query S1", &lqs);
-    if (s != Status::kSuccess) return s;
+  // ---- rule 9 and §3.3: actual lengths (their values are device data, read by the run) --------
+  const bool has_lq = a.actual_seq_lengths_query.has_value();
+  const bool has_lkv = a.actual_seq_lengths_kv.has_value();
+  if (has_lq) {
+    KVFLASH_RETURN_IF_ERROR(
+        check_lengths_tensor(*a.actual_seq_lengths_query, "actual_seq_lengths_query", batch));
   }
-  if (kv_tnd && (!a.actual_seq_lengths_kv || a.actual_seq_lengths_kv->data == nullptr))
-    return invalid("actual_seq_lengths_kv is required with layout_kv TND");
-  if (a.actual_seq_lengths_kv && a.actual_seq_lengths_kv->data != nullptr) {
-    const TensorView& v = *a.actual_seq_lengths_kv;
-    if (Status s = check_lengths_tensor(v, "actual_seq_lengths_kv", batch); s != Status::kSuccess)
-      return s;
-    Status s = Status::kSuccess;
-    if (kv_tnd) {
-      s = read_prefix(v, "actual_seq_lengths_kv", batch, kv0, "key T2", &lkvs, &kv_row0);
-    } else if (paged) {
-      auto cap = core::checked_mul(max_blocks, kv1);
-      s = read_counts(v, "actual_seq_lengths_kv", batch,
-                      cap ? *cap : std::numeric_limits<int64_t>::max(),
-                      "block_table columns * block_size", &lkvs);
-    } else {
-      s = read_counts(v, "actual_seq_lengths_kv", batch, kv1, "key S2", &lkvs);
-    }
-    if (s != Status::kSuccess) return s;
+  if (kv_tnd && !has_lkv) return invalid("actual_seq_lengths_kv is required with layout_kv TND");
+  if (has_lkv) {
+    KVFLASH_RETURN_IF_ERROR(
+        check_lengths_tensor(*a.actual_seq_lengths_kv, "actual_seq_lengths_kv", batch));
   }
 
   // ---- the normalised problem ---------------------------------------------------------------
   SfaProblem& pr = *p;
   pr = SfaProblem{};
+  pr.device = a.query.device;
   pr.batch = batch;
   pr.num_heads = n1;
   pr.sparse_size = kk;
@@ -495,52 +386,28 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
   pr.k = kv_view(a.key, kv_tnd, paged);
   pr.k_rope = kv_view(a.key_rope, kv_tnd, paged);
   pr.v = kv_view(value, kv_tnd, paged);
-  pr.v_is_k = same_view(value, a.key);
   pr.paged = paged;
   if (paged) {
     const TensorView& bt = *a.block_table;
-    pr.block_table = static_cast<const int32_t*>(bt.data) + bt.offset;
     pr.bt_s0 = bt.strides[0];
     pr.bt_s1 = bt.strides[1];
     pr.block_size = kv1;
     pr.num_blocks = kv0;
+    const auto cap = core::checked_mul(max_blocks, kv1);
+    pr.kv_capacity = cap ? *cap : std::numeric_limits<int64_t>::max();
   }
-  if (a.sinks && a.sinks->data != nullptr) {
-    pr.sinks = static_cast<const float*>(a.sinks->data) + a.sinks->offset;
+  if (a.sinks) {
+    pr.has_sinks = true;
     pr.sinks_s0 = a.sinks->strides[0];
   }
-  pr.batches.resize(batch);
-  for (int64_t b = 0; b < batch; ++b) pr.batches[b] = {lqs[b], lkvs[b], kv_row0[b]};
-  pr.rows.assign(rows, core::SfaRow{});
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t first = q_tnd ? q_row0[b] : b * s1;
-    for (int64_t i = 0; i < lqs[b]; ++i) pr.rows[first + i] = {static_cast<int32_t>(b), i};
-  }
-  pr.num_threads = a.num_threads;
-  return Status::kSuccess;
-}
-
-Status check_block_ids(const SfaProblem& p) {
-  if (!p.paged) return Status::kSuccess;
-  const int32_t* idx = static_cast<const int32_t*>(p.indices.data);
-  for (int64_t r = 0; r < p.num_rows; ++r) {
-    const core::SfaRowLimits lim = core::sfa_row_limits(p, r);
-    const int64_t b = p.rows[r].batch;
-    for (int64_t k = 0; k < lim.valid_count; ++k) {
-      int64_t begin, end;
-      if (!core::sfa_selected_range(idx[p.indices.index(r, 0, k)], p.sparse_block_size, lim.thr,
-                                    &begin, &end))
-        break;
-      if (begin == end) continue;
-      for (int64_t slot = begin / p.block_size; slot <= (end - 1) / p.block_size; ++slot) {
-        const int32_t id = p.block_table[b * p.bt_s0 + slot * p.bt_s1];
-        if (id < 0 || id >= p.num_blocks)
-          return invalid("block_table[" + std::to_string(b) + "][" + std::to_string(slot) + "] (" +
-                         std::to_string(id) + ") is used by query row " + std::to_string(r) +
-                         " and must be a block id in [0, " + std::to_string(p.num_blocks) + ")");
-      }
-    }
-  }
+  pr.query_tnd = q_tnd;
+  pr.kv_tnd = kv_tnd;
+  pr.has_lengths_query = has_lq;
+  pr.has_lengths_kv = has_lkv;
+  if (has_lq) pr.lengths_query_s0 = a.actual_seq_lengths_query->strides[0];
+  if (has_lkv) pr.lengths_kv_s0 = a.actual_seq_lengths_kv->strides[0];
+  pr.s1 = s1;
+  pr.kv_rows = kv_tnd ? kv0 : kv1;
   return Status::kSuccess;
 }
 

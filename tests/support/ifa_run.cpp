@@ -20,7 +20,7 @@ std::vector<cpu::Isa> isas_to_test() {
                                          << ": " << last_error_message();
   }
   std::vector<std::byte> ws(plan->workspace_size());
-  const Status ran = plan->run(ws.data(), ws.size());
+  const Status ran = plan->run(args, ws.data(), ws.size());
   if (ran != Status::kSuccess) {
     return ::testing::AssertionFailure()
            << "IfaPlan::run returned " << static_cast<int>(ran) << ": " << last_error_message();

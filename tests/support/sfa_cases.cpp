@@ -138,7 +138,7 @@ std::vector<SfaCase> sfa_cases(Tier tier) {
       c.q_lens = {2, 1, 3};
       c.kv_lens = {100, 37, 250};
       c.q_slack = cb.q == SfaQLayout::kBsnd ? 1 : 2;
-      c.lse = cb.kv != SfaKvLayout::kPaBsnd;
+      c.lse = true;  // with every KV layout (decision 22)
       c.sinks = (n++ % 2) == 1;
       c.block_size = 32;
       out.push_back(c);
@@ -160,7 +160,7 @@ std::vector<SfaCase> sfa_cases(Tier tier) {
       c.q_lens = {1, 2};
       c.kv_lens = {80, 200};
       c.sinks = i % 2 == 0;
-      c.lse = cb.kv != SfaKvLayout::kPaBsnd;
+      c.lse = true;  // with every KV layout (decision 22)
       out.push_back(c);
     }
   }
@@ -193,7 +193,7 @@ std::vector<SfaCase> sfa_cases(Tier tier) {
       c.kv_lens = {sbs * 5 + 3, sbs * 2 + 1};
       c.block_size = std::max<int64_t>(sbs, 16);
       c.sinks = sbs == 2;
-      c.lse = kv != SfaKvLayout::kPaBsnd;
+      c.lse = true;  // with every KV layout (decision 22)
       out.push_back(c);
     }
   }
@@ -211,7 +211,7 @@ std::vector<SfaCase> sfa_cases(Tier tier) {
       c.kv_lens = {3, 10, 0, 40};
       c.q_slack = 1;
       c.sinks = true;
-      c.lse = cb.kv != SfaKvLayout::kPaBsnd;
+      c.lse = true;  // with every KV layout (decision 22)
       c.tag = "shortkv";
       c.expect_mostly_empty = true;  // by design most rows are invalid, uncovered or empty
       out.push_back(c);
@@ -297,7 +297,7 @@ std::vector<SfaCase> sfa_cases(Tier tier) {
             c.block_size = sbs == 16 ? 64 : 16;
             c.indices = pat;
             c.sinks = pat == SfaIndexPattern::kSomeEmpty;
-            c.lse = cb.kv != SfaKvLayout::kPaBsnd;
+            c.lse = true;  // with every KV layout (decision 22)
             c.sparse_mode = heads == 2 ? 0 : 3;
             c.tag = "x";
             out.push_back(c);

@@ -1,0 +1,54 @@
+#include "backends/lists.hpp"
+
+#include <array>
+
+#include "cpu/ifa_kernel.hpp"
+#include "cpu/isa.hpp"
+#include "cpu/sfa_kernel.hpp"
+
+namespace kvflash {
+namespace {
+
+using cpu::Isa;
+
+template <Isa kIsa>
+bool available() {
+  return cpu::active_isa() >= kIsa;
+}
+
+// Host tensors run synchronously: the stream is null (IfaPlan/SfaPlan::run checks it).
+template <Isa kIsa>
+Status ifa(const core::IfaProblem& p, const IfaArgs& args, int threads, void* ws, void*) {
+  return cpu::ifa_run(p, args, kIsa, threads, ws);
+}
+template <Isa kIsa>
+Status sfa(const core::SfaProblem& p, const SfaArgs& args, int threads, void* ws, void*) {
+  return cpu::sfa_run(p, args, kIsa, threads, ws);
+}
+
+template <Isa kIsa>
+constexpr IfaBackend ifa_entry(const char* name) {
+  return {name, DeviceType::kHost, available<kIsa>, cpu::ifa_workspace_size, ifa<kIsa>};
+}
+template <Isa kIsa>
+constexpr SfaBackend sfa_entry(const char* name) {
+  return {name, DeviceType::kHost, available<kIsa>, cpu::sfa_workspace_size, sfa<kIsa>};
+}
+
+}  // namespace
+
+std::span<const IfaBackend> ifa_backends() {
+  static constexpr std::array<IfaBackend, 4> kList = {
+      ifa_entry<Isa::kAvx512Bf16>("cpu-avx512bf16"), ifa_entry<Isa::kAvx512>("cpu-avx512"),
+      ifa_entry<Isa::kAvx2>("cpu-avx2"), ifa_entry<Isa::kScalar>("cpu-scalar")};
+  return kList;
+}
+
+std::span<const SfaBackend> sfa_backends() {
+  static constexpr std::array<SfaBackend, 4> kList = {
+      sfa_entry<Isa::kAvx512Bf16>("cpu-avx512bf16"), sfa_entry<Isa::kAvx512>("cpu-avx512"),
+      sfa_entry<Isa::kAvx2>("cpu-avx2"), sfa_entry<Isa::kScalar>("cpu-scalar")};
+  return kList;
+}
+
+}  // namespace kvflash
