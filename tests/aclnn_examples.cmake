@@ -58,6 +58,13 @@ add_test(NAME aclnn_consumer_find_package
 set_tests_properties(aclnn_consumer_find_package PROPERTIES FIXTURES_REQUIRED kvflash_aclnn_prefix
   TIMEOUT 300 LABELS aclnn)
 
-# The headers that are C in CANN compile and link as C (C99).
+# The headers that are C in CANN compile and link as C (C99): the C consumer includes every C
+# header; each compiles alone, and none is missing from the consumer.
 kvflash_aclnn_program_test(aclnn_consumer_c SRC ${KVFLASH_ACLNN_SCRIPTS}/c_consumer.c LINK kvflash
   COMPILER ${CMAKE_C_COMPILER} FLAGS "-std=c99 -Wall -Wextra -pedantic -Werror")
+add_test(NAME aclnn_c_headers
+  COMMAND ${PROJECT_SOURCE_DIR}/tests/surface/check_c_headers.sh ${CMAKE_C_COMPILER}
+          ${KVFLASH_ACLNN_PREFIX} ${KVFLASH_ACLNN_SCRIPTS}/c_consumer.c
+          ${KVFLASH_ACLNN_WORK}/aclnn_c_headers)
+set_tests_properties(aclnn_c_headers PROPERTIES FIXTURES_REQUIRED kvflash_aclnn_prefix
+  TIMEOUT 300 LABELS aclnn)
