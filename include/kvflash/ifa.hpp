@@ -57,7 +57,7 @@ struct IfaArgs {
 
 /// A validated, planned IFA call. Creation checks every argument (the only place that rejects
 /// input) and sizes the workspace; run() reads the tensors and computes. run() never allocates.
-class IfaPlan {
+class KVFLASH_API IfaPlan {
  public:
   struct Impl;
   /// Validates args and builds a plan. On failure *plan is reset and the status says why.
@@ -80,6 +80,6 @@ class IfaPlan {
 };
 
 /// One-shot convenience: validate, allocate a workspace, run.
-Status incre_flash_attention(const IfaArgs& args);
+KVFLASH_API Status incre_flash_attention(const IfaArgs& args);
 
 }  // namespace kvflash

@@ -62,7 +62,7 @@ struct SfaArgs {
 
 /// A validated, planned SFA call. Creation checks every argument and sizes the workspace; run()
 /// reads the tensors and computes. run() never allocates.
-class SfaPlan {
+class KVFLASH_API SfaPlan {
  public:
   struct Impl;
   /// Validates args and builds a plan. On failure *plan is reset and the status says why.
@@ -85,6 +85,6 @@ class SfaPlan {
 };
 
 /// One-shot convenience: validate, allocate a workspace, run.
-Status sparse_flash_attention(const SfaArgs& args);
+KVFLASH_API Status sparse_flash_attention(const SfaArgs& args);
 
 }  // namespace kvflash

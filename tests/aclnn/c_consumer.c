@@ -20,6 +20,7 @@
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
 #include "aclnnop/aclnn_sparse_flash_attention.h"
 #include "aclnnop/aclnn_sparse_flash_attention_v2.h"
+#include "kvflash/export.h"
 #include "kvflash/status.h"
 
 #define EXPECT(cond)                                                                 \

@@ -1,0 +1,7 @@
+# The shape of the shipped library (included by tests/CMakeLists.txt): libkvflash.so exports the
+# public API and nothing else (tests/surface/check_exports.sh). The installed-header and consumer
+# checks are in aclnn_examples.cmake.
+add_test(NAME library_exports
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/surface/check_exports.sh $<TARGET_FILE:kvflash>
+          ${PROJECT_SOURCE_DIR}/include)
+set_tests_properties(library_exports PROPERTIES TIMEOUT 120 LABELS surface)
