@@ -22,6 +22,7 @@
 #include "aclnnop/aclnn_sparse_flash_attention_v2.h"
 #include "kvflash/export.h"
 #include "kvflash/status.h"
+#include "kvflash/version.h"
 
 #define EXPECT(cond)                                                                 \
   do {                                                                               \
@@ -41,6 +42,16 @@ int main(void) {
   uint64_t ws = 0;
   char layout[] = "BSH";
   bool return_lse = false;
+  char version[32];
+
+  /* The library and the headers agree on the version. */
+  EXPECT(strcmp(kvflash_version(), KVFLASH_VERSION_STRING) == 0);
+  snprintf(version, sizeof(version), "%d.%d.%d", KVFLASH_VERSION_MAJOR, KVFLASH_VERSION_MINOR,
+           KVFLASH_VERSION_PATCH);
+  EXPECT(strcmp(version, KVFLASH_VERSION_STRING) == 0);
+  EXPECT(KVFLASH_VERSION ==
+         KVFLASH_VERSION_MAJOR * 10000 + KVFLASH_VERSION_MINOR * 100 + KVFLASH_VERSION_PATCH);
+  printf("kvflash %s\n", kvflash_version());
 
   EXPECT(aclInit(NULL) == ACL_SUCCESS);
   EXPECT(aclrtSetDevice(0) == ACL_SUCCESS);

@@ -6,8 +6,8 @@ cmake_bin=$1 build=$2 prefix=$3
 rm -rf "$prefix"
 "$cmake_bin" --install "$build" --prefix "$prefix" >/dev/null
 for f in include/acl/acl.h include/aclnn/acl_meta.h include/aclnn/opdev/fp16_t.h \
-         include/aclnnop/aclnn_incre_flash_attention_v4.h include/kvflash/export.h \
-         lib/libkvflash.so lib/libascendcl.so \
+         include/aclnnop/aclnn_incre_flash_attention_v4.h include/kvflash/version.h \
+         include/kvflash/export.h lib/libkvflash.so lib/libascendcl.so \
          lib/libopapi.so lib/libnnopbase.so lib/pkgconfig/kvflash.pc lib/cmake/kvflash/kvflashConfig.cmake; do
   [[ -e "$prefix/$f" ]] || { echo "install is missing $f"; exit 1; }
 done
