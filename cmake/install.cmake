@@ -1,8 +1,12 @@
-# Installation: headers, the shared library (plus the CANN library names as aliases), the kvflash
-# program, a CMake package (find_package(kvflash)) and a pkg-config file.
+# Installation: headers (with the generated kvflash/version.h), the shared library (plus the CANN
+# library names as aliases), the kvflash program, a CMake package (find_package(kvflash); the
+# kvflash::kvflash target carries cxx_std_20) and a pkg-config file. kvflash_internal (the static
+# library of the tests, the reference and the program) is not installed.
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${KVFLASH_GENERATED_INCLUDE}/kvflash/version.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvflash)
 install(TARGETS kvflash EXPORT kvflashTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -3,7 +3,11 @@
 # calls apt-get when a package is missing).
 set -euo pipefail
 
-packages=(cmake g++ make ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev)
+# What each is for: cmake, make, gcc and g++ build (the presets use CMake's default generator, Unix
+# Makefiles; the C compiler builds the C consumer test); binutils' nm and c++filt check the exported
+# symbols; pkg-config builds the pkg-config consumer tests; GoogleTest is the test framework;
+# CLI11 parses the kvflash program's options.
+packages=(cmake make gcc g++ binutils pkg-config libgtest-dev libcli11-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -4,7 +4,8 @@
 #      (each example checks its own output and exits non-zero on a mismatch),
 #   3. build the seed document's example program unchanged, with the kvflash and the CANN library
 #      names, and check its printed output (skipped when ../shared/seeds is absent),
-#   4. consume the install through pkg-config and through find_package(kvflash).
+#   4. consume the install through pkg-config and through find_package(kvflash), with the aclnn C
+#      API, the C++ API (tests/surface/cpp_consumer.cpp) and from C (every C header).
 set(KVFLASH_ACLNN_PREFIX ${PROJECT_BINARY_DIR}/aclnn-prefix)
 set(KVFLASH_ACLNN_WORK ${PROJECT_BINARY_DIR}/aclnn-examples)
 set(KVFLASH_ACLNN_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/aclnn)
@@ -50,14 +51,26 @@ kvflash_aclnn_program_test(aclnn_seed_ifa_v2_cann_libs SRC ${KVFLASH_SEED_DOC} L
 # Package consumers.
 kvflash_aclnn_program_test(aclnn_consumer_pkgconfig
   SRC ${PROJECT_SOURCE_DIR}/examples/ifa_v1_basic.cpp LINK pkgconfig)
+# The C++ API through pkg-config: Cflags has no -std (C programs use it too), the cxxflags variable
+# brings C++20.
+kvflash_aclnn_program_test(aclnn_consumer_pkgconfig_cpp
+  SRC ${PROJECT_SOURCE_DIR}/tests/surface/cpp_consumer.cpp LINK pkgconfig-cxx)
 add_test(NAME aclnn_consumer_find_package
   COMMAND ${KVFLASH_ACLNN_SCRIPTS}/find_package_check.sh ${CMAKE_COMMAND} ${KVFLASH_ACLNN_PREFIX}
           ${KVFLASH_ACLNN_SCRIPTS}/find_package_consumer
           ${PROJECT_SOURCE_DIR}/examples/ifa_v1_basic.cpp
+          ${PROJECT_SOURCE_DIR}/tests/surface/cpp_consumer.cpp
           ${KVFLASH_ACLNN_WORK}/aclnn_consumer_find_package "${KVFLASH_ACLNN_FLAGS}")
 set_tests_properties(aclnn_consumer_find_package PROPERTIES FIXTURES_REQUIRED kvflash_aclnn_prefix
   TIMEOUT 300 LABELS aclnn)
 
-# The headers that are C in CANN compile and link as C (C99).
+# The headers that are C in CANN compile and link as C (C99): the C consumer includes every C
+# header; each compiles alone, and none is missing from the consumer.
 kvflash_aclnn_program_test(aclnn_consumer_c SRC ${KVFLASH_ACLNN_SCRIPTS}/c_consumer.c LINK kvflash
   COMPILER ${CMAKE_C_COMPILER} FLAGS "-std=c99 -Wall -Wextra -pedantic -Werror")
+add_test(NAME aclnn_c_headers
+  COMMAND ${PROJECT_SOURCE_DIR}/tests/surface/check_c_headers.sh ${CMAKE_C_COMPILER}
+          ${KVFLASH_ACLNN_PREFIX} ${KVFLASH_ACLNN_SCRIPTS}/c_consumer.c
+          ${KVFLASH_ACLNN_WORK}/aclnn_c_headers)
+set_tests_properties(aclnn_c_headers PROPERTIES FIXTURES_REQUIRED kvflash_aclnn_prefix
+  TIMEOUT 300 LABELS aclnn)

@@ -15,3 +15,7 @@ set_tests_properties(cli_ifa_bad_shape PROPERTIES WILL_FAIL TRUE LABELS cli)
 add_test(NAME cli_ifa_bad_shape_message COMMAND kvflash_cli ifa --heads 6 --kv-heads 4 --iters 1 --no-bandwidth)
 set_tests_properties(cli_ifa_bad_shape_message PROPERTIES
   PASS_REGULAR_EXPRESSION "num_heads \\(6\\) must be a multiple of num_key_value_heads \\(4\\)" LABELS cli)
+# `kvflash info` reports the version of the library it runs.
+add_test(NAME cli_info_version COMMAND kvflash_cli info --no-bandwidth)
+set_tests_properties(cli_info_version PROPERTIES
+  PASS_REGULAR_EXPRESSION "kvflash ${PROJECT_VERSION}\n" TIMEOUT 60 LABELS cli)

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cpu/isa.hpp"
-#include "cpu/vec_ops.hpp"
+#include "support/vec_ops.hpp"
 
 namespace kvflash::cpu {
 namespace {

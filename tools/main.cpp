@@ -1,7 +1,8 @@
 // The kvflash command-line program.
 //   kvflash demo   the main job: embedded decode workloads, checked against the reference, timed
 //   kvflash ifa    one IFA decode step of a shape given on the command line: timed, optionally
-//   checked kvflash info   what this machine gives kvflash (ISA, threads, read bandwidth)
+//                  checked
+//   kvflash info   the version and what this machine gives kvflash (ISA, threads, read bandwidth)
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -9,6 +10,7 @@
 #include "cpu/thread_pool.hpp"
 #include "demo.hpp"
 #include "ifa_workload.hpp"
+#include "kvflash/version.h"
 #include "membw.hpp"
 
 int main(int argc, char** argv) {
@@ -56,9 +58,13 @@ int main(int argc, char** argv) {
   ifa_cmd->add_flag("--no-bandwidth", skip_bandwidth, "skip the memory read-bandwidth measurement");
 
   CLI::App* info_cmd =
-      app.add_subcommand("info", "Show the ISA, threads and measured read bandwidth");
+      app.add_subcommand("info", "Show the version, ISA, threads and measured read bandwidth");
+  info_cmd->add_flag("--no-bandwidth", skip_bandwidth,
+                     "skip the memory read-bandwidth measurement");
 
   CLI11_PARSE(app, argc, argv);
+
+  if (*info_cmd) std::printf("kvflash %s\n", kvflash_version());
 
   const int threads = demo.num_threads ? demo.num_threads : cpu::default_num_threads();
   std::printf("kvflash: isa %s (detected %s), %d threads\n", cpu::isa_name(cpu::active_isa()),

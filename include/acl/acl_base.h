@@ -8,12 +8,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kvflash/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* CANN's export macro; in kvflash it is the library's own (kvflash/export.h). */
 #ifndef ACL_FUNC_VISIBILITY
-#define ACL_FUNC_VISIBILITY __attribute__((visibility("default")))
+#define ACL_FUNC_VISIBILITY KVFLASH_API
 #endif
 
 typedef int aclError;

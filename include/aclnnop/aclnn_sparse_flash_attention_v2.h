@@ -8,6 +8,10 @@
 #ifndef KVFLASH_ACLNNOP_ACLNN_SPARSE_FLASH_ATTENTION_V2_H_
 #define KVFLASH_ACLNNOP_ACLNN_SPARSE_FLASH_ATTENTION_V2_H_
 
+#ifndef __cplusplus
+#include <stdbool.h> /* returnSoftmaxLse is a bool (C99 spells it _Bool) */
+#endif
+
 #include "aclnn/aclnn_base.h"
 
 #ifdef __cplusplus

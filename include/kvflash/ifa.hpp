@@ -66,7 +66,7 @@ struct IfaArgs {
 };
 
 /// A validated, planned IFA call.
-class IfaPlan {
+class KVFLASH_API IfaPlan {
  public:
   /// Validates args (the only place that rejects input) and builds a plan from their metadata.
   /// Tensors must have data where they hold elements, but no tensor is read: device data (the
@@ -101,6 +101,6 @@ class IfaPlan {
 };
 
 /// One-shot convenience: validate, allocate a workspace, run.
-Status incre_flash_attention(const IfaArgs& args);
+KVFLASH_API Status incre_flash_attention(const IfaArgs& args);
 
 }  // namespace kvflash

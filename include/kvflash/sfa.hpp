@@ -56,7 +56,7 @@ struct SfaArgs {
 };
 
 /// A validated, planned SFA call.
-class SfaPlan {
+class KVFLASH_API SfaPlan {
  public:
   /// Validates args (the only place that rejects input) and builds a plan from their metadata;
   /// no tensor is read. On failure *plan is reset and the status says why.
@@ -87,6 +87,6 @@ class SfaPlan {
 };
 
 /// One-shot convenience: validate, allocate a workspace, run.
-Status sparse_flash_attention(const SfaArgs& args);
+KVFLASH_API Status sparse_flash_attention(const SfaArgs& args);
 
 }  // namespace kvflash

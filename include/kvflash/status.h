@@ -1,11 +1,13 @@
 /* kvflash status codes and the last-error message (C linkage).
  *
  * The numeric values are the aclnn return codes (spec §0.3), so a status returned by the C++ API,
- * the C API and the aclnn-compatible API means the same thing everywhere. */
+ * the C API and the aclnn-compatible API means the same thing everywhere. Pure C; C linkage. */
 #ifndef KVFLASH_STATUS_H_
 #define KVFLASH_STATUS_H_
 
 #include <stdint.h>
+
+#include "kvflash/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,7 +25,7 @@ typedef enum kvflash_status {
 
 /** The message of the most recent failure on the calling thread ("" if none). The pointer stays
  * valid until the next kvflash call on this thread. */
-const char *kvflash_last_error_message(void);
+KVFLASH_API const char *kvflash_last_error_message(void);
 
 #ifdef __cplusplus
 }

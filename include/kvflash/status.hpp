@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "kvflash/export.h"
 #include "kvflash/status.h"
 
 namespace kvflash {
@@ -15,10 +16,10 @@ enum class Status : int32_t {
 };
 
 /// The message of the most recent failure on this thread ("" if none).
-const char* last_error_message();
+KVFLASH_API const char* last_error_message();
 
 /// Default worker count for calls that pass num_threads = 0 (0 restores the hardware default).
-void set_num_threads(int n);
-int get_num_threads();
+KVFLASH_API void set_num_threads(int n);
+KVFLASH_API int get_num_threads();
 
 }  // namespace kvflash

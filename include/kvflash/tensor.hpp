@@ -8,6 +8,8 @@
 #include <span>
 #include <string>
 
+#include "kvflash/export.h"
+
 namespace kvflash {
 
 /// Element types. The numeric values are CANN's aclDataType values so the aclnn shim maps 1:1.
@@ -23,11 +25,11 @@ enum class DType : int32_t {
 };
 
 /// Size in bytes of one element; 0 for a value that is not a DType above.
-size_t dtype_size(DType dtype);
+KVFLASH_API size_t dtype_size(DType dtype);
 /// Short lower-case name ("fp16", "bf16", "fp32", "int8", "uint8", "bool", "int32", "int64").
-const char* dtype_name(DType dtype);
+KVFLASH_API const char* dtype_name(DType dtype);
 /// True for the enumerators above.
-bool dtype_is_known(DType dtype);
+KVFLASH_API bool dtype_is_known(DType dtype);
 
 inline constexpr int kMaxRank = 8;
 
@@ -46,7 +48,7 @@ struct Device {
 };
 
 /// "cpu", "cuda:1".
-std::string device_name(Device device);
+KVFLASH_API std::string device_name(Device device);
 
 /// A strided view of a typed buffer. Element (i0, ..., i{rank-1}) lives at
 ///   static_cast<char*>(data) + (offset + sum_k i_k * strides[k]) * dtype_size(dtype).
@@ -61,22 +63,22 @@ struct TensorView {
   Device device{};  ///< where data points
 
   /// A contiguous row-major view (offset 0). Ranks above kMaxRank are clamped: validate with rank.
-  static TensorView contiguous(void* data, DType dtype, std::span<const int64_t> shape);
+  KVFLASH_API static TensorView contiguous(void* data, DType dtype, std::span<const int64_t> shape);
   static TensorView contiguous(void* data, DType dtype, std::initializer_list<int64_t> shape) {
     return contiguous(data, dtype, std::span<const int64_t>(shape.begin(), shape.size()));
   }
 
   /// Product of the dims; 0 if any dim is 0 (negative dims are a validation error, not handled
   /// here).
-  int64_t numel() const;
+  KVFLASH_API int64_t numel() const;
   /// Row-major contiguous with offset 0 (dims of size 1 may carry any stride).
-  bool is_contiguous() const;
+  KVFLASH_API bool is_contiguous() const;
   /// Pointer to element 0 of the view (data + offset elements).
   void* base() const {
     return static_cast<char*>(data) + offset * static_cast<int64_t>(dtype_size(dtype));
   }
   /// "fp16[2,1,16]" — used in error messages.
-  std::string describe() const;
+  KVFLASH_API std::string describe() const;
 };
 
 }  // namespace kvflash

@@ -2,12 +2,15 @@
 # Builds one CANN-style program against an installed kvflash exactly as docs/api.md says a user
 # would, runs it, and (optionally) checks what it prints.
 #
-#   build_and_run.sh --cxx CXX --prefix P --src FILE --work DIR [--link kvflash|cann|pkgconfig]
+#   build_and_run.sh --cxx CXX --prefix P --src FILE --work DIR
+#                    [--link kvflash|cann|pkgconfig|pkgconfig-cxx]
 #                    [--flags "EXTRA"] [--seed] [--expect-seed-output]
 #
 # --link kvflash:   CXX FILE -I P/include -L P/lib -lkvflash -Wl,-rpath,P/lib
 # --link cann:      CXX FILE -I P/include -L P/lib -lascendcl -lopapi -lnnopbase -Wl,-rpath,P/lib
 # --link pkgconfig: CXX FILE $(pkg-config --cflags --libs kvflash) -Wl,-rpath,P/lib
+# --link pkgconfig-cxx: the same plus $(pkg-config --variable=cxxflags kvflash) (-std=c++20), as
+#                   docs/api.md says a program using the C++ API (kvflash/*.hpp) adds.
 # --seed:           FILE is the seed document; the program is extracted from "#include <iostream>"
 #                   to the closing brace of main() and compiled unchanged. Exit 77 (skip) if absent.
 # --expect-seed-output: the program must print exactly 32 lines "index: i: v" with v = 0 for even
@@ -50,10 +53,15 @@ exe="$work/program"
 case $link in
   kvflash) cmd=("$cxx" "$prog" -I "$prefix/include" -L "$prefix/lib" -lkvflash "-Wl,-rpath,$prefix/lib") ;;
   cann) cmd=("$cxx" "$prog" -I "$prefix/include" -L "$prefix/lib" -lascendcl -lopapi -lnnopbase "-Wl,-rpath,$prefix/lib") ;;
-  pkgconfig)
+  pkgconfig|pkgconfig-cxx)
     export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
     # The .pc carries the configure-time prefix; point it at the one we installed into.
     read -r -a pc <<<"$(pkg-config --define-variable=prefix="$prefix" --cflags --libs kvflash)"
+    if [[ $link == pkgconfig-cxx ]]; then
+      read -r -a pc_cxx <<<"$(pkg-config --variable=cxxflags kvflash)"
+      [[ ${#pc_cxx[@]} -gt 0 ]] || { echo "kvflash.pc has no cxxflags variable"; exit 1; }
+      pc+=("${pc_cxx[@]}")
+    fi
     cmd=("$cxx" "$prog" "${pc[@]}" "-Wl,-rpath,$prefix/lib") ;;
   *) echo "unknown --link $link"; exit 2 ;;
 esac

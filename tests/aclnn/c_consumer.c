@@ -1,15 +1,28 @@
 /* A pure C program against the CANN-compatible headers: every header that is C in CANN must
- * compile as C (C99) and link, and the runtime must behave as documented. Exit 0 on success. */
+ * compile as C (C99, -pedantic -Werror) and link, and the runtime must behave as documented.
+ * Exit 0 on success.
+ *
+ * It includes EVERY C header kvflash installs (tests/surface/check_c_headers.sh fails if one is
+ * missing here, and compiles each one alone as C). Not included, because they are C++ only as in
+ * CANN: aclnn/opdev/fp16_t.h, aclnn/opdev/platform.h, and the C++ API (the kvflash .hpp headers).
+ */
 #include <stdio.h>
 #include <string.h>
 
 #include "acl/acl.h"
+#include "acl/acl_base.h"
+#include "acl/acl_rt.h"
 #include "aclnn/acl_meta.h"
 #include "aclnn/aclnn_base.h"
 #include "aclnnop/aclnn_incre_flash_attention.h"
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
+#include "aclnnop/aclnn_sparse_flash_attention.h"
+#include "aclnnop/aclnn_sparse_flash_attention_v2.h"
+#include "kvflash/export.h"
+#include "kvflash/status.h"
+#include "kvflash/version.h"
 
 #define EXPECT(cond)                                                                 \
   do {                                                                               \
@@ -28,6 +41,17 @@ int main(void) {
   aclOpExecutor* executor = (aclOpExecutor*)0x10;
   uint64_t ws = 0;
   char layout[] = "BSH";
+  bool return_lse = false;
+  char version[32];
+
+  /* The library and the headers agree on the version. */
+  EXPECT(strcmp(kvflash_version(), KVFLASH_VERSION_STRING) == 0);
+  snprintf(version, sizeof(version), "%d.%d.%d", KVFLASH_VERSION_MAJOR, KVFLASH_VERSION_MINOR,
+           KVFLASH_VERSION_PATCH);
+  EXPECT(strcmp(version, KVFLASH_VERSION_STRING) == 0);
+  EXPECT(KVFLASH_VERSION ==
+         KVFLASH_VERSION_MAJOR * 10000 + KVFLASH_VERSION_MINOR * 100 + KVFLASH_VERSION_PATCH);
+  printf("kvflash %s\n", kvflash_version());
 
   EXPECT(aclInit(NULL) == ACL_SUCCESS);
   EXPECT(aclrtSetDevice(0) == ACL_SUCCESS);
@@ -51,6 +75,21 @@ int main(void) {
   EXPECT(executor == NULL);
   EXPECT(strstr(aclGetRecentErrMsg(), "key") != NULL);
   EXPECT(aclnnIncreFlashAttentionV4(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT((int)ACLNN_ERR_PARAM_NULLPTR == (int)KVFLASH_ERR_PARAM_NULLPTR);
+  EXPECT(strcmp(kvflash_last_error_message(), aclGetRecentErrMsg()) == 0);
+  /* SparseFlashAttention (V1, V2): a null query is 161001 and clears the executor slot. */
+  executor = (aclOpExecutor*)0x10;
+  EXPECT(aclnnSparseFlashAttentionGetWorkspaceSize(
+             NULL, t, t, t, NULL, NULL, NULL, t, t, 1.0, 1, layout, layout, 3, INT64_MAX, INT64_MAX,
+             2, return_lse, t, NULL, NULL, &ws, &executor) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(executor == NULL);
+  executor = (aclOpExecutor*)0x10;
+  EXPECT(aclnnSparseFlashAttentionV2GetWorkspaceSize(
+             NULL, t, t, t, NULL, NULL, NULL, t, t, NULL, 1.0, 1, layout, layout, 3, INT64_MAX,
+             INT64_MAX, 2, return_lse, t, NULL, NULL, &ws, &executor) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(executor == NULL);
+  EXPECT(aclnnSparseFlashAttention(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(aclnnSparseFlashAttentionV2(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclDestroyTensor(t) == ACLNN_SUCCESS);
 
   EXPECT(aclrtFree(dev) == ACL_SUCCESS);

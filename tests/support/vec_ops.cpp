@@ -1,4 +1,4 @@
-#include "cpu/vec_ops.hpp"
+#include "support/vec_ops.hpp"
 
 namespace kvflash::cpu {
 

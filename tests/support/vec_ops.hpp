@@ -1,5 +1,6 @@
 // Array forms of the per-ISA vector primitives (exp, fp16/bf16/int8 widening, scalar narrowing),
-// for tests and tools: they run exactly the code the kernels of that ISA inline.
+// for tests: they run exactly the code the kernels of that ISA inline (src/cpu/simd_<isa>.h and
+// simd_math-inl.h, compiled here with the library's ISA flags). Test-only, so not in libkvflash.
 #pragma once
 
 #include <cstddef>

@@ -8,6 +8,6 @@ namespace kvflash::cpu::avx2 {
 // The order matters: each header uses what the previous ones define.
 // clang-format off
 #include "cpu/simd_math-inl.h"
-#include "cpu/vec_ops-inl.h"
+#include "support/vec_ops-inl.h"
 // clang-format on
 }  // namespace kvflash::cpu::avx2

@@ -1,5 +1,5 @@
 // Bodies of vec_ops.hpp for one ISA. No include guard: included inside kvflash::cpu::<isa> after
-// simd_<isa>.h and simd_math-inl.h.
+// cpu/simd_<isa>.h and cpu/simd_math-inl.h.
 
 void vec_exp(const float* x, float* y, size_t n) {
   size_t i = 0;

@@ -1,0 +1,3 @@
+#include "kvflash/version.h"
+
+extern "C" const char* kvflash_version(void) { return KVFLASH_VERSION_STRING; }
