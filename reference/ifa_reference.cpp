@@ -14,6 +14,11 @@ namespace {
 // Spec §2.5 step 5: a masked score is *replaced* by -1e12f (the fp32 constant, widened exactly).
 const double kMaskedScoreD = static_cast<double>(-1.0e12f);
 
+// Non-finite inputs (spec §0.2 item 6) go through the plain IEEE arithmetic of the formulas below;
+// the only helper is a max that keeps NaN (std::max and std::max_element drop a NaN unless it
+// comes first, which would make the row's max depend on where the NaN sits).
+double nan_max(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
+
 // ---- reading a view --------------------------------------------------------------------------
 
 double widen(const TensorView& v, int64_t elem) {
@@ -110,7 +115,8 @@ double ifa_round_to_dtype(double x, DType dtype) {
     case DType::kFloat32:
       return static_cast<double>(static_cast<float>(x));
     case DType::kInt8: {
-      if (std::isnan(x)) return x;
+      // int8 cannot hold NaN: a NaN element is 0 (docs/conventions.md, "Non-finite inputs").
+      if (std::isnan(x)) return 0.0;
       return std::clamp(std::nearbyint(x), -128.0, 127.0);
     }
     default:
@@ -279,7 +285,11 @@ IfaReference ifa_reference(const IfaArgs& a) {
           if (fully_masked && a.zero_fully_masked_rows) {
             zero_row = true;
           } else {
-            const double m = *std::max_element(s.begin(), s.end());
+            // Plain IEEE arithmetic (spec §0.2 item 6): a NaN score makes m, l, the LSE and every
+            // output NaN; a +inf score gives m = +inf and exp(inf - inf) = NaN; a row whose scores
+            // are all -inf gives exp(-inf - -inf) = NaN too (no softmax exists: 0/0).
+            double m = -std::numeric_limits<double>::infinity();
+            for (int64_t t = 0; t < L; ++t) m = nan_max(m, s[t]);
             double l = 0.0;
             for (int64_t t = 0; t < L; ++t) {
               s[t] = std::exp(s[t] - m);
@@ -292,7 +302,9 @@ IfaReference ifa_reference(const IfaArgs& a) {
               const bool attended = fully_masked || !(has_mask && masked(b, h, j0 + t));
               for (int64_t d = 0; d < D; ++d) {
                 o[d] += s[t] * vd[t * D + d];
-                if (attended) vmax = std::max(vmax, std::fabs(vd[t * D + d]));
+                // The tolerance scale: finite values only (a NaN/inf element is checked exactly).
+                if (attended && std::isfinite(vd[t * D + d]))
+                  vmax = std::max(vmax, std::fabs(vd[t * D + d]));
               }
             }
             for (int64_t d = 0; d < D; ++d) o[d] /= l;

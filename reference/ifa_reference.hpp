@@ -2,7 +2,8 @@
 // the user-level IfaArgs directly — layouts, tensor lists, paged caches, strides and offsets — so
 // that it shares no code with the validator's normalisation (src/ifa/) or the kernels (src/cpu/).
 // It is deliberately slow and obvious: every element is read through its view, every score is
-// computed in double, the softmax is an exact two-pass one.
+// computed in double, the softmax is an exact two-pass one. Non-finite inputs go through the plain
+// IEEE arithmetic of those formulas, with a max that keeps NaN (spec §0.2 item 6).
 //
 // It assumes the arguments are valid (IfaPlan::create accepted them and every referenced block id
 // is in range); it does not check anything.
@@ -38,7 +39,8 @@ struct IfaReference {
   std::vector<double> rounded;
   /// Natural-log LSE of the final scores per row; -inf for empty and zeroed rows.
   std::vector<double> lse;
-  /// max |V| (dequantised) over the positions each row attends (0 when it attends none).
+  /// max |V| (dequantised) over the finite values of the positions each row attends (0 when it
+  /// attends none).
   std::vector<double> v_absmax;
   std::vector<IfaRowKind> row_kind;
 
@@ -51,8 +53,8 @@ struct IfaReference {
 /// Computes the reference result of one IFA call.
 IfaReference ifa_reference(const IfaArgs& args);
 
-/// Rounds x to the nearest value of dtype (fp16/bf16/fp32: RNE with overflow to inf; int8: round
-/// half to even, saturate to [-128, 127]; other dtypes: x unchanged).
+/// Rounds x to the nearest value of dtype (fp16/bf16/fp32: RNE with overflow to inf, NaN kept;
+/// int8: round half to even, saturate to [-128, 127], NaN -> 0; other dtypes: x unchanged).
 double ifa_round_to_dtype(double x, DType dtype);
 
 }  // namespace kvflash::reference

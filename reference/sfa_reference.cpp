@@ -40,6 +40,10 @@ double read(const TensorView& v, std::initializer_list<int64_t> idx) {
   }
 }
 
+// Non-finite inputs (spec §0.2 item 6) go through the plain IEEE arithmetic of §3.4; the only
+// helper is a max that keeps NaN (std::max drops a NaN second argument).
+double nan_max(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
+
 int64_t read_int(const TensorView& v, int64_t i) {
   return static_cast<const int32_t*>(v.data)[v.offset + i * v.strides[0]];
 }
@@ -151,7 +155,8 @@ SfaReference sfa_reference(const SfaArgs& a) {
         for (int64_t d = 0; d < kNope; ++d) {
           kn[s * (kNope + kRope) + d] = kv_read(a.key, sel[s], d);
           vv[s * kNope + d] = kv_read(value, sel[s], d);
-          vmax = std::max(vmax, std::fabs(vv[s * kNope + d]));
+          // The tolerance scale: finite values only (a NaN/inf element is checked exactly).
+          if (std::isfinite(vv[s * kNope + d])) vmax = std::max(vmax, std::fabs(vv[s * kNope + d]));
         }
         for (int64_t d = 0; d < kRope; ++d)
           kn[s * (kNope + kRope) + kNope + d] = kv_read(a.key_rope, sel[s], d);
@@ -169,12 +174,15 @@ SfaReference sfa_reference(const SfaArgs& a) {
           for (int64_t d = 0; d < kNope + kRope; ++d) dot += qh[d] * kn[s * (kNope + kRope) + d];
           sc[s] = dot * scale;
         }
-        // Step 5: softmax with the optional sink (max and denominator only).
+        // Step 5: softmax with the optional sink (max and denominator only). IEEE arithmetic
+        // throughout: a NaN score or sink makes m, l and the row NaN; m = +inf gives
+        // exp(inf - inf) = NaN in l; m = -inf (every score and the sink -inf) gives
+        // exp(-inf - -inf) = NaN in l.
         const bool sink = a.sinks && a.sinks->data;
         const double sigma = sink ? read(*a.sinks, {h}) : 0.0;
         double m = -std::numeric_limits<double>::infinity();
-        for (double x : sc) m = std::max(m, x);
-        if (sink) m = std::max(m, sigma);
+        for (double x : sc) m = nan_max(m, x);
+        if (sink) m = nan_max(m, sigma);
         if (n == 0 && !sink) continue;  // step 6: zeros, max = sum = 0
         double l = 0.0;
         std::vector<double> e(n);

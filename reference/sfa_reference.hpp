@@ -2,7 +2,8 @@
 // that reads the user-level SfaArgs directly — layouts, prefix sums, the block table, strides and
 // offsets — so it shares no code with the validator's normalisation (src/sfa/) or the kernels
 // (src/cpu/). Every element is read through its view, scores are computed in double, the softmax
-// is an exact two-pass one with the sink in the max and the denominator only.
+// is an exact two-pass one with the sink in the max and the denominator only. Non-finite inputs go
+// through the plain IEEE arithmetic of those formulas, with a max that keeps NaN (spec §0.2 item 6).
 //
 // It assumes the arguments are valid (SfaPlan::create and check_run accepted them); it checks
 // nothing.
@@ -34,7 +35,8 @@ struct SfaReference {
   std::vector<double> rounded;       ///< attention rounded once (RNE) to the query dtype
   std::vector<double> softmax_max;   ///< m (scaled, sink included)
   std::vector<double> softmax_sum;   ///< sum of exp(s - m), sink term included
-  std::vector<double> v_absmax;      ///< per row: max |V| over the selected positions (0 if none)
+  std::vector<double> v_absmax;      ///< per row: max finite |V| over the selected positions
+                                     ///< (0 if none)
   std::vector<int64_t> selected;     ///< per row: number of selected positions (with duplicates)
   std::vector<SfaRowKind> row_kind;  ///< per row
 

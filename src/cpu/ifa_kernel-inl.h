@@ -774,22 +774,23 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
   alignas(64) float zeros[kIfaMaxHeadDim] = {};
   for (int64_t g = 0; g < group; ++g) {
     const int64_t h = n2 * group + g;
-    // Overall max and whether any attended position of the row was unmasked.
+    // Overall max (NaN if any part's is) and whether any attended position was unmasked.
     float m_total = kNegInf;
     bool any_unmasked = false;
     for (int64_t c = 0; c < num_chunks; ++c) {
       const float* hdr = ifa_slot(l, base, first, b, n2, c, num_chunks) + g * hf + 2 * dp;
-      const float m = hdr[IfaHeadSlot::kMax];
-      if (m > m_total) m_total = m;
+      m_total = softmax_max_nan(m_total, hdr[IfaHeadSlot::kMax]);
       any_unmasked = any_unmasked || hdr[IfaHeadSlot::kAnyUnmasked] != 0.0f;
     }
-    // Empty rows, rows whose scores are all -inf, and fully masked rows when asked: zeros.
-    if (num_chunks == 0 || m_total == kNegInf || (p.zero_fully_masked_rows && !any_unmasked)) {
+    // Empty rows, and fully masked rows when asked: zeros. A row whose scores are all -inf is
+    // not empty: it has no softmax and comes out NaN (softmax_final_sum), like NaN rows.
+    if (num_chunks == 0 || (p.zero_fully_masked_rows && !any_unmasked)) {
       write_row(p, dt, l, base, b, h, zeros);
       write_lse(p, dt, b, h, kNegInf);
       continue;
     }
-    // Fixed-order log-sum-exp merge into chunk 0's accumulator.
+    // Fixed-order log-sum-exp merge into chunk 0's accumulator. A part of weight 0 is still
+    // added: 0 * NaN (or inf) in its accumulator must reach the output, as in the reference.
     float* acc = ifa_slot(l, base, first, b, n2, 0, num_chunks) + g * hf;
     SoftmaxState total{m_total, 0.0f};
     for (int64_t c = 0; c < num_chunks; ++c) {
@@ -798,13 +799,14 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
       total.sum += w * part[2 * dp + IfaHeadSlot::kSum];
       if (c == 0) {
         softmax_scale_acc(acc, dp, w);
-      } else if (w != 0.0f) {
+      } else {
         const Vec wv = vset1(w);
         for (int64_t i = 0; i < dp; i += kLanes) {
           vstore(acc + i, vfma(wv, vload(part + i), vload(acc + i)));
         }
       }
     }
+    total.sum = softmax_final_sum(total);
     const Vec inv_div = vset1(total.sum);
     for (int64_t i = 0; i < dp; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), inv_div));
     write_row(p, dt, l, base, b, h, acc);

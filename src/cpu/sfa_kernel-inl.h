@@ -216,6 +216,7 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
   // block ids of a selected range are checked before any of its rows is read: a bad one ends the
   // row (NaN outputs, reported after the run), whatever was accumulated.
   int64_t n = 0;
+  bool any_selected = false;
   for (int64_t k = 0; k < lim.valid_count; ++k) {
     int64_t begin, end;
     if (!kvflash::core::sfa_selected_range(d.indices[p.indices.index(r, 0, k)],
@@ -227,6 +228,7 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
       write_row_value(p, d, r, h0, h1, nan, nan);
       return;
     }
+    any_selected = any_selected || begin < end;
     for (int64_t j = begin; j < end; ++j) {
       w.pos[n++] = j;
       if (n == kvflash::cpu::kSfaTile) {
@@ -238,23 +240,27 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
   if (n > 0) process_tile(p, d, b, nh, n, w);
 
   for (int64_t h = 0; h < nh; ++h) {
-    float m = state(w, h).max;
-    float l = state(w, h).sum;
+    SoftmaxState st = state(w, h);
     float* acc = w.acc + h * kNope;
     if (d.sinks != nullptr) {
-      // The sink joins the max and the denominator but brings no value vector.
+      // The sink joins the max and the denominator but brings no value vector. A NaN sink makes
+      // the row NaN; a +inf one makes the sum exp(inf - inf) = NaN (softmax_state.h).
       const float sigma = d.sinks[(h0 + h) * p.sinks_s0];
-      const float ms = sigma > m ? sigma : m;
-      const float alpha = softmax_rescale(m, ms);
+      const float ms = softmax_max_nan(st.max, sigma);
+      const float alpha = softmax_rescale(st.max, ms);
       softmax_scale_acc(acc, kNope, alpha);
-      l = l * alpha + exp_scalar(sigma - ms);
-      m = ms;
-    }
-    if (!(l > 0.0f)) {  // empty selection without a sink: zeros, max = sum = 0
-      m = 0.0f;
-      l = 0.0f;
+      st.sum = st.sum * alpha + exp_scalar(sigma - ms);
+      st.max = ms;
+    } else if (!any_selected) {  // empty selection without a sink: zeros, max = sum = 0
+      st.max = 0.0f;
+      st.sum = 0.0f;
       std::memset(acc, 0, sizeof(float) * kNope);
-    } else {
+    }
+    const float m = st.max;
+    float l = st.sum;
+    if (d.sinks != nullptr || any_selected) {
+      // Every score (and the sink) -inf: no softmax, NaN like the reference's exp(-inf - -inf).
+      l = softmax_final_sum(st);
       const Vec den = vset1(l);
       for (int64_t i = 0; i < kNope; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), den));
     }

@@ -5,6 +5,9 @@
 // zeroed fully masked) must be exactly 0. int8 output: within 1 LSB of the rounded reference, and
 // exactly sat(round(offset2)) for rows that attend nothing. The LSE (when requested) must match to
 // a small tolerance, and be exactly -inf for empty rows.
+// Non-finite reference values are matched exactly (spec §0.2 item 6): a NaN requires a NaN (int8
+// output: exactly 0), an infinity the same infinity; a NaN or infinite output where the reference
+// is finite fails.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,6 +24,11 @@ struct IfaCompareOptions {
   /// mostly zero fails the comparison, because such a test could pass vacuously.
   bool allow_mostly_empty = false;
 };
+
+/// The comparators' rule for one value: a NaN reference requires a NaN, an infinite one the same
+/// infinity; a finite one requires within_tolerance (which the caller computes from |got - want|,
+/// so a non-finite got never passes it).
+bool nonfinite_aware_pass(double got, double want, bool within_tolerance);
 
 /// Relative tolerance for an output dtype (fp16 2^-10, bf16 2^-7, fp32 2^-16; int8: 0).
 double ifa_rtol(DType out_dtype);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/half.hpp"
+#include "support/compare.hpp"  // nonfinite_aware_pass
 
 namespace kvflash::testing {
 
@@ -43,7 +44,7 @@ double sfa_rtol(DType dtype) { return dtype == DType::kBFloat16 ? 0x1p-7 : 0x1p-
         const double want = ref.attention[i];
         const double bound = normal ? atol + rtol * std::fabs(want) : 0.0;
         const double err = std::fabs(got - want);
-        if (!(err <= bound)) {
+        if (!nonfinite_aware_pass(got, want, err <= bound)) {
           std::ostringstream m;
           m << "out(row " << r << ", head " << h << ", d " << d << ") = " << got << ", want "
             << want << " (bound " << bound << ", row kind " << static_cast<int>(ref.row_kind[r])
@@ -62,7 +63,8 @@ double sfa_rtol(DType dtype) { return dtype == DType::kBFloat16 ? 0x1p-7 : 0x1p-
         const double m_tol = zero_row ? 0.0 : 0x1p-14 * (1.0 + std::fabs(m_want));
         const double l_tol = zero_row ? 0.0 : 0x1p-12 * (1.0 + std::fabs(m_want)) * l_want + 1e-6;
         const double em = std::fabs(mx[j] - m_want), el = std::fabs(sm[j] - l_want);
-        if (!(em <= m_tol) || !(el <= l_tol)) {
+        if (!nonfinite_aware_pass(mx[j], m_want, em <= m_tol) ||
+            !nonfinite_aware_pass(sm[j], l_want, el <= l_tol)) {
           std::ostringstream m;
           m << "softmax(row " << r << ", head " << h << ") = (" << mx[j] << ", " << sm[j]
             << "), want (" << m_want << ", " << l_want << ")";

@@ -3,7 +3,9 @@
 // Output: |out - ref| <= atol + rtol * |ref| with rtol = 2^-10 (fp16) / 2^-7 (bf16) and atol =
 // rtol * max|V| over the row's selected positions; rows that select nothing (empty, invalid or
 // uncovered) must be exactly 0. softmax_max / softmax_sum (when requested) within a tolerance that
-// follows the fp32 score error, and exactly 0 for invalid and uncovered rows.
+// follows the fp32 score error, and exactly 0 for invalid and uncovered rows. Non-finite reference
+// values are matched exactly (a NaN requires a NaN, an infinity the same infinity; see
+// nonfinite_aware_pass in compare.hpp).
 #pragma once
 
 #include <gtest/gtest.h>

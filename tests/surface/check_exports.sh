@@ -16,7 +16,7 @@ command -v nm >/dev/null && command -v c++filt >/dev/null || { echo "nm/c++filt 
 mapfile -t raw < <(nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u)
 [[ ${#raw[@]} -gt 0 ]] || { echo "no dynamic symbols in $lib"; exit 1; }
 
-cxx_public='^(kvflash::(TensorView::|dtype_size\(|dtype_name\(|dtype_is_known\(|device_name\(|IfaPlan::|SfaPlan::|incre_flash_attention\(|sparse_flash_attention\(|last_error_message\(|set_num_threads\(|get_num_threads\()|op::)'
+cxx_public='^(kvflash::(TensorView::|dtype_size\(|dtype_name\(|dtype_is_known\(|device_name(\[abi:cxx11\])?\(|IfaPlan::|SfaPlan::|incre_flash_attention\(|sparse_flash_attention\(|last_error_message\(|set_num_threads\(|get_num_threads\()|op::)'
 # Linker-defined markers some binutils versions export from every shared library.
 linker_defined='^(_init|_fini|_edata|_end|__bss_start)$'
 
@@ -50,7 +50,7 @@ for fn in 'kvflash::dtype_size(' 'kvflash::dtype_name(' 'kvflash::dtype_is_known
           'kvflash::TensorView::contiguous(' 'kvflash::TensorView::numel(' \
           'kvflash::TensorView::is_contiguous(' 'kvflash::TensorView::describe' \
           'kvflash::IfaPlan::create(' 'kvflash::IfaPlan::~IfaPlan(' 'kvflash::IfaPlan::workspace_size(' \
-          'kvflash::IfaPlan::run(' 'kvflash::device_name(' \
+          'kvflash::IfaPlan::run(' 'kvflash::device_name' \
           'kvflash::SfaPlan::create(' 'kvflash::SfaPlan::~SfaPlan(' 'kvflash::SfaPlan::workspace_size(' \
           'kvflash::SfaPlan::run(' \
           'kvflash::incre_flash_attention(' 'kvflash::sparse_flash_attention(' \

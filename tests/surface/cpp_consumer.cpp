@@ -55,7 +55,7 @@ int main() {
   std::unique_ptr<kvflash::IfaPlan> plan;
   EXPECT(kvflash::IfaPlan::create(args, &plan) == kvflash::Status::kSuccess);
   std::vector<std::byte> ws(plan->workspace_size());
-  EXPECT(plan->run(ws.data(), ws.size()) == kvflash::Status::kSuccess);
+  EXPECT(plan->run(args, ws.data(), ws.size()) == kvflash::Status::kSuccess);
 
   for (int64_t n = 0; n < kN; ++n) {
     double s[kS], m = -INFINITY, sum = 0;
