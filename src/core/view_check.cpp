@@ -114,33 +114,34 @@ bool same_layout(const TensorView& a, const TensorView& b) {
   return true;
 }
 
-Status match_view(const char* op, const TensorView& plan, const TensorView& run,
-                  const std::string& name) {
-  if (!same_layout(plan, run)) {
-    return invalid(op, "run: " + name + " (" + run.describe() + " on " +
+Status match_view(const char* op, const TensorView& plan, const TensorView& run, const char* name,
+                  int64_t index) {
+  const bool same = same_layout(plan, run);
+  if (same && !is_null_view(run)) return Status::kSuccess;
+  std::string what = name;
+  if (index >= 0) what += "[" + std::to_string(index) + "]";
+  if (!same) {
+    return invalid(op, "run: " + what + " (" + run.describe() + " on " +
                            device_name(run.device) + ") does not match the plan's (" +
                            plan.describe() + " on " + device_name(plan.device) +
                            "): dtype, dims, strides, offset and device must be those of create()");
   }
-  if (is_null_view(run)) {
-    return fail(Status::kNullPtr, op, "run: " + name + " has elements but no data");
-  }
-  return Status::kSuccess;
+  return fail(Status::kNullPtr, op, "run: " + what + " has elements but no data");
 }
 
 Status match_view(const char* op, const std::optional<TensorView>& plan,
-                  const std::optional<TensorView>& run, const std::string& name) {
+                  const std::optional<TensorView>& run, const char* name) {
   if (plan.has_value() != run.has_value()) {
-    return invalid(op, "run: " + name + " is " + (run ? "given" : "absent") +
+    return invalid(op, std::string("run: ") + name + " is " + (run ? "given" : "absent") +
                            " but the plan was created " + (plan ? "with" : "without") + " it");
   }
   return plan ? match_view(op, *plan, *run, name) : Status::kSuccess;
 }
 
-Status match_attr(const char* op, bool same, const std::string& name) {
+Status match_attr(const char* op, bool same, const char* name) {
   return same ? Status::kSuccess
-              : invalid(op, "run: " + name + " differs from the plan's; create a plan for the " +
-                                "new value");
+              : invalid(op, std::string("run: ") + name +
+                                " differs from the plan's; create a plan for the new value");
 }
 
 }  // namespace kvflash::core

@@ -40,13 +40,14 @@ bool same_dims(const TensorView& a, const TensorView& b);
 bool same_layout(const TensorView& a, const TensorView& b);
 
 /// The check a plan makes of one tensor of a run: kInvalid unless run has plan's layout
-/// (same_layout), kNullPtr if it holds elements but has no data. Messages name `name`.
-Status match_view(const char* op, const TensorView& plan, const TensorView& run,
-                  const std::string& name);
+/// (same_layout), kNullPtr if it holds elements but has no data. Messages name `name` (with
+/// "[index]" when index >= 0). Nothing is allocated unless the check fails: runs call it.
+Status match_view(const char* op, const TensorView& plan, const TensorView& run, const char* name,
+                  int64_t index = -1);
 /// The same for an optional tensor, which must also be present exactly when it was at planning.
 Status match_view(const char* op, const std::optional<TensorView>& plan,
-                  const std::optional<TensorView>& run, const std::string& name);
+                  const std::optional<TensorView>& run, const char* name);
 /// kInvalid "<name> differs from the plan's" unless same.
-Status match_attr(const char* op, bool same, const std::string& name);
+Status match_attr(const char* op, bool same, const char* name);
 
 }  // namespace kvflash::core

@@ -14,11 +14,11 @@ void clear(std::optional<TensorView>& v) {
   if (v) v->data = nullptr;
 }
 
-Status match(const TensorView& plan, const TensorView& run, const std::string& name) {
+Status match(const TensorView& plan, const TensorView& run, const char* name) {
   return core::match_view(kIfaOp, plan, run, name);
 }
 Status match(const std::optional<TensorView>& plan, const std::optional<TensorView>& run,
-             const std::string& name) {
+             const char* name) {
   return core::match_view(kIfaOp, plan, run, name);
 }
 Status match_attr(bool same, const char* name) { return core::match_attr(kIfaOp, same, name); }
@@ -30,7 +30,8 @@ Status match_list(const std::vector<TensorView>& plan, const std::vector<TensorV
                    " tensors but the plan has " + str(static_cast<int64_t>(plan.size())));
   }
   for (size_t i = 0; i < plan.size(); ++i) {
-    KVFLASH_RETURN_IF_ERROR(match(plan[i], run[i], std::string(name) + "[" + str(i) + "]"));
+    KVFLASH_RETURN_IF_ERROR(
+        core::match_view(kIfaOp, plan[i], run[i], name, static_cast<int64_t>(i)));
   }
   return Status::kSuccess;
 }

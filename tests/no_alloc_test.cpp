@@ -1,0 +1,107 @@
+// The run path never allocates: after a first run (which may start the library's worker threads),
+// IfaPlan::run and SfaPlan::run on every case of the shared lists, at several thread counts,
+// make no call to operator new, on any thread. This executable replaces the global allocation
+// functions to count them.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "kvflash/ifa.hpp"
+#include "kvflash/sfa.hpp"
+#include "support/ifa_cases.hpp"
+#include "support/sfa_cases.hpp"
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<int64_t> g_allocations{0};
+
+void* counted_alloc(std::size_t n, std::size_t align) {
+  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
+  if (n == 0) n = 1;
+  void* p = align > alignof(std::max_align_t)
+                ? std::aligned_alloc(align, (n + align - 1) / align * align)
+                : std::malloc(n);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void* operator new(std::size_t n) { return counted_alloc(n, 0); }
+void* operator new[](std::size_t n) { return counted_alloc(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace kvflash::testing {
+namespace {
+
+// Allocations made by f (on any thread) while it runs.
+template <typename F>
+int64_t allocations_during(F&& f) {
+  g_allocations = 0;
+  g_counting = true;
+  f();
+  g_counting = false;
+  return g_allocations.load();
+}
+
+constexpr int kThreads[] = {1, 2, 5};
+
+TEST(NoAllocation, CountingWorks) {
+  EXPECT_GT(allocations_during([] { auto v = std::make_unique<std::vector<int>>(10); }), 0);
+}
+
+TEST(NoAllocation, IfaRunOnEveryCase) {
+  for (const IfaCase& c : ifa_cases_for_run()) {
+    IfaCaseData data(c);
+    std::unique_ptr<IfaPlan> plan;
+    ASSERT_EQ(IfaPlan::create(data.args(), &plan), Status::kSuccess) << last_error_message();
+    std::vector<std::byte> ws(plan->workspace_size());
+    for (int threads : kThreads) {
+      data.mutable_args().num_threads = threads;
+      ASSERT_EQ(plan->run(data.args(), ws.data(), ws.size()), Status::kSuccess);  // warm
+      Status st = Status::kRuntime;
+      const int64_t n =
+          allocations_during([&] { st = plan->run(data.args(), ws.data(), ws.size()); });
+      ASSERT_EQ(st, Status::kSuccess) << last_error_message();
+      ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
+    }
+  }
+}
+
+TEST(NoAllocation, SfaRunOnEveryCase) {
+  for (const SfaCase& c : sfa_cases_for_run()) {
+    SfaCaseData data(c);
+    std::unique_ptr<SfaPlan> plan;
+    ASSERT_EQ(SfaPlan::create(data.args(), &plan), Status::kSuccess) << last_error_message();
+    std::vector<std::byte> ws(plan->workspace_size());
+    for (int threads : kThreads) {
+      data.mutable_args().num_threads = threads;
+      ASSERT_EQ(plan->run(data.args(), ws.data(), ws.size()), Status::kSuccess);  // warm
+      Status st = Status::kRuntime;
+      const int64_t n =
+          allocations_during([&] { st = plan->run(data.args(), ws.data(), ws.size()); });
+      ASSERT_EQ(st, Status::kSuccess) << last_error_message();
+      ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvflash::testing
