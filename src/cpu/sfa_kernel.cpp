@@ -131,16 +131,21 @@ Status report_faults(const SfaProblem& p, const core::SfaData& d, const uint8_t*
   return Status::kSuccess;
 }
 
-}  // namespace
 
-SfaSchedule sfa_schedule(const SfaProblem& p, int threads) {
-  const SfaLayout l = sfa_layout(p);
+// The split for `threads` workers on a workspace with `lanes` scratch lanes.
+SfaSchedule schedule_for(const SfaProblem& p, int lanes, int threads) {
   SfaSchedule s;
-  const int want = std::clamp(threads, 1, l.lanes);
+  const int want = std::clamp(threads, 1, lanes);
   s.head_block = head_block(p, want);
   s.num_tasks = p.num_rows * ((p.num_heads + s.head_block - 1) / s.head_block);
   s.participants = static_cast<int>(std::clamp<int64_t>(s.num_tasks, 1, want));
   return s;
+}
+
+}  // namespace
+
+SfaSchedule sfa_schedule(const SfaProblem& p, int threads) {
+  return schedule_for(p, sfa_layout(p).lanes, threads);
 }
 
 size_t sfa_workspace_size(const SfaProblem& p) { return sfa_layout(p).bytes; }
@@ -177,7 +182,7 @@ Status sfa_run(const SfaProblem& p, const SfaArgs& args, Isa isa, int num_thread
       break;
   }
   const SfaSchedule s =
-      sfa_schedule(p, num_threads > 0 ? num_threads : default_num_threads());
+      schedule_for(p, l.lanes, num_threads > 0 ? num_threads : default_num_threads());
   struct Run {
     const SfaProblem* p;
     const core::SfaData* d;
