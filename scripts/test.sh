@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Every test: set up, then the suite in a warnings-as-errors release build, again under ASan+UBSan
-# (LeakSanitizer included), and the multithreaded tests under ThreadSanitizer (before ASan, so
-# that CTest's summary of the whole suite is the last line).
-# KVFLASH_TEST_SANITIZERS=0 skips the sanitizer passes.
+# Every test: set up, then the suite in a warnings-as-errors release build, the Python package
+# (built with `pip install`, tested with pytest), the multithreaded tests under ThreadSanitizer, and
+# the suite again under ASan+UBSan (LeakSanitizer included; last, so that CTest's summary of the
+# whole suite closes the log).
+# KVFLASH_TEST_SANITIZERS=0 skips the sanitizer passes; KVFLASH_TEST_PYTHON=0 the Python package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$SECONDS
 bash scripts/setup.sh
 jobs=$(nproc)
 
@@ -17,7 +19,29 @@ run_preset() {
   ctest --preset "$preset" -j"$jobs"
 }
 
+run_python() {
+  local venv=${KVFLASH_VENV:-.venv}
+  echo "=== [python] environment ($venv: pyproject.toml's build requirements and test extra)"
+  bash scripts/setup_python.sh
+  echo "=== [python] pip install --no-build-isolation . (build/python)"
+  # --no-index: with the environment in place the package build downloads nothing.
+  CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$venv/bin/python" -m pip install -q --no-build-isolation \
+    --no-index -C build-dir=build/python .
+  echo "=== [python] the test-only reference library"
+  cmake --build build/python --target kvflash_torch_testing -j"$jobs"
+  echo "=== [python] pytest"
+  local rc=0
+  "$venv/bin/python" -m pytest -p no:cacheprovider -q python/tests || rc=$?
+  if [ "$rc" -eq 5 ]; then
+    echo "python: pytest collected no tests" >&2
+  fi
+  return "$rc"
+}
+
 run_preset ci
+if [ "${KVFLASH_TEST_PYTHON:-1}" != 0 ]; then
+  run_python
+fi
 if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
   # TSan: the tests whose point is concurrency (the pool, determinism across thread counts, streams).
   tsan_tests=(cpu_thread_pool_test ifa_determinism_test sfa_determinism_test aclnn_runtime_test aclnn_ifa_test)
@@ -31,3 +55,4 @@ if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
   # Last, so that CTest's summary closes the log.
   run_preset asan
 fi
+echo "=== scripts/test.sh: all passed in $((SECONDS - start)) s"
