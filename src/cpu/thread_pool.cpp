@@ -1,4 +1,4 @@
-// The library's worker pool.
+// The library's worker pool, or the host framework's threads when a ParallelBackend is installed.
 //
 // Each parallel_for call is a Job on the caller's stack: an atomic next-task counter from which
 // its participants claim tasks one at a time. The caller is participant 0 and works on its own
@@ -17,9 +17,12 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "core/error.hpp"
+#include "kvflash/parallel.hpp"
 #include "kvflash/status.hpp"
 
 namespace kvflash::cpu {
@@ -30,6 +33,8 @@ namespace {
 constexpr int kMaxThreads = 512;
 
 std::atomic<int> g_num_threads{0};
+// The installed backend (an immortal copy, see set_parallel_backend), or nullptr for the pool.
+std::atomic<const ParallelBackend*> g_backend{nullptr};
 
 // True while this thread executes tasks of a call: a nested parallel_for then runs inline.
 thread_local bool t_in_run = false;
@@ -163,11 +168,34 @@ Pool& pool() {
   return *instance;
 }
 
+// The ParallelBackend side: one body call is one participant, numbered by its range's begin.
+void backend_body(void* ctx, int64_t begin, int64_t end) {
+  Job& job = *static_cast<Job*>(ctx);
+  if (begin >= end) return;
+  if (begin < 0 || begin >= job.participants) {
+    if (!job.failed.exchange(true, std::memory_order_relaxed)) {
+      job.error = std::make_exception_ptr(
+          std::out_of_range("kvflash: the parallel backend ran a range outside [0, n)"));
+    }
+    return;
+  }
+  participate(job, static_cast<int>(begin));
+}
+
+void run_on_backend(const ParallelBackend& backend, Job& job) {
+  backend.parallel_for(backend.user, job.participants, &job, &backend_body);
+  // Whatever the backend left unrun: every body has returned, so index 0 is free.
+  if (!job.failed.load(std::memory_order_relaxed)) participate(job, 0);
+}
+
 }  // namespace
 
 int default_num_threads() {
   const int n = g_num_threads.load(std::memory_order_relaxed);
   if (n > 0) return std::min(n, kMaxThreads);
+  if (const ParallelBackend* b = g_backend.load(std::memory_order_acquire)) {
+    return std::clamp(b->max_threads(b->user), 1, kMaxThreads);
+  }
   const unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, kMaxThreads));
 }
@@ -181,11 +209,14 @@ void parallel_for(int64_t num_tasks, int num_threads, const TaskFn& fn) {
     if (job.error) std::rethrow_exception(job.error);
     return;
   }
+  const ParallelBackend* backend = g_backend.load(std::memory_order_acquire);
   int participants = num_threads > 0 ? std::min(num_threads, kMaxThreads) : default_num_threads();
   if (participants > num_tasks) participants = static_cast<int>(num_tasks);
   Job job(fn, num_tasks, participants);
   if (participants <= 1) {
     participate(job, 0);
+  } else if (backend != nullptr) {
+    run_on_backend(*backend, job);
   } else {
     pool().run(job);
   }
@@ -199,5 +230,34 @@ namespace kvflash {
 void set_num_threads(int n) { cpu::g_num_threads.store(n > 0 ? n : 0, std::memory_order_relaxed); }
 
 int get_num_threads() { return cpu::default_num_threads(); }
+
+Status set_parallel_backend(const ParallelBackend* backend) {
+  if (backend == nullptr) {
+    cpu::g_backend.store(nullptr, std::memory_order_release);
+    return Status::kSuccess;
+  }
+  if (backend->max_threads == nullptr || backend->parallel_for == nullptr) {
+    return core::fail(Status::kNullPtr, "set_parallel_backend",
+                      "max_threads and parallel_for must not be null");
+  }
+  // Installed copies are never freed, so a loop that loaded the previous one may still use it;
+  // an identical backend reuses its copy, so switching back and forth does not grow the list.
+  static std::mutex mu;
+  static auto* const copies = new std::vector<const ParallelBackend*>;
+  std::lock_guard<std::mutex> lock(mu);
+  const ParallelBackend* copy = nullptr;
+  for (const ParallelBackend* c : *copies) {
+    if (c->user == backend->user && c->max_threads == backend->max_threads &&
+        c->parallel_for == backend->parallel_for) {
+      copy = c;
+    }
+  }
+  if (copy == nullptr) {
+    copy = new ParallelBackend(*backend);
+    copies->push_back(copy);
+  }
+  cpu::g_backend.store(copy, std::memory_order_release);
+  return Status::kSuccess;
+}
 
 }  // namespace kvflash
