@@ -44,14 +44,17 @@ if [ "${KVFLASH_TEST_PYTHON:-1}" != 0 ]; then
 fi
 if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
   # TSan: the tests whose point is concurrency (the pool, determinism across thread counts, streams).
-  tsan_tests=(cpu_thread_pool_test ifa_determinism_test sfa_determinism_test aclnn_runtime_test aclnn_ifa_test)
+  tsan_tests=(cpu_thread_pool_test cpu_parallel_backend_test ifa_determinism_test sfa_determinism_test
+              aclnn_runtime_test aclnn_ifa_test)
   echo "=== [tsan] configure + build"
   cmake --preset tsan >/dev/null
-  cmake --build --preset tsan -j"$jobs" --target "${tsan_tests[@]}"
+  cmake --build --preset tsan -j"$jobs" --target "${tsan_tests[@]}" aclnn_exit_program
   echo "=== [tsan] test"
   for t in "${tsan_tests[@]}"; do
     TSAN_OPTIONS=halt_on_error=1 "build/tsan/tests/$t" --gtest_brief=1
   done
+  # Process teardown with work queued, in every order (tests/aclnn_exit.cmake).
+  ctest --preset tsan -L exit -j"$jobs"
   # Last, so that CTest's summary closes the log.
   run_preset asan
 fi

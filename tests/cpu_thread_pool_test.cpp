@@ -1,9 +1,13 @@
 // The library thread pool: every task runs exactly once on a valid worker for any mix of task and
-// thread counts, concurrent callers do not interfere, nested calls and exceptions are handled.
+// thread counts, the participants running at once have distinct worker indices, concurrent callers
+// run at the same time (not one after the other), nested calls and exceptions are handled.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -37,11 +41,96 @@ TEST(ThreadPool, EveryTaskOnceForManyShapes) {
   }
 }
 
-TEST(ThreadPool, MoreThreadsThanTasksUsesDistinctWorkers) {
-  std::vector<std::atomic<int>> by_worker(5);
-  parallel_for(5, 32, [&](int64_t, int worker) { by_worker[worker].fetch_add(1); });
-  // Static shares: with 5 workers for 5 tasks each worker runs exactly one.
-  for (auto& n : by_worker) EXPECT_EQ(n.load(), 1);
+// The SFA kernel picks a scratch slot by worker index: two tasks running at once must never have
+// the same index, and every index is below min(threads, tasks).
+void expect_distinct_running_workers(int64_t num_tasks, int num_threads) {
+  const int participants = static_cast<int>(std::min<int64_t>(num_threads, num_tasks));
+  std::vector<std::atomic<int>> busy(participants);
+  std::atomic<int> clashes{0}, out_of_range{0}, ran{0};
+  parallel_for(num_tasks, num_threads, [&](int64_t, int worker) {
+    if (worker < 0 || worker >= participants) {
+      out_of_range.fetch_add(1);
+      return;
+    }
+    if (busy[worker].exchange(1) != 0) clashes.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    busy[worker].store(0);
+    ran.fetch_add(1);
+  });
+  EXPECT_EQ(out_of_range.load(), 0) << num_tasks << " tasks, " << num_threads << " threads";
+  EXPECT_EQ(clashes.load(), 0) << num_tasks << " tasks, " << num_threads << " threads";
+  EXPECT_EQ(ran.load(), num_tasks);
+}
+
+TEST(ThreadPool, RunningWorkersHaveDistinctIndices) {
+  expect_distinct_running_workers(5, 32);
+  expect_distinct_running_workers(40, 4);
+  expect_distinct_running_workers(64, 8);
+}
+
+TEST(ThreadPool, ConcurrentCallersHaveDistinctIndicesEach) {
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c) {
+    callers.emplace_back([c] { expect_distinct_running_workers(30 + c, 3 + c); });
+  }
+  for (auto& t : callers) t.join();
+}
+
+// Tasks are claimed one at a time: a task that blocks holds up only its own participant, so the
+// other one runs every remaining task (with static shares the blocked task's share would wait).
+TEST(ThreadPool, BlockedTaskDoesNotHoldUpTheOthers) {
+  constexpr int64_t kTasks = 100;
+  std::atomic<int64_t> done{0};
+  std::atomic<bool> timed_out{false};
+  parallel_for(kTasks, 2, [&](int64_t task, int) {
+    if (task == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (done.load() < kTasks - 1) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out = true;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    }
+    done.fetch_add(1);
+  });
+  EXPECT_FALSE(timed_out.load()) << "the other tasks waited for the blocked one";
+  EXPECT_EQ(done.load(), kTasks);
+}
+
+// Two callers (e.g. two aclnn streams) run at the same time: call A's tasks wait until a task of
+// call B has started. A pool that runs one call at a time would make A's tasks time out (the test
+// then fails instead of hanging).
+TEST(ThreadPool, TwoCallersRunAtTheSameTime) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool a_started = false, b_started = false;
+  std::atomic<int> a_timeouts{0}, b_timeouts{0};
+  constexpr auto kTimeout = std::chrono::seconds(20);
+  std::thread a([&] {
+    parallel_for(4, 2, [&](int64_t, int) {
+      std::unique_lock<std::mutex> lock(mu);
+      a_started = true;
+      cv.notify_all();
+      if (!cv.wait_for(lock, kTimeout, [&] { return b_started; })) a_timeouts.fetch_add(1);
+    });
+  });
+  std::thread b([&] {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!cv.wait_for(lock, kTimeout, [&] { return a_started; })) b_timeouts.fetch_add(1);
+    }
+    parallel_for(3, 2, [&](int64_t, int) {
+      std::lock_guard<std::mutex> lock(mu);
+      b_started = true;
+      cv.notify_all();
+    });
+  });
+  a.join();
+  b.join();
+  EXPECT_EQ(b_timeouts.load(), 0) << "call A never started";
+  EXPECT_EQ(a_timeouts.load(), 0) << "call B did not start while call A was running";
 }
 
 TEST(ThreadPool, ThreadsRunInParallel) {
@@ -95,6 +184,23 @@ TEST(ThreadPool, ExceptionReachesCallerAndPoolStaysUsable) {
   expect_each_task_once(100, 4);
 }
 
+TEST(ThreadPool, ExceptionOnAPoolWorkerReachesTheCaller) {
+  // Every task throws, whichever participant runs it.
+  for (int rep = 0; rep < 20; ++rep) {
+    EXPECT_THROW(parallel_for(64, 4, [](int64_t, int) { throw std::logic_error("each fails"); }),
+                 std::logic_error);
+  }
+  // A nested call's exception leaves through the outer task to the outer caller.
+  EXPECT_THROW(parallel_for(4, 2,
+                            [](int64_t, int) {
+                              parallel_for(3, 2, [](int64_t t, int) {
+                                if (t == 2) throw std::out_of_range("inner");
+                              });
+                            }),
+               std::out_of_range);
+  expect_each_task_once(50, 3);
+}
+
 TEST(ThreadPool, DefaultThreadCount) {
   const int hw = static_cast<int>(std::thread::hardware_concurrency());
   set_num_threads(0);
@@ -109,7 +215,7 @@ TEST(ThreadPool, DefaultThreadCount) {
     while (w > m && !max_worker.compare_exchange_weak(m, w)) {
     }
   });
-  EXPECT_EQ(max_worker.load(), 2);  // 3 workers: 0, 1, 2
+  EXPECT_LE(max_worker.load(), 2);  // 3 participants: 0, 1, 2 (the pool workers may join late)
   set_num_threads(-5);              // negative: back to the hardware default
   EXPECT_EQ(default_num_threads(), hw > 0 ? hw : 1);
   set_num_threads(0);

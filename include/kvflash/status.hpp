@@ -18,7 +18,8 @@ enum class Status : int32_t {
 /// The message of the most recent failure on this thread ("" if none).
 KVFLASH_API const char* last_error_message();
 
-/// Default worker count for calls that pass num_threads = 0 (0 restores the hardware default).
+/// Default worker count for calls that pass num_threads = 0. 0 restores the default: the parallel
+/// backend's max_threads (kvflash/parallel.hpp) when one is installed, else the hardware count.
 KVFLASH_API void set_num_threads(int n);
 KVFLASH_API int get_num_threads();
 

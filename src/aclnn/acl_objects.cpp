@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* kMeta = "acl_meta";
 
-// Owns every live object; what the program never destroys is freed when the library unloads.
+// Owns every live object.
 template <typename T>
 class Registry {
  public:
@@ -43,17 +43,20 @@ class Registry {
   std::unordered_map<const T*, std::unique_ptr<T>> live_;
 };
 
+// The registries are never destroyed: a static destructor of the program may still destroy its
+// tensors after main (as CANN samples' cleanup guards do), and what the program never destroyed
+// stays reachable until the process ends.
 Registry<aclTensor>& tensors() {
-  static Registry<aclTensor> r;
-  return r;
+  static auto* const r = new Registry<aclTensor>;
+  return *r;
 }
 Registry<aclTensorList>& tensor_lists() {
-  static Registry<aclTensorList> r;
-  return r;
+  static auto* const r = new Registry<aclTensorList>;
+  return *r;
 }
 Registry<aclIntArray>& int_arrays() {
-  static Registry<aclIntArray> r;
-  return r;
+  static auto* const r = new Registry<aclIntArray>;
+  return *r;
 }
 
 std::string ptr_str(const void* p) {

@@ -24,9 +24,11 @@ struct Executors {
   std::unordered_map<uintptr_t, Entry> live;
 };
 
+// Never destroyed: a static destructor of the program may still destroy an executor after main,
+// and what the program never destroyed stays reachable until the process ends.
 Executors& executors() {
-  static Executors e;
-  return e;
+  static Executors* const e = new Executors;
+  return *e;
 }
 
 uintptr_t id_of(const aclOpExecutor* e) { return reinterpret_cast<uintptr_t>(e); }

@@ -3,8 +3,15 @@
 //
 // Every handle given out (stream, context, allocation) is recorded in a table, so a handle that
 // was never created or is already destroyed yields ACL_ERROR_INVALID_PARAM instead of undefined
-// behaviour. The tables own what they hold: anything the program never released is freed when
-// the library unloads (streams are drained first).
+// behaviour.
+//
+// Teardown: CANN programs often return from main (or call exit()) with work still queued and
+// nothing released, and their static destructors may call acl functions after main. So the
+// runtime is never destroyed (what the program never released stays allocated, and reachable, until
+// the process ends), and an atexit handler, registered when the first stream is created, waits
+// until every stream has run what was queued. The streams stay open after it: a later static
+// destructor may still synchronise, copy, free, and even queue more work. The thread pool the
+// kernels run on is never destroyed either (src/cpu/thread_pool.cpp).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +20,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "acl/acl.h"
 #include "aclnn/runtime_state.hpp"
@@ -30,8 +38,6 @@ struct AlignedFree {
   void operator()(void* p) const { std::free(p); }
 };
 
-// Member order is destruction order reversed: streams are drained and joined first, while the
-// memory their tasks may still touch is alive.
 struct Runtime {
   std::mutex mu;
   bool initialized = false;
@@ -42,16 +48,33 @@ struct Runtime {
   uintptr_t next_context_id = 1;
   std::unordered_map<void*, std::shared_ptr<Stream>> streams;
   std::shared_ptr<Stream> default_stream;
-
-  ~Runtime() {
-    for (auto& [handle, stream] : streams) stream->close();
-    if (default_stream) default_stream->close();
-  }
 };
 
+// Created on first use and never destroyed (see the file comment).
 Runtime& rt() {
-  static Runtime runtime;
-  return runtime;
+  static Runtime* const runtime = new Runtime;
+  return *runtime;
+}
+
+// At exit: every stream runs what is queued, while everything its tasks touch (the tables above,
+// the pool, the executors' plans) is still alive, since none of it is ever destroyed.
+void drain_streams_at_exit() {
+  std::vector<std::shared_ptr<Stream>> all;
+  {
+    std::lock_guard<std::mutex> lock(rt().mu);
+    for (auto& [handle, stream] : rt().streams) all.push_back(stream);
+    if (rt().default_stream) all.push_back(rt().default_stream);
+  }
+  for (auto& s : all) s->wait_idle();
+}
+
+// A new stream. The first one registers drain_streams_at_exit: no work can be queued before it,
+// and the later the handler is registered, the earlier at exit it runs (before the destructors of
+// the program's statics built up to then).
+std::shared_ptr<Stream> new_stream() {
+  static const bool registered = std::atexit(drain_streams_at_exit) == 0;
+  (void)registered;
+  return std::make_shared<Stream>();
 }
 
 thread_local aclrtContext t_current_context = nullptr;
@@ -158,7 +181,7 @@ std::shared_ptr<Stream> find_stream(aclrtStream handle) {
   Runtime& r = rt();
   std::lock_guard<std::mutex> lock(r.mu);
   if (handle == nullptr) {
-    if (!r.default_stream) r.default_stream = std::make_shared<Stream>();
+    if (!r.default_stream) r.default_stream = new_stream();
     return r.default_stream;
   }
   auto it = r.streams.find(handle);
@@ -346,7 +369,7 @@ aclError aclrtCreateStream(aclrtStream* stream) {
   *stream = nullptr;
   std::shared_ptr<Stream> s;
   try {
-    s = std::make_shared<Stream>();
+    s = new_stream();
   } catch (const std::exception& e) {  // std::system_error when no thread can be started
     return rt_fail(ACL_ERROR_BAD_ALLOC, std::string("aclrtCreateStream: ") + e.what());
   }

@@ -1,24 +1,33 @@
 #include "core/error.hpp"
 
+#include <cstdio>
+#include <cstring>
+
 #include "kvflash/status.h"
 
 namespace kvflash::core {
-thread_local std::string t_last_error;
+namespace {
+
+// A plain buffer, not a std::string: a trivially destructible thread_local is never destroyed, so
+// the message stays usable after this thread's thread_local destructors have run (main's run at
+// exit, before the program's static destructors, which may still call kvflash and fail).
+constexpr size_t kMaxMessage = 4096;
+thread_local char t_last_error[kMaxMessage];
+
+}  // namespace
 
 Status fail(Status code, const std::string& op, const std::string& message) {
-  // Built by append: GCC 12 misreports operator+ chains on strings under -Wrestrict.
-  t_last_error.clear();
-  t_last_error.reserve(op.size() + message.size() + 3);
-  t_last_error.append("[").append(op).append("] ").append(message);
+  const int n = std::snprintf(t_last_error, kMaxMessage, "[%s] %s", op.c_str(), message.c_str());
+  if (n >= static_cast<int>(kMaxMessage)) std::memcpy(t_last_error + kMaxMessage - 4, "...", 4);
   return code;
 }
 
-void clear_error() { t_last_error.clear(); }
+void clear_error() { t_last_error[0] = '\0'; }
 
 }  // namespace kvflash::core
 
 namespace kvflash {
-const char* last_error_message() { return core::t_last_error.c_str(); }
+const char* last_error_message() { return core::t_last_error; }
 }  // namespace kvflash
 
 extern "C" const char* kvflash_last_error_message(void) { return kvflash::last_error_message(); }

@@ -3,7 +3,7 @@
 #   - every exported symbol is public: a C name acl*/aclnn*/kvflash_*, or a C++ name that demangles
 #     to kvflash::{TensorView members, dtype_size/dtype_name/dtype_is_known, IfaPlan/SfaPlan
 #     members, incre_flash_attention, sparse_flash_attention, last_error_message,
-#     set_num_threads/get_num_threads} or op::* (nothing of kvflash::{cpu,core,ifa,sfa,aclnn}, no
+#     set_num_threads/get_num_threads, set_parallel_backend} or op::* (nothing of kvflash::{cpu,core,ifa,sfa,aclnn}, no
 #     standard-library instantiations);
 #   - every C function the headers declare with ACL_FUNC_VISIBILITY / KVFLASH_API is exported, and
 #     so is each C++ entry point named above.
@@ -16,7 +16,7 @@ command -v nm >/dev/null && command -v c++filt >/dev/null || { echo "nm/c++filt 
 mapfile -t raw < <(nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u)
 [[ ${#raw[@]} -gt 0 ]] || { echo "no dynamic symbols in $lib"; exit 1; }
 
-cxx_public='^(kvflash::(TensorView::|dtype_size\(|dtype_name\(|dtype_is_known\(|device_name(\[abi:cxx11\])?\(|IfaPlan::|SfaPlan::|incre_flash_attention\(|sparse_flash_attention\(|last_error_message\(|set_num_threads\(|get_num_threads\()|op::)'
+cxx_public='^(kvflash::(TensorView::|dtype_size\(|dtype_name\(|dtype_is_known\(|device_name(\[abi:cxx11\])?\(|IfaPlan::|SfaPlan::|incre_flash_attention\(|sparse_flash_attention\(|last_error_message\(|set_num_threads\(|get_num_threads\(|set_parallel_backend\()|op::)'
 # Linker-defined markers some binutils versions export from every shared library.
 linker_defined='^(_init|_fini|_edata|_end|__bss_start)$'
 
@@ -54,7 +54,8 @@ for fn in 'kvflash::dtype_size(' 'kvflash::dtype_name(' 'kvflash::dtype_is_known
           'kvflash::SfaPlan::create(' 'kvflash::SfaPlan::~SfaPlan(' 'kvflash::SfaPlan::workspace_size(' \
           'kvflash::SfaPlan::run(' \
           'kvflash::incre_flash_attention(' 'kvflash::sparse_flash_attention(' \
-          'kvflash::last_error_message(' 'kvflash::set_num_threads(' 'kvflash::get_num_threads('; do
+          'kvflash::last_error_message(' 'kvflash::set_num_threads(' 'kvflash::get_num_threads(' \
+          'kvflash::set_parallel_backend('; do
   grep -qF -- "$fn" "$names_file" || missing+=("$fn")
 done
 
