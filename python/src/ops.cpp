@@ -1,12 +1,32 @@
 // torch.ops.kvflash: the operator schemas and their kernels (CPU: the library; Meta: the shapes,
 // which FakeTensor uses for torch.compile and torch.export), plus private helpers for the tests.
+// Loading the library also hands kvflash's parallel loops to torch's intra-op threads.
+#include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include "kvflash/parallel.hpp"
 #include "kvflash/status.hpp"
 #include "ops.hpp"
 
 namespace kvflash::torch_ext {
 namespace {
+
+// kvflash's loops run on torch's intra-op pool (at::parallel_for), as many participants as
+// at::get_num_threads(): torch.set_num_threads(1) means one core, and kvflash never starts
+// threads of its own next to torch's.
+int torch_max_threads(void*) { return static_cast<int>(at::get_num_threads()); }
+
+void torch_parallel_for(void*, int64_t n, void* ctx,
+                        void (*body)(void* ctx, int64_t begin, int64_t end)) {
+  at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) { body(ctx, begin, end); });
+}
+
+const ParallelBackend kTorchBackend{nullptr, &torch_max_threads, &torch_parallel_for};
+
+const bool kTorchBackendInstalled = [] {
+  TORCH_CHECK(set_parallel_backend(&kTorchBackend) == Status::kSuccess, last_error_message());
+  return true;
+}();
 
 // [IFA hits, misses, cached plans, SFA hits, misses, cached plans].
 std::vector<int64_t> plan_cache_info() {
@@ -20,6 +40,7 @@ void clear_plan_cache() {
   clear_sfa_plan_cache();
 }
 
+// kvflash's thread count for a call with num_threads 0 (the backend's: at::get_num_threads()).
 int64_t num_threads() { return kvflash::get_num_threads(); }
 
 }  // namespace
