@@ -24,9 +24,10 @@ run_python() {
   echo "=== [python] environment ($venv: pyproject.toml's build requirements and test extra)"
   bash scripts/setup_python.sh
   echo "=== [python] pip install --no-build-isolation . (build/python)"
-  # --no-index: with the environment in place the package build downloads nothing.
+  # --no-index: with the environment in place the package build downloads nothing. Warnings are
+  # errors here, as in the ci preset.
   CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$venv/bin/python" -m pip install -q --no-build-isolation \
-    --no-index -C build-dir=build/python .
+    --no-index -C build-dir=build/python -C cmake.define.KVFLASH_WERROR=ON .
   echo "=== [python] the test-only reference library"
   cmake --build build/python --target kvflash_torch_testing -j"$jobs"
   echo "=== [python] pytest"
