@@ -56,23 +56,19 @@ IfaInputs gather(const at::Tensor& query, std::vector<at::Tensor> key,
   return in;
 }
 
-// attention_out has the query's shape (contiguous), its dtype or int8; the LSE is fp32 (B, N)
-// when asked for, else an empty [0].
-std::tuple<at::Tensor, at::Tensor> run(const char* op, const IfaInputs& in) {
-  TORCH_CHECK_VALUE(in.query.defined(), "[", op, "] query is an undefined tensor");
+// attention_out has the query's shape (contiguous), its dtype or int8; the LSE, when asked for,
+// is fp32 (B, N).
+std::pair<at::Tensor, std::optional<at::Tensor>> run(const char* op, const IfaInputs& in) {
   at::Tensor out = at::empty(in.query.sizes(), in.query.options().dtype(ifa_out_dtype(in)));
-  at::Tensor lse;
+  std::optional<at::Tensor> lse;
   if (in.return_softmax_lse) {
     const int64_t b = in.query.dim() > 0 ? in.query.size(0) : 0;
     lse = at::empty({b, std::max<int64_t>(in.num_heads, 0)}, in.query.options().dtype(at::kFloat));
-  } else {
-    lse = at::empty({0}, in.query.options().dtype(at::kFloat));
   }
-  const IfaArgs args =
-      ifa_args(op, in, out, in.return_softmax_lse ? std::optional<at::Tensor>(lse) : std::nullopt);
+  const IfaArgs args = ifa_args(op, in, out, lse);
   const auto plan = cache().get(args);
   run_plan(*plan, args, in.query);
-  return {out, lse};
+  return {std::move(out), std::move(lse)};
 }
 
 void check_devices(const char* op, const at::Tensor& query, at::TensorList key,
@@ -106,7 +102,7 @@ at::Tensor npu_ifa_cpu(const at::Tensor& query, const at::Tensor& key, const at:
              antiquant_offset, block_table, dequant_scale1, quant_scale1, dequant_scale2,
              quant_scale2, quant_offset2, kv_padding_size, num_heads, scale_value, input_layout,
              num_key_value_heads, block_size, inner_precise);
-  return std::get<0>(run(kNpuOp, in));
+  return run(kNpuOp, in).first;
 }
 
 std::tuple<at::Tensor, at::Tensor> ifa_cpu(
@@ -126,7 +122,9 @@ std::tuple<at::Tensor, at::Tensor> ifa_cpu(
                         num_key_value_heads, block_size, inner_precise);
   in.return_softmax_lse = return_softmax_lse;
   in.zero_fully_masked_rows = zero_fully_masked_rows;
-  return run(kExtOp, in);
+  auto [out, lse] = run(kExtOp, in);
+  if (!lse) lse = at::empty({0}, query.options().dtype(at::kFloat));  // not requested
+  return {std::move(out), std::move(*lse)};
 }
 
 at::Tensor npu_ifa_meta(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,

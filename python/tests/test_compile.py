@@ -168,3 +168,16 @@ def test_python_wrapper_compiles():
     got = torch.compile(f, fullgraph=True)(q, k, v)
     for e, c in zip(eager, got):
         torch.testing.assert_close(c, e, rtol=0, atol=0, equal_nan=True)
+
+
+def test_ifa_list_form_fake_matches_real():
+    q, k, v, kw = build_ifa(IfaSpec("fake_list", layout="BNSD", list_mode=True, lens=(4, 13, 9),
+                                    batch=3, heads=4, kv_heads=2, kvn_attr=2))
+    for lse in (False, True):
+        real = torch.ops.kvflash.incre_flash_attention(q, k, v, return_softmax_lse=lse, **kw)
+        with FakeTensorMode() as mode:
+            fq, fk, fv, fkw = _fake(mode, (q, k, v, kw))
+            fake = torch.ops.kvflash.incre_flash_attention(fq, fk, fv, return_softmax_lse=lse,
+                                                           **fkw)
+        for r, f in zip(real, fake):
+            _same_meta(r, f)
