@@ -5,6 +5,8 @@
 # KVFLASH_TEST_SANITIZERS=0 skips the sanitizer passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$(date +%s)
+trap 'echo "=== total time: $(( $(date +%s) - start )) s"' EXIT
 bash scripts/setup.sh
 jobs=$(nproc)
 
@@ -21,7 +23,7 @@ run_preset ci
 if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
   # TSan: the tests whose point is concurrency (the pool, determinism across thread counts, streams).
   tsan_tests=(cpu_thread_pool_test cpu_parallel_backend_test ifa_determinism_test sfa_determinism_test
-              aclnn_runtime_test aclnn_ifa_test)
+              aclnn_runtime_test aclnn_ifa_test aclnn_sfa_test)
   echo "=== [tsan] configure + build"
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan -j"$jobs" --target "${tsan_tests[@]}" aclnn_exit_program
