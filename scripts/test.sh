@@ -6,7 +6,8 @@
 # KVFLASH_TEST_SANITIZERS=0 skips the sanitizer passes; KVFLASH_TEST_PYTHON=0 the Python package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-start=$SECONDS
+start=$(date +%s)
+trap 'echo "=== total time: $(( $(date +%s) - start )) s"' EXIT
 bash scripts/setup.sh
 jobs=$(nproc)
 
@@ -46,7 +47,7 @@ fi
 if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
   # TSan: the tests whose point is concurrency (the pool, determinism across thread counts, streams).
   tsan_tests=(cpu_thread_pool_test cpu_parallel_backend_test ifa_determinism_test sfa_determinism_test
-              aclnn_runtime_test aclnn_ifa_test)
+              aclnn_runtime_test aclnn_ifa_test aclnn_sfa_test)
   echo "=== [tsan] configure + build"
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan -j"$jobs" --target "${tsan_tests[@]}" aclnn_exit_program
@@ -59,4 +60,3 @@ if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
   # Last, so that CTest's summary closes the log.
   run_preset asan
 fi
-echo "=== scripts/test.sh: all passed in $((SECONDS - start)) s"
