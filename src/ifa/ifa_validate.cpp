@@ -79,6 +79,9 @@ Status check_devices(const IfaArgs& a) {
   };
   for (size_t i = 0; i < a.key.size(); ++i) {
     KVFLASH_RETURN_IF_ERROR(same(a.key[i], "key[" + std::to_string(i) + "]"));
+  }
+  // The lists' lengths are compared later: value may be shorter than key here.
+  for (size_t i = 0; i < a.value.size(); ++i) {
     KVFLASH_RETURN_IF_ERROR(same(a.value[i], "value[" + std::to_string(i) + "]"));
   }
   KVFLASH_RETURN_IF_ERROR(same(a.attention_out, "attention_out"));
