@@ -174,6 +174,10 @@ def test_extension_op_list_errors():
         kvflash.incre_flash_attention(q, k, [v[0], v[1].double(), v[2]], **kw)
     with pytest.raises(ValueError, match="key"):
         kvflash.incre_flash_attention(q, k[:2], v[:2], **kw)
+    with pytest.raises(ValueError, match="value"):  # lists of different lengths
+        kvflash.incre_flash_attention(q, k, v[:2], **kw)
+    with pytest.raises(ValueError, match="value"):
+        kvflash.incre_flash_attention(q, k[:1], v, **kw)
 
 
 # ---- SFA ----------------------------------------------------------------------------------------
