@@ -79,6 +79,8 @@ Status check_devices(const IfaArgs& a) {
   };
   for (size_t i = 0; i < a.key.size(); ++i) {
     KVFLASH_RETURN_IF_ERROR(same(a.key[i], "key[" + std::to_string(i) + "]"));
+  }
+  for (size_t i = 0; i < a.value.size(); ++i) {  // the lists' lengths are compared later
     KVFLASH_RETURN_IF_ERROR(same(a.value[i], "value[" + std::to_string(i) + "]"));
   }
   KVFLASH_RETURN_IF_ERROR(same(a.attention_out, "attention_out"));
