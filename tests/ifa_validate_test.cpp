@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -552,6 +553,28 @@ TEST_F(IfaValidateTest, ValueListLengthMustEqualKey) {
   IfaArgs a = bsh();
   a.key = {tensor(DType::kFloat16, {1, 8, 32}), tensor(DType::kFloat16, {1, 8, 32})};
   invalid(a, "value list length (1)");
+}
+
+// One backend runs a whole call: every tensor must be on the query's device.
+TEST_F(IfaValidateTest, EveryTensorOnTheQuerysDevice) {
+  IfaArgs a = bsh();
+  a.value[0].device = {DeviceType::kCuda, 0};
+  invalid(a, "value[0] is on cuda:0 but query is on cpu");
+  IfaArgs b = paged_bsh();
+  b.block_table->device = {DeviceType::kCuda, 1};
+  invalid(b, "block_table is on cuda:1");
+}
+
+// A whole call on a device no backend of this build runs on: 361001.
+TEST_F(IfaValidateTest, NoBackendForTheDevice) {
+  IfaArgs a = bsh();
+  for (TensorView* t : {&a.query, &a.key[0], &a.value[0], &a.attention_out}) {
+    t->device = {DeviceType::kCuda, 0};
+  }
+  std::unique_ptr<IfaPlan> plan;
+  EXPECT_EQ(IfaPlan::create(a, &plan), Status::kRuntime);
+  EXPECT_NE(std::string(last_error_message()).find("no backend runs on cuda:0"), std::string::npos)
+      << last_error_message();
 }
 
 TEST_F(IfaValidateTest, ListLengthMustBeOneOrBatch) {
