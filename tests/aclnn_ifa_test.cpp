@@ -496,9 +496,9 @@ TEST(AclnnIfa, BlockTableCopiedAsyncBeforeTheCallIsHonoured) {
     std::vector<std::byte> workspace(ws);
     StreamGate gate(stream);
     const size_t bytes = good.size() * sizeof(int32_t);
-    ASSERT_EQ(aclrtMemcpyAsync(bt.data, bytes, good.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE,
-                               stream),
-              ACL_SUCCESS);
+    ASSERT_EQ(
+        aclrtMemcpyAsync(bt.data, bytes, good.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+        ACL_SUCCESS);
     data.poison_outputs();
     ASSERT_EQ(phase2(3, workspace.data(), ws, e, stream), ACLNN_SUCCESS) << recent();
     gate.release();
@@ -528,9 +528,9 @@ TEST(AclnnIfa, BadBlockIdCopiedAsyncIsReportedAtSynchronize) {
     std::vector<std::byte> workspace(ws);
     StreamGate gate(stream);
     const size_t bytes = bad.size() * sizeof(int32_t);
-    ASSERT_EQ(aclrtMemcpyAsync(bt.data, bytes, bad.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE,
-                               stream),
-              ACL_SUCCESS);
+    ASSERT_EQ(
+        aclrtMemcpyAsync(bt.data, bytes, bad.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+        ACL_SUCCESS);
     ASSERT_EQ(phase2(3, workspace.data(), ws, e, stream), ACLNN_SUCCESS) << recent();
     gate.release();
     EXPECT_EQ(aclrtSynchronizeStream(stream), ACL_ERROR_RT_AICORE_EXCEPTION);

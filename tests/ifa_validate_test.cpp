@@ -1,7 +1,6 @@
 // validate_ifa: one test per rejection rule of spec §2.2-2.11 (exact status
 // code, and a message that names the argument), plus the normalised problem every accepted
 // layout and mode produces.
-#include "ifa/ifa_bind.hpp"
 #include "ifa/ifa_validate.hpp"
 
 #include <gtest/gtest.h>
@@ -16,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/ifa_problem.hpp"
+#include "ifa/ifa_bind.hpp"
 #include "kvflash/ifa.hpp"
 
 namespace kvflash {
@@ -1408,8 +1408,8 @@ TEST_F(IfaValidateTest, MaskBroadcastStrides) {
     a.atten_mask = TensorView::contiguous(m.data, DType::kUInt8, c.shape);
     SCOPED_TRACE(a.atten_mask->describe());
     const auto bound = bind(a);
-  const IfaProblem& p = bound->p;
-  const core::IfaData& d = bound->d;
+    const IfaProblem& p = bound->p;
+    const core::IfaData& d = bound->d;
     EXPECT_EQ(d.mask, m.data);
     EXPECT_EQ(p.mask.dtype, DType::kUInt8);
     EXPECT_EQ(p.mask.s0, c.s0);
@@ -1461,8 +1461,8 @@ TEST_F(IfaValidateTest, AntiquantViews) {
     a.antiquant_offset = TensorView::contiguous(off.data, DType::kFloat16, c.shape);
     SCOPED_TRACE(a.antiquant_scale->describe());
     const auto bound = bind(a);
-  const IfaProblem& p = bound->p;
-  const core::IfaData& d = bound->d;
+    const IfaProblem& p = bound->p;
+    const core::IfaData& d = bound->d;
     EXPECT_EQ(p.antiquant, c.mode);
     for (const core::View3* v : {&p.antiquant_scale, &p.antiquant_offset}) {
       EXPECT_EQ(v->s0, c.s0);
@@ -1498,8 +1498,8 @@ TEST_F(IfaValidateTest, QuantScale2Views) {
     a.quant_offset2 = a.quant_scale2;
     SCOPED_TRACE(a.quant_scale2->describe());
     const auto bound = bind(a);
-  const IfaProblem& p = bound->p;
-  const core::IfaData& d = bound->d;
+    const IfaProblem& p = bound->p;
+    const core::IfaData& d = bound->d;
     EXPECT_EQ(d.quant_scale2, sc.data);
     EXPECT_EQ(p.quant_scale2.s0, 0);
     EXPECT_EQ(p.quant_scale2.s1, c.s1);

@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "ifa/ifa_validate_parts.hpp"
 #include "core/view_check.hpp"
 #include "ifa/ifa_error.hpp"
+#include "ifa/ifa_validate_parts.hpp"
 
 namespace kvflash::ifa {
 namespace {
@@ -85,10 +85,14 @@ Status check_devices(const IfaArgs& a) {
   }
   KVFLASH_RETURN_IF_ERROR(same(a.attention_out, "attention_out"));
   const std::pair<const std::optional<TensorView>*, const char*> optionals[] = {
-      {&a.pse_shift, "pse_shift"},         {&a.atten_mask, "atten_mask"},
-      {&a.quant_scale2, "quant_scale2"},   {&a.quant_offset2, "quant_offset2"},
-      {&a.antiquant_scale, "antiquant_scale"}, {&a.antiquant_offset, "antiquant_offset"},
-      {&a.block_table, "block_table"},     {&a.kv_padding_size, "kv_padding_size"},
+      {&a.pse_shift, "pse_shift"},
+      {&a.atten_mask, "atten_mask"},
+      {&a.quant_scale2, "quant_scale2"},
+      {&a.quant_offset2, "quant_offset2"},
+      {&a.antiquant_scale, "antiquant_scale"},
+      {&a.antiquant_offset, "antiquant_offset"},
+      {&a.block_table, "block_table"},
+      {&a.kv_padding_size, "kv_padding_size"},
       {&a.softmax_lse, "softmax_lse"}};
   for (const auto& [view, name] : optionals) {
     if (view->has_value()) KVFLASH_RETURN_IF_ERROR(same(**view, name));
@@ -102,10 +106,12 @@ Status check_all_views(const IfaArgs& a) {
   int64_t n = 0;
   KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.query, "query", &n));
   for (size_t i = 0; i < a.key.size(); ++i) {
-    KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.key[i], "key[" + std::to_string(i) + "]", &n));
+    KVFLASH_RETURN_IF_ERROR(
+        core::check_view(kIfaOp, a.key[i], "key[" + std::to_string(i) + "]", &n));
   }
   for (size_t i = 0; i < a.value.size(); ++i) {
-    KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.value[i], "value[" + std::to_string(i) + "]", &n));
+    KVFLASH_RETURN_IF_ERROR(
+        core::check_view(kIfaOp, a.value[i], "value[" + std::to_string(i) + "]", &n));
   }
   KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.attention_out, "attention_out", &n));
   const std::pair<const std::optional<TensorView>*, const char*> optionals[] = {
@@ -257,7 +263,8 @@ Status check_query_and_out(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
   }
   const TensorView& o = a.attention_out;
   if (!core::same_dims(o, q)) {
-    return invalid("attention_out shape " + core::dims_str(o) + " must equal query shape " + core::dims_str(q));
+    return invalid("attention_out shape " + core::dims_str(o) + " must equal query shape " +
+                   core::dims_str(q));
   }
   if (!o.is_contiguous()) {
     return invalid("attention_out must be contiguous with offset 0, got " + o.describe() +
@@ -276,7 +283,8 @@ Status check_query_and_out(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
   p->q.dtype = q.dtype;
   p->q.s0 = q.strides[0];
   if (s->layout == Layout::kBsh) {
-    KVFLASH_RETURN_IF_ERROR(core::scaled_stride(kIfaOp, s->head_dim, q.strides[2], "query", &p->q.s1));
+    KVFLASH_RETURN_IF_ERROR(
+        core::scaled_stride(kIfaOp, s->head_dim, q.strides[2], "query", &p->q.s1));
     p->q.s2 = q.strides[2];
   } else {
     p->q.s1 = q.strides[n_axis];
