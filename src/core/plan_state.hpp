@@ -40,9 +40,9 @@ Status plan_create(const PlanOps<Problem, Args>& ops, const Args& args,
     KVFLASH_RETURN_IF_ERROR(ops.validate(args, &state->problem));
     const DeviceType device = state->problem.device.type;
     if (!plan_workspace(ops.backends(), device, state->problem, &state->workspace_size)) {
-      return fail(Status::kRuntime, ops.op,
-                  "no backend runs on " + device_name(state->problem.device) +
-                      " in this build of kvflash");
+      return fail(
+          Status::kRuntime, ops.op,
+          "no backend runs on " + device_name(state->problem.device) + " in this build of kvflash");
     }
     state->meta = ops.strip_data(args);
   } catch (const std::bad_alloc&) {
@@ -62,9 +62,9 @@ Status plan_run(const PlanOps<Problem, Args>& ops, const PlanState<Problem, Args
                     ") is smaller than required (" + std::to_string(state.workspace_size) + ")");
   }
   if (workspace == nullptr && state.workspace_size > 0) {
-    return fail(Status::kNullPtr, ops.op,
-                "workspace is null but " + std::to_string(state.workspace_size) +
-                    " bytes are required");
+    return fail(
+        Status::kNullPtr, ops.op,
+        "workspace is null but " + std::to_string(state.workspace_size) + " bytes are required");
   }
   KVFLASH_RETURN_IF_ERROR(ops.matches_plan(state.meta, args));
   const Device device = state.problem.device;
