@@ -265,12 +265,19 @@ TEST(AclnnIfa, InvalidArgumentsReturn161002WithNullExecutor) {
   strided_out.shape[2] /= 2;
   strided_out.strides[2] = 2;  // (B, 1, H/2), every other element of each row
   aclTensor* bad_out = h.tensor(strided_out);
+  // An fp32 output view: kvflash's C++ API accepts it (an extension), aclnn does not.
+  TensorView f32_out = data.args().attention_out;
+  f32_out.dtype = DType::kFloat32;
+  f32_out.shape[2] /= 2;  // within the fp16 buffer
+  f32_out.strides = {f32_out.shape[1] * f32_out.shape[2], f32_out.shape[2], 1};
+  aclTensor* fp32_out = h.tensor(f32_out);
   const std::vector<std::pair<std::string, std::function<void(Call*)>>> cases = {
       {"numHeads 0", [](Call* c) { c->num_heads = 0; }},
       {"numHeads not a multiple of numKeyValueHeads", [](Call* c) { c->num_kv_heads = 3; }},
       {"layout XYZ", [](Call* c) { c->layout = "XYZ"; }},
       {"empty layout", [](Call* c) { c->layout = ""; }},
       {"non-contiguous attentionOut", [&](Call* c) { c->out = bad_out; }},
+      {"fp32 attentionOut", [&](Call* c) { c->out = fp32_out; }},
       {"innerPrecise 2 (V3/V4)", [](Call* c) { c->inner_precise = 2; }},
   };
   for (int version = 1; version <= 4; ++version) {
@@ -285,6 +292,14 @@ TEST(AclnnIfa, InvalidArgumentsReturn161002WithNullExecutor) {
       EXPECT_EQ(e, nullptr) << name;
       EXPECT_FALSE(recent().empty()) << name;
     }
+  }
+  {
+    Call c = good;
+    c.out = fp32_out;
+    uint64_t ws = 0;
+    aclOpExecutor* e = kSentinel;
+    EXPECT_EQ(c.phase1(4, &ws, &e), ACLNN_ERR_PARAM_INVALID);
+    EXPECT_NE(recent().find("attentionOut dtype fp32"), std::string::npos) << recent();
   }
   // A handle that was destroyed is recognised, not dereferenced.
   const TensorView& q = data.args().query;

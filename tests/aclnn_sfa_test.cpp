@@ -223,6 +223,19 @@ TEST(AclnnSfaTest, InvalidAttributeIs161002) {
   EXPECT_NE(recent().find("attention_mode"), std::string::npos) << recent();
 }
 
+// kvflash's C++ API writes an fp32 attention_out (an extension); aclnn keeps upstream's rule.
+TEST(AclnnSfaTest, Fp32AttentionOutIs161002) {
+  SfaCase sc = small_case(SfaQLayout::kBsnd, SfaKvLayout::kBsnd, false, false);
+  sc.fp32_out = true;
+  SfaCaseData data(sc);
+  Call c(data.args());
+  uint64_t ws = 0;
+  aclOpExecutor* ex = kSentinel;
+  EXPECT_EQ(c.v2(&ws, &ex), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_EQ(ex, nullptr);
+  EXPECT_NE(recent().find("attentionOut dtype fp32"), std::string::npos) << recent();
+}
+
 TEST(AclnnSfaTest, SinksAcceptedOnPagedLayoutAndPlatformIs950) {
   EXPECT_EQ(op::GetCurrentPlatformInfo().GetCurNpuArch(), NpuArch::DAV_3510);
   SfaCaseData data(small_case(SfaQLayout::kBsnd, SfaKvLayout::kPaBsnd, true, false));

@@ -340,7 +340,8 @@ TEST_F(IfaValidateTest, ListKeyDtypesMustAgree) {
   invalid(a, "key[1] dtype");
 }
 
-// Exactly the 8 (query, kv, out) rows of spec §2.2 are accepted.
+// Exactly the 8 (query, kv, out) rows of spec §2.2 are accepted, plus kvflash's fp32 output
+// (the unrounded result, for partials merged by log-sum-exp) with each query / KV pair.
 TEST_F(IfaValidateTest, DtypeCombinationTable) {
   const DType all[] = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kInt8};
   const std::vector<std::vector<DType>> allowed = {
@@ -351,7 +352,11 @@ TEST_F(IfaValidateTest, DtypeCombinationTable) {
       {DType::kFloat16, DType::kInt8, DType::kInt8},
       {DType::kBFloat16, DType::kInt8, DType::kBFloat16},
       {DType::kBFloat16, DType::kInt8, DType::kInt8},
-      {DType::kBFloat16, DType::kBFloat16, DType::kInt8}};
+      {DType::kBFloat16, DType::kBFloat16, DType::kInt8},
+      {DType::kFloat16, DType::kFloat16, DType::kFloat32},
+      {DType::kBFloat16, DType::kBFloat16, DType::kFloat32},
+      {DType::kFloat16, DType::kInt8, DType::kFloat32},
+      {DType::kBFloat16, DType::kInt8, DType::kFloat32}};
   int accepted = 0;
   for (DType q : all) {
     for (DType kv : all) {
@@ -380,7 +385,7 @@ TEST_F(IfaValidateTest, DtypeCombinationTable) {
       }
     }
   }
-  EXPECT_EQ(accepted, 8);
+  EXPECT_EQ(accepted, 12);
 }
 
 // ---- rule 4: heads and limits ---------------------------------------------------------------

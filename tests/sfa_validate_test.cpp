@@ -153,6 +153,11 @@ TEST_F(SfaValidateTest, Rule2OutputDtype) {
   SfaArgs a = bsnd_.args();
   a.attention_out.dtype = DType::kBFloat16;
   invalid(a, "attention_out dtype");
+  a.attention_out.dtype = DType::kInt8;
+  invalid(a, "attention_out dtype");
+  // fp32 is kvflash's extension (the unrounded result); create reads no data.
+  a.attention_out.dtype = DType::kFloat32;
+  expect(a, Status::kSuccess, "");
 }
 TEST_F(SfaValidateTest, Rule2IndicesInt32) {
   SfaArgs a = bsnd_.args();

@@ -52,7 +52,10 @@ struct IfaArgs {
   int64_t num_key_value_heads = 0;   ///< 0 means num_heads
   int64_t block_size = 0;            ///< paged KV block size (used only with block_table)
   int64_t inner_precise = 1;         ///< 0 or 1; no numerical effect in kvflash
-  TensorView attention_out;          ///< same shape as query; query dtype or int8; contiguous
+  /// Same shape as query, contiguous; query dtype, int8 (post-quantised), or fp32 (kvflash
+  /// extension: the fp32 result unrounded, e.g. a partial result to merge with
+  /// merge_attention_states; not available through aclnn).
+  TensorView attention_out;
 
   // ---- kvflash extensions ----
   /// fp32 (B, N) contiguous: natural-log softmax LSE of each (batch, head) over the scaled (and

@@ -72,6 +72,12 @@ aclnnStatus convert(const IfaCall& c, IfaArgs* a) {
   KVFLASH_ACLNN_TRY(optional_view(kOp, "blocktable", c.block_table, &a->block_table));
   KVFLASH_ACLNN_TRY(optional_view(kOp, "kvPaddingSize", c.kv_padding_size, &a->kv_padding_size));
   KVFLASH_ACLNN_TRY(tensor_view(kOp, "attentionOut", c.attention_out, &a->attention_out));
+  // An fp32 output is an extension of kvflash's C++ API; aclnn keeps upstream's dtype table.
+  if (a->attention_out.dtype == DType::kFloat32) {
+    return static_cast<aclnnStatus>(core::fail(
+        Status::kInvalid, kOp,
+        "attentionOut dtype fp32 is not supported; expected the query dtype or int8"));
+  }
   a->num_heads = c.num_heads;
   a->scale_value = c.scale_value;
   a->input_layout = c.input_layout;

@@ -74,6 +74,10 @@ aclnnStatus convert(const SfaCall& c, SfaArgs* a) {
   if (s == Status::kSuccess) s = optional_view(kOp, "sinks", c.sinks, &a->sinks);
   if (s == Status::kSuccess)
     s = tensor_view(kOp, "attentionOut", c.attention_out, &a->attention_out);
+  // An fp32 output is an extension of kvflash's C++ API; aclnn keeps upstream's dtype rule.
+  if (s == Status::kSuccess && a->attention_out.dtype == DType::kFloat32)
+    s = core::fail(Status::kInvalid, kOp,
+                   "attentionOut dtype fp32 is not supported; expected the query dtype");
   if (s == Status::kSuccess && c.return_softmax_lse) {
     // Decision #18: without returnSoftmaxLse the softmax outputs are not even looked at.
     s = tensor_view(kOp, "softmaxMaxOut", c.softmax_max, &a->softmax_max.emplace());

@@ -63,7 +63,7 @@ struct IfaProblem {
   int64_t group = 0;                  ///< G = N / KV_N; query head h uses kv head h / G
   int64_t head_dim = 0;               ///< D
   DType q_dtype = DType::kFloat16;    ///< fp16 | bf16
-  DType out_dtype = DType::kFloat16;  ///< q_dtype | int8
+  DType out_dtype = DType::kFloat16;  ///< q_dtype | int8 | fp32 (extension)
   float scale = 1.0f;                 ///< (float)scale_value
 
   View3 q;  ///< (b, h, d), q_dtype

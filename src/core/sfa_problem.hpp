@@ -58,7 +58,8 @@ struct SfaProblem {
   int64_t sparse_block_size = 1;
   int64_t num_rows = 0;           ///< B*S1 (BSND) or T1 (TND)
   int64_t sparse_mode = 3;        ///< 0 or 3
-  DType dtype = DType::kFloat16;  ///< query, key, value, ropes and output
+  DType dtype = DType::kFloat16;      ///< query, key, value and ropes
+  DType out_dtype = DType::kFloat16;  ///< attention_out: dtype, or fp32 (extension)
   float scale = 1.0f;
 
   static constexpr int64_t kNopeDim = 512;

@@ -729,6 +729,11 @@ inline void write_row(const IfaProblem& p, const IfaData& dt, const IfaLayout& l
     for (int64_t i = 0; i < d; ++i) out[row + i * p.out_s2] = f32_to_int8_sat(o[i] * qs[i] + qo[i]);
     return;
   }
+  if (p.out_dtype == DType::kFloat32) {  // kvflash extension: the fp32 result, unrounded
+    auto* out = static_cast<float*>(dt.out);
+    for (int64_t i = 0; i < d; ++i) out[row + i * p.out_s2] = o[i];
+    return;
+  }
   auto* out = static_cast<std::byte*>(dt.out);
   const bool fp16 = p.out_dtype == DType::kFloat16;
   for (int64_t i = 0; i < d; ++i) {
@@ -748,6 +753,9 @@ inline void write_fault_row(const IfaProblem& p, const IfaData& dt, int64_t b, i
   if (p.out_dtype == DType::kInt8) {
     auto* out = static_cast<int8_t*>(dt.out);
     for (int64_t i = 0; i < p.head_dim; ++i) out[row + i * p.out_s2] = 0;
+  } else if (p.out_dtype == DType::kFloat32) {
+    auto* out = static_cast<float*>(dt.out);
+    for (int64_t i = 0; i < p.head_dim; ++i) out[row + i * p.out_s2] = __builtin_nanf("");
   } else {
     const uint16_t bits = p.out_dtype == DType::kFloat16 ? 0x7E00 : 0x7FC0;  // quiet NaN
     auto* out = static_cast<std::byte*>(dt.out);

@@ -62,6 +62,10 @@ inline void convert_row(const void* base, DType dt, int64_t stride, int64_t n, f
 }
 
 inline void store_out(void* base, DType dt, int64_t i, float x) {
+  if (dt == DType::kFloat32) {
+    static_cast<float*>(base)[i] = x;
+    return;
+  }
   uint16_t* o = static_cast<uint16_t*>(base);
   o[i] = dt == DType::kBFloat16 ? f32_to_bf16(x) : f32_to_fp16(x);
 }
@@ -185,7 +189,7 @@ inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64
 inline void write_row_value(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0,
                             int64_t h1, float value, float max_sum) {
   for (int64_t h = h0; h < h1; ++h) {
-    for (int64_t i = 0; i < kNope; ++i) store_out(d.out, p.dtype, p.out.index(r, h, i), value);
+    for (int64_t i = 0; i < kNope; ++i) store_out(d.out, p.out_dtype, p.out.index(r, h, i), value);
     if (d.softmax_max != nullptr) {
       d.softmax_max[p.softmax_max.index(r, h, 0)] = max_sum;
       d.softmax_sum[p.softmax_sum.index(r, h, 0)] = max_sum;
@@ -265,7 +269,7 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
       for (int64_t i = 0; i < kNope; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), den));
     }
     for (int64_t i = 0; i < kNope; ++i)
-      store_out(d.out, p.dtype, p.out.index(r, h0 + h, i), acc[i]);
+      store_out(d.out, p.out_dtype, p.out.index(r, h0 + h, i), acc[i]);
     if (d.softmax_max != nullptr) {
       d.softmax_max[p.softmax_max.index(r, h0 + h, 0)] = m;
       d.softmax_sum[p.softmax_sum.index(r, h0 + h, 0)] = l;

@@ -90,12 +90,19 @@ SfaScratch lane_scratch(const SfaLayout& l, std::byte* base, int lane, int64_t h
 
 // The documented result of a call whose lengths were bad: every output NaN.
 void write_all_nan(const SfaProblem& p, const core::SfaData& d) {
-  const uint16_t nan16 = p.dtype == DType::kFloat16 ? 0x7E00 : 0x7FC0;
+  const uint16_t nan16 = p.out_dtype == DType::kFloat16 ? 0x7E00 : 0x7FC0;
   auto* out = static_cast<uint16_t*>(d.out);
+  auto* out32 = static_cast<float*>(d.out);
   const float nan = __builtin_nanf("");
   for (int64_t r = 0; r < p.num_rows; ++r) {
     for (int64_t h = 0; h < p.num_heads; ++h) {
-      for (int64_t i = 0; i < SfaProblem::kNopeDim; ++i) out[p.out.index(r, h, i)] = nan16;
+      for (int64_t i = 0; i < SfaProblem::kNopeDim; ++i) {
+        if (p.out_dtype == DType::kFloat32) {
+          out32[p.out.index(r, h, i)] = nan;
+        } else {
+          out[p.out.index(r, h, i)] = nan16;
+        }
+      }
       if (d.softmax_max != nullptr) {
         d.softmax_max[p.softmax_max.index(r, h, 0)] = nan;
         d.softmax_sum[p.softmax_sum.index(r, h, 0)] = nan;

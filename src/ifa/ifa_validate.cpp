@@ -35,6 +35,12 @@ constexpr DtypeCombo kAllowedCombos[] = {
     {DType::kBFloat16, DType::kInt8, DType::kBFloat16},
     {DType::kBFloat16, DType::kInt8, DType::kInt8},
     {DType::kBFloat16, DType::kBFloat16, DType::kInt8},
+    // kvflash extension (C++ API and the PyTorch extension op, not aclnn): the fp32 result
+    // before rounding, for partial results merged by log-sum-exp (context parallelism).
+    {DType::kFloat16, DType::kFloat16, DType::kFloat32},
+    {DType::kBFloat16, DType::kBFloat16, DType::kFloat32},
+    {DType::kFloat16, DType::kInt8, DType::kFloat32},
+    {DType::kBFloat16, DType::kInt8, DType::kFloat32},
 };
 
 // Rule 1: missing required pointers are 161001 and come before everything else.
@@ -166,7 +172,7 @@ Status check_dtypes(const IfaArgs& a, IfaShape* s) {
                  dtype_name(s->q_dtype) + ", " + dtype_name(s->kv_dtype) + ", " +
                  dtype_name(s->out_dtype) +
                  ") are not supported; expected query fp16/bf16, key/value = query or int8, "
-                 "attention_out = query or int8");
+                 "attention_out = query, int8 or fp32");
 }
 
 // Rule 4: head counts and their limits.

@@ -206,9 +206,12 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
   for (const Named& n : std::initializer_list<Named>{{&a.key, "key"},
                                                      {&value, "value"},
                                                      {&a.query_rope, "query_rope"},
-                                                     {&a.key_rope, "key_rope"},
-                                                     {&a.attention_out, "attention_out"}})
+                                                     {&a.key_rope, "key_rope"}})
     KVFLASH_RETURN_IF_ERROR(expect_dtype(*n.v, n.name, dt));
+  // attention_out: the query dtype, or fp32 (kvflash extension: the unrounded result, a partial
+  // for a log-sum-exp merge; not available through aclnn).
+  if (a.attention_out.dtype != DType::kFloat32)
+    KVFLASH_RETURN_IF_ERROR(expect_dtype(a.attention_out, "attention_out", dt));
   KVFLASH_RETURN_IF_ERROR(expect_dtype(a.sparse_indices, "sparse_indices", DType::kInt32));
   if (a.block_table)
     KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.block_table, "block_table", DType::kInt32));
@@ -374,6 +377,7 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
   pr.num_rows = rows;
   pr.sparse_mode = a.sparse_mode;
   pr.dtype = dt;
+  pr.out_dtype = a.attention_out.dtype;
   pr.scale = static_cast<float>(a.scale_value);
   pr.q = row_view(a.query, q_tnd, s1, q_rank - 2);
   pr.q_rope = row_view(a.query_rope, q_tnd, s1, q_rank - 2);

@@ -57,6 +57,48 @@ void add(std::vector<IfaCase>& v, IfaCase c) { v.push_back(finish(std::move(c)))
 
 // ---- groups ------------------------------------------------------------------------------------
 
+// kvflash's fp32 output (the unrounded result, what a context-parallel merge takes as a partial),
+// with the features that shape a partial: LSE, masks with fully masked rows, pse, paging, int8
+// KV, left padding, empty batches.
+void fp32_output(std::vector<IfaCase>& v) {
+  constexpr DType kF32 = DType::kFloat32;
+  {
+    IfaCase c = make(IfaLayout::kBsh, {kF16, kF16, kF32}, 8, 2, 64, {33, 0, 70});
+    c.lse = true;
+    c.tag = "f32";
+    add(v, c);
+  }
+  {
+    IfaCase c = make(IfaLayout::kBnsd, {kBf16, kBf16, kF32}, 4, 4, 128, {40, 77});
+    c.mask = MaskShape::kBN1S;
+    c.mask_full_rows = true;
+    c.pse = PseShape::kBatch;
+    c.lse = true;
+    c.tag = "f32";
+    add(v, c);
+  }
+  {
+    IfaCase c = make(IfaLayout::kBsnd, {kBf16, kI8, kF32}, 8, 2, 64, {100, 17});
+    c.paged = true;
+    c.block_size = 32;
+    c.lse = true;
+    c.zero_fully_masked = true;
+    c.mask = MaskShape::kBS;
+    c.mask_full_rows = true;
+    c.tag = "f32";
+    add(v, c);
+  }
+  {
+    IfaCase c = make(IfaLayout::kBsh, {kF16, kI8, kF32}, 4, 1, 48, {20, 40, 33});
+    c.kv_padding = 10;  // batch 1 starts before position 0: empty
+    c.antiquant = QuantMode::kPerTensor;
+    c.lse = true;
+    c.strided = true;
+    c.tag = "f32";
+    add(v, c);
+  }
+}
+
 // Every layout x every dtype combination, varying quant modes and shapes along the way.
 void dtype_layout_matrix(std::vector<IfaCase>& v) {
   constexpr int64_t kDims[] = {64, 128, 48, 80};
@@ -550,6 +592,7 @@ void random_sweep(std::vector<IfaCase>& v, int count) {
 std::vector<IfaCase> ifa_cases(Tier tier) {
   std::vector<IfaCase> all;
   dtype_layout_matrix(all);
+  fp32_output(all);
   gqa_groups(all);
   head_dims(all);
   kv_lengths(all);

@@ -65,6 +65,7 @@ std::string SfaCase::name() const {
   s += std::string(":") + pattern_name(indices);
   if (sinks) s += ":sink";
   if (lse) s += ":lse";
+  if (fp32_out) s += ":o=f32";
   if (value_separate) s += ":vsep";
   if (strided) s += ":strided";
   if (!pass_kv_lens) s += ":nokvlen";
@@ -239,7 +240,17 @@ std::vector<SfaCase> sfa_cases(Tier tier) {
     t.dtype = bf16;
     out.push_back(t);
   }
-  // 8. A DeepSeek-V3.2-like decode step: 128 heads, MTP 2, paged cache of 64-token blocks.
+  // 8. fp32 outputs (kvflash extension: the unrounded partial a context-parallel merge takes),
+  //    with the rows that make special partials: invalid, uncovered, empty selections, sinks.
+  for (int i = 0; i < 2; ++i) {
+    SfaCase c = out[i == 0 ? 1 : 6];  // BSND/BSND bf16 and TND/PA f16 of group 1
+    c.fp32_out = true;
+    c.indices = SfaIndexPattern::kSomeEmpty;
+    c.sinks = i == 1;
+    c.tag = "f32";
+    out.push_back(c);
+  }
+  // 9. A DeepSeek-V3.2-like decode step: 128 heads, MTP 2, paged cache of 64-token blocks.
   {
     SfaCase c;
     c.kv_layout = SfaKvLayout::kPaBsnd;
@@ -356,7 +367,7 @@ SfaCaseData::SfaCaseData(const SfaCase& c) : case_(c) {
   args_.query = alloc(c.dtype, qs, c.strided, kNaN);
   args_.query_rope = alloc(c.dtype, qrs, c.strided, kNaN);
   args_.sparse_indices = alloc(DType::kInt32, is, c.strided, 0);
-  args_.attention_out = alloc(c.dtype, qs, false, kNaN);
+  args_.attention_out = alloc(c.fp32_out ? DType::kFloat32 : c.dtype, qs, false, kNaN);
   if (c.lse) {
     const std::vector<int64_t> ls =
         q_tnd ? std::vector<int64_t>{1, t1, n1} : std::vector<int64_t>{batch, 1, s1, n1};

@@ -47,6 +47,7 @@ struct SfaCase {
   bool sinks = false;
   double sink_scale = 2.0;  ///< sinks ~ N(0, sink_scale^2)
   bool lse = false;
+  bool fp32_out = false;  ///< fp32 attention_out (kvflash extension; not through aclnn)
   bool value_separate = false;  ///< pass a value tensor distinct from key (else value = null)
   bool strided = false;         ///< non-contiguous, offset inputs
   bool pass_kv_lens = true;     ///< BSND KV: give actual_seq_lengths_kv (forced for TND/PA)

@@ -9,7 +9,10 @@
 
 namespace kvflash::testing {
 
-double sfa_rtol(DType dtype) { return dtype == DType::kBFloat16 ? 0x1p-7 : 0x1p-10; }
+double sfa_rtol(DType dtype) {
+  if (dtype == DType::kFloat32) return 0x1p-16;
+  return dtype == DType::kBFloat16 ? 0x1p-7 : 0x1p-10;
+}
 
 ::testing::AssertionResult compare_sfa_output(const std::string& case_name, const SfaArgs& args,
                                               const reference::SfaReference& ref,
@@ -39,8 +42,10 @@ double sfa_rtol(DType dtype) { return dtype == DType::kBFloat16 ? 0x1p-7 : 0x1p-
     for (int64_t h = 0; h < n1; ++h) {
       for (int64_t d = 0; d < kD; ++d) {
         const int64_t i = ref.index(r, h, d);
-        const double got =
-            dt == DType::kBFloat16 ? core::bf16_to_float(out[i]) : core::fp16_to_float(out[i]);
+        const double got = dt == DType::kFloat32
+                               ? static_cast<const float*>(args.attention_out.base())[i]
+                               : (dt == DType::kBFloat16 ? core::bf16_to_float(out[i])
+                                                         : core::fp16_to_float(out[i]));
         const double want = ref.attention[i];
         const double bound = normal ? atol + rtol * std::fabs(want) : 0.0;
         const double err = std::fabs(got - want);
