@@ -4,6 +4,7 @@
 
 #include "cpu/ifa_kernel.hpp"
 #include "cpu/isa.hpp"
+#include "cpu/merge_kernel.hpp"
 #include "cpu/sfa_kernel.hpp"
 
 namespace kvflash {
@@ -35,6 +36,12 @@ constexpr SfaBackend sfa_entry(const char* name) {
   return {name, DeviceType::kHost, available<kIsa>, cpu::sfa_workspace_size, sfa<kIsa>};
 }
 
+bool always() { return true; }
+size_t no_workspace(const core::MergeProblem&) { return 0; }
+Status merge(const core::MergeProblem& p, const MergeArgs& args, int threads, void*, void*) {
+  return cpu::merge_run(p, args, threads);
+}
+
 }  // namespace
 
 std::span<const IfaBackend> ifa_backends() {
@@ -48,6 +55,15 @@ std::span<const SfaBackend> sfa_backends() {
   static constexpr std::array<SfaBackend, 4> kList = {
       sfa_entry<Isa::kAvx512Bf16>("cpu-avx512bf16"), sfa_entry<Isa::kAvx512>("cpu-avx512"),
       sfa_entry<Isa::kAvx2>("cpu-avx2"), sfa_entry<Isa::kScalar>("cpu-scalar")};
+  return kList;
+}
+
+// One portable entry: the merge is memory-bound (a few flops per element read), and baseline
+// x86-64 code without FMA gives the same bits on every CPU, so every rank of a context-parallel
+// group merges identically whatever its instruction set (cpu/merge_kernel.hpp).
+std::span<const MergeBackend> merge_backends() {
+  static constexpr std::array<MergeBackend, 1> kList = {
+      MergeBackend{"cpu", DeviceType::kHost, always, no_workspace, merge}};
   return kList;
 }
 
