@@ -200,7 +200,7 @@ SfaReference sfa_reference(const SfaArgs& a) {
   }
   r.rounded.resize(r.attention.size());
   for (size_t i = 0; i < r.attention.size(); ++i)
-    r.rounded[i] = ifa_round_to_dtype(r.attention[i], args.attention_out.dtype);
+    r.rounded[i] = ifa_round_to_dtype(r.attention[i], a.attention_out.dtype);
   return r;
 }
 
