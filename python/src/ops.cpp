@@ -51,6 +51,7 @@ TORCH_LIBRARY(kvflash, m) {
   m.def(kIfaNpuSchema);
   m.def(kSfaNpuSchema);
   m.def(kIfaExtSchema);
+  m.def(kMergeSchema);
   m.def("_plan_cache_info() -> int[]", &plan_cache_info);
   m.def("_clear_plan_cache() -> ()", &clear_plan_cache);
   m.def("_num_threads() -> int", &num_threads);
@@ -61,6 +62,7 @@ TORCH_LIBRARY_IMPL(kvflash, CPU, m) {
   m.impl("npu_incre_flash_attention", &npu_ifa_cpu);
   m.impl("npu_sparse_flash_attention", &npu_sfa_cpu);
   m.impl("incre_flash_attention", &ifa_cpu);
+  m.impl("merge_attention_states", &merge_cpu);
 }
 
 TORCH_LIBRARY_IMPL(kvflash, Meta, m) {
@@ -68,4 +70,5 @@ TORCH_LIBRARY_IMPL(kvflash, Meta, m) {
   m.impl("npu_incre_flash_attention", &npu_ifa_meta);
   m.impl("npu_sparse_flash_attention", &npu_sfa_meta);
   m.impl("incre_flash_attention", &ifa_meta);
+  m.impl("merge_attention_states", &merge_meta);
 }

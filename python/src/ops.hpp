@@ -44,6 +44,14 @@ inline constexpr const char* kIfaExtSchema =
     "int block_size=0, int inner_precise=1, bool return_softmax_lse=False, "
     "bool zero_fully_masked_rows=False) -> (Tensor attention_out, Tensor softmax_lse)";
 
+// kvflash's log-sum-exp merge of K partial results (kvflash/merge.hpp): partial_out [K, rows..., D]
+// with partial_lse [K, rows...] or partial_max + partial_sum; returns out [rows..., D] (out_dtype,
+// default partial_out's), the merged lse, max and sum [rows...] (fp32).
+inline constexpr const char* kMergeSchema =
+    "merge_attention_states(Tensor partial_out, Tensor? partial_lse=None, *, "
+    "Tensor? partial_max=None, Tensor? partial_sum=None, Tensor? sink=None, "
+    "ScalarType? out_dtype=None) -> (Tensor out, Tensor lse, Tensor max, Tensor sum)";
+
 using OptTensor = std::optional<at::Tensor>;
 
 // ---- IFA (ifa_op.cpp) ----
@@ -114,5 +122,14 @@ std::tuple<int64_t, int64_t, int64_t> ifa_plan_cache_stats();
 std::tuple<int64_t, int64_t, int64_t> sfa_plan_cache_stats();
 void clear_ifa_plan_cache();
 void clear_sfa_plan_cache();
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> merge_cpu(const at::Tensor& partial_out,
+                                             const OptTensor& partial_lse,
+                                             const OptTensor& partial_max,
+                                             const OptTensor& partial_sum, const OptTensor& sink,
+                                             std::optional<at::ScalarType> out_dtype);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> merge_meta(const at::Tensor& partial_out, const OptTensor&,
+                                              const OptTensor&, const OptTensor&, const OptTensor&,
+                                              std::optional<at::ScalarType> out_dtype);
 
 }  // namespace kvflash::torch_ext
