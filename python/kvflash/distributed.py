@@ -1,0 +1,348 @@
+"""Context-parallel decode on torch.distributed (docs/distributed.md).
+
+Each rank holds a shard of every sequence's KV cache, attends its shard with the local kvflash op
+(with the softmax statistics), one ``all_gather`` exchanges the partial (output, statistics) rows
+(B x N x (D + 1) fp32 values per rank for IFA, D + 2 for SFA), and every rank merges the same
+gathered buffer with ``torch.ops.kvflash.merge_attention_states`` (fp32, fixed rank order), so
+every rank returns the same bits, and the same bits on every repeat for a fixed world size.
+
+Sharding descriptions:
+
+- ``ContiguousShards(bounds)``: rank r holds global token positions ``[bounds[r], bounds[r+1])``
+  of every sequence (a non-paged cache; the rank's key / value hold exactly those positions).
+- ``RoundRobinBlocks()``: a paged cache; logical block j of each sequence lives on rank
+  ``j % world_size``. The caller passes the global ``block_table``; the entries of the blocks a
+  rank owns are indices into that rank's own cache (the others are not read).
+
+Everything else is given as for the single-process op, in global terms (lengths, masks and pse
+over global positions, global sparse indices); each rank slices masks / pse and translates
+lengths, left padding, block tables and sparse indices to its shard.
+"""
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+import torch.distributed as dist
+
+from . import incre_flash_attention as _ifa
+
+__all__ = ["ContiguousShards", "RoundRobinBlocks", "context_parallel_incre_flash_attention",
+           "context_parallel_sparse_flash_attention"]
+
+
+@dataclass(frozen=True)
+class ContiguousShards:
+    """Rank r holds global token positions [bounds[r], bounds[r+1]) (len(bounds) = world + 1)."""
+    bounds: Sequence[int]
+
+
+@dataclass(frozen=True)
+class RoundRobinBlocks:
+    """Paged cache: logical block j of every sequence is on rank j % world_size."""
+
+
+def _world(group):
+    return dist.get_world_size(group), dist.get_rank(group)
+
+
+def _check_bounds(sharding, world, rank, local_len):
+    b = list(sharding.bounds)
+    if len(b) != world + 1 or b[0] != 0 or any(x > y for x, y in zip(b, b[1:])):
+        raise ValueError(f"ContiguousShards.bounds {b} must be {world + 1} non-decreasing "
+                         f"positions starting at 0")
+    if b[rank + 1] - b[rank] != local_len:
+        raise ValueError(f"rank {rank} holds positions [{b[rank]}, {b[rank + 1]}) but its key "
+                         f"has {local_len} positions")
+    return b[rank], b[-1]
+
+
+def _rr_positions(n_local_blocks, block_size, world, rank):
+    """Global position of each local position of a round-robin paged shard."""
+    p = torch.arange(n_local_blocks * block_size)
+    return ((p // block_size) * world + rank) * block_size + p % block_size
+
+
+def _rr_lengths(lengths, block_size, world, rank):
+    """Tokens of each sequence that lie in the blocks rank owns."""
+    out = []
+    for n in lengths:
+        nblocks = -(-n // block_size)
+        out.append(sum(min(block_size, n - j * block_size) for j in range(rank, nblocks, world)))
+    return out
+
+
+def _gather(parts, group):
+    """One all_gather of a [rows, C] fp32 buffer; [world, rows, C] in rank order."""
+    world, _ = _world(group)
+    bufs = [torch.empty_like(parts) for _ in range(world)]
+    dist.all_gather(bufs, parts.contiguous(), group=group)
+    return torch.stack(bufs)
+
+
+def _slice_last(t, index):
+    """t[..., index] for a mask / pse over global positions (None stays None)."""
+    if t is None:
+        return None
+    idx = index.clamp(max=t.shape[-1] - 1)  # positions past the tensor are never read
+    return t.index_select(t.dim() - 1, idx.to(t.device)).contiguous()
+
+
+def context_parallel_incre_flash_attention(query, key, value, *, group=None, sharding,
+                                           padding_mask=None, atten_mask=None, pse_shift=None,
+                                           actual_seq_lengths=None, antiquant_scale=None,
+                                           antiquant_offset=None, block_table=None,
+                                           dequant_scale1=None, quant_scale1=None,
+                                           dequant_scale2=None, quant_scale2=None,
+                                           quant_offset2=None, kv_padding_size=None, num_heads=1,
+                                           scale_value=1.0, input_layout="BSH",
+                                           num_key_value_heads=0, block_size=0, inner_precise=1,
+                                           return_softmax_lse=False,
+                                           zero_fully_masked_rows=False):
+    """``kvflash.incre_flash_attention`` over a KV cache sharded across ``group``.
+
+    ``key`` / ``value`` are this rank's shard (a tensor); the other arguments are the single-process
+    op's, in global positions. Returns ``(attention_out, softmax_lse)`` like the single-process op,
+    the same bits on every rank. Not supported: int8 output (quant_scale2; quantise the merged
+    output instead), key/value lists.
+    """
+    if quant_scale2 is not None:
+        raise ValueError("context-parallel IFA: quant_scale2 (int8 output) is not supported; "
+                         "quantise the merged output")
+    if not isinstance(key, torch.Tensor) or not isinstance(value, torch.Tensor):
+        raise ValueError("context-parallel IFA: key and value must be tensors (this rank's shard)")
+    world, rank = _world(group)
+    layout = input_layout
+    b = query.shape[0]
+    kv_pad = None
+    if isinstance(sharding, ContiguousShards):
+        if block_table is not None:
+            raise ValueError("ContiguousShards describes a non-paged cache; use RoundRobinBlocks "
+                             "with block_table")
+        s_axis = 2 if layout == "BNSD" else 1
+        n = key.shape[s_axis]
+        off, s_glob = _check_bounds(sharding, world, rank, n)
+        lens = list(actual_seq_lengths) if actual_seq_lengths is not None else [s_glob] * b
+        pad = None
+        if kv_padding_size is not None and kv_padding_size.numel() > 0 and \
+                actual_seq_lengths is not None:
+            pad = max(int(kv_padding_size.reshape(-1)[0]), 0)
+        if pad is None:
+            local = [min(max(x - off, 0), n) for x in lens]
+        else:
+            # Left padding: batch b's tokens are [S - pad - len_b, S - pad) of the global cache.
+            end = min(max(s_glob - pad - off, 0), n)
+            local = [end - min(max(s_glob - pad - x - off, 0), n) for x in lens]
+            kv_pad = torch.tensor([n - end], dtype=torch.int64)
+        positions = torch.arange(off, off + n)
+        local_bt = None
+    elif isinstance(sharding, RoundRobinBlocks):
+        if block_table is None or actual_seq_lengths is None:
+            raise ValueError("RoundRobinBlocks needs block_table and actual_seq_lengths")
+        local_bt = block_table[:, rank::world].contiguous()
+        if local_bt.shape[1] == 0:  # fewer blocks than ranks: one unused column (never read)
+            local_bt = torch.zeros((b, 1), dtype=block_table.dtype)
+        local = _rr_lengths(list(actual_seq_lengths), block_size, world, rank)
+        positions = _rr_positions(local_bt.shape[1], block_size, world, rank)
+    else:
+        raise ValueError(f"sharding must be ContiguousShards or RoundRobinBlocks, got {sharding!r}")
+
+    d = query.shape[-1] if layout != "BSH" else query.shape[-1] // num_heads
+    if key.numel() == 0:  # an empty shard: an empty partial (lse -inf), no local call
+        out = query.new_zeros(query.shape)
+        lse = torch.full((b, num_heads), float("-inf"))
+    else:
+        out, lse = _ifa(query, key, value, padding_mask=padding_mask,
+                        atten_mask=_slice_last(atten_mask, positions),
+                        pse_shift=_slice_last(pse_shift, positions), actual_seq_lengths=local,
+                        antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset,
+                        block_table=local_bt, dequant_scale1=dequant_scale1,
+                        quant_scale1=quant_scale1, dequant_scale2=dequant_scale2,
+                        kv_padding_size=kv_pad, num_heads=num_heads, scale_value=scale_value,
+                        input_layout=layout, num_key_value_heads=num_key_value_heads,
+                        block_size=block_size, inner_precise=inner_precise, return_softmax_lse=True,
+                        zero_fully_masked_rows=zero_fully_masked_rows)
+    # Rows (B, N) x D in fp32 (every layout's query has its S = 1 axis outside (N, D)), the LSE
+    # as column D.
+    o = out.reshape(b, num_heads, d)
+    parts = torch.cat([o.float(), lse.reshape(b, num_heads, 1)], dim=2).reshape(b * num_heads, d + 1)
+    g = _gather(parts, group).reshape(world, b, num_heads, d + 1)
+    merged, merged_lse, _, _ = torch.ops.kvflash.merge_attention_states(
+        g[..., :d], g[..., d], out_dtype=query.dtype)
+    merged = merged.reshape(query.shape)
+    if return_softmax_lse:
+        return merged, merged_lse
+    return merged, torch.empty(0, dtype=torch.float32)
+
+
+def _sfa_rows(query, layout_query, actual_seq_lengths_query, s_kv_glob, lkv):
+    """Per query row: its batch and its causal threshold for sparse_mode 3 (spec §3.4)."""
+    if layout_query == "TND":
+        cum = [int(x) for x in actual_seq_lengths_query]
+        batch, thr_i = [], []
+        prev = 0
+        for bi, c in enumerate(cum):
+            lq = c - prev
+            for i in range(lq):
+                batch.append(bi)
+                thr_i.append(min(lkv[bi] - lq + i + 1, lkv[bi]))
+            prev = c
+        return batch, thr_i
+    bsz, s1 = query.shape[0], query.shape[1]
+    lqs = [int(x) for x in actual_seq_lengths_query] if actual_seq_lengths_query is not None \
+        else [s1] * bsz
+    batch, thr_i = [], []
+    for bi in range(bsz):
+        for i in range(s1):
+            batch.append(bi)
+            # rows past the batch's query length are padding: invalid (threshold 0)
+            thr_i.append(min(lkv[bi] - lqs[bi] + i + 1, lkv[bi]) if i < lqs[bi] else 0)
+    return batch, thr_i
+
+
+def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, scale_value, *,
+                                            group=None, sharding, block_table=None,
+                                            actual_seq_lengths_query=None,
+                                            actual_seq_lengths_kv=None, query_rope=None,
+                                            key_rope=None, sparse_block_size=1,
+                                            layout_query="BSND", layout_kv="BSND", sparse_mode=3,
+                                            pre_tokens=2**63 - 1, next_tokens=2**63 - 1,
+                                            attention_mode=2, return_softmax_lse=False,
+                                            sinks=None):
+    """``kvflash.npu_sparse_flash_attention`` over a KV cache sharded across ``group``.
+
+    ``key`` / ``value`` / ``key_rope`` are this rank's shard; ``sparse_indices`` are global (as
+    for the single-process op): each rank applies the selection rule (threshold, first -1 ends
+    the list, blocks of ``sparse_block_size`` clipped at the threshold) and keeps the selected
+    positions in its shard, as local token indices. The sink is added once, in the merge.
+    Returns ``(attention_out, softmax_max, softmax_sum)`` like the single-process op. KV layout
+    BSND (ContiguousShards) or PA_BSND (RoundRobinBlocks).
+    """
+    world, rank = _world(group)
+    bsz = query.shape[0] if layout_query != "TND" else len(actual_seq_lengths_query)
+    if isinstance(sharding, ContiguousShards):
+        if layout_kv != "BSND":
+            raise ValueError("ContiguousShards: layout_kv must be BSND")
+        n = key.shape[1]
+        off, s_glob = _check_bounds(sharding, world, rank, n)
+        lkv = [int(x) for x in actual_seq_lengths_kv] if actual_seq_lengths_kv is not None \
+            else [s_glob] * bsz
+        local_lens = [min(max(x - off, 0), n) for x in lkv]
+        local_bt = None
+
+        def to_local(pos):
+            return pos - off, (pos >= off) & (pos < off + n)
+    elif isinstance(sharding, RoundRobinBlocks):
+        if layout_kv != "PA_BSND" or block_table is None or actual_seq_lengths_kv is None:
+            raise ValueError("RoundRobinBlocks: layout_kv PA_BSND with block_table and "
+                             "actual_seq_lengths_kv")
+        bs = key.shape[1]
+        lkv = [int(x) for x in actual_seq_lengths_kv]
+        local_bt = block_table[:, rank::world].contiguous()
+        if local_bt.shape[1] == 0:
+            local_bt = torch.zeros((bsz, 1), dtype=block_table.dtype)
+        local_lens = _rr_lengths(lkv, bs, world, rank)
+
+        def to_local(pos):
+            j = pos // bs
+            return (j // world) * bs + pos % bs, (j % world) == rank
+    else:
+        raise ValueError(f"sharding must be ContiguousShards or RoundRobinBlocks, got {sharding!r}")
+
+    # Global selection (spec §3.4), expanded to tokens, restricted to this shard.
+    idx_shape = sparse_indices.shape
+    k = idx_shape[-1]
+    rows = sparse_indices.reshape(-1, k).long()  # (B*S1 | T) x KV_N(=1) rows
+    batch, thr = _sfa_rows(query, layout_query, actual_seq_lengths_query, None, lkv)
+    thr_t = torch.tensor(thr, dtype=torch.int64)
+    pad_row = torch.zeros(len(batch), dtype=torch.bool)
+    if sparse_mode != 3:
+        pad_row = thr_t <= 0
+        thr_t = torch.tensor([0 if p else lkv[bi] for bi, p in zip(batch, pad_row.tolist())],
+                             dtype=torch.int64)
+    sbs = sparse_block_size
+    valid_count = torch.clamp(torch.div(thr_t + sbs - 1, sbs, rounding_mode="floor"), max=k)
+    r_ix = torch.arange(k)
+    ended = torch.cumsum((rows == -1).long(), dim=1) > 0
+    ok = (r_ix[None, :] < valid_count[:, None]) & ~ended & (rows >= 0)
+    tok = rows[:, :, None] * sbs + torch.arange(sbs)[None, None, :]
+    ok = ok[:, :, None] & (tok < thr_t[:, None, None])
+    tok = tok.reshape(rows.shape[0], -1)
+    ok = ok.reshape(rows.shape[0], -1)
+    local_pos, mine = to_local(tok)
+    keep = ok & mine
+    order = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)
+    local_idx = torch.where(keep, local_pos, torch.full_like(local_pos, -1)).gather(1, order)
+    width = max(int(keep.sum(dim=1).max()) if keep.numel() else 0, 1)
+    local_idx = local_idx[:, :width].to(torch.int32).reshape(*idx_shape[:-1], width).contiguous()
+    # The local op examines min(K, local length) entries of a row; a selection with duplicates
+    # can hold more entries than the shard has tokens, so the local length is raised to the
+    # entry count (positions past the real length are never indexed).
+    counts = keep.sum(dim=1).tolist()
+    need = list(local_lens)
+    for row, bi in enumerate(batch):
+        need[bi] = max(need[bi], counts[row])
+    if need != local_lens:
+        local_lens = need
+        if local_bt is not None:  # more (unread) columns for the longer lengths
+            cols = max(-(-x // bs) for x in need)
+            if cols > local_bt.shape[1]:
+                extra = local_bt[:, :1].expand(bsz, cols - local_bt.shape[1])
+                local_bt = torch.cat([local_bt, extra], dim=1).contiguous()
+        elif max(need) > key.shape[1]:  # a padded copy of the (small) shard
+            grow = max(need) - key.shape[1]
+
+            def pad(t):
+                return None if t is None else torch.cat(
+                    [t, t.new_zeros((t.shape[0], grow) + tuple(t.shape[2:]))], dim=1)
+            same = value is key
+            key, query_rope_k = pad(key), pad(key_rope)
+            value = key if same else pad(value)
+            key_rope = query_rope_k
+
+    if key.numel() == 0:  # an empty shard: empty partials (sum 0), no local call
+        kvn = key.shape[-2]
+        q = query.shape
+        sshape = (kvn, q[0], q[1] // kvn) if layout_query == "TND" else \
+            (q[0], kvn, q[1], q[2] // kvn)
+        out = query.new_zeros(q)
+        mx, sm = torch.zeros(sshape), torch.zeros(sshape)
+    else:
+        # Local: token indices (block size 1), sparse_mode 0 over the shard's tokens; the
+        # threshold and block clipping were applied above, in global positions.
+        out, mx, sm = torch.ops.kvflash.npu_sparse_flash_attention(
+            query, key, value, local_idx, scale_value, block_table=local_bt,
+            actual_seq_lengths_query=actual_seq_lengths_query,
+            actual_seq_lengths_kv=torch.tensor(local_lens, dtype=torch.int32),
+            query_rope=query_rope, key_rope=key_rope, sparse_block_size=1,
+            layout_query=layout_query, layout_kv=layout_kv, sparse_mode=0,
+            pre_tokens=pre_tokens, next_tokens=next_tokens, attention_mode=attention_mode,
+            return_softmax_lse=True, sinks=None)
+    # Rows (row, head) in out's order; softmax tensors are [B, KV_N, S1, G] | [KV_N, T, G].
+    n1, d = out.shape[-2], out.shape[-1]
+    if layout_query == "TND":
+        to_rows = (lambda t: t.permute(1, 0, 2).reshape(-1, n1))
+        shape_back = mx.shape
+        back = (lambda t: t.reshape(shape_back[1], shape_back[0], shape_back[2]).permute(1, 0, 2))
+    else:
+        to_rows = (lambda t: t.permute(0, 2, 1, 3).reshape(t.shape[0], t.shape[2], n1))
+        shape_back = mx.shape
+        back = (lambda t: t.reshape(shape_back[0], shape_back[2], shape_back[1],
+                                    shape_back[3]).permute(0, 2, 1, 3))
+    nrows = out.numel() // d
+    parts = torch.cat([out.float().reshape(nrows, d), to_rows(mx).reshape(nrows, 1),
+                       to_rows(sm).reshape(nrows, 1)], dim=1)
+    g = _gather(parts, group)
+    sink = None
+    if sinks is not None:
+        sink = sinks.float().reshape(1, n1).expand(nrows // n1, n1).reshape(nrows)
+    merged, _, mmax, msum = torch.ops.kvflash.merge_attention_states(
+        g[..., :d], partial_max=g[..., d], partial_sum=g[..., d + 1], sink=sink,
+        out_dtype=query.dtype)
+    merged = merged.reshape(out.shape)
+    if not return_softmax_lse:
+        return merged, mx.new_empty(0), sm.new_empty(0)
+    # Invalid rows (threshold <= 0) report max = sum = 0 even with a sink (spec §3.4).
+    invalid = (((thr_t <= 0) & (sparse_mode == 3)) | pad_row).repeat_interleave(n1)
+    mmax = torch.where(invalid, torch.zeros_like(mmax), mmax)
+    msum = torch.where(invalid, torch.zeros_like(msum), msum)
+    return merged, back(mmax).contiguous(), back(msum).contiguous()
