@@ -108,3 +108,26 @@ def test_report_worst_error():
     """Prints the worst errors (pytest -s shows them); docs/distributed.md quotes them."""
     for k, (e, r) in sorted(WORST.items()):
         print(f"worst {k}: abs {e:.3g}, {r:.3f} x bound")
+
+
+def test_torchrun_example_of_the_docs(tmp_path):
+    """docs/distributed.md's two-process example runs under torchrun as written, and every rank
+    matches the single-process op within a bf16 ulp."""
+    import pathlib
+    import re
+    import subprocess
+    import sys
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "distributed.md").read_text()
+    code = next(b for b in re.findall(r"```python\n(.*?)```", doc, re.S)
+                if b.startswith("# cp_example.py"))
+    script = tmp_path / "cp_example.py"
+    script.write_text(code)
+    env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2",
+                        "--master-addr=127.0.0.1", f"--master-port={_free_port()}", str(script)],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = [line.split() for line in r.stdout.splitlines() if line.strip()]
+    assert sorted(int(x[0]) for x in rows) == [0, 1], r.stdout
+    for _, err, lse_err in rows:
+        assert float(err) <= 2.0 ** -6 and float(lse_err) <= 1e-4, r.stdout
