@@ -13,8 +13,6 @@
 namespace kvflash::aclnn {
 namespace {
 
-constexpr const char* kMeta = "acl_meta";
-
 // Owns every live object.
 template <typename T>
 class Registry {
