@@ -77,8 +77,11 @@ Status check_devices(const IfaArgs& a) {
     return invalid(name + " is on " + device_name(t.device) + " but query is on " +
                    device_name(dev) + ": every tensor of a call must be on one device");
   };
+  // The lists may differ in length here (validate_kv says so later): walk each on its own.
   for (size_t i = 0; i < a.key.size(); ++i) {
     KVFLASH_RETURN_IF_ERROR(same(a.key[i], "key[" + std::to_string(i) + "]"));
+  }
+  for (size_t i = 0; i < a.value.size(); ++i) {
     KVFLASH_RETURN_IF_ERROR(same(a.value[i], "value[" + std::to_string(i) + "]"));
   }
   KVFLASH_RETURN_IF_ERROR(same(a.attention_out, "attention_out"));
@@ -289,7 +292,27 @@ Status check_query_and_out(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
 
 }  // namespace
 
-Status validate_ifa(const IfaArgs& args, core::IfaProblem* out) {
+namespace {
+
+// The arguments with canonical strides (core::canonical_strides) on every view.
+IfaArgs canonical(const IfaArgs& in) {
+  IfaArgs a = in;
+  a.query = core::canonical_strides(a.query);
+  a.attention_out = core::canonical_strides(a.attention_out);
+  for (auto* list : {&a.key, &a.value})
+    for (TensorView& t : *list) t = core::canonical_strides(t);
+  for (auto* o : {&a.pse_shift, &a.atten_mask, &a.dequant_scale1, &a.quant_scale1,
+                  &a.dequant_scale2, &a.quant_scale2, &a.quant_offset2, &a.antiquant_scale,
+                  &a.antiquant_offset, &a.block_table, &a.kv_padding_size, &a.softmax_lse}) {
+    if (*o) **o = core::canonical_strides(**o);
+  }
+  return a;
+}
+
+}  // namespace
+
+Status validate_ifa(const IfaArgs& user_args, core::IfaProblem* out) {
+  const IfaArgs args = canonical(user_args);
   KVFLASH_RETURN_IF_ERROR(check_required(args));
   KVFLASH_RETURN_IF_ERROR(check_unsupported_scales(args));
   KVFLASH_RETURN_IF_ERROR(check_all_views(args));
