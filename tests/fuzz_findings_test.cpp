@@ -21,6 +21,7 @@
 #include "support/acl_raw.h"
 #include "support/compare.hpp"
 #include "support/ifa_cases.hpp"
+#include "support/ifa_run.hpp"
 #include "support/sfa_cases.hpp"
 
 namespace kvflash::testing {
@@ -229,6 +230,44 @@ TEST(FuzzFindings, F9_ReferenceHugeKvPadding) {
   IfaCompareOptions o;
   o.allow_mostly_empty = true;
   EXPECT_TRUE(compare_ifa_output(c.name(), a, ref, o));
+}
+
+// F12: int8 KV folds the antiquant scale and offset into the query: (q*sc)·k + (q*sc)·off. With
+// an infinite query element that is not the spec's q·((k + off) * sc): inf * 0 gave NaN where the
+// spec (and the reference) has +-inf, so a row with -inf scores and a masked position came out
+// NaN (int8: 0) instead of the masked positions' mean. Such heads are now scored term by term.
+TEST(FuzzFindings, F12_Int8KvInfiniteQuery) {
+  IfaCase c;
+  c.layout = IfaLayout::kBsnd;
+  c.kv_dtype = DType::kInt8;
+  c.out_dtype = DType::kInt8;
+  c.num_heads = 2;
+  c.num_kv_heads = 1;
+  c.head_dim = 32;
+  c.kv_lens = {2};
+  c.paged = true;
+  c.block_size = 32;
+  c.broadcast_length = true;
+  c.mask = MaskShape::kBN1S;
+  c.pse = PseShape::kBroadcast;
+  c.antiquant = QuantMode::kPerTensor;
+  c.antiquant_offset = false;  // offset 0: (q*sc)·0 = inf * 0
+  c.out_quant = QuantMode::kPerChannel;
+  c.logit_scale = 3;
+  for (const double x : {-HUGE_VAL, HUGE_VAL, std::nan("")}) {
+    for (const cpu::Isa isa : isas_to_test()) {
+      ScopedIsaCap cap(isa);
+      IfaCaseData data(c);
+      IfaArgs a = data.args();
+      static_cast<uint16_t*>(a.query.data)[a.query.offset + 35] =
+          x < 0   ? 0xFC00
+          : x > 0 ? 0x7C00
+                  : 0x7E00;  // fp16 bits; element 35: head 1, d 3
+      ASSERT_EQ(incre_flash_attention(a), Status::kSuccess) << msg();
+      EXPECT_TRUE(compare_ifa_output(c.name(), a, reference::ifa_reference(a)))
+          << "query element " << x << " at " << cpu::isa_name(isa);
+    }
+  }
 }
 
 }  // namespace
