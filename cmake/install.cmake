@@ -12,7 +12,9 @@ install(TARGETS kvflash EXPORT kvflashTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS kvflash_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET kvflash_cli)
+  install(TARGETS kvflash_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
 # CANN build lines link -lascendcl -lopapi -lnnopbase: make each name resolve to kvflash.
 foreach(alias ascendcl opapi nnopbase)

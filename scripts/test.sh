@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Every test: set up, then the suite in a warnings-as-errors release build, the multithreaded
-# tests under ThreadSanitizer, a bounded run of every fuzz target (clang, libFuzzer, ASan+UBSan;
-# scripts/fuzz.sh), and the suite again under ASan+UBSan (LeakSanitizer included; last, so that
-# CTest's summary of the whole suite is the last line). Each phase prints its time.
+# Every test: set up, then the suite in a warnings-as-errors release build, the Python package
+# (built with `pip install`, tested with pytest), the multithreaded tests under ThreadSanitizer, a
+# bounded run of every fuzz target (clang, libFuzzer, ASan+UBSan; scripts/fuzz.sh), and the suite
+# again under ASan+UBSan (LeakSanitizer included; last, so that CTest's summary of the whole suite
+# closes the log). Each phase prints its time.
 # KVFLASH_TEST_SANITIZERS=0 skips the sanitizer passes and the fuzz run; KVFLASH_TEST_FUZZ=0 skips
-# the fuzz run; KVFLASH_TEST_FUZZ_SECONDS sets its time per target (default 15).
+# the fuzz run; KVFLASH_TEST_FUZZ_SECONDS sets its time per target (default 15);
+# KVFLASH_TEST_PYTHON=0 skips the Python package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -29,8 +31,32 @@ run_preset() {
   ctest --preset "$preset" -j"$jobs"
 }
 
+run_python() {
+  local venv=${KVFLASH_VENV:-.venv}
+  echo "=== [python] environment ($venv: pyproject.toml's build requirements and test extra)"
+  bash scripts/setup_python.sh
+  echo "=== [python] pip install --no-build-isolation . (build/python)"
+  # --no-index: with the environment in place the package build downloads nothing. Warnings are
+  # errors here, as in the ci preset.
+  CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$venv/bin/python" -m pip install -q --no-build-isolation \
+    --no-index -C build-dir=build/python -C cmake.define.KVFLASH_WERROR=ON .
+  echo "=== [python] the test-only reference library"
+  cmake --build build/python --target kvflash_torch_testing -j"$jobs"
+  echo "=== [python] pytest"
+  local rc=0
+  "$venv/bin/python" -m pytest -p no:cacheprovider -q python/tests || rc=$?
+  if [ "$rc" -eq 5 ]; then
+    echo "python: pytest collected no tests" >&2
+  fi
+  return "$rc"
+}
+
 run_preset ci
 phase_done ci
+if [ "${KVFLASH_TEST_PYTHON:-1}" != 0 ]; then
+  run_python
+  phase_done python
+fi
 if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
   # TSan: the tests whose point is concurrency (the pool, determinism across thread counts,
   # streams, the many-threads stress).

@@ -26,6 +26,7 @@
 #include "ifa_reference.hpp"
 #include "support/compare.hpp"
 #include "support/ifa_cases.hpp"
+#include "support/stream_gate.hpp"
 
 namespace {
 
@@ -440,29 +441,6 @@ TEST(AclnnIfa, ActualSeqLengthsAreCopiedInPhaseOne) {
                                                    kvflash::reference::ifa_reference(data.args())));
 }
 
-// Holds a stream's queue until release(): what is queued behind it (copies, operators) runs in
-// stream order afterwards, so the test controls exactly when device data becomes valid.
-class StreamGate {
- public:
-  explicit StreamGate(aclrtStream stream) {
-    EXPECT_EQ(kvflash::aclnn::enqueue("gate", stream,
-                                      [f = opened_.get_future().share()] {
-                                        f.wait();
-                                        return kvflash::Status::kSuccess;
-                                      }),
-              kvflash::Status::kSuccess);
-  }
-  ~StreamGate() { release(); }
-  void release() {
-    if (!released_) opened_.set_value();
-    released_ = true;
-  }
-
- private:
-  std::promise<void> opened_;
-  bool released_ = false;
-};
-
 std::vector<int32_t> table_of(const TensorView& bt) {
   EXPECT_TRUE(bt.is_contiguous());
   const auto* p = static_cast<const int32_t*>(bt.data);
@@ -494,11 +472,11 @@ TEST(AclnnIfa, BlockTableCopiedAsyncBeforeTheCallIsHonoured) {
     aclOpExecutor* e = nullptr;
     ASSERT_EQ(c.phase1(3, &ws, &e), ACLNN_SUCCESS) << recent();
     std::vector<std::byte> workspace(ws);
-    StreamGate gate(stream);
+    kvflash::testing::StreamGate gate(stream);
     const size_t bytes = good.size() * sizeof(int32_t);
-    ASSERT_EQ(aclrtMemcpyAsync(bt.data, bytes, good.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE,
-                               stream),
-              ACL_SUCCESS);
+    ASSERT_EQ(
+        aclrtMemcpyAsync(bt.data, bytes, good.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+        ACL_SUCCESS);
     data.poison_outputs();
     ASSERT_EQ(phase2(3, workspace.data(), ws, e, stream), ACLNN_SUCCESS) << recent();
     gate.release();
@@ -526,11 +504,11 @@ TEST(AclnnIfa, BadBlockIdCopiedAsyncIsReportedAtSynchronize) {
     aclOpExecutor* e = nullptr;
     ASSERT_EQ(c.phase1(3, &ws, &e), ACLNN_SUCCESS) << recent();
     std::vector<std::byte> workspace(ws);
-    StreamGate gate(stream);
+    kvflash::testing::StreamGate gate(stream);
     const size_t bytes = bad.size() * sizeof(int32_t);
-    ASSERT_EQ(aclrtMemcpyAsync(bt.data, bytes, bad.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE,
-                               stream),
-              ACL_SUCCESS);
+    ASSERT_EQ(
+        aclrtMemcpyAsync(bt.data, bytes, bad.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+        ACL_SUCCESS);
     ASSERT_EQ(phase2(3, workspace.data(), ws, e, stream), ACLNN_SUCCESS) << recent();
     gate.release();
     EXPECT_EQ(aclrtSynchronizeStream(stream), ACL_ERROR_RT_AICORE_EXCEPTION);
@@ -566,7 +544,7 @@ TEST(AclnnIfa, KvPaddingSizeIsReadInStreamOrder) {
     aclOpExecutor* e = nullptr;
     ASSERT_EQ(c.phase1(4, &ws, &e), ACLNN_SUCCESS) << recent();
     std::vector<std::byte> workspace(ws);
-    StreamGate gate(stream);
+    kvflash::testing::StreamGate gate(stream);
     ASSERT_EQ(aclrtMemcpyAsync(pad, sizeof(wanted), &wanted, sizeof(wanted),
                                ACL_MEMCPY_HOST_TO_DEVICE, stream),
               ACL_SUCCESS);

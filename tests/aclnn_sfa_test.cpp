@@ -22,6 +22,7 @@
 #include "sfa_reference.hpp"
 #include "support/sfa_cases.hpp"
 #include "support/sfa_compare.hpp"
+#include "support/stream_gate.hpp"
 
 namespace {
 
@@ -252,28 +253,6 @@ TEST(AclnnSfaTest, Phase2Contract) {
   EXPECT_TRUE(kvflash::testing::compare_sfa_output(data.spec().name(), data.args(), ref));
 }
 
-// Holds a stream's queue until release() (see aclnn_ifa_test.cpp).
-class StreamGate {
- public:
-  explicit StreamGate(aclrtStream stream) {
-    EXPECT_EQ(kvflash::aclnn::enqueue("gate", stream,
-                                      [f = opened_.get_future().share()] {
-                                        f.wait();
-                                        return kvflash::Status::kSuccess;
-                                      }),
-              kvflash::Status::kSuccess);
-  }
-  ~StreamGate() { release(); }
-  void release() {
-    if (!released_) opened_.set_value();
-    released_ = true;
-  }
-
- private:
-  std::promise<void> opened_;
-  bool released_ = false;
-};
-
 // Copies n int32 from host to the device tensor v (contiguous) on stream.
 void copy_async(const TensorView& v, const std::vector<int32_t>& host, aclrtStream stream) {
   ASSERT_TRUE(v.is_contiguous());
@@ -313,7 +292,7 @@ TEST(AclnnSfaTest, IndicesLengthsAndTableWrittenOnTheStreamBeforeTheCallAreHonou
     aclOpExecutor* ex = nullptr;
     ASSERT_EQ(c.v2(&ws_size, &ex), ACLNN_SUCCESS) << recent();
     std::vector<std::byte> ws(ws_size);
-    StreamGate gate(stream);
+    kvflash::testing::StreamGate gate(stream);
     copy_async(a.sparse_indices, indices, stream);
     copy_async(*a.actual_seq_lengths_query, lens_q, stream);
     copy_async(*a.actual_seq_lengths_kv, lens_kv, stream);
@@ -344,7 +323,7 @@ TEST(AclnnSfaTest, BadLengthsWrittenOnTheStreamAreReportedAtSynchronize) {
     aclOpExecutor* ex = nullptr;
     ASSERT_EQ(c.v1(&ws_size, &ex), ACLNN_SUCCESS) << recent();
     std::vector<std::byte> ws(ws_size);
-    StreamGate gate(stream);
+    kvflash::testing::StreamGate gate(stream);
     copy_async(*a.actual_seq_lengths_kv, lens_kv, stream);
     ASSERT_EQ(aclnnSparseFlashAttention(ws.data(), ws_size, ex, stream), ACLNN_SUCCESS) << recent();
     gate.release();

@@ -287,7 +287,8 @@ TEST(ParallelBackend, SfaSameBitsAsTheLibraryPool) {
     std::unique_ptr<SfaPlan> plan;
     EXPECT_EQ(SfaPlan::create(data.args(), &plan), Status::kSuccess) << last_error_message();
     std::vector<std::byte> ws(plan->workspace_size());
-    EXPECT_EQ(plan->run(data.args(), ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+    EXPECT_EQ(plan->run(data.args(), ws.data(), ws.size()), Status::kSuccess)
+        << last_error_message();
     return data.output_bytes();
   };
   const std::vector<std::byte> want = run(4);

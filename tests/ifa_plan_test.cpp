@@ -304,7 +304,8 @@ TEST_F(IfaPlanTest, RunIsRepeatableAndAcceptsAnyWorkspaceAlignment) {
   }
   auto plan = plan_of(a);
   std::vector<std::byte> ws(plan->workspace_size() + 64);
-  ASSERT_EQ(plan->run(a, ws.data(), plan->workspace_size()), Status::kSuccess) << last_error_message();
+  ASSERT_EQ(plan->run(a, ws.data(), plan->workspace_size()), Status::kSuccess)
+      << last_error_message();
   const auto first = bytes_of(a.attention_out);
   const auto first_lse = bytes_of(*a.softmax_lse);
   std::memset(a.attention_out.data, 0, numel(a.attention_out));

@@ -12,6 +12,7 @@
 
 #include "core/half.hpp"
 #include "support/compare.hpp"
+#include "support/elements.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/test_rng.hpp"
 
@@ -40,25 +41,7 @@ class Store {
 };
 
 void set(const TensorView& v, std::initializer_list<int64_t> idx, double x) {
-  int64_t e = v.offset;
-  int k = 0;
-  for (int64_t i : idx) e += i * v.strides[k++];
-  char* p = static_cast<char*>(v.data) + e * static_cast<int64_t>(dtype_size(v.dtype));
-  if (v.dtype == DType::kFloat16) {
-    const uint16_t h = core::float_to_fp16(static_cast<float>(x));
-    std::memcpy(p, &h, 2);
-  } else if (v.dtype == DType::kFloat32) {
-    const float f = static_cast<float>(x);
-    std::memcpy(p, &f, 4);
-  } else if (v.dtype == DType::kInt32) {
-    const int32_t i = static_cast<int32_t>(x);
-    std::memcpy(p, &i, 4);
-  } else if (v.dtype == DType::kInt64) {
-    const int64_t i = static_cast<int64_t>(x);
-    std::memcpy(p, &i, 8);
-  } else {
-    *p = static_cast<char>(static_cast<int8_t>(x));
-  }
+  kvflash::testing::store_element(v, idx, x);
 }
 
 // A logical problem (q[b][h][d], k/v[b][n2][j][d]) with fp16-representable values that can be

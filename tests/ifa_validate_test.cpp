@@ -1,7 +1,6 @@
 // validate_ifa: one test per rejection rule of spec §2.2-2.11 (exact status
 // code, and a message that names the argument), plus the normalised problem every accepted
 // layout and mode produces.
-#include "ifa/ifa_bind.hpp"
 #include "ifa/ifa_validate.hpp"
 
 #include <gtest/gtest.h>
@@ -10,11 +9,13 @@
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/ifa_problem.hpp"
+#include "ifa/ifa_bind.hpp"
 #include "kvflash/ifa.hpp"
 
 namespace kvflash {
@@ -552,6 +553,28 @@ TEST_F(IfaValidateTest, ValueListLengthMustEqualKey) {
   IfaArgs a = bsh();
   a.key = {tensor(DType::kFloat16, {1, 8, 32}), tensor(DType::kFloat16, {1, 8, 32})};
   invalid(a, "value list length (1)");
+}
+
+// One backend runs a whole call: every tensor must be on the query's device.
+TEST_F(IfaValidateTest, EveryTensorOnTheQuerysDevice) {
+  IfaArgs a = bsh();
+  a.value[0].device = {DeviceType::kCuda, 0};
+  invalid(a, "value[0] is on cuda:0 but query is on cpu");
+  IfaArgs b = paged_bsh();
+  b.block_table->device = {DeviceType::kCuda, 1};
+  invalid(b, "block_table is on cuda:1");
+}
+
+// A whole call on a device no backend of this build runs on: 361001.
+TEST_F(IfaValidateTest, NoBackendForTheDevice) {
+  IfaArgs a = bsh();
+  for (TensorView* t : {&a.query, &a.key[0], &a.value[0], &a.attention_out}) {
+    t->device = {DeviceType::kCuda, 0};
+  }
+  std::unique_ptr<IfaPlan> plan;
+  EXPECT_EQ(IfaPlan::create(a, &plan), Status::kRuntime);
+  EXPECT_NE(std::string(last_error_message()).find("no backend runs on cuda:0"), std::string::npos)
+      << last_error_message();
 }
 
 TEST_F(IfaValidateTest, ListLengthMustBeOneOrBatch) {
@@ -1385,8 +1408,8 @@ TEST_F(IfaValidateTest, MaskBroadcastStrides) {
     a.atten_mask = TensorView::contiguous(m.data, DType::kUInt8, c.shape);
     SCOPED_TRACE(a.atten_mask->describe());
     const auto bound = bind(a);
-  const IfaProblem& p = bound->p;
-  const core::IfaData& d = bound->d;
+    const IfaProblem& p = bound->p;
+    const core::IfaData& d = bound->d;
     EXPECT_EQ(d.mask, m.data);
     EXPECT_EQ(p.mask.dtype, DType::kUInt8);
     EXPECT_EQ(p.mask.s0, c.s0);
@@ -1438,8 +1461,8 @@ TEST_F(IfaValidateTest, AntiquantViews) {
     a.antiquant_offset = TensorView::contiguous(off.data, DType::kFloat16, c.shape);
     SCOPED_TRACE(a.antiquant_scale->describe());
     const auto bound = bind(a);
-  const IfaProblem& p = bound->p;
-  const core::IfaData& d = bound->d;
+    const IfaProblem& p = bound->p;
+    const core::IfaData& d = bound->d;
     EXPECT_EQ(p.antiquant, c.mode);
     for (const core::View3* v : {&p.antiquant_scale, &p.antiquant_offset}) {
       EXPECT_EQ(v->s0, c.s0);
@@ -1475,8 +1498,8 @@ TEST_F(IfaValidateTest, QuantScale2Views) {
     a.quant_offset2 = a.quant_scale2;
     SCOPED_TRACE(a.quant_scale2->describe());
     const auto bound = bind(a);
-  const IfaProblem& p = bound->p;
-  const core::IfaData& d = bound->d;
+    const IfaProblem& p = bound->p;
+    const core::IfaData& d = bound->d;
     EXPECT_EQ(d.quant_scale2, sc.data);
     EXPECT_EQ(p.quant_scale2.s0, 0);
     EXPECT_EQ(p.quant_scale2.s1, c.s1);

@@ -24,6 +24,7 @@
 #include "kvflash/sfa.hpp"
 #include "sfa_reference.hpp"
 #include "support/compare.hpp"
+#include "support/elements.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/ifa_run.hpp"
 #include "support/sfa_cases.hpp"
@@ -37,13 +38,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // ---- element access through a view -------------------------------------------------------------
 
-int64_t elem_at(const TensorView& v, std::initializer_list<int64_t> idx) {
-  int64_t e = v.offset;
-  int k = 0;
-  for (int64_t i : idx) e += i * v.strides[k++];
-  return e;
-}
-
 int64_t elem_flat(const TensorView& v, int64_t flat) {
   int64_t e = v.offset;
   for (int k = v.rank - 1; k >= 0; --k) {
@@ -52,66 +46,6 @@ int64_t elem_flat(const TensorView& v, int64_t flat) {
     flat /= n;
   }
   return e;
-}
-
-void store_elem(const TensorView& v, int64_t e, double x) {
-  char* p = static_cast<char*>(v.data) + e * static_cast<int64_t>(dtype_size(v.dtype));
-  switch (v.dtype) {
-    case DType::kFloat16: {
-      const uint16_t h = core::float_to_fp16(static_cast<float>(x));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DType::kBFloat16: {
-      const uint16_t h = core::float_to_bf16(static_cast<float>(x));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DType::kFloat32: {
-      const float f = static_cast<float>(x);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    default:
-      FAIL() << "store_elem: unsupported dtype";
-  }
-}
-
-double load_elem(const TensorView& v, int64_t e) {
-  const char* p = static_cast<const char*>(v.data) + e * static_cast<int64_t>(dtype_size(v.dtype));
-  uint16_t h;
-  switch (v.dtype) {
-    case DType::kFloat16:
-      std::memcpy(&h, p, 2);
-      return core::fp16_to_float(h);
-    case DType::kBFloat16:
-      std::memcpy(&h, p, 2);
-      return core::bf16_to_float(h);
-    case DType::kFloat32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case DType::kInt8:
-      return static_cast<int8_t>(*p);
-    case DType::kBool:
-    case DType::kUInt8:
-      return static_cast<uint8_t>(*p);
-    case DType::kInt32: {
-      int32_t i;
-      std::memcpy(&i, p, 4);
-      return i;
-    }
-    default:
-      return kNaN;
-  }
-}
-
-void poke(const TensorView& v, std::initializer_list<int64_t> idx, double x) {
-  store_elem(v, elem_at(v, idx), x);
-}
-double peek(const TensorView& v, std::initializer_list<int64_t> idx) {
-  return load_elem(v, elem_at(v, idx));
 }
 
 // Fills a whole output tensor with a finite value, so NaN found there afterwards was written.
@@ -143,19 +77,19 @@ int64_t ifa_kv_elem(const IfaCaseData& data, int which, int64_t b, int64_t n2, i
   const TensorView& t = which == 0 ? a.key[0] : a.value[0];
   const int64_t D = c.head_dim;
   if (a.block_table) {
-    const int64_t blk = static_cast<int64_t>(peek(*a.block_table, {b, j / a.block_size}));
+    const int64_t blk = static_cast<int64_t>(load_element(*a.block_table, {b, j / a.block_size}));
     const int64_t o = j % a.block_size;
-    if (t.rank == 4) return elem_at(t, {blk, n2, o, d});
-    return elem_at(t, {blk, o, n2 * D + d});
+    if (t.rank == 4) return element_at(t, {blk, n2, o, d});
+    return element_at(t, {blk, o, n2 * D + d});
   }
-  if (c.layout == IfaLayout::kBsh) return elem_at(t, {b, j, n2 * D + d});
-  if (c.layout == IfaLayout::kBsnd) return elem_at(t, {b, j, n2, d});
-  return elem_at(t, {b, n2, j, d});
+  if (c.layout == IfaLayout::kBsh) return element_at(t, {b, j, n2 * D + d});
+  if (c.layout == IfaLayout::kBsnd) return element_at(t, {b, j, n2, d});
+  return element_at(t, {b, n2, j, d});
 }
 
 void set_kv(IfaCaseData& data, int which, int64_t b, int64_t n2, int64_t j, int64_t d, double x) {
   const IfaArgs& a = data.args();
-  store_elem(which == 0 ? a.key[0] : a.value[0], ifa_kv_elem(data, which, b, n2, j, d), x);
+  store_element(which == 0 ? a.key[0] : a.value[0], ifa_kv_elem(data, which, b, n2, j, d), x);
 }
 
 int64_t ifa_q_elem(const IfaCaseData& data, int64_t b, int64_t h, int64_t d) {
@@ -163,17 +97,17 @@ int64_t ifa_q_elem(const IfaCaseData& data, int64_t b, int64_t h, int64_t d) {
   const int64_t D = data.spec().head_dim;
   switch (data.spec().layout) {
     case IfaLayout::kBsh:
-      return elem_at(q, {b, 0, h * D + d});
+      return element_at(q, {b, 0, h * D + d});
     case IfaLayout::kBsnd:
-      return elem_at(q, {b, 0, h, d});
+      return element_at(q, {b, 0, h, d});
     case IfaLayout::kBnsd:
-      return elem_at(q, {b, h, 0, d});
+      return element_at(q, {b, h, 0, d});
   }
   return 0;
 }
 
 bool ifa_masked(const IfaCaseData& data, int64_t b, int64_t j) {  // (B, S) masks only
-  return peek(*data.args().atten_mask, {b, j}) != 0.0;
+  return load_element(*data.args().atten_mask, {b, j}) != 0.0;
 }
 
 // What the reference says about one row, for the tests' own preconditions.
@@ -271,7 +205,7 @@ TEST(IfaNonFinite, NanInTheQueryMakesThatRowNan) {
     c.q_dtype = c.kv_dtype = c.out_dtype = dt;
     c.head_dim = 128;
     IfaCaseData data(c);
-    store_elem(data.args().query, ifa_q_elem(data, 0, 3, 100), kNaN);
+    store_element(data.args().query, ifa_q_elem(data, 0, 3, 100), kNaN);
     const reference::IfaReference ref = reference::ifa_reference(data.args());
     EXPECT_TRUE(ifa_row_all_nan(ref, 0, 3));
     EXPECT_TRUE(ifa_row_finite(ref, 0, 2));
@@ -283,7 +217,7 @@ TEST(IfaNonFinite, NanInPseMakesThatRowNan) {
   IfaCase c = ifa_base();
   c.pse = PseShape::kBatch;
   IfaCaseData data(c);
-  poke(*data.args().pse_shift, {1, 2, 0, 50}, kNaN);
+  store_element(*data.args().pse_shift, {1, 2, 0, 50}, kNaN);
   const reference::IfaReference ref = reference::ifa_reference(data.args());
   EXPECT_TRUE(ifa_row_all_nan(ref, 1, 2));
   EXPECT_TRUE(ifa_row_finite(ref, 1, 3));
@@ -297,8 +231,8 @@ TEST(IfaNonFinite, MinusInfPseExcludesPositionsAndAnAllMinusInfRowIsNan) {
   const TensorView& pse = *data.args().pse_shift;
   // Row (0, 1): a few positions at -inf (weight exactly 0). Row (1, 3): every position at -inf,
   // no softmax exists (0/0): NaN output and LSE, as exp(-inf - -inf) gives in the reference.
-  for (int64_t j : {0, 7, 39}) poke(pse, {0, 1, 0, j}, -kInf);
-  for (int64_t j = 0; j < 70; ++j) poke(pse, {1, 3, 0, j}, -kInf);
+  for (int64_t j : {0, 7, 39}) store_element(pse, {0, 1, 0, j}, -kInf);
+  for (int64_t j = 0; j < 70; ++j) store_element(pse, {1, 3, 0, j}, -kInf);
   const reference::IfaReference ref = reference::ifa_reference(data.args());
   EXPECT_TRUE(ifa_row_finite(ref, 0, 1));
   EXPECT_TRUE(ifa_row_all_nan(ref, 1, 3));
@@ -313,12 +247,12 @@ TEST(IfaNonFinite, PlusInfKeyGivesNanRowsWhereItsScoreIsPlusInf) {
   // one score +inf (exp(inf - inf) = NaN: a NaN row) and the other -inf (weight 0: finite).
   int64_t d = 0;
   for (; d < c.head_dim; ++d) {
-    const double q0 = load_elem(data.args().query, ifa_q_elem(data, 0, 0, d));
-    const double q1 = load_elem(data.args().query, ifa_q_elem(data, 0, 1, d));
+    const double q0 = load_element(data.args().query, ifa_q_elem(data, 0, 0, d));
+    const double q1 = load_element(data.args().query, ifa_q_elem(data, 0, 1, d));
     if (q0 * q1 < 0) break;
   }
   ASSERT_LT(d, c.head_dim);
-  const bool h0_positive = load_elem(data.args().query, ifa_q_elem(data, 0, 0, d)) > 0;
+  const bool h0_positive = load_element(data.args().query, ifa_q_elem(data, 0, 0, d)) > 0;
   set_kv(data, 0, 0, 0, 21, d, kInf);
   const reference::IfaReference ref = reference::ifa_reference(data.args());
   EXPECT_TRUE(ifa_row_all_nan(ref, 0, h0_positive ? 0 : 1));
@@ -416,7 +350,7 @@ TEST(IfaNonFinite, NanInAntiquantScalesAndOffsets) {
       const int64_t flat = mode == QuantMode::kPerTensor
                                ? pl.which
                                : (pl.which * c.num_kv_heads + n2) * c.head_dim + d;
-      store_elem(t, elem_flat(t, flat), kNaN);
+      store_element(t, elem_flat(t, flat), kNaN);
       const reference::IfaReference ref = reference::ifa_reference(data.args());
       const bool per_tensor = mode == QuantMode::kPerTensor;
       for (int64_t b = 0; b < 2; ++b) {
@@ -446,7 +380,7 @@ TEST(IfaNonFinite, Int8OutputOfNanElementsIsZero) {
   set_kv(data, 1, 1, 0, 30, 7, kNaN);   // column 7 of rows (1, 0), (1, 1)
   // quant_scale2 of head 3, channel 40 (per-channel shape (N * D)): that element of both batches.
   const TensorView& qs = *data.args().quant_scale2;
-  store_elem(qs, elem_flat(qs, 3 * c.head_dim + 40), kNaN);
+  store_element(qs, elem_flat(qs, 3 * c.head_dim + 40), kNaN);
   const reference::IfaReference ref = reference::ifa_reference(data.args());
   EXPECT_TRUE(ifa_row_all_nan(ref, 0, 2));
   for (int64_t d = 0; d < c.head_dim; ++d) EXPECT_EQ(ref.rounded[ref.index(0, 2, d)], 0.0);
@@ -496,7 +430,7 @@ TEST(IfaNonFinite, SplitKvNanValueInAChunkOfNegligibleWeight) {
   // (0 in fp32); a NaN value there still reaches the output (0 * NaN = NaN in the reference).
   IfaCaseData data(ifa_long());
   const TensorView& pse = *data.args().pse_shift;
-  for (int64_t j = 512; j < 1024; ++j) poke(pse, {0, 0, 0, j}, -200.0);
+  for (int64_t j = 512; j < 1024; ++j) store_element(pse, {0, 0, 0, j}, -200.0);
   set_kv(data, 1, 0, 0, 700, 10, kNaN);
   const reference::IfaReference ref = reference::ifa_reference(data.args());
   EXPECT_TRUE(std::isnan(ref.expected[ref.index(0, 0, 10)]));
@@ -508,10 +442,10 @@ TEST(IfaNonFinite, SplitKvMinusInfChunksAndAllMinusInfRows) {
   IfaCaseData data(ifa_long());
   const TensorView& pse = *data.args().pse_shift;
   // Row (0, 1): chunk 0 entirely -inf (an empty partial: the merge identity), the rest finite.
-  for (int64_t j = 0; j < 512; ++j) poke(pse, {0, 1, 0, j}, -kInf);
+  for (int64_t j = 0; j < 512; ++j) store_element(pse, {0, 1, 0, j}, -kInf);
   // Row (0, 2): only the last chunk is finite. Row (1, 3): every position -inf: NaN.
-  for (int64_t j = 0; j < 1024; ++j) poke(pse, {0, 2, 0, j}, -kInf);
-  for (int64_t j = 0; j < 1100; ++j) poke(pse, {1, 3, 0, j}, -kInf);
+  for (int64_t j = 0; j < 1024; ++j) store_element(pse, {0, 2, 0, j}, -kInf);
+  for (int64_t j = 0; j < 1100; ++j) store_element(pse, {1, 3, 0, j}, -kInf);
   const reference::IfaReference ref = reference::ifa_reference(data.args());
   EXPECT_TRUE(ifa_row_finite(ref, 0, 1));
   EXPECT_TRUE(ifa_row_finite(ref, 0, 2));
@@ -522,8 +456,8 @@ TEST(IfaNonFinite, SplitKvMinusInfChunksAndAllMinusInfRows) {
 
 TEST(IfaNonFinite, SplitKvNanQueryAndPlusInfPse) {
   IfaCaseData data(ifa_long());
-  store_elem(data.args().query, ifa_q_elem(data, 1, 0, 0), kNaN);
-  poke(*data.args().pse_shift, {0, 3, 0, 600}, kInf);  // +inf score: exp(inf - inf) = NaN
+  store_element(data.args().query, ifa_q_elem(data, 1, 0, 0), kNaN);
+  store_element(*data.args().pse_shift, {0, 3, 0, 600}, kInf);  // +inf score: exp(inf - inf) = NaN
   const reference::IfaReference ref = reference::ifa_reference(data.args());
   EXPECT_TRUE(ifa_row_all_nan(ref, 1, 0));
   EXPECT_TRUE(ifa_row_all_nan(ref, 0, 3));
@@ -582,22 +516,22 @@ int64_t sfa_kv_elem(const SfaCaseData& data, const TensorView& t, int64_t b, int
   const SfaArgs& a = data.args();
   if (a.block_table) {
     const int64_t bs = data.spec().block_size;
-    const int64_t blk = static_cast<int64_t>(peek(*a.block_table, {b, j / bs}));
-    return elem_at(t, {blk, j % bs, 0, d});
+    const int64_t blk = static_cast<int64_t>(load_element(*a.block_table, {b, j / bs}));
+    return element_at(t, {blk, j % bs, 0, d});
   }
-  return elem_at(t, {b, j, 0, d});
+  return element_at(t, {b, j, 0, d});
 }
 
 // The kv token that row (b, i) selects first (kClean indices: in range, sparse_block_size 1).
 int64_t sfa_first_selected(const SfaCaseData& data, int64_t b, int64_t i) {
-  return static_cast<int64_t>(peek(data.args().sparse_indices, {b, i, 0, 0}));
+  return static_cast<int64_t>(load_element(data.args().sparse_indices, {b, i, 0, 0}));
 }
 
 // Whether row (b, i) selects token j.
 bool sfa_selects(const SfaCaseData& data, int64_t b, int64_t i, int64_t j) {
   const int64_t k = data.spec().sparse_size;
   for (int64_t r = 0; r < k; ++r) {
-    const int64_t x = static_cast<int64_t>(peek(data.args().sparse_indices, {b, i, 0, r}));
+    const int64_t x = static_cast<int64_t>(load_element(data.args().sparse_indices, {b, i, 0, r}));
     if (x == -1) break;
     if (x == j) return true;
   }
@@ -657,7 +591,7 @@ TEST(SfaNonFinite, NanInASelectedKeyRowReachesEveryRowSelectingIt) {
       SfaCaseData data(c);
       const int64_t j = sfa_first_selected(data, 1, 0);
       const TensorView& t = rope ? data.args().key_rope : data.args().key;
-      store_elem(t, sfa_kv_elem(data, t, 1, j, rope ? 63 : 200), kNaN);
+      store_element(t, sfa_kv_elem(data, t, 1, j, rope ? 63 : 200), kNaN);
       const reference::SfaReference ref = reference::sfa_reference(data.args());
       int64_t nan_rows = 0, finite_rows = 0;
       for (int64_t i = 0; i < 3; ++i) {
@@ -679,7 +613,7 @@ TEST(SfaNonFinite, NanInASelectedValueRowMakesThatColumnNan) {
   SfaCase c = sfa_base();
   SfaCaseData data(c);
   const int64_t j = sfa_first_selected(data, 0, 2);
-  store_elem(*data.args().value, sfa_kv_elem(data, *data.args().value, 0, j, 77), kNaN);
+  store_element(*data.args().value, sfa_kv_elem(data, *data.args().value, 0, j, 77), kNaN);
   const reference::SfaReference ref = reference::sfa_reference(data.args());
   for (int64_t h = 0; h < c.num_heads; ++h) {
     EXPECT_EQ(sfa_head_stats(ref, 2, h).nan, 1);
@@ -691,8 +625,8 @@ TEST(SfaNonFinite, NanInASelectedValueRowMakesThatColumnNan) {
 TEST(SfaNonFinite, NanInTheQueryAndItsRope) {
   SfaCase c = sfa_base();
   SfaCaseData data(c);
-  poke(data.args().query, {0, 1, 5, 300}, kNaN);
-  poke(data.args().query_rope, {1, 2, 9, 0}, kNaN);
+  store_element(data.args().query, {0, 1, 5, 300}, kNaN);
+  store_element(data.args().query_rope, {1, 2, 9, 0}, kNaN);
   const reference::SfaReference ref = reference::sfa_reference(data.args());
   EXPECT_TRUE(sfa_head_all_nan(ref, 1, 5));
   EXPECT_TRUE(sfa_head_all_nan(ref, 5, 9));
@@ -709,9 +643,9 @@ TEST(SfaNonFinite, NonFiniteSinks) {
   c.indices = SfaIndexPattern::kSomeEmpty;
   SfaCaseData data(c);
   const TensorView& sinks = *data.args().sinks;
-  poke(sinks, {3}, kNaN);
-  poke(sinks, {4}, kInf);
-  poke(sinks, {5}, -kInf);
+  store_element(sinks, {3}, kNaN);
+  store_element(sinks, {4}, kInf);
+  store_element(sinks, {5}, -kInf);
   const reference::SfaReference ref = reference::sfa_reference(data.args());
   int64_t empty_rows = 0;
   for (int64_t row = 0; row < ref.num_rows; ++row) {
@@ -743,12 +677,12 @@ TEST(SfaNonFinite, InfiniteKeysGiveInfiniteScores) {
     for (int64_t j = 0; j < 150; ++j) {
       bool used = false;
       for (int64_t i = 0; i < 3; ++i) used = used || sfa_selects(data, 1, i, j);
-      if (used) store_elem(kr, sfa_kv_elem(data, kr, 1, j, 0), kInf);
+      if (used) store_element(kr, sfa_kv_elem(data, kr, 1, j, 0), kInf);
     }
     const reference::SfaReference ref = reference::sfa_reference(data.args());
     int64_t pos = 0, neg = 0;
     for (int64_t h = 0; h < c.num_heads; ++h) {
-      const bool positive = peek(data.args().query_rope, {1, 0, h, 0}) > 0;
+      const bool positive = load_element(data.args().query_rope, {1, 0, h, 0}) > 0;
       (positive ? pos : neg) += 1;
       const RowStats s = sfa_head_stats(ref, 3, h);
       if (positive || !sinks) {
@@ -768,7 +702,7 @@ TEST(SfaNonFinite, PagedCacheAndUnselectedTokens) {
   c.dtype = DType::kBFloat16;
   SfaCaseData data(c);
   const int64_t j = sfa_first_selected(data, 0, 1);
-  store_elem(data.args().key, sfa_kv_elem(data, data.args().key, 0, j, 1), kNaN);
+  store_element(data.args().key, sfa_kv_elem(data, data.args().key, 0, j, 1), kNaN);
   // Every token no row selects already holds NaN (the builder's poison).
   const reference::SfaReference ref = reference::sfa_reference(data.args());
   EXPECT_TRUE(sfa_head_stats(ref, 1, 0).nan == reference::SfaReference::kHeadDim);
@@ -784,8 +718,8 @@ TEST(SfaNonFinite, LongSelectionNanInALateTile) {
   c.q_lens = {1};
   c.kv_lens = {2100};
   SfaCaseData data(c);
-  const int64_t j = static_cast<int64_t>(peek(data.args().sparse_indices, {0, 0, 0, 2040}));
-  store_elem(data.args().key, sfa_kv_elem(data, data.args().key, 0, j, 0), kNaN);
+  const int64_t j = static_cast<int64_t>(load_element(data.args().sparse_indices, {0, 0, 0, 2040}));
+  store_element(data.args().key, sfa_kv_elem(data, data.args().key, 0, j, 0), kNaN);
   const reference::SfaReference ref = reference::sfa_reference(data.args());
   for (int64_t h = 0; h < 8; ++h) EXPECT_TRUE(sfa_head_all_nan(ref, 0, h));
   check_sfa(data, ref);
@@ -802,11 +736,12 @@ TEST(SfaNonFinite, PlusInfAndNanScoresInOneRowGiveANanMax) {
     c.kv_lens = {sparse_size + 40};
     SfaCaseData data(c);
     const TensorView& k = data.args().key;
-    const int64_t j_inf = static_cast<int64_t>(peek(data.args().sparse_indices, {0, 0, 0, 1}));
+    const int64_t j_inf =
+        static_cast<int64_t>(load_element(data.args().sparse_indices, {0, 0, 0, 1}));
     const int64_t j_nan =
-        static_cast<int64_t>(peek(data.args().sparse_indices, {0, 0, 0, sparse_size - 2}));
-    store_elem(k, sfa_kv_elem(data, k, 0, j_inf, 3), kInf);
-    store_elem(k, sfa_kv_elem(data, k, 0, j_nan, 4), kNaN);
+        static_cast<int64_t>(load_element(data.args().sparse_indices, {0, 0, 0, sparse_size - 2}));
+    store_element(k, sfa_kv_elem(data, k, 0, j_inf, 3), kInf);
+    store_element(k, sfa_kv_elem(data, k, 0, j_nan, 4), kNaN);
     const reference::SfaReference ref = reference::sfa_reference(data.args());
     for (int64_t h = 0; h < 8; ++h) EXPECT_TRUE(sfa_head_all_nan(ref, 0, h)) << h;
     check_sfa(data, ref);

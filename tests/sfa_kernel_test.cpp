@@ -31,7 +31,8 @@ TEST_P(SfaKernelTest, MatchesReferenceOnEveryIsa) {
     std::unique_ptr<SfaPlan> plan;
     ASSERT_EQ(SfaPlan::create(data.args(), &plan), Status::kSuccess) << last_error_message();
     std::vector<std::byte> ws(plan->workspace_size());
-    ASSERT_EQ(plan->run(data.args(), ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+    ASSERT_EQ(plan->run(data.args(), ws.data(), ws.size()), Status::kSuccess)
+        << last_error_message();
     EXPECT_TRUE(compare_sfa_output(c.name(), data.args(), ref, c.expect_mostly_empty));
   }
 }

@@ -443,6 +443,14 @@ TEST_F(SfaValidateTest, OutputMustBeContiguous) {
   a.attention_out.offset = 1;
   invalid(a, "attention_out must be contiguous");
 }
+TEST_F(SfaValidateTest, EveryTensorOnTheQuerysDevice) {
+  SfaArgs a = bsnd_.args();
+  a.key_rope.device = {DeviceType::kCuda, 0};
+  invalid(a, "key_rope is on cuda:0 but query is on cpu");
+  a = tnd_.args();
+  a.actual_seq_lengths_kv->device = {DeviceType::kCuda, 0};
+  invalid(a, "actual_seq_lengths_kv is on cuda:0");
+}
 TEST_F(SfaValidateTest, NegativeStrideRejected) {
   SfaArgs a = bsnd_.args();
   a.key.strides[1] = -a.key.strides[1];

@@ -1,6 +1,7 @@
-/* aclnnSparseFlashAttention: SparseFlashAttention (DeepSeek-V3.2 sparse MLA) with the CANN two-phase
- * API. Each query row attends the KV tokens its sparseIndices select (token or block indices within
- * its own sequence), optionally limited by a bottom-right causal mask (sparseMode 3).
+/* aclnnSparseFlashAttention: SparseFlashAttention (DeepSeek-V3.2 sparse MLA) with the CANN
+ * two-phase API. Each query row attends the KV tokens its sparseIndices select (token or block
+ * indices within its own sequence), optionally limited by a bottom-right causal mask (sparseMode
+ * 3).
  *
  * Phase 1 validates every argument (docs/api.md lists the status codes), reads the actual-length
  * tensors, and returns the workspace size and a single-use executor (*executor = nullptr on
@@ -24,15 +25,18 @@ extern "C" {
 #endif
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnSparseFlashAttentionGetWorkspaceSize(
-    const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *sparseIndices,
-    const aclTensor *blockTable, const aclTensor *actualSeqLengthsQuery, const aclTensor *actualSeqLengthsKv,
-    const aclTensor *queryRope, const aclTensor *keyRope, double scaleValue, int64_t sparseBlockSize,
-    char *layoutQuery, char *layoutKv, int64_t sparseMode, int64_t preTokens, int64_t nextTokens,
-    int64_t attentionMode, bool returnSoftmaxLse, const aclTensor *attentionOut, const aclTensor *softmaxMaxOut,
-    const aclTensor *softmaxSumOut, uint64_t *workspaceSize, aclOpExecutor **executor);
+    const aclTensor *query, const aclTensor *key, const aclTensor *value,
+    const aclTensor *sparseIndices, const aclTensor *blockTable,
+    const aclTensor *actualSeqLengthsQuery, const aclTensor *actualSeqLengthsKv,
+    const aclTensor *queryRope, const aclTensor *keyRope, double scaleValue,
+    int64_t sparseBlockSize, char *layoutQuery, char *layoutKv, int64_t sparseMode,
+    int64_t preTokens, int64_t nextTokens, int64_t attentionMode, bool returnSoftmaxLse,
+    const aclTensor *attentionOut, const aclTensor *softmaxMaxOut, const aclTensor *softmaxSumOut,
+    uint64_t *workspaceSize, aclOpExecutor **executor);
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnSparseFlashAttention(void *workspace, uint64_t workspaceSize,
-                                                          aclOpExecutor *executor, aclrtStream stream);
+                                                          aclOpExecutor *executor,
+                                                          aclrtStream stream);
 
 #ifdef __cplusplus
 }

@@ -19,16 +19,18 @@ extern "C" {
 #endif
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnSparseFlashAttentionV2GetWorkspaceSize(
-    const aclTensor *query, const aclTensor *key, const aclTensor *value, const aclTensor *sparseIndices,
-    const aclTensor *blockTable, const aclTensor *actualSeqLengthsQuery, const aclTensor *actualSeqLengthsKv,
-    const aclTensor *queryRope, const aclTensor *keyRope, const aclTensor *sinksOptional, double scaleValue,
-    int64_t sparseBlockSize, char *layoutQuery, char *layoutKv, int64_t sparseMode, int64_t preTokens,
-    int64_t nextTokens, int64_t attentionMode, bool returnSoftmaxLse, const aclTensor *attentionOut,
-    const aclTensor *softmaxMaxOut, const aclTensor *softmaxSumOut, uint64_t *workspaceSize,
-    aclOpExecutor **executor);
+    const aclTensor *query, const aclTensor *key, const aclTensor *value,
+    const aclTensor *sparseIndices, const aclTensor *blockTable,
+    const aclTensor *actualSeqLengthsQuery, const aclTensor *actualSeqLengthsKv,
+    const aclTensor *queryRope, const aclTensor *keyRope, const aclTensor *sinksOptional,
+    double scaleValue, int64_t sparseBlockSize, char *layoutQuery, char *layoutKv,
+    int64_t sparseMode, int64_t preTokens, int64_t nextTokens, int64_t attentionMode,
+    bool returnSoftmaxLse, const aclTensor *attentionOut, const aclTensor *softmaxMaxOut,
+    const aclTensor *softmaxSumOut, uint64_t *workspaceSize, aclOpExecutor **executor);
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnSparseFlashAttentionV2(void *workspace, uint64_t workspaceSize,
-                                                            aclOpExecutor *executor, aclrtStream stream);
+                                                            aclOpExecutor *executor,
+                                                            aclrtStream stream);
 
 #ifdef __cplusplus
 }

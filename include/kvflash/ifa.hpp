@@ -83,7 +83,8 @@ class KVFLASH_API IfaPlan {
 
   /// Computes attention_out (and softmax_lse) for the tensors of args, which must describe the
   /// plan's problem: the same shapes, dtypes, strides, offsets, devices, attributes and
-  /// actual_seq_lengths as at create(); data pointers (and num_threads) may differ. Never allocates.
+  /// actual_seq_lengths as at create(); data pointers (and num_threads) may differ. Never
+  /// allocates.
   ///
   /// Host tensors run synchronously (stream must be null). Returns kInvalid when args do not match
   /// the plan or the workspace is too small (nothing written), kNullPtr for missing data, and

@@ -46,8 +46,8 @@ struct SfaArgs {
   int64_t pre_tokens = std::numeric_limits<int64_t>::max();   ///< must be INT64_MAX
   int64_t next_tokens = std::numeric_limits<int64_t>::max();  ///< must be INT64_MAX
   int64_t attention_mode = 2;                                 ///< must be 2 (MLA absorb)
-  bool return_softmax_lse = false;  ///< write softmax_max / softmax_sum
-  TensorView attention_out;         ///< query shape and dtype, contiguous
+  bool return_softmax_lse = false;                            ///< write softmax_max / softmax_sum
+  TensorView attention_out;                                   ///< query shape and dtype, contiguous
   /// fp32 BSND (B,1,S1,N1) | TND (1,T1,N1), contiguous: the row max m (scaled, sink included) and
   /// the sum of exp(s - m) (sink term included). Written only when return_softmax_lse.
   std::optional<TensorView> softmax_max, softmax_sum;

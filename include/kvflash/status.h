@@ -19,7 +19,8 @@ typedef enum kvflash_status {
   KVFLASH_ERR_PARAM_NULLPTR = 161001,
   /** A dtype, shape, layout, value or combination is outside the operator's contract. */
   KVFLASH_ERR_PARAM_INVALID = 161002,
-  /** A runtime failure: allocation failed, a stream could not run the work, an unsupported profile. */
+  /** A runtime failure: allocation failed, a stream could not run the work, an unsupported profile.
+   */
   KVFLASH_ERR_RUNTIME = 361001,
 } kvflash_status;
 

@@ -24,8 +24,7 @@ struct Backend {
   /// Runs p on args' tensors (already matched against the plan) with num_threads workers (host:
   /// 0 = default) on stream (null for host tensors). Bad device data is reported through the
   /// status; the affected rows get the documented fault result.
-  Status (*run)(const Problem& p, const Args& args, int num_threads, void* workspace,
-                void* stream);
+  Status (*run)(const Problem& p, const Args& args, int num_threads, void* workspace, void* stream);
 };
 
 /// The first available entry of list for device, or nullptr.

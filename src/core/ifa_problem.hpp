@@ -47,8 +47,8 @@ struct KvCacheView {
 
 /// The block table of a paged cache (shared by K and V).
 struct BlockTableView {
-  int64_t s0 = 0, s1 = 0;          ///< element strides for (b, block slot)
-  int64_t blocks_per_seq = 0;      ///< dim 1
+  int64_t s0 = 0, s1 = 0;      ///< element strides for (b, block slot)
+  int64_t blocks_per_seq = 0;  ///< dim 1
   int64_t block_size = 0;
   int64_t num_blocks = 0;  ///< blocks in the cache: valid ids are [0, num_blocks)
 };
@@ -85,7 +85,7 @@ struct IfaProblem {
 
   View3 mask;  ///< (b, h, j) bytes (bool/int8/uint8): nonzero = masked -> score replaced by -1e12f
   int64_t mask_cols = 0;  ///< the mask's last dim: a run never reads a column at or beyond it
-  View3 pse;   ///< (b, h, j) q_dtype, added to the scaled score
+  View3 pse;              ///< (b, h, j) q_dtype, added to the scaled score
 
   AntiquantMode antiquant = AntiquantMode::kNone;
   View3 antiquant_scale;   ///< (kv: 0 = key, 1 = value, n2, d), q_dtype; per-tensor: s1 = s2 = 0

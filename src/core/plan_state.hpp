@@ -75,9 +75,9 @@ Status plan_run_checked(const PlanOps<Problem, Args>& ops, const PlanState<Probl
                     ") is smaller than required (" + std::to_string(state.workspace_size) + ")");
   }
   if (workspace == nullptr && state.workspace_size > 0) {
-    return fail(Status::kNullPtr, ops.op,
-                "workspace is null but " + std::to_string(state.workspace_size) +
-                    " bytes are required");
+    return fail(
+        Status::kNullPtr, ops.op,
+        "workspace is null but " + std::to_string(state.workspace_size) + " bytes are required");
   }
   KVFLASH_RETURN_IF_ERROR(ops.matches_plan(state.meta, args));
   const Device device = state.problem.device;

@@ -82,9 +82,9 @@ struct SfaProblem {
   bool query_tnd = false, kv_tnd = false;
   bool has_lengths_query = false, has_lengths_kv = false;
   int64_t lengths_query_s0 = 0, lengths_kv_s0 = 0;  ///< element strides of the int32 tensors
-  int64_t s1 = 0;           ///< BSND query rows per batch (0 for TND)
-  int64_t kv_rows = 0;      ///< BSND: S2; TND: T2 (rows of key)
-  int64_t kv_capacity = 0;  ///< PA_BSND: block_table columns * block_size
+  int64_t s1 = 0;                                   ///< BSND query rows per batch (0 for TND)
+  int64_t kv_rows = 0;                              ///< BSND: S2; TND: T2 (rows of key)
+  int64_t kv_capacity = 0;                          ///< PA_BSND: block_table columns * block_size
 };
 
 /// The pointers of one run (each at element 0 of its view; absent views are null) and the
@@ -151,8 +151,8 @@ static inline bool sfa_selected_range(int32_t x, int64_t sbs, int64_t thr, int64
 
 /// The first block slot of [begin, end) (a selected range of batch b, non-empty) whose block id
 /// is outside [0, num_blocks), or -1. Static for the reason above.
-static inline int64_t sfa_bad_slot(const SfaProblem& p, const SfaData& d, int64_t b,
-                                   int64_t begin, int64_t end) {
+static inline int64_t sfa_bad_slot(const SfaProblem& p, const SfaData& d, int64_t b, int64_t begin,
+                                   int64_t end) {
   for (int64_t slot = begin / p.block_size; slot <= (end - 1) / p.block_size; ++slot) {
     const int32_t id = d.block_table[b * p.bt_s0 + slot * p.bt_s1];
     if (id < 0 || id >= p.num_blocks) return slot;

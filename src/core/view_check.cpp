@@ -27,22 +27,23 @@ bool is_null_view(const TensorView& v) {
 
 Status check_view(const char* op, const TensorView& v, const std::string& name, int64_t* numel) {
   if (!dtype_is_known(v.dtype)) {
-    return invalid(op, name + " has an unknown dtype (" + std::to_string(static_cast<int>(v.dtype)) +
-                   ")");
+    return invalid(
+        op, name + " has an unknown dtype (" + std::to_string(static_cast<int>(v.dtype)) + ")");
   }
   if (v.rank < 0 || v.rank > kMaxRank) {
     return invalid(op, name + " rank (" + std::to_string(v.rank) + ") must be in [0, " +
-                   std::to_string(kMaxRank) + "]");
+                           std::to_string(kMaxRank) + "]");
   }
   for (int i = 0; i < v.rank; ++i) {
     if (v.shape[i] < 0) {
       return invalid(op, name + " dim " + std::to_string(i) + " (" + std::to_string(v.shape[i]) +
-                     ") must be >= 0");
+                             ") must be >= 0");
     }
     if (v.strides[i] < 0) {
-      return invalid(op, name + " stride " + std::to_string(i) + " (" + std::to_string(v.strides[i]) +
-                     ") must be >= 0 (negative strides are not "
-                     "supported)");
+      return invalid(op, name + " stride " + std::to_string(i) + " (" +
+                             std::to_string(v.strides[i]) +
+                             ") must be >= 0 (negative strides are not "
+                             "supported)");
     }
   }
   if (v.offset < 0) {
@@ -66,7 +67,7 @@ Status check_view(const char* op, const TensorView& v, const std::string& name, 
   }
   if (!end_byte) {
     return invalid(op, name + " view " + v.describe() + " with offset " + std::to_string(v.offset) +
-                   " addresses beyond the int64 range");
+                           " addresses beyond the int64 range");
   }
   if (v.data == nullptr) {
     return invalid(op, name + " has " + std::to_string(*count) + " elements but no data (null)");
@@ -133,9 +134,9 @@ Status match_view(const char* op, const TensorView& plan, const TensorView& run,
   std::string what = name;
   if (index >= 0) what += "[" + std::to_string(index) + "]";
   if (!same) {
-    return invalid(op, "run: " + what + " (" + run.describe() + " on " +
-                           device_name(run.device) + ") does not match the plan's (" +
-                           plan.describe() + " on " + device_name(plan.device) +
+    return invalid(op, "run: " + what + " (" + run.describe() + " on " + device_name(run.device) +
+                           ") does not match the plan's (" + plan.describe() + " on " +
+                           device_name(plan.device) +
                            "): dtype, dims, strides, offset and device must be those of create()");
   }
   return fail(Status::kNullPtr, op, "run: " + what + " has elements but no data");

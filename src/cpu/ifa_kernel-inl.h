@@ -477,8 +477,7 @@ class KvHeadWork {
     k_bytes_ = prefetch_bytes(k_sdim_);
     k_in_place_ = k_sdim_ == 1 && d == dp;
     if constexpr (kKind == KvKind::kBf16) {
-      k_bf16_dot_ =
-          k_in_place_ && dp % 32 == 0 && p.q.dtype == DType::kBFloat16 && t.bf16_dot;
+      k_bf16_dot_ = k_in_place_ && dp % 32 == 0 && p.q.dtype == DType::kBFloat16 && t.bf16_dot;
       if (k_bf16_dot_) {
         // The fp32 queries were widened from bf16: their top halves are the bf16 bits.
         qbf_ = qbf;
@@ -795,8 +794,8 @@ inline void write_fault_row(const IfaProblem& p, const IfaData& dt, int64_t b, i
   write_lse(p, dt, b, h, __builtin_nanf(""));
 }
 
-inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& l,
-                       std::byte* base, int64_t task) {
+inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& l, std::byte* base,
+                       int64_t task) {
   const int64_t b = task / p.num_kv_heads, n2 = task % p.num_kv_heads;
   const int64_t group = p.group, dp = l.dp, hf = l.head_floats;
   const uint8_t state = dt.batch_state[b];

@@ -30,8 +30,7 @@ struct Run {
 
 size_t ifa_workspace_size(const core::IfaProblem& p) { return ifa_layout(p).bytes; }
 
-Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, Isa isa, int num_threads,
-               void* ws) {
+Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, Isa isa, int num_threads, void* ws) {
   assert(p.group <= kIfaMaxGroup && p.head_dim <= kIfaMaxHeadDim);  // validated
   const IfaLayout layout = ifa_layout(p);
   core::IfaData d;

@@ -1,6 +1,7 @@
 // The IFA CPU backend entry: binds a run's tensors, reads the device data in stream order, runs
 // the per-ISA kernels on the parallel loop. No validation beyond the device data, no allocation,
-// no I/O. The problem must come from the validator and args must match it (ifa::check_matches_plan).
+// no I/O. The problem must come from the validator and args must match it
+// (ifa::check_matches_plan).
 #pragma once
 
 #include <cstddef>
@@ -20,7 +21,6 @@ size_t ifa_workspace_size(const core::IfaProblem& p);
 /// supported) on num_threads workers (0 = default). ws: at least ifa_workspace_size(p) bytes, any
 /// alignment. Returns kInvalid when device data was bad (see IfaPlan::run); every other batch is
 /// computed.
-Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, Isa isa, int num_threads,
-               void* ws);
+Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, Isa isa, int num_threads, void* ws);
 
 }  // namespace kvflash::cpu

@@ -126,8 +126,8 @@ void ifa_fill_chunk_index(const core::IfaProblem& p, const IfaLayout& l, std::by
   }
 }
 
-std::byte* ifa_prepare(const core::IfaProblem& p, const IfaArgs& args, const IfaLayout& l,
-                       void* ws, core::IfaData* d) {
+std::byte* ifa_prepare(const core::IfaProblem& p, const IfaArgs& args, const IfaLayout& l, void* ws,
+                       core::IfaData* d) {
   std::byte* base = ifa_align(ws);
 
   auto* seq = reinterpret_cast<const void**>(base + l.seq_base);
@@ -205,9 +205,8 @@ IfaSchedule ifa_schedule(const core::IfaProblem& p, const IfaLayout& l, int num_
   return s;
 }
 
-IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const core::IfaData& d,
-                            const IfaLayout& l, const IfaSchedule& s, const std::byte* base,
-                            int64_t task) {
+IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& l,
+                            const IfaSchedule& s, const std::byte* base, int64_t task) {
   const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
   const int64_t kvn = p.num_kv_heads;
   // first[b] counts (chunk, kv head) pairs; first[b] / kvn * kv_blocks counts tasks. The sequence

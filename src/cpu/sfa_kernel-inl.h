@@ -219,8 +219,8 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
   bool any_selected = false;
   for (int64_t k = 0; k < lim.valid_count; ++k) {
     int64_t begin, end;
-    if (!kvflash::core::sfa_selected_range(d.indices[p.indices.index(r, 0, k)],
-                                           p.sparse_block_size, lim.thr, &begin, &end))
+    if (!kvflash::core::sfa_selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size,
+                                           lim.thr, &begin, &end))
       break;
     if (p.paged && begin < end && kvflash::core::sfa_bad_slot(p, d, b, begin, end) >= 0) {
       row_fault[r] = 1;  // every task of row r finds the same entry and stores the same 1
@@ -264,7 +264,8 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
       const Vec den = vset1(l);
       for (int64_t i = 0; i < kNope; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), den));
     }
-    for (int64_t i = 0; i < kNope; ++i) store_out(d.out, p.dtype, p.out.index(r, h0 + h, i), acc[i]);
+    for (int64_t i = 0; i < kNope; ++i)
+      store_out(d.out, p.dtype, p.out.index(r, h0 + h, i), acc[i]);
     if (d.softmax_max != nullptr) {
       d.softmax_max[p.softmax_max.index(r, h0 + h, 0)] = m;
       d.softmax_sum[p.softmax_sum.index(r, h0 + h, 0)] = l;

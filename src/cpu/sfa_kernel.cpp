@@ -123,14 +123,12 @@ Status report_faults(const SfaProblem& p, const core::SfaData& d, const uint8_t*
       const int32_t id = d.block_table[b * p.bt_s0 + slot * p.bt_s1];
       return core::fail(Status::kInvalid, sfa::kOpName,
                         "block_table[" + str(b) + "][" + str(slot) + "] (" + str(id) +
-                            ") is used by query row " + str(r) +
-                            " and must be a block id in [0, " + str(p.num_blocks) +
-                            "); the outputs of row " + str(r) + " are NaN");
+                            ") is used by query row " + str(r) + " and must be a block id in [0, " +
+                            str(p.num_blocks) + "); the outputs of row " + str(r) + " are NaN");
     }
   }
   return Status::kSuccess;
 }
-
 
 // The split for `threads` workers on a workspace with `lanes` scratch lanes.
 SfaSchedule schedule_for(const SfaProblem& p, int lanes, int threads) {
@@ -194,8 +192,8 @@ Status sfa_run(const SfaProblem& p, const SfaArgs& args, Isa isa, int num_thread
   } run{&p, &d, &s, &l, base, row_fault, fn};
   // The lambda captures one pointer, so std::function keeps it inline (no allocation).
   parallel_for(s.num_tasks, s.participants, [r = &run](int64_t task, int worker) {
-    r->fn(*r->p, *r->d, *r->s, lane_scratch(*r->l, r->base, worker, r->s->head_block),
-          r->row_fault, task);
+    r->fn(*r->p, *r->d, *r->s, lane_scratch(*r->l, r->base, worker, r->s->head_block), r->row_fault,
+          task);
   });
   return report_faults(p, d, row_fault);
 }

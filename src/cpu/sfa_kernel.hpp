@@ -32,13 +32,13 @@ SfaSchedule sfa_schedule(const core::SfaProblem& p, int threads);
 
 /// One participant's scratch: its tile buffers and the state of its current task's heads.
 struct SfaScratch {
-  float* q;                ///< head_block x 576
-  float* kt;               ///< kSfaTile x 576
-  float* vt;               ///< kSfaTile x 512 (unused when V aliases K)
-  float* s;                ///< head_block x kSfaTile
-  float* acc;              ///< head_block x 512
-  float* st;               ///< head_block x (max, sum)
-  int64_t* pos;            ///< kSfaTile
+  float* q;      ///< head_block x 576
+  float* kt;     ///< kSfaTile x 576
+  float* vt;     ///< kSfaTile x 512 (unused when V aliases K)
+  float* s;      ///< head_block x kSfaTile
+  float* acc;    ///< head_block x 512
+  float* st;     ///< head_block x (max, sum)
+  int64_t* pos;  ///< kSfaTile
 };
 
 /// Bytes of workspace sfa_run needs for p: lanes of scratch and the run-time lengths and row
@@ -48,7 +48,6 @@ size_t sfa_workspace_size(const core::SfaProblem& p);
 /// Computes attention_out (and the softmax outputs) of p for args' tensors with isa's kernels (isa
 /// must be supported) on num_threads workers (0 = default). ws: at least sfa_workspace_size(p)
 /// bytes, any alignment. Returns kInvalid when device data was bad (see SfaPlan::run).
-Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, Isa isa, int num_threads,
-               void* ws);
+Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, Isa isa, int num_threads, void* ws);
 
 }  // namespace kvflash::cpu

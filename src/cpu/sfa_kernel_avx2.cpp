@@ -25,7 +25,7 @@ namespace kvflash::cpu::avx2 {
 
 namespace kvflash::cpu {
 void sfa_task_avx2(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
-    const SfaScratch& w, uint8_t* row_fault, int64_t task) {
+                   const SfaScratch& w, uint8_t* row_fault, int64_t task) {
   avx2::sfa_body::run_one(p, d, s, w, row_fault, task);
 }
 }  // namespace kvflash::cpu

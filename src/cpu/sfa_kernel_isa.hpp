@@ -10,9 +10,8 @@ namespace kvflash::cpu {
 /// Runs task `task` of schedule s (query row task / blocks, head block task % blocks) with the
 /// participant's scratch w. A row whose selected positions use a bad block id is not read: its
 /// outputs become NaN and row_fault[row] is set.
-using SfaTaskFn = void (*)(const core::SfaProblem& p, const core::SfaData& d,
-                           const SfaSchedule& s, const SfaScratch& w, uint8_t* row_fault,
-                           int64_t task);
+using SfaTaskFn = void (*)(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
+                           const SfaScratch& w, uint8_t* row_fault, int64_t task);
 
 void sfa_task_scalar(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
                      const SfaScratch& w, uint8_t* row_fault, int64_t task);

@@ -18,7 +18,7 @@ namespace kvflash::cpu::scalar {
 
 namespace kvflash::cpu {
 void sfa_task_scalar(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
-    const SfaScratch& w, uint8_t* row_fault, int64_t task) {
+                     const SfaScratch& w, uint8_t* row_fault, int64_t task) {
   scalar::sfa_body::run_one(p, d, s, w, row_fault, task);
 }
 }  // namespace kvflash::cpu

@@ -106,8 +106,8 @@ Status check_matches_plan(const IfaArgs& p, const IfaArgs& a) {
   return Status::kSuccess;
 }
 
-void bind_data(const core::IfaProblem& p, const IfaArgs& a, const void** k_seq,
-               const void** v_seq, core::IfaData* d) {
+void bind_data(const core::IfaProblem& p, const IfaArgs& a, const void** k_seq, const void** v_seq,
+               core::IfaData* d) {
   *d = core::IfaData{};
   d->q = base(a.query);
   d->out = core::element0(a.attention_out);
@@ -131,8 +131,7 @@ void bind_data(const core::IfaProblem& p, const IfaArgs& a, const void** k_seq,
   d->antiquant_offset = base(a.antiquant_offset, p.antiquant_offset.present);
   d->quant_scale2 = base(a.quant_scale2, p.quant_scale2.present);
   d->quant_offset2 = base(a.quant_offset2, p.quant_offset2.present);
-  d->kv_padding_size =
-      static_cast<const int64_t*>(base(a.kv_padding_size, p.left_padding));
+  d->kv_padding_size = static_cast<const int64_t*>(base(a.kv_padding_size, p.left_padding));
 }
 
 }  // namespace kvflash::ifa

@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "ifa/ifa_validate_parts.hpp"
 #include "core/view_check.hpp"
 #include "ifa/ifa_error.hpp"
+#include "ifa/ifa_validate_parts.hpp"
 
 namespace kvflash::ifa {
 namespace {
@@ -69,46 +69,19 @@ Status check_unsupported_scales(const IfaArgs& a) {
   return Status::kSuccess;
 }
 
-// Every tensor of a call lives where the query does: one backend runs the whole call.
-Status check_devices(const IfaArgs& a) {
-  const Device dev = a.query.device;
-  const auto same = [&](const TensorView& t, const std::string& name) {
-    if (t.device == dev) return Status::kSuccess;
-    return invalid(name + " is on " + device_name(t.device) + " but query is on " +
-                   device_name(dev) + ": every tensor of a call must be on one device");
-  };
-  // The lists may differ in length here (validate_kv says so later): walk each on its own.
+// Calls fn(view, name) on every tensor of the call (optional ones when given) and returns the
+// first failure. kv_padding_size only when with_padding: an inactive one is ignored (spec §2.7),
+// so its geometry is checked where it is used.
+template <typename Fn>
+Status each_view(const IfaArgs& a, bool with_padding, Fn fn) {
+  KVFLASH_RETURN_IF_ERROR(fn(a.query, "query"));
   for (size_t i = 0; i < a.key.size(); ++i) {
-    KVFLASH_RETURN_IF_ERROR(same(a.key[i], "key[" + std::to_string(i) + "]"));
+    KVFLASH_RETURN_IF_ERROR(fn(a.key[i], "key[" + std::to_string(i) + "]"));
   }
-  for (size_t i = 0; i < a.value.size(); ++i) {
-    KVFLASH_RETURN_IF_ERROR(same(a.value[i], "value[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < a.value.size(); ++i) {  // the lists' lengths are compared later
+    KVFLASH_RETURN_IF_ERROR(fn(a.value[i], "value[" + std::to_string(i) + "]"));
   }
-  KVFLASH_RETURN_IF_ERROR(same(a.attention_out, "attention_out"));
-  const std::pair<const std::optional<TensorView>*, const char*> optionals[] = {
-      {&a.pse_shift, "pse_shift"},         {&a.atten_mask, "atten_mask"},
-      {&a.quant_scale2, "quant_scale2"},   {&a.quant_offset2, "quant_offset2"},
-      {&a.antiquant_scale, "antiquant_scale"}, {&a.antiquant_offset, "antiquant_offset"},
-      {&a.block_table, "block_table"},     {&a.kv_padding_size, "kv_padding_size"},
-      {&a.softmax_lse, "softmax_lse"}};
-  for (const auto& [view, name] : optionals) {
-    if (view->has_value()) KVFLASH_RETURN_IF_ERROR(same(**view, name));
-  }
-  return Status::kSuccess;
-}
-
-// Geometry (dims, strides, offset, addressable range) of every view that validation may use.
-// kv_padding_size is checked where it is used, because an inactive one is ignored (spec §2.7).
-Status check_all_views(const IfaArgs& a) {
-  int64_t n = 0;
-  KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.query, "query", &n));
-  for (size_t i = 0; i < a.key.size(); ++i) {
-    KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.key[i], "key[" + std::to_string(i) + "]", &n));
-  }
-  for (size_t i = 0; i < a.value.size(); ++i) {
-    KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.value[i], "value[" + std::to_string(i) + "]", &n));
-  }
-  KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, a.attention_out, "attention_out", &n));
+  KVFLASH_RETURN_IF_ERROR(fn(a.attention_out, "attention_out"));
   const std::pair<const std::optional<TensorView>*, const char*> optionals[] = {
       {&a.pse_shift, "pse_shift"},
       {&a.atten_mask, "atten_mask"},
@@ -117,11 +90,28 @@ Status check_all_views(const IfaArgs& a) {
       {&a.antiquant_scale, "antiquant_scale"},
       {&a.antiquant_offset, "antiquant_offset"},
       {&a.block_table, "block_table"},
-      {&a.softmax_lse, "softmax_lse"}};
+      {&a.softmax_lse, "softmax_lse"},
+      {&a.kv_padding_size, "kv_padding_size"}};
   for (const auto& [view, name] : optionals) {
-    if (view->has_value()) KVFLASH_RETURN_IF_ERROR(core::check_view(kIfaOp, **view, name, &n));
+    if (view == &a.kv_padding_size && !with_padding) continue;
+    if (view->has_value()) KVFLASH_RETURN_IF_ERROR(fn(**view, name));
   }
-  return check_devices(a);
+  return Status::kSuccess;
+}
+
+// Geometry (dims, strides, offset, addressable range) of every view that validation may use, and
+// the device rule: every tensor of a call lives where the query does (one backend runs it).
+Status check_all_views(const IfaArgs& a) {
+  KVFLASH_RETURN_IF_ERROR(each_view(a, false, [](const TensorView& t, const std::string& name) {
+    int64_t n = 0;
+    return core::check_view(kIfaOp, t, name, &n);
+  }));
+  const Device dev = a.query.device;
+  return each_view(a, true, [dev](const TensorView& t, const std::string& name) {
+    if (t.device == dev) return Status::kSuccess;
+    return invalid(name + " is on " + device_name(t.device) + " but query is on " +
+                   device_name(dev) + ": every tensor of a call must be on one device");
+  });
 }
 
 Status check_attrs(const IfaArgs& a) {
@@ -258,7 +248,8 @@ Status check_query_and_out(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
   }
   const TensorView& o = a.attention_out;
   if (!core::same_dims(o, q)) {
-    return invalid("attention_out shape " + core::dims_str(o) + " must equal query shape " + core::dims_str(q));
+    return invalid("attention_out shape " + core::dims_str(o) + " must equal query shape " +
+                   core::dims_str(q));
   }
   if (!o.is_contiguous()) {
     return invalid("attention_out must be contiguous with offset 0, got " + o.describe() +
@@ -277,7 +268,8 @@ Status check_query_and_out(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
   p->q.dtype = q.dtype;
   p->q.s0 = q.strides[0];
   if (s->layout == Layout::kBsh) {
-    KVFLASH_RETURN_IF_ERROR(core::scaled_stride(kIfaOp, s->head_dim, q.strides[2], "query", &p->q.s1));
+    KVFLASH_RETURN_IF_ERROR(
+        core::scaled_stride(kIfaOp, s->head_dim, q.strides[2], "query", &p->q.s1));
     p->q.s2 = q.strides[2];
   } else {
     p->q.s1 = q.strides[n_axis];

@@ -2,9 +2,9 @@
 // (batch-contiguous, tensor list, paged cache) and the (pos, head, dim) strides of each.
 #include <string>
 
-#include "ifa/ifa_validate_parts.hpp"
 #include "core/view_check.hpp"
 #include "ifa/ifa_error.hpp"
+#include "ifa/ifa_validate_parts.hpp"
 
 namespace kvflash::ifa {
 namespace {
@@ -240,7 +240,8 @@ Status validate_kv(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
   for (size_t i = 0; i < a.key.size(); ++i) {
     if (!core::same_dims(a.value[i], a.key[i])) {
       return invalid("value[" + std::to_string(i) + "] shape " + core::dims_str(a.value[i]) +
-                     " must equal key[" + std::to_string(i) + "] shape " + core::dims_str(a.key[i]));
+                     " must equal key[" + std::to_string(i) + "] shape " +
+                     core::dims_str(a.key[i]));
     }
   }
   p->k.dtype = s->kv_dtype;

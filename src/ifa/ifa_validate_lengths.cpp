@@ -5,9 +5,9 @@
 #include <string>
 
 #include "core/checked_math.hpp"
-#include "ifa/ifa_validate_parts.hpp"
 #include "core/view_check.hpp"
 #include "ifa/ifa_error.hpp"
+#include "ifa/ifa_validate_parts.hpp"
 
 namespace kvflash::ifa {
 namespace {

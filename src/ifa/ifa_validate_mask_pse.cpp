@@ -2,9 +2,9 @@
 // views with stride 0 on broadcast dims.
 #include <string>
 
-#include "ifa/ifa_validate_parts.hpp"
 #include "core/view_check.hpp"
 #include "ifa/ifa_error.hpp"
+#include "ifa/ifa_validate_parts.hpp"
 
 namespace kvflash::ifa {
 namespace {

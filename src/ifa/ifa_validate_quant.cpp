@@ -1,9 +1,9 @@
 // KV antiquant (spec §2.9), output post-quant (§2.10) and the softmax_lse extension.
 #include <string>
 
-#include "ifa/ifa_validate_parts.hpp"
 #include "core/view_check.hpp"
 #include "ifa/ifa_error.hpp"
+#include "ifa/ifa_validate_parts.hpp"
 
 namespace kvflash::ifa {
 namespace {
@@ -79,7 +79,8 @@ Status validate_antiquant(const IfaArgs& a, const IfaShape& s, core::IfaProblem*
                                str(s.num_kv_heads) + "," + str(s.head_dim) + ") or (2," +
                                str(s.num_kv_heads * s.head_dim) + ")";
   if (!antiquant_view(sc, s, &p->antiquant_scale, &p->antiquant)) {
-    return invalid("antiquant_scale shape " + core::dims_str(sc) + " is not supported; " + expected);
+    return invalid("antiquant_scale shape " + core::dims_str(sc) + " is not supported; " +
+                   expected);
   }
   if (a.antiquant_offset.has_value()) {
     const TensorView& off = *a.antiquant_offset;
@@ -94,7 +95,8 @@ Status validate_antiquant(const IfaArgs& a, const IfaShape& s, core::IfaProblem*
     }
     core::AntiquantMode mode;
     if (!antiquant_view(off, s, &p->antiquant_offset, &mode)) {
-      return invalid("antiquant_offset shape " + core::dims_str(off) + " is not supported; " + expected);
+      return invalid("antiquant_offset shape " + core::dims_str(off) + " is not supported; " +
+                     expected);
     }
   }
   return Status::kSuccess;

@@ -46,8 +46,8 @@ Status read_lengths(const int32_t* data, int64_t s0, bool prefix, const char* na
                      "entry " + str(b) + " (" + str(x) + ") < " + str(prev));
     }
     if (x > limit) {
-      return invalid(std::string(name) + "[" + str(b) + "] (" + str(x) + ") exceeds " +
-                     limit_name + " (" + str(limit) + ")");
+      return invalid(std::string(name) + "[" + str(b) + "] (" + str(x) + ") exceeds " + limit_name +
+                     " (" + str(limit) + ")");
     }
     first(b) = prev;
     count(b) = x - prev;
@@ -77,16 +77,16 @@ Status check_matches_plan(const SfaArgs& p, const SfaArgs& a) {
   KVFLASH_RETURN_IF_ERROR(match(p.value, a.value, "value"));
   KVFLASH_RETURN_IF_ERROR(match(p.sparse_indices, a.sparse_indices, "sparse_indices"));
   KVFLASH_RETURN_IF_ERROR(match(p.block_table, a.block_table, "block_table"));
-  KVFLASH_RETURN_IF_ERROR(match(p.actual_seq_lengths_query, a.actual_seq_lengths_query,
-                                "actual_seq_lengths_query"));
+  KVFLASH_RETURN_IF_ERROR(
+      match(p.actual_seq_lengths_query, a.actual_seq_lengths_query, "actual_seq_lengths_query"));
   KVFLASH_RETURN_IF_ERROR(
       match(p.actual_seq_lengths_kv, a.actual_seq_lengths_kv, "actual_seq_lengths_kv"));
   KVFLASH_RETURN_IF_ERROR(match(p.query_rope, a.query_rope, "query_rope"));
   KVFLASH_RETURN_IF_ERROR(match(p.key_rope, a.key_rope, "key_rope"));
   KVFLASH_RETURN_IF_ERROR(match(p.sinks, a.sinks, "sinks"));
   KVFLASH_RETURN_IF_ERROR(match(p.attention_out, a.attention_out, "attention_out"));
-  KVFLASH_RETURN_IF_ERROR(match_attr(p.return_softmax_lse == a.return_softmax_lse,
-                                     "return_softmax_lse"));
+  KVFLASH_RETURN_IF_ERROR(
+      match_attr(p.return_softmax_lse == a.return_softmax_lse, "return_softmax_lse"));
   if (p.return_softmax_lse) {
     KVFLASH_RETURN_IF_ERROR(match(p.softmax_max, a.softmax_max, "softmax_max"));
     KVFLASH_RETURN_IF_ERROR(match(p.softmax_sum, a.softmax_sum, "softmax_sum"));

@@ -230,8 +230,7 @@ Status validate(const SfaArgs& user_args, SfaProblem* p) {
   KVFLASH_RETURN_IF_ERROR(expect_dtype(a.sparse_indices, "sparse_indices", DType::kInt32));
   if (a.block_table)
     KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.block_table, "block_table", DType::kInt32));
-  if (a.sinks)
-    KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.sinks, "sinks", DType::kFloat32));
+  if (a.sinks) KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.sinks, "sinks", DType::kFloat32));
   if (a.return_softmax_lse) {
     KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.softmax_max, "softmax_max", DType::kFloat32));
     KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.softmax_sum, "softmax_sum", DType::kFloat32));
@@ -360,7 +359,8 @@ Status validate(const SfaArgs& user_args, SfaProblem* p) {
     for (const TensorView* v : {&*a.softmax_max, &*a.softmax_sum}) {
       const char* name = v == &*a.softmax_max ? "softmax_max" : "softmax_sum";
       if (v->numel() == 0) return invalid(std::string(name) + " must not be empty");
-      KVFLASH_RETURN_IF_ERROR(q_tnd ? expect_shape(*v, name, {n2, t1, n1 / n2}) : expect_shape(*v, name, {batch, n2, s1, n1 / n2}));
+      KVFLASH_RETURN_IF_ERROR(q_tnd ? expect_shape(*v, name, {n2, t1, n1 / n2})
+                                    : expect_shape(*v, name, {batch, n2, s1, n1 / n2}));
       if (!v->is_contiguous()) return invalid(std::string(name) + " must be contiguous");
     }
   }

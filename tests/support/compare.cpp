@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/half.hpp"
+#include "support/elements.hpp"
 
 namespace kvflash::testing {
 namespace {
@@ -18,29 +19,6 @@ constexpr double kLseAtol = 0x1p-10;
 constexpr double kLseRtol = 0x1p-16;
 // A non-flagged case fails when fewer than this fraction of its reference outputs are informative.
 constexpr double kMinInformative = 0.5;
-
-double read_out(const TensorView& v, int64_t elem) {
-  const char* p =
-      static_cast<const char*>(v.data) + elem * static_cast<int64_t>(dtype_size(v.dtype));
-  uint16_t h = 0;
-  switch (v.dtype) {
-    case DType::kFloat16:
-      std::memcpy(&h, p, 2);
-      return core::fp16_to_float(h);
-    case DType::kBFloat16:
-      std::memcpy(&h, p, 2);
-      return core::bf16_to_float(h);
-    case DType::kFloat32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case DType::kInt8:
-      return static_cast<int8_t>(*p);
-    default:
-      return std::numeric_limits<double>::quiet_NaN();
-  }
-}
 
 int64_t out_elem(const IfaArgs& a, int64_t b, int64_t h, int64_t d, int64_t D) {
   const TensorView& o = a.attention_out;
@@ -112,7 +90,7 @@ double ifa_rtol(DType out_dtype) {
       const bool attends_nothing = std::isinf(ref.lse[row]) && ref.lse[row] < 0;
       for (int64_t d = 0; d < D; ++d) {
         const int64_t i = ref.index(b, h, d);
-        const double got = read_out(args.attention_out, out_elem(args, b, h, d, D));
+        const double got = load_element(args.attention_out, out_elem(args, b, h, d, D));
         double want, bound;
         if (int8_out) {
           want = ref.rounded[i];
@@ -157,7 +135,7 @@ double ifa_rtol(DType out_dtype) {
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t h = 0; h < N; ++h) {
         const double want = ref.lse[ref.row(b, h)];
-        const double got = read_out(l, l.offset + b * l.strides[0] + h * l.strides[1]);
+        const double got = load_element(l, l.offset + b * l.strides[0] + h * l.strides[1]);
         const bool pass = nonfinite_aware_pass(
             got, want, std::fabs(got - want) <= kLseAtol + kLseRtol * std::fabs(want));
         if (!pass) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/half.hpp"
+#include "support/elements.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/test_rng.hpp"
 
@@ -16,62 +17,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-void store(const TensorView& v, int64_t elem, double x) {
-  char* p = static_cast<char*>(v.data) + elem * static_cast<int64_t>(dtype_size(v.dtype));
-  switch (v.dtype) {
-    case DType::kFloat32: {
-      const float f = static_cast<float>(x);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case DType::kFloat16: {
-      const uint16_t h = core::float_to_fp16(static_cast<float>(x));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DType::kBFloat16: {
-      const uint16_t h = core::float_to_bf16(static_cast<float>(x));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DType::kInt8:
-      *p = static_cast<char>(static_cast<int8_t>(std::clamp(x, -128.0, 127.0)));
-      break;
-    case DType::kUInt8:
-    case DType::kBool:
-      *p = static_cast<char>(static_cast<uint8_t>(std::clamp(x, 0.0, 255.0)));
-      break;
-    case DType::kInt32: {
-      const int32_t i = static_cast<int32_t>(x);
-      std::memcpy(p, &i, 4);
-      break;
-    }
-    case DType::kInt64: {
-      const int64_t i = static_cast<int64_t>(x);
-      std::memcpy(p, &i, 8);
-      break;
-    }
-  }
-}
-
-void put(const TensorView& v, std::initializer_list<int64_t> idx, double x) {
-  int64_t e = v.offset;
-  int k = 0;
-  for (int64_t i : idx) e += i * v.strides[k++];
-  store(v, e, x);
-}
-
-// Row-major flat index over the view's shape.
-void put_flat(const TensorView& v, int64_t flat, double x) {
-  int64_t e = v.offset;
-  for (int k = v.rank - 1; k >= 0; --k) {
-    const int64_t n = std::max<int64_t>(v.shape[k], 1);
-    e += (flat % n) * v.strides[k];
-    flat /= n;
-  }
-  store(v, e, x);
-}
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -98,7 +43,7 @@ TensorView IfaCaseData::alloc(DType dtype, std::vector<int64_t> shape, bool stri
   for (int k = 0; k < v.rank; ++k) span += (std::max<int64_t>(shape[k], 1) - 1) * v.strides[k];
   buffers_.emplace_back(static_cast<size_t>(span) * dtype_size(dtype));
   v.data = buffers_.back().data();
-  for (int64_t e = 0; e < span; ++e) store(v, e, poison);
+  for (int64_t e = 0; e < span; ++e) store_element(v, e, poison);
   return v;
 }
 
@@ -142,11 +87,11 @@ void IfaCaseData::build_query(TestRng& rng) {
       for (int64_t d = 0; d < D; ++d) {
         const double x = rng.normal();
         if (bsh)
-          put(a.query, {b, 0, h * D + d}, x);
+          store_element(a.query, {b, 0, h * D + d}, x);
         else if (bnsd)
-          put(a.query, {b, h, 0, d}, x);
+          store_element(a.query, {b, h, 0, d}, x);
         else
-          put(a.query, {b, 0, h, d}, x);
+          store_element(a.query, {b, 0, h, d}, x);
       }
     }
   }
@@ -195,7 +140,7 @@ void IfaCaseData::build_lengths() {
   }
   if (c.kv_padding >= 0) {
     a.kv_padding_size = alloc(DType::kInt64, {1}, false, 0);
-    put(*a.kv_padding_size, {0}, static_cast<double>(c.kv_padding));
+    store_element(*a.kv_padding_size, {0}, static_cast<double>(c.kv_padding));
   }
 }
 
@@ -228,7 +173,7 @@ void IfaCaseData::build_kv(TestRng& rng) {
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t i = 0; i < blocks_per_seq_; ++i) {
         if (i < nb[b]) table[b][i] = perm[next++];
-        put(bt, {b, i}, table[b][i]);
+        store_element(bt, {b, i}, table[b][i]);
       }
     }
     a.block_table = bt;
@@ -244,11 +189,11 @@ void IfaCaseData::build_kv(TestRng& rng) {
         for (int64_t n2 = 0; n2 < KVN; ++n2) {
           for (int64_t d = 0; d < D; ++d) {
             if (c.cache_bnsd) {
-              put(k, {blk, n2, o, d}, kv_value(false));
-              put(v, {blk, n2, o, d}, kv_value(true));
+              store_element(k, {blk, n2, o, d}, kv_value(false));
+              store_element(v, {blk, n2, o, d}, kv_value(true));
             } else {
-              put(k, {blk, o, n2 * D + d}, kv_value(false));
-              put(v, {blk, o, n2 * D + d}, kv_value(true));
+              store_element(k, {blk, o, n2 * D + d}, kv_value(false));
+              store_element(v, {blk, o, n2 * D + d}, kv_value(true));
             }
           }
         }
@@ -277,14 +222,14 @@ void IfaCaseData::build_kv(TestRng& rng) {
             for (int64_t d = 0; d < D; ++d) {
               const double kx = kv_value(false), vx = kv_value(true);
               if (bsh) {
-                put(k, {bi, j, n2 * D + d}, kx);
-                put(v, {bi, j, n2 * D + d}, vx);
+                store_element(k, {bi, j, n2 * D + d}, kx);
+                store_element(v, {bi, j, n2 * D + d}, vx);
               } else if (bnsd) {
-                put(k, {bi, n2, j, d}, kx);
-                put(v, {bi, n2, j, d}, vx);
+                store_element(k, {bi, n2, j, d}, kx);
+                store_element(v, {bi, n2, j, d}, vx);
               } else {
-                put(k, {bi, j, n2, d}, kx);
-                put(v, {bi, j, n2, d}, vx);
+                store_element(k, {bi, j, n2, d}, kx);
+                store_element(v, {bi, j, n2, d}, vx);
               }
             }
           }
@@ -339,13 +284,13 @@ void IfaCaseData::build_mask_pse(TestRng& rng) {
           if (x != 0 && c.mask_dtype != DType::kBool) x = 1 + static_cast<double>(rng.below(126));
           switch (m.rank) {
             case 2:
-              put(m, {b, j}, x);
+              store_element(m, {b, j}, x);
               break;
             case 3:
-              put(m, {b, 0, j}, x);
+              store_element(m, {b, 0, j}, x);
               break;
             default:
-              put(m, {b, h, 0, j}, x);
+              store_element(m, {b, h, 0, j}, x);
               break;
           }
         }
@@ -364,7 +309,7 @@ void IfaCaseData::build_mask_pse(TestRng& rng) {
           for (int64_t bb = (pb == 1 ? 0 : b); bb < (pb == 1 ? B : b + 1); ++bb) {
             used = used || (j >= begin_[bb] && j < begin_[bb] + count_[bb]);
           }
-          put(p, {b, h, 0, j}, used ? rng.normal() : kNaN);
+          store_element(p, {b, h, 0, j}, used ? rng.normal() : kNaN);
         }
       }
     }
@@ -398,11 +343,11 @@ void IfaCaseData::build_quant(TestRng& rng) {
     }
     const int64_t n = c.antiquant == QuantMode::kPerTensor ? 2 : 2 * KVN * D;
     TensorView sc = alloc(c.q_dtype, shape, c.strided, kNaN);
-    for (int64_t i = 0; i < n; ++i) put_flat(sc, i, rng.uniform(0.005, 0.03));
+    for (int64_t i = 0; i < n; ++i) store_element_flat(sc, i, rng.uniform(0.005, 0.03));
     a.antiquant_scale = sc;
     if (c.antiquant_offset) {
       TensorView off = alloc(c.q_dtype, shape, c.strided, kNaN);
-      for (int64_t i = 0; i < n; ++i) put_flat(off, i, rng.uniform(-8.0, 8.0));
+      for (int64_t i = 0; i < n; ++i) store_element_flat(off, i, rng.uniform(-8.0, 8.0));
       a.antiquant_offset = off;
     }
   }
@@ -456,11 +401,12 @@ void IfaCaseData::build_outputs(TestRng& rng) {
     const DType st = c.out_quant_bf16 ? DType::kBFloat16 : DType::kFloat32;
     const int64_t n = c.out_quant == QuantMode::kPerTensor ? 1 : N * D;
     TensorView sc = alloc(st, shape, c.strided, kNaN);
-    for (int64_t i = 0; i < n; ++i) put_flat(sc, i, rng.uniform(20.0, 70.0) / c.value_scale);
+    for (int64_t i = 0; i < n; ++i)
+      store_element_flat(sc, i, rng.uniform(20.0, 70.0) / c.value_scale);
     a.quant_scale2 = sc;
     if (c.out_quant_offset) {
       TensorView off = alloc(st, shape, c.strided, kNaN);
-      for (int64_t i = 0; i < n; ++i) put_flat(off, i, rng.uniform(-6.0, 6.0));
+      for (int64_t i = 0; i < n; ++i) store_element_flat(off, i, rng.uniform(-6.0, 6.0));
       a.quant_offset2 = off;
     }
   }

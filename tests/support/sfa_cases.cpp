@@ -8,6 +8,7 @@
 
 #include "core/half.hpp"
 #include "sfa_reference.hpp"
+#include "support/elements.hpp"
 #include "support/test_rng.hpp"
 
 namespace kvflash::testing {
@@ -24,31 +25,7 @@ constexpr int32_t kUnusedBlockId = std::numeric_limits<int32_t>::max();
 void store(const TensorView& v, const std::vector<int64_t>& idx, double x) {
   int64_t off = v.offset;
   for (size_t k = 0; k < idx.size(); ++k) off += idx[k] * v.strides[k];
-  char* p = static_cast<char*>(v.data);
-  switch (v.dtype) {
-    case DType::kFloat16: {
-      const uint16_t h = core::float_to_fp16(static_cast<float>(x));
-      std::memcpy(p + off * 2, &h, 2);
-      break;
-    }
-    case DType::kBFloat16: {
-      const uint16_t h = core::float_to_bf16(static_cast<float>(x));
-      std::memcpy(p + off * 2, &h, 2);
-      break;
-    }
-    case DType::kFloat32: {
-      const float f = static_cast<float>(x);
-      std::memcpy(p + off * 4, &f, 4);
-      break;
-    }
-    case DType::kInt32: {
-      const int32_t i = static_cast<int32_t>(x);
-      std::memcpy(p + off * 4, &i, 4);
-      break;
-    }
-    default:
-      break;
-  }
+  store_element(v, off, x);
 }
 
 std::string join(const std::vector<int64_t>& v) {

@@ -1,0 +1,74 @@
+"""kvflash: decode attention (IncreFlashAttention) and DeepSeek-V3.2 sparse MLA attention
+(SparseFlashAttention) as PyTorch operators on ordinary CPU tensors, with torch_npu's signatures.
+
+    import kvflash
+    out = kvflash.npu_incre_flash_attention(q, k, v, num_heads=32, input_layout="BNSD")
+
+The operators are registered in C++ as ``torch.ops.kvflash.*`` (CPU kernels and fake kernels for
+torch.compile / torch.export); nothing is computed in Python. ``kvflash.torch_npu`` exposes them
+under torch_npu's names. See docs/python.md.
+"""
+import os as _os
+
+import torch as _torch
+
+from . import _build_info
+
+__version__ = _build_info.VERSION
+__all__ = ["npu_incre_flash_attention", "npu_sparse_flash_attention", "incre_flash_attention"]
+
+
+def _release(version):
+    return version.split("+")[0]
+
+
+if _release(_torch.__version__) != _release(_build_info.TORCH_VERSION):
+    raise ImportError(
+        f"kvflash {__version__} was built against torch {_build_info.TORCH_VERSION} but this is "
+        f"torch {_torch.__version__}; torch's C++ ABI changes between releases: rebuild kvflash "
+        f"against this torch (pip install --no-build-isolation <kvflash source>)")
+
+_torch.ops.load_library(_os.path.join(_os.path.dirname(__file__), "lib", "libkvflash_torch.so"))
+
+#: torch_npu.npu_incre_flash_attention: returns attention_out (the query's shape; int8 with
+#: quant_scale2).
+npu_incre_flash_attention = _torch.ops.kvflash.npu_incre_flash_attention
+#: torch_npu.npu_sparse_flash_attention: returns (attention_out, softmax_max, softmax_sum).
+npu_sparse_flash_attention = _torch.ops.kvflash.npu_sparse_flash_attention
+
+
+def incre_flash_attention(query, key, value, *, padding_mask=None, atten_mask=None, pse_shift=None,
+                          actual_seq_lengths=None, antiquant_scale=None, antiquant_offset=None,
+                          block_table=None, dequant_scale1=None, quant_scale1=None,
+                          dequant_scale2=None, quant_scale2=None, quant_offset2=None,
+                          kv_padding_size=None, num_heads=1, scale_value=1.0, input_layout="BSH",
+                          num_key_value_heads=0, block_size=0, inner_precise=1,
+                          return_softmax_lse=False, zero_fully_masked_rows=False):
+    """IncreFlashAttention with kvflash's extensions (``torch.ops.kvflash.incre_flash_attention``).
+
+    The arguments of ``npu_incre_flash_attention``, plus:
+
+    - ``key`` / ``value`` may be a tensor or a list of tensors (one, or one per batch: the
+      tensor-list form of aclnn, sequences of different lengths without padding);
+    - ``return_softmax_lse``: also return the fp32 ``(B, N)`` natural-log softmax LSE of each
+      (batch, head) (``-inf`` for rows with nothing to attend);
+    - ``zero_fully_masked_rows``: a row whose every position is masked outputs zeros (and LSE
+      ``-inf``) instead of the mean of V.
+
+    Returns ``(attention_out, softmax_lse)``; ``softmax_lse`` is an empty ``[0]`` tensor unless
+    ``return_softmax_lse``.
+    """
+    if isinstance(key, _torch.Tensor):
+        key = [key]
+    if isinstance(value, _torch.Tensor):
+        value = [value]
+    return _torch.ops.kvflash.incre_flash_attention(
+        query, list(key), list(value), padding_mask=padding_mask, atten_mask=atten_mask,
+        pse_shift=pse_shift, actual_seq_lengths=actual_seq_lengths,
+        antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset,
+        block_table=block_table, dequant_scale1=dequant_scale1, quant_scale1=quant_scale1,
+        dequant_scale2=dequant_scale2, quant_scale2=quant_scale2, quant_offset2=quant_offset2,
+        kv_padding_size=kv_padding_size, num_heads=num_heads, scale_value=scale_value,
+        input_layout=input_layout, num_key_value_heads=num_key_value_heads,
+        block_size=block_size, inner_precise=inner_precise,
+        return_softmax_lse=return_softmax_lse, zero_fully_masked_rows=zero_fully_masked_rows)

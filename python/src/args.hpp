@@ -1,0 +1,72 @@
+// The operators' schema arguments, gathered, and turned into kvflash::IfaArgs / SfaArgs views
+// (shared by the operators and the test-only library), plus the output shape rules that the real
+// and the fake kernels share.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvflash/ifa.hpp"
+#include "kvflash/sfa.hpp"
+
+namespace kvflash::torch_ext {
+
+/// IncreFlashAttention's arguments (torch_npu's schema; key/value as lists, 1 tensor or B).
+struct IfaInputs {
+  at::Tensor query;
+  std::vector<at::Tensor> key, value;
+  std::optional<at::Tensor> atten_mask, pse_shift, antiquant_scale, antiquant_offset, block_table,
+      dequant_scale1, quant_scale1, dequant_scale2, quant_scale2, quant_offset2, kv_padding_size;
+  std::optional<std::vector<int64_t>> actual_seq_lengths;
+  int64_t num_heads = 1;
+  double scale_value = 1.0;
+  std::string input_layout = "BSH";
+  int64_t num_key_value_heads = 0, block_size = 0, inner_precise = 1;
+  // kvflash extensions (the kvflash::incre_flash_attention operator)
+  bool return_softmax_lse = false, zero_fully_masked_rows = false;
+};
+
+/// The output dtype: int8 when quant_scale2 is given, else the query's.
+at::ScalarType ifa_out_dtype(const IfaInputs& in);
+/// The views of one call; out (query's shape, ifa_out_dtype) and lse (fp32 (B, N)) are the
+/// outputs. Throws ValueError for a dtype kvflash has no name for.
+IfaArgs ifa_args(const char* op, const IfaInputs& in, const at::Tensor& out,
+                 const std::optional<at::Tensor>& lse);
+
+/// SparseFlashAttention's arguments (torch_npu's schema).
+struct SfaInputs {
+  at::Tensor query, key, sparse_indices;
+  std::optional<at::Tensor> value, block_table, actual_seq_lengths_query, actual_seq_lengths_kv,
+      query_rope, key_rope, sinks;
+  double scale_value = 1.0;
+  int64_t sparse_block_size = 1;
+  std::string layout_query = "BSND", layout_kv = "BSND";
+  int64_t sparse_mode = 3, pre_tokens = INT64_MAX, next_tokens = INT64_MAX, attention_mode = 0;
+  bool return_softmax_lse = false;
+};
+
+SfaArgs sfa_args(const char* op, const SfaInputs& in, const at::Tensor& out,
+                 const at::Tensor& softmax_max, const at::Tensor& softmax_sum);
+
+/// torch_npu's shape of softmax_max / softmax_sum with return_softmax_lse: [KV_N, T, N/KV_N] for a
+/// TND query, [B, KV_N, S, N/KV_N] for BSND, where KV_N is the key's head axis (size(-2)) in every
+/// layout. nullopt when the ranks or a zero KV_N leave it undefined (the library then rejects the
+/// call). Int is int64_t (real kernel) or c10::SymInt (fake kernel).
+template <class Int, class Sizes>
+std::optional<std::vector<Int>> sfa_softmax_shape(const Sizes& q, const Sizes& k,
+                                                  const std::string& layout_query) {
+  if (k.size() < 2) return std::nullopt;
+  const Int& kv_n = k[k.size() - 2];
+  if (kv_n == 0) return std::nullopt;
+  if (layout_query == "TND") {
+    if (q.size() != 3) return std::nullopt;
+    return std::vector<Int>{kv_n, q[0], q[1] / kv_n};
+  }
+  if (q.size() != 4) return std::nullopt;
+  return std::vector<Int>{q[0], kv_n, q[1], q[2] / kv_n};
+}
+
+}  // namespace kvflash::torch_ext

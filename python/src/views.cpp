@@ -1,0 +1,180 @@
+#include "views.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <bit>
+#include <cstring>
+
+namespace kvflash::torch_ext {
+namespace {
+
+std::optional<DType> dtype_of(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return DType::kFloat32;
+    case at::kHalf: return DType::kFloat16;
+    case at::kBFloat16: return DType::kBFloat16;
+    case at::kChar: return DType::kInt8;
+    case at::kInt: return DType::kInt32;
+    case at::kByte: return DType::kUInt8;
+    case at::kLong: return DType::kInt64;
+    case at::kBool: return DType::kBool;
+    default: return std::nullopt;
+  }
+}
+
+Device device_of(const c10::Device& d, const char* op, const char* name) {
+  TORCH_CHECK_VALUE(d.is_cpu() || d.is_cuda(), "[", op, "] ", name, " is on device ", d.str(),
+                    ", which kvflash does not run on (cpu)");
+  if (d.is_cuda()) return Device{DeviceType::kCuda, d.has_index() ? d.index() : 0};
+  return Device{DeviceType::kHost, 0};
+}
+
+void add_view(std::vector<int64_t>& k, const TensorView& v) {
+  k.push_back(static_cast<int64_t>(v.dtype));
+  k.push_back(v.rank);
+  const int r = std::min(std::max(v.rank, 0), kMaxRank);
+  for (int i = 0; i < r; ++i) k.push_back(v.shape[i]);
+  for (int i = 0; i < r; ++i) k.push_back(v.strides[i]);
+  k.push_back(v.offset);
+  k.push_back(static_cast<int64_t>(v.device.type));
+  k.push_back(v.device.index);
+}
+
+void add_view(std::vector<int64_t>& k, const std::optional<TensorView>& v) {
+  k.push_back(v.has_value());
+  if (v) add_view(k, *v);
+}
+
+void add_string(std::vector<int64_t>& k, const std::string& s) {
+  k.push_back(static_cast<int64_t>(s.size()));
+  for (char c : s) k.push_back(static_cast<unsigned char>(c));
+}
+
+}  // namespace
+
+TensorView view_of(const at::Tensor& t, const char* op, const char* name) {
+  TORCH_CHECK_VALUE(t.defined(), "[", op, "] ", name, " is an undefined tensor");
+  const auto dtype = dtype_of(t.scalar_type());
+  TORCH_CHECK_VALUE(dtype.has_value(), "[", op, "] ", name, " has dtype torch.",
+                    c10::getDtypeNames(t.scalar_type()).first,
+                    ", which kvflash does not support (it takes float16, bfloat16, float32, int8, "
+                    "uint8, int32, int64 and bool tensors, as each argument allows)");
+  TensorView v;
+  v.data = t.numel() == 0 ? nullptr : t.data_ptr();
+  v.dtype = *dtype;
+  v.rank = static_cast<int>(t.dim());
+  const int r = std::min(v.rank, kMaxRank);
+  for (int i = 0; i < r; ++i) {
+    v.shape[i] = t.size(i);
+    v.strides[i] = t.stride(i);
+  }
+  v.offset = 0;
+  v.device = device_of(t.device(), op, name);
+  return v;
+}
+
+std::optional<TensorView> view_of(const std::optional<at::Tensor>& t, const char* op,
+                                  const char* name) {
+  if (!t.has_value() || !t->defined()) return std::nullopt;
+  return view_of(*t, op, name);
+}
+
+void throw_status(Status status) {
+  std::string message = last_error_message();
+  if (message.empty()) message = "kvflash failed with status " + std::to_string(static_cast<int>(status));
+  if (status == Status::kInvalid || status == Status::kNullPtr) C10_THROW_ERROR(ValueError, message);
+  C10_THROW_ERROR(Error, message);
+}
+
+void check_same_device(const char* op, const c10::Device& device, const at::Tensor& t,
+                       const char* name) {
+  TORCH_CHECK_VALUE(t.device() == device, "[", op, "] ", name, " is on ", t.device().str(),
+                    " but query is on ", device.str(), ": every tensor must be on one device");
+}
+
+void check_same_device(const char* op, const c10::Device& device,
+                       const std::optional<at::Tensor>& t, const char* name) {
+  if (t.has_value() && t->defined()) check_same_device(op, device, *t, name);
+}
+
+std::vector<int64_t> plan_key(const IfaArgs& a) {
+  std::vector<int64_t> k;
+  k.reserve(256);
+  add_view(k, a.query);
+  k.push_back(static_cast<int64_t>(a.key.size()));
+  for (const auto& v : a.key) add_view(k, v);
+  k.push_back(static_cast<int64_t>(a.value.size()));
+  for (const auto& v : a.value) add_view(k, v);
+  for (const auto* v : {&a.pse_shift, &a.atten_mask, &a.dequant_scale1, &a.quant_scale1,
+                        &a.dequant_scale2, &a.quant_scale2, &a.quant_offset2, &a.antiquant_scale,
+                        &a.antiquant_offset, &a.block_table, &a.kv_padding_size, &a.softmax_lse}) {
+    add_view(k, *v);
+  }
+  k.push_back(a.actual_seq_lengths.has_value());
+  if (a.actual_seq_lengths) {
+    k.push_back(static_cast<int64_t>(a.actual_seq_lengths->size()));
+    k.insert(k.end(), a.actual_seq_lengths->begin(), a.actual_seq_lengths->end());
+  }
+  k.push_back(a.num_heads);
+  k.push_back(std::bit_cast<int64_t>(a.scale_value));
+  add_string(k, a.input_layout);
+  k.push_back(a.num_key_value_heads);
+  k.push_back(a.block_size);
+  k.push_back(a.inner_precise);
+  add_view(k, a.attention_out);
+  k.push_back(a.zero_fully_masked_rows);
+  return k;
+}
+
+std::vector<int64_t> plan_key(const SfaArgs& a) {
+  std::vector<int64_t> k;
+  k.reserve(192);
+  add_view(k, a.query);
+  add_view(k, a.key);
+  add_view(k, a.value);
+  add_view(k, a.sparse_indices);
+  add_view(k, a.block_table);
+  add_view(k, a.actual_seq_lengths_query);
+  add_view(k, a.actual_seq_lengths_kv);
+  add_view(k, a.query_rope);
+  add_view(k, a.key_rope);
+  add_view(k, a.sinks);
+  k.push_back(std::bit_cast<int64_t>(a.scale_value));
+  k.push_back(a.sparse_block_size);
+  add_string(k, a.layout_query);
+  add_string(k, a.layout_kv);
+  k.push_back(a.sparse_mode);
+  k.push_back(a.pre_tokens);
+  k.push_back(a.next_tokens);
+  k.push_back(a.attention_mode);
+  k.push_back(a.return_softmax_lse);
+  add_view(k, a.attention_out);
+  add_view(k, a.softmax_max);
+  add_view(k, a.softmax_sum);
+  return k;
+}
+
+namespace {
+template <class Plan, class Args>
+void run_with_workspace(const Plan& plan, const Args& args, const at::Tensor& like) {
+  const size_t size = plan.workspace_size();
+  at::Tensor ws;
+  void* ptr = nullptr;
+  if (size > 0) {
+    ws = at::empty({static_cast<int64_t>(size)}, like.options().dtype(at::kByte));
+    ptr = ws.data_ptr();
+  }
+  const Status status = plan.run(args, ptr, size);
+  if (status != Status::kSuccess) throw_status(status);
+}
+}  // namespace
+
+void run_plan(const IfaPlan& plan, const IfaArgs& args, const at::Tensor& like) {
+  run_with_workspace(plan, args, like);
+}
+void run_plan(const SfaPlan& plan, const SfaArgs& args, const at::Tensor& like) {
+  run_with_workspace(plan, args, like);
+}
+
+}  // namespace kvflash::torch_ext

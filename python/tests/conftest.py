@@ -1,0 +1,46 @@
+"""Test setup: the installed kvflash package, the test-only reference library, and a summary of the
+SDPA cross-check at the end of the run.
+
+The tests import the *installed* kvflash (scripts/test.sh installs it into .venv with
+`pip install --no-build-isolation .`). The C++ double-precision reference and the comparators come
+from libkvflash_torch_testing.so (python/CMakeLists.txt, target kvflash_torch_testing), which the
+wheel does not ship: KVFLASH_TESTING_LIB names it, or the default build directory of
+scripts/test.sh (build/python) is used.
+"""
+import os
+import pathlib
+
+import pytest
+import torch
+
+import kvflash  # noqa: F401  (registers torch.ops.kvflash)
+
+import support
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _testing_lib():
+    path = os.environ.get("KVFLASH_TESTING_LIB")
+    if path:
+        return pathlib.Path(path)
+    return REPO / "build" / "python" / "python" / "libkvflash_torch_testing.so"
+
+
+def pytest_configure(config):
+    lib = _testing_lib()
+    if not lib.is_file():
+        raise pytest.UsageError(
+            f"the test-only library {lib} is missing: build it with "
+            f"`cmake --build build/python --target kvflash_torch_testing` (scripts/test.sh does) "
+            f"or set KVFLASH_TESTING_LIB")
+    torch.ops.load_library(str(lib))
+
+
+def pytest_terminal_summary(terminalreporter):
+    for dtype in sorted({e[1] for e in support.SDPA_WORST}):
+        checks = [e for e in support.SDPA_WORST if e[1] == dtype]
+        name, _, err, ratio = max(checks, key=lambda e: e[2])
+        terminalreporter.write_line(
+            f"kvflash vs torch SDPA (float64), {dtype}: {len(checks)} checks, worst |error| "
+            f"{err:.3g} ({ratio:.3g} of the tolerance) in {name}")
