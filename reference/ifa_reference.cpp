@@ -178,12 +178,19 @@ IfaReference ifa_reference(const IfaArgs& a) {
   const bool left_pad = a.kv_padding_size.has_value() && a.kv_padding_size->numel() > 0 &&
                         have_lengths && !g.list && !g.paged;
   if (left_pad) {
-    const int64_t pad = std::max<int64_t>(static_cast<int64_t>(at_flat(*a.kv_padding_size, 0)), 0);
+    // Element 0 read as the int64 it is (a double cannot hold every int64), then max(pad, 0).
+    const TensorView& t = *a.kv_padding_size;
+    int64_t raw = 0;
+    std::memcpy(&raw, static_cast<const char*>(t.data) + t.offset * 8, 8);
+    const int64_t pad = std::max<int64_t>(raw, 0);
     for (int64_t b = 0; b < B; ++b) {
-      begin[b] = seq_cap[b] - pad - len[b];
-      if (begin[b] < 0) {
+      // start = S - pad - len, compared without overflow (pad may be up to INT64_MAX).
+      const int64_t room = seq_cap[b] - len[b];
+      if (pad > room) {
         begin[b] = 0;
         len[b] = 0;  // spec §2.7: start < 0 -> the whole row block is empty
+      } else {
+        begin[b] = room - pad;
       }
     }
   }

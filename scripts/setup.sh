@@ -6,8 +6,11 @@ set -euo pipefail
 # What each is for: cmake, make, gcc and g++ build (the presets use CMake's default generator, Unix
 # Makefiles; the C compiler builds the C consumer test); binutils' nm and c++filt check the exported
 # symbols; pkg-config builds the pkg-config consumer tests; GoogleTest is the test framework;
-# CLI11 parses the kvflash program's options.
-packages=(cmake make gcc g++ binutils pkg-config libgtest-dev libcli11-dev)
+# CLI11 parses the kvflash program's options. The fuzz targets (scripts/fuzz.sh, the fuzz preset)
+# need clang 14 with its runtime libraries (libclang-rt-14-dev carries libFuzzer and the
+# sanitizers) and llvm-14 (llvm-symbolizer for stack traces; llvm-profdata / llvm-cov).
+packages=(cmake make gcc g++ binutils pkg-config libgtest-dev libcli11-dev
+          clang-14 libclang-rt-14-dev llvm-14)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
 # Every test: set up, then the suite in a warnings-as-errors release build, the Python package
-# (built with `pip install`, tested with pytest), the multithreaded tests under ThreadSanitizer, and
-# the suite again under ASan+UBSan (LeakSanitizer included; last, so that CTest's summary of the
-# whole suite closes the log).
-# KVFLASH_TEST_SANITIZERS=0 skips the sanitizer passes; KVFLASH_TEST_PYTHON=0 the Python package.
+# (built with `pip install`, tested with pytest), the multithreaded tests under ThreadSanitizer, a
+# bounded run of every fuzz target (clang, libFuzzer, ASan+UBSan; scripts/fuzz.sh), and the suite
+# again under ASan+UBSan (LeakSanitizer included; last, so that CTest's summary of the whole suite
+# closes the log). Each phase prints its time.
+# KVFLASH_TEST_SANITIZERS=0 skips the sanitizer passes and the fuzz run; KVFLASH_TEST_FUZZ=0 skips
+# the fuzz run; KVFLASH_TEST_FUZZ_SECONDS sets its time per target (default 15);
+# KVFLASH_TEST_PYTHON=0 skips the Python package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 trap 'echo "=== total time: $(( $(date +%s) - start )) s"' EXIT
 bash scripts/setup.sh
 jobs=$(nproc)
+
+phase_start=$start
+phase_done() {
+  local now
+  now=$(date +%s)
+  echo "=== [$1] done in $((now - phase_start)) s"
+  phase_start=$now
+}
 
 run_preset() {
   local preset=$1
@@ -41,13 +52,16 @@ run_python() {
 }
 
 run_preset ci
+phase_done ci
 if [ "${KVFLASH_TEST_PYTHON:-1}" != 0 ]; then
   run_python
+  phase_done python
 fi
 if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
-  # TSan: the tests whose point is concurrency (the pool, determinism across thread counts, streams).
+  # TSan: the tests whose point is concurrency (the pool, determinism across thread counts,
+  # streams, the many-threads stress).
   tsan_tests=(cpu_thread_pool_test cpu_parallel_backend_test ifa_determinism_test sfa_determinism_test
-              aclnn_runtime_test aclnn_ifa_test aclnn_sfa_test)
+              aclnn_runtime_test aclnn_ifa_test aclnn_sfa_test stress_test)
   echo "=== [tsan] configure + build"
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan -j"$jobs" --target "${tsan_tests[@]}" aclnn_exit_program
@@ -57,6 +71,12 @@ if [ "${KVFLASH_TEST_SANITIZERS:-1}" != 0 ]; then
   done
   # Process teardown with work queued, in every order (tests/aclnn_exit.cmake).
   ctest --preset tsan -L exit -j"$jobs"
+  phase_done tsan
+  if [ "${KVFLASH_TEST_FUZZ:-1}" != 0 ]; then
+    bash scripts/fuzz.sh "${KVFLASH_TEST_FUZZ_SECONDS:-15}"
+    phase_done fuzz
+  fi
   # Last, so that CTest's summary closes the log.
   run_preset asan
+  phase_done asan
 fi

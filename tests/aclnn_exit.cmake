@@ -51,6 +51,10 @@ kvflash_exit_test(static_both_exit "both,static,exit" 10)
 kvflash_exit_test(static_both_sync "both,sync,static" 0)
 kvflash_exit_test(static_both_destroy "both,destroy,static" 0)
 kvflash_exit_test(static_both_finalize "both,finalize,static" 0)
+# Runs queued from several host threads, each on a stream of its own.
+kvflash_exit_test(return_threads "threads" 0)
+kvflash_exit_test(static_threads "stream,threads,static" 0)
+kvflash_exit_test(exit_threads_reset "default,threads,reset,exit" 12)
 # Failing calls in main and after it: the per-thread error message outlives main's thread_locals.
 kvflash_exit_test(static_stream_fail "stream,static,fail" 0)
 kvflash_exit_test(static_default_fail_exit "default,static,fail,exit" 11)

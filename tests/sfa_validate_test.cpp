@@ -333,7 +333,7 @@ TEST_F(SfaValidateTest, Rule7BlockSize) {
 TEST_F(SfaValidateTest, Rule7SparseBlockMustDivideBlockSize) {
   SfaArgs a = pa_.args();
   a.sparse_block_size = 32;  // block_size 16
-  invalid(a, "must divide block_size");
+  invalid(a, "must divide the key block_size");
 }
 TEST_F(SfaValidateTest, Rule7BlockTableOnlyWithPaged) {
   SfaArgs a = bsnd_.args();

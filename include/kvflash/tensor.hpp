@@ -68,10 +68,12 @@ struct TensorView {
     return contiguous(data, dtype, std::span<const int64_t>(shape.begin(), shape.size()));
   }
 
-  /// Product of the dims; 0 if any dim is 0 (negative dims are a validation error, not handled
-  /// here).
+  /// Product of the dims; 0 if any dim is 0; INT64_MAX when the product does not fit in int64 or
+  /// a dim is negative (not a valid view: validation rejects it). Only the first kMaxRank dims
+  /// are read whatever `rank` says.
   KVFLASH_API int64_t numel() const;
-  /// Row-major contiguous with offset 0 (dims of size 1 may carry any stride).
+  /// Row-major contiguous with offset 0 (dims of size 1 may carry any stride); false for an
+  /// invalid rank or a negative dim.
   KVFLASH_API bool is_contiguous() const;
   /// Pointer to element 0 of the view (data + offset elements).
   void* base() const {

@@ -4,6 +4,7 @@
 #include "aclnn/acl_objects.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <unordered_map>
@@ -12,8 +13,6 @@
 
 namespace kvflash::aclnn {
 namespace {
-
-constexpr const char* kMeta = "acl_meta";
 
 // Owns every live object.
 template <typename T>
@@ -92,8 +91,8 @@ bool max_index(const int64_t* dims, const int64_t* strides, uint64_t n, int64_t 
   return true;
 }
 
-aclTensor* create_tensor(const int64_t* view_dims, uint64_t view_rank, aclDataType dtype,
-                         const int64_t* stride, int64_t offset, aclFormat format,
+aclTensor* create_tensor(const int64_t* view_dims, uint64_t view_rank, int32_t dtype,
+                         const int64_t* stride, int64_t offset, int32_t format,
                          const int64_t* storage_dims, uint64_t storage_rank, void* data) {
   auto reject = [](const std::string& why) -> aclTensor* {
     core::fail(Status::kInvalid, "aclCreateTensor", why);
@@ -167,7 +166,7 @@ namespace {
 Status convert(const char* op, const std::string& arg, const aclTensor& t, TensorView* out) {
   if (!dtype_is_known(t.view.dtype))
     return core::fail(Status::kInvalid, op,
-                      arg + " dtype (aclDataType " + std::to_string(static_cast<int>(t.acl_dtype)) +
+                      arg + " dtype (aclDataType " + std::to_string(t.acl_dtype) +
                           ") is not supported (fp16, bf16, fp32, int8, uint8, bool, int32, int64)");
   *out = t.view;
   return Status::kSuccess;
@@ -230,121 +229,150 @@ extern "C" {
 aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDataType dataType,
                            const int64_t* stride, int64_t offset, aclFormat format,
                            const int64_t* storageDims, uint64_t storageDimsNum, void* tensorData) {
-  try {
-    return create_tensor(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims,
-                         storageDimsNum, tensorData);
-  } catch (const std::bad_alloc&) {
-    kvflash::core::fail(kvflash::Status::kRuntime, "aclCreateTensor", "out of memory");
-    return nullptr;
-  }
+  return c_entry("aclCreateTensor", static_cast<aclTensor*>(nullptr), [&]() -> aclTensor* {
+    try {
+      return create_tensor(viewDims, viewDimsNum, raw_enum(dataType), stride, offset,
+                           raw_enum(format), storageDims, storageDimsNum, tensorData);
+    } catch (const std::bad_alloc&) {
+      kvflash::core::fail(kvflash::Status::kRuntime, "aclCreateTensor", "out of memory");
+      return nullptr;
+    }
+  });
 }
 
 aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size) {
-  if (size > 0 && value == nullptr) {
-    kvflash::core::fail(kvflash::Status::kNullPtr, "aclCreateTensorList",
-                        "value is null but size is " + std::to_string(size));
-    return nullptr;
-  }
-  try {
-    auto list = std::make_unique<aclTensorList>();
-    list->tensors.reserve(size);
-    for (uint64_t i = 0; i < size; ++i) {
-      if (value[i] != nullptr && !is_live(value[i])) {
-        kvflash::core::fail(kvflash::Status::kInvalid, "aclCreateTensorList",
-                            "value[" + std::to_string(i) + "] is not a live aclTensor");
-        return nullptr;
-      }
-      list->tensors.push_back(value[i] ? std::make_unique<aclTensor>(*value[i]) : nullptr);
-    }
-    return tensor_lists().add(std::move(list));
-  } catch (const std::bad_alloc&) {
-    kvflash::core::fail(kvflash::Status::kRuntime, "aclCreateTensorList", "out of memory");
-    return nullptr;
-  }
+  return c_entry(
+      "aclCreateTensorList", static_cast<aclTensorList*>(nullptr), [&]() -> aclTensorList* {
+        if (size > 0 && value == nullptr) {
+          kvflash::core::fail(kvflash::Status::kNullPtr, "aclCreateTensorList",
+                              "value is null but size is " + std::to_string(size));
+          return nullptr;
+        }
+        try {
+          auto list = std::make_unique<aclTensorList>();
+          list->tensors.reserve(size);
+          for (uint64_t i = 0; i < size; ++i) {
+            if (value[i] != nullptr && !is_live(value[i])) {
+              kvflash::core::fail(kvflash::Status::kInvalid, "aclCreateTensorList",
+                                  "value[" + std::to_string(i) + "] is not a live aclTensor");
+              return nullptr;
+            }
+            list->tensors.push_back(value[i] ? std::make_unique<aclTensor>(*value[i]) : nullptr);
+          }
+          return tensor_lists().add(std::move(list));
+        } catch (const std::bad_alloc&) {
+          kvflash::core::fail(kvflash::Status::kRuntime, "aclCreateTensorList", "out of memory");
+          return nullptr;
+        }
+      });
 }
 
 aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
-  if (size > 0 && value == nullptr) {
-    kvflash::core::fail(kvflash::Status::kNullPtr, "aclCreateIntArray",
-                        "value is null but size is " + std::to_string(size));
-    return nullptr;
-  }
-  try {
-    auto array = std::make_unique<aclIntArray>();
-    array->values.assign(value, value + size);
-    return int_arrays().add(std::move(array));
-  } catch (const std::bad_alloc&) {
-    kvflash::core::fail(kvflash::Status::kRuntime, "aclCreateIntArray", "out of memory");
-    return nullptr;
-  }
+  return c_entry("aclCreateIntArray", static_cast<aclIntArray*>(nullptr), [&]() -> aclIntArray* {
+    if (size > 0 && value == nullptr) {
+      kvflash::core::fail(kvflash::Status::kNullPtr, "aclCreateIntArray",
+                          "value is null but size is " + std::to_string(size));
+      return nullptr;
+    }
+    try {
+      auto array = std::make_unique<aclIntArray>();
+      array->values.assign(value, value + size);
+      return int_arrays().add(std::move(array));
+    } catch (const std::bad_alloc&) {
+      kvflash::core::fail(kvflash::Status::kRuntime, "aclCreateIntArray", "out of memory");
+      return nullptr;
+    }
+  });
 }
 
 aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
-  if (tensor == nullptr) return ACLNN_SUCCESS;
-  if (!tensors().remove(tensor))
-    return static_cast<aclnnStatus>(
-        kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensor",
-                            ptr_str(tensor) + " is not a live aclTensor"));
-  return ACLNN_SUCCESS;
+  return c_entry("aclDestroyTensor", static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR),
+                 [&]() -> aclnnStatus {
+                   if (tensor == nullptr) return ACLNN_SUCCESS;
+                   if (!tensors().remove(tensor))
+                     return static_cast<aclnnStatus>(
+                         kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensor",
+                                             ptr_str(tensor) + " is not a live aclTensor"));
+                   return ACLNN_SUCCESS;
+                 });
 }
 
 aclnnStatus aclDestroyTensorList(const aclTensorList* array) {
-  if (array == nullptr) return ACLNN_SUCCESS;
-  if (!tensor_lists().remove(array))
-    return static_cast<aclnnStatus>(
-        kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensorList",
-                            ptr_str(array) + " is not a live aclTensorList"));
-  return ACLNN_SUCCESS;
+  return c_entry("aclDestroyTensorList", static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR),
+                 [&]() -> aclnnStatus {
+                   if (array == nullptr) return ACLNN_SUCCESS;
+                   if (!tensor_lists().remove(array))
+                     return static_cast<aclnnStatus>(
+                         kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensorList",
+                                             ptr_str(array) + " is not a live aclTensorList"));
+                   return ACLNN_SUCCESS;
+                 });
 }
 
 aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
-  if (array == nullptr) return ACLNN_SUCCESS;
-  if (!int_arrays().remove(array))
-    return static_cast<aclnnStatus>(
-        kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyIntArray",
-                            ptr_str(array) + " is not a live aclIntArray"));
-  return ACLNN_SUCCESS;
+  return c_entry("aclDestroyIntArray", static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR),
+                 [&]() -> aclnnStatus {
+                   if (array == nullptr) return ACLNN_SUCCESS;
+                   if (!int_arrays().remove(array))
+                     return static_cast<aclnnStatus>(
+                         kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyIntArray",
+                                             ptr_str(array) + " is not a live aclIntArray"));
+                   return ACLNN_SUCCESS;
+                 });
 }
 
 aclnnStatus aclGetDataType(const aclTensor* tensor, aclDataType* dataType) {
-  if (tensor == nullptr || dataType == nullptr)
-    return null_arg("aclGetDataType", tensor ? "dataType" : "tensor");
-  if (!is_live(tensor))
-    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetDataType",
-                                                        "tensor is not a live aclTensor"));
-  *dataType = tensor->acl_dtype;
-  return ACLNN_SUCCESS;
+  return c_entry(
+      "aclGetDataType", static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR), [&]() -> aclnnStatus {
+        if (tensor == nullptr || dataType == nullptr)
+          return null_arg("aclGetDataType", tensor ? "dataType" : "tensor");
+        if (!is_live(tensor))
+          return static_cast<aclnnStatus>(kvflash::core::fail(
+              kvflash::Status::kInvalid, "aclGetDataType", "tensor is not a live aclTensor"));
+        std::memcpy(dataType, &tensor->acl_dtype, sizeof(int32_t));  // any int, as given
+        return ACLNN_SUCCESS;
+      });
 }
 
 aclnnStatus aclGetFormat(const aclTensor* tensor, aclFormat* format) {
-  if (tensor == nullptr || format == nullptr)
-    return null_arg("aclGetFormat", tensor ? "format" : "tensor");
-  if (!is_live(tensor))
-    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetFormat",
-                                                        "tensor is not a live aclTensor"));
-  *format = tensor->format;
-  return ACLNN_SUCCESS;
+  return c_entry(
+      "aclGetFormat", static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR), [&]() -> aclnnStatus {
+        if (tensor == nullptr || format == nullptr)
+          return null_arg("aclGetFormat", tensor ? "format" : "tensor");
+        if (!is_live(tensor))
+          return static_cast<aclnnStatus>(kvflash::core::fail(
+              kvflash::Status::kInvalid, "aclGetFormat", "tensor is not a live aclTensor"));
+        std::memcpy(format, &tensor->format, sizeof(int32_t));
+        return ACLNN_SUCCESS;
+      });
 }
 
 aclnnStatus aclGetTensorListSize(const aclTensorList* tensorList, uint64_t* size) {
-  if (tensorList == nullptr || size == nullptr)
-    return null_arg("aclGetTensorListSize", tensorList ? "size" : "tensorList");
-  if (!is_live(tensorList))
-    return static_cast<aclnnStatus>(kvflash::core::fail(kvflash::Status::kInvalid,
-                                                        "aclGetTensorListSize",
-                                                        "tensorList is not a live aclTensorList"));
-  *size = tensorList->tensors.size();
-  return ACLNN_SUCCESS;
+  return c_entry("aclGetTensorListSize", static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR),
+                 [&]() -> aclnnStatus {
+                   if (tensorList == nullptr || size == nullptr)
+                     return null_arg("aclGetTensorListSize", tensorList ? "size" : "tensorList");
+                   if (!is_live(tensorList))
+                     return static_cast<aclnnStatus>(
+                         kvflash::core::fail(kvflash::Status::kInvalid, "aclGetTensorListSize",
+                                             "tensorList is not a live aclTensorList"));
+                   *size = tensorList->tensors.size();
+                   return ACLNN_SUCCESS;
+                 });
 }
 
 aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size) {
-  if (array == nullptr || size == nullptr)
-    return null_arg("aclGetIntArraySize", array ? "size" : "array");
-  if (!is_live(array))
-    return static_cast<aclnnStatus>(kvflash::core::fail(
-        kvflash::Status::kInvalid, "aclGetIntArraySize", "array is not a live aclIntArray"));
-  *size = array->values.size();
-  return ACLNN_SUCCESS;
+  return c_entry(
+      "aclGetIntArraySize", static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR),
+      [&]() -> aclnnStatus {
+        if (array == nullptr || size == nullptr)
+          return null_arg("aclGetIntArraySize", array ? "size" : "array");
+        if (!is_live(array))
+          return static_cast<aclnnStatus>(kvflash::core::fail(
+              kvflash::Status::kInvalid, "aclGetIntArraySize", "array is not a live aclIntArray"));
+        *size = array->values.size();
+        return ACLNN_SUCCESS;
+      });
 }
 
 }  // extern "C"

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -26,6 +27,7 @@
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
+#include "core/error.hpp"
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
 
@@ -34,8 +36,8 @@
 /// DType (tensor_view() rejects those when an operator reads the tensor).
 struct aclTensor {
   kvflash::TensorView view;
-  aclDataType acl_dtype = ACL_DT_UNDEFINED;
-  aclFormat format = ACL_FORMAT_ND;
+  int32_t acl_dtype = ACL_DT_UNDEFINED;  ///< the aclDataType as given (any int: see raw_enum)
+  int32_t format = ACL_FORMAT_ND;        ///< the aclFormat as given
   std::vector<int64_t> storage_dims;
 };
 
@@ -50,6 +52,35 @@ struct aclIntArray {
 };
 
 namespace kvflash::aclnn {
+
+/// The value of a C enum parameter (aclDataType, aclFormat, aclrtMemcpyKind, ...) as the int a C
+/// caller passed. A C program may pass any int; in C++ an enum object holding a value outside its
+/// enumerators' range must not be read as the enum (undefined behaviour, which UBSan reports), so
+/// the entry points read its bytes.
+template <typename Enum>
+int32_t raw_enum(const Enum& e) {
+  static_assert(sizeof(Enum) == sizeof(int32_t), "the C enums of the ACL headers are int-sized");
+  int32_t v;
+  std::memcpy(&v, &e, sizeof(v));
+  return v;
+}
+
+/// The body of a C entry point: no exception crosses the C boundary. std::bad_alloc, and the
+/// std::system_error of a stream thread that cannot start, become `on_error` with the reason
+/// recorded for aclGetRecentErrMsg without allocating.
+template <typename R, typename F>
+R c_entry(const char* fn, R on_error, F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    core::fail_noalloc(Status::kRuntime, fn, "out of memory");
+  } catch (const std::exception& e) {
+    core::fail_noalloc(Status::kRuntime, fn, e.what());
+  } catch (...) {
+    core::fail_noalloc(Status::kRuntime, fn, "unexpected exception");
+  }
+  return on_error;
+}
 
 // ---- handle registries ---------------------------------------------------------------------
 

@@ -91,31 +91,29 @@ aclnnStatus get_workspace_size(const IfaCall& c, uint64_t* workspace_size,
                                aclOpExecutor** executor) {
   core::clear_error();
   if (executor != nullptr) *executor = nullptr;
-  if (workspace_size == nullptr) return null_arg(kOp, "workspaceSize");
-  if (executor == nullptr) return null_arg(kOp, "executor");
-  if (c.query == nullptr) return null_arg(kOp, "query");
-  if (c.key == nullptr) return null_arg(kOp, "key");
-  if (c.value == nullptr) return null_arg(kOp, "value");
-  if (c.attention_out == nullptr) return null_arg(kOp, "attentionOut");
-  if (c.input_layout == nullptr) return null_arg(kOp, "inputLayout");
-  try {
+  // No exception leaves: an allocation failure anywhere (a message, the conversion, the plan) is
+  // 361001 with *executor still null.
+  return c_entry(kOp, static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR), [&]() -> aclnnStatus {
+    if (workspace_size == nullptr) return null_arg(kOp, "workspaceSize");
+    if (executor == nullptr) return null_arg(kOp, "executor");
+    if (c.query == nullptr) return null_arg(kOp, "query");
+    if (c.key == nullptr) return null_arg(kOp, "key");
+    if (c.value == nullptr) return null_arg(kOp, "value");
+    if (c.attention_out == nullptr) return null_arg(kOp, "attentionOut");
+    if (c.input_layout == nullptr) return null_arg(kOp, "inputLayout");
     IfaArgs args;
     if (aclnnStatus s = convert(c, &args); s != ACLNN_SUCCESS) return s;
     return plan_executor<IfaPlan>(kOp, std::move(args), workspace_size, executor);
-  } catch (const std::bad_alloc&) {
-    return static_cast<aclnnStatus>(
-        core::fail(Status::kRuntime, kOp, "out of memory while creating the executor"));
-  }
+  });
 }
 
 aclnnStatus run(void* workspace, uint64_t workspace_size, aclOpExecutor* executor,
                 aclrtStream stream) {
-  try {
+  // std::bad_alloc, or the std::system_error of a default stream whose thread cannot start: 361001,
+  // and the executor stays usable (launch consumes it only once the work is queued).
+  return c_entry(kOp, static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR), [&]() -> aclnnStatus {
     return launch(kOp, workspace, workspace_size, executor, stream);
-  } catch (const std::bad_alloc&) {
-    return static_cast<aclnnStatus>(
-        core::fail(Status::kRuntime, kOp, "out of memory while enqueueing the executor"));
-  }
+  });
 }
 
 }  // namespace

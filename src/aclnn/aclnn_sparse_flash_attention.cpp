@@ -101,33 +101,32 @@ aclnnStatus get_workspace_size(const SfaCall& c, uint64_t* workspace_size,
                                aclOpExecutor** executor) {
   core::clear_error();
   if (executor != nullptr) *executor = nullptr;
-  if (workspace_size == nullptr) return null_arg(kOp, "workspaceSize");
-  if (executor == nullptr) return null_arg(kOp, "executor");
-  if (c.query == nullptr) return null_arg(kOp, "query");
-  if (c.key == nullptr) return null_arg(kOp, "key");
-  if (c.sparse_indices == nullptr) return null_arg(kOp, "sparseIndices");
-  if (c.attention_out == nullptr) return null_arg(kOp, "attentionOut");
-  if (c.layout_query == nullptr) return null_arg(kOp, "layoutQuery");
-  if (c.layout_kv == nullptr) return null_arg(kOp, "layoutKv");
-  if (c.return_softmax_lse && c.softmax_max == nullptr) return null_arg(kOp, "softmaxMaxOut");
-  if (c.return_softmax_lse && c.softmax_sum == nullptr) return null_arg(kOp, "softmaxSumOut");
-  try {
+  // No exception leaves: an allocation failure anywhere (a message, the conversion, the plan) is
+  // 361001 with *executor still null.
+  return c_entry(kOp, static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR), [&]() -> aclnnStatus {
+    if (workspace_size == nullptr) return null_arg(kOp, "workspaceSize");
+    if (executor == nullptr) return null_arg(kOp, "executor");
+    if (c.query == nullptr) return null_arg(kOp, "query");
+    if (c.key == nullptr) return null_arg(kOp, "key");
+    if (c.sparse_indices == nullptr) return null_arg(kOp, "sparseIndices");
+    if (c.attention_out == nullptr) return null_arg(kOp, "attentionOut");
+    if (c.layout_query == nullptr) return null_arg(kOp, "layoutQuery");
+    if (c.layout_kv == nullptr) return null_arg(kOp, "layoutKv");
+    if (c.return_softmax_lse && c.softmax_max == nullptr) return null_arg(kOp, "softmaxMaxOut");
+    if (c.return_softmax_lse && c.softmax_sum == nullptr) return null_arg(kOp, "softmaxSumOut");
     SfaArgs args;
     if (aclnnStatus s = convert(c, &args); s != ACLNN_SUCCESS) return s;
     return plan_executor<SfaPlan>(kOp, std::move(args), workspace_size, executor);
-  } catch (const std::bad_alloc&) {
-    return to_aclnn(core::fail(Status::kRuntime, kOp, "out of memory while creating the executor"));
-  }
+  });
 }
 
 aclnnStatus run(void* workspace, uint64_t workspace_size, aclOpExecutor* executor,
                 aclrtStream stream) {
-  try {
+  // std::bad_alloc, or the std::system_error of a default stream whose thread cannot start: 361001,
+  // and the executor stays usable (launch consumes it only once the work is queued).
+  return c_entry(kOp, static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR), [&]() -> aclnnStatus {
     return launch(kOp, workspace, workspace_size, executor, stream);
-  } catch (const std::bad_alloc&) {
-    return to_aclnn(
-        core::fail(Status::kRuntime, kOp, "out of memory while enqueueing the executor"));
-  }
+  });
 }
 
 SfaCall make_call(const aclTensor* query, const aclTensor* key, const aclTensor* value,

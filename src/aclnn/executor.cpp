@@ -2,6 +2,7 @@
 // and never reissued, so a consumed or destroyed executor passed again is recognised (161002)
 // without touching freed memory.
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -16,6 +17,7 @@ namespace {
 struct Entry {
   std::shared_ptr<const ExecutorWork> work;  // shared with tasks already on a stream
   bool repeatable = false;
+  bool claimed = false;  // a phase 2 is queueing it (single-use executors)
 };
 
 struct Executors {
@@ -96,19 +98,43 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
   if (!s)
     return as_acl(core::fail(Status::kInvalid, op,
                              "stream (" + handle_str(stream) + ") is not a live aclrtStream"));
-  // Consume before enqueueing, atomically: of two racing launches of one executor exactly one
-  // gets past this point.
+  // Everything that may fail comes before the executor is consumed, so a refused phase 2 (an
+  // allocation failure, a stream being destroyed) leaves it usable.
+  std::shared_ptr<const ExecutorWork> owned = entry.work;
+  std::function<Status()> task = [owned, workspace, workspace_size] {
+    return owned->run(workspace, workspace_size);
+  };
+  const uintptr_t id = id_of(executor);
+  // Claim it atomically: of two racing launches of one executor exactly one gets past this point.
   if (!entry.repeatable) {
     std::lock_guard<std::mutex> lock(ex.mu);
-    if (ex.live.erase(id_of(executor)) == 0)
+    auto it = ex.live.find(id);
+    if (it == ex.live.end() || it->second.claimed)
       return as_acl(
           core::fail(Status::kInvalid, op, "executor was consumed by a concurrent phase-2 call"));
+    it->second.claimed = true;
   }
-  std::shared_ptr<const ExecutorWork> owned = entry.work;
-  if (!s->submit(
-          [owned, workspace, workspace_size] { return owned->run(workspace, workspace_size); }))
+  const auto unclaim = [&] {
+    if (entry.repeatable) return;
+    std::lock_guard<std::mutex> lock(ex.mu);
+    if (auto it = ex.live.find(id); it != ex.live.end()) it->second.claimed = false;
+  };
+  bool queued = false;
+  try {
+    queued = s->submit(std::move(task));
+  } catch (...) {  // std::bad_alloc from the queue: nothing was queued
+    unclaim();
+    throw;
+  }
+  if (!queued) {
+    unclaim();
     return as_acl(
         core::fail(Status::kRuntime, op, "stream (" + handle_str(stream) + ") is being destroyed"));
+  }
+  if (!entry.repeatable) {  // queued: consumed
+    std::lock_guard<std::mutex> lock(ex.mu);
+    ex.live.erase(id);
+  }
   return ACLNN_SUCCESS;
 }
 
@@ -119,29 +145,38 @@ using namespace kvflash::aclnn;  // NOLINT: thin C entry points
 extern "C" {
 
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
-  if (executor == nullptr) return null_arg("aclSetAclOpExecutorRepeatable", "executor");
-  Executors& ex = executors();
-  std::lock_guard<std::mutex> lock(ex.mu);
-  auto it = ex.live.find(id_of(executor));
-  if (it == ex.live.end())
-    return as_acl(kvflash::core::fail(kvflash::Status::kInvalid, "aclSetAclOpExecutorRepeatable",
-                                      "executor (" + handle_str(executor) + ") is not live"));
-  it->second.repeatable = true;
-  return ACLNN_SUCCESS;
+  return c_entry("aclSetAclOpExecutorRepeatable", static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR),
+                 [&]() -> aclnnStatus {
+                   if (executor == nullptr)
+                     return null_arg("aclSetAclOpExecutorRepeatable", "executor");
+                   Executors& ex = executors();
+                   std::lock_guard<std::mutex> lock(ex.mu);
+                   auto it = ex.live.find(id_of(executor));
+                   if (it == ex.live.end())
+                     return as_acl(kvflash::core::fail(
+                         kvflash::Status::kInvalid, "aclSetAclOpExecutorRepeatable",
+                         "executor (" + handle_str(executor) + ") is not live"));
+                   it->second.repeatable = true;
+                   return ACLNN_SUCCESS;
+                 });
 }
 
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
-  if (executor == nullptr) return null_arg("aclDestroyAclOpExecutor", "executor");
-  std::shared_ptr<const ExecutorWork> released;  // freed outside the lock
-  Executors& ex = executors();
-  std::lock_guard<std::mutex> lock(ex.mu);
-  auto it = ex.live.find(id_of(executor));
-  if (it == ex.live.end())
-    return as_acl(kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyAclOpExecutor",
-                                      "executor (" + handle_str(executor) + ") is not live"));
-  released = std::move(it->second.work);
-  ex.live.erase(it);
-  return ACLNN_SUCCESS;
+  return c_entry(
+      "aclDestroyAclOpExecutor", static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR),
+      [&]() -> aclnnStatus {
+        if (executor == nullptr) return null_arg("aclDestroyAclOpExecutor", "executor");
+        std::shared_ptr<const ExecutorWork> released;  // freed outside the lock
+        Executors& ex = executors();
+        std::lock_guard<std::mutex> lock(ex.mu);
+        auto it = ex.live.find(id_of(executor));
+        if (it == ex.live.end())
+          return as_acl(kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyAclOpExecutor",
+                                            "executor (" + handle_str(executor) + ") is not live"));
+        released = std::move(it->second.work);
+        ex.live.erase(it);
+        return ACLNN_SUCCESS;
+      });
 }
 
 }  // extern "C"

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "aclnn/acl_objects.hpp"
 #include "aclnn/runtime_state.hpp"
 #include "aclnn/stream.hpp"
 #include "core/error.hpp"
@@ -104,8 +105,9 @@ aclError allocate(std::unordered_map<void*, std::unique_ptr<void, AlignedFree>>*
   if (p == nullptr)
     return rt_fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": out of memory allocating " +
                                             std::to_string(size) + " bytes");
+  std::unique_ptr<void, AlignedFree> owned(p);  // freed if recording it fails (std::bad_alloc)
   std::lock_guard<std::mutex> lock(rt().mu);
-  table->emplace(p, std::unique_ptr<void, AlignedFree>(p));
+  table->emplace(p, std::move(owned));
   *ptr = p;
   return ACL_SUCCESS;
 }
@@ -127,13 +129,13 @@ aclError release(std::unordered_map<void*, std::unique_ptr<void, AlignedFree>>* 
   return ACL_SUCCESS;  // owned frees outside the lock
 }
 
-bool valid_memcpy_kind(aclrtMemcpyKind kind) {
+bool valid_memcpy_kind(int32_t kind) {
   return kind == ACL_MEMCPY_HOST_TO_HOST || kind == ACL_MEMCPY_HOST_TO_DEVICE ||
          kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
 }
 
 aclError check_memcpy(const char* fn, void* dst, size_t dest_max, const void* src, size_t count,
-                      aclrtMemcpyKind kind) {
+                      int32_t kind) {
   if (!valid_memcpy_kind(kind))
     return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": kind (" + std::to_string(kind) +
                                                 ") is not an aclrtMemcpyKind");
@@ -196,42 +198,47 @@ using namespace kvflash::aclnn;  // NOLINT: the C entry points below are thin
 extern "C" {
 
 aclError aclInit(const char* configPath) {
-  // CANN samples pass either nullptr or "" when they have no configuration file.
-  if (configPath != nullptr && configPath[0] != '\0') {
-    std::FILE* f = std::fopen(configPath, "rb");
-    if (f == nullptr)
-      return rt_fail(ACL_ERROR_INVALID_FILE,
-                     std::string("aclInit: cannot open config file '") + configPath + "'");
-    std::fclose(f);
-  }
-  std::lock_guard<std::mutex> lock(rt().mu);
-  if (rt().initialized) return rt_fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialised");
-  rt().initialized = true;
-  return ACL_SUCCESS;
+  return c_entry("aclInit", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    // CANN samples pass either nullptr or "" when they have no configuration file.
+    if (configPath != nullptr && configPath[0] != '\0') {
+      std::FILE* f = std::fopen(configPath, "rb");
+      if (f == nullptr)
+        return rt_fail(ACL_ERROR_INVALID_FILE,
+                       std::string("aclInit: cannot open config file '") + configPath + "'");
+      std::fclose(f);
+    }
+    std::lock_guard<std::mutex> lock(rt().mu);
+    if (rt().initialized)
+      return rt_fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialised");
+    rt().initialized = true;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclFinalize(void) {
-  std::unordered_map<void*, std::shared_ptr<Stream>> streams;
-  std::shared_ptr<Stream> default_stream;
-  {
-    std::lock_guard<std::mutex> lock(rt().mu);
-    if (!rt().initialized)
-      return rt_fail(ACL_ERROR_REPEAT_FINALIZE,
-                     "aclFinalize: not initialised (or finalised twice)");
-    rt().initialized = false;
-    rt().current_device = -1;
-    streams.swap(rt().streams);
-    default_stream.swap(rt().default_stream);
-  }
-  for (auto& [handle, stream] : streams) stream->close();
-  if (default_stream) default_stream->close();
-  return ACL_SUCCESS;
+  return c_entry("aclFinalize", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    std::unordered_map<void*, std::shared_ptr<Stream>> streams;
+    std::shared_ptr<Stream> default_stream;
+    {
+      std::lock_guard<std::mutex> lock(rt().mu);
+      if (!rt().initialized)
+        return rt_fail(ACL_ERROR_REPEAT_FINALIZE,
+                       "aclFinalize: not initialised (or finalised twice)");
+      rt().initialized = false;
+      rt().current_device = -1;
+      streams.swap(rt().streams);
+      default_stream.swap(rt().default_stream);
+    }
+    for (auto& [handle, stream] : streams) stream->close();
+    if (default_stream) default_stream->close();
+    return ACL_SUCCESS;
+  });
 }
 
 const char* aclGetRecentErrMsg(void) { return kvflash::last_error_message(); }
 
 size_t aclDataTypeSize(aclDataType dataType) {
-  switch (dataType) {
+  switch (raw_enum(dataType)) {  // any int a C caller passes
     case ACL_FLOAT:
     case ACL_INT32:
     case ACL_UINT32:
@@ -258,211 +265,257 @@ size_t aclDataTypeSize(aclDataType dataType) {
 }
 
 aclError aclrtSetDevice(int32_t deviceId) {
-  if (aclError e = check_device("aclrtSetDevice", deviceId)) return e;
-  std::lock_guard<std::mutex> lock(rt().mu);
-  rt().current_device = deviceId;
-  return ACL_SUCCESS;
+  return c_entry("aclrtSetDevice", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = check_device("aclrtSetDevice", deviceId)) return e;
+    std::lock_guard<std::mutex> lock(rt().mu);
+    rt().current_device = deviceId;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtResetDevice(int32_t deviceId) {
-  if (aclError e = check_device("aclrtResetDevice", deviceId)) return e;
-  std::shared_ptr<Stream> default_stream;
-  {
-    std::lock_guard<std::mutex> lock(rt().mu);
-    rt().current_device = -1;
-    default_stream = rt().default_stream;
-  }
-  // Work still queued on the default stream belongs to this device: finish it (its failures
-  // stay for the next aclrtSynchronizeStream(nullptr) to report).
-  if (default_stream) default_stream->wait_idle();
-  return ACL_SUCCESS;
+  return c_entry("aclrtResetDevice", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = check_device("aclrtResetDevice", deviceId)) return e;
+    std::shared_ptr<Stream> default_stream;
+    {
+      std::lock_guard<std::mutex> lock(rt().mu);
+      rt().current_device = -1;
+      default_stream = rt().default_stream;
+    }
+    // Work still queued on the default stream belongs to this device: finish it (its failures
+    // stay for the next aclrtSynchronizeStream(nullptr) to report).
+    if (default_stream) default_stream->wait_idle();
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtGetDevice(int32_t* deviceId) {
-  if (deviceId == nullptr)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice: deviceId is null");
-  std::lock_guard<std::mutex> lock(rt().mu);
-  if (rt().current_device < 0)
-    return rt_fail(ACL_ERROR_INVALID_DEVICE, "aclrtGetDevice: no device is set");
-  *deviceId = rt().current_device;
-  return ACL_SUCCESS;
+  return c_entry("aclrtGetDevice", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (deviceId == nullptr)
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice: deviceId is null");
+    std::lock_guard<std::mutex> lock(rt().mu);
+    if (rt().current_device < 0)
+      return rt_fail(ACL_ERROR_INVALID_DEVICE, "aclrtGetDevice: no device is set");
+    *deviceId = rt().current_device;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtGetDeviceCount(uint32_t* count) {
-  if (count == nullptr)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count is null");
-  *count = kNumDevices;
-  return ACL_SUCCESS;
+  return c_entry("aclrtGetDeviceCount", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (count == nullptr)
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count is null");
+    *count = kNumDevices;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtGetRunMode(aclrtRunMode* runMode) {
-  if (runMode == nullptr)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetRunMode: runMode is null");
-  *runMode = ACL_HOST;  // the program and its "device" share one memory
-  return ACL_SUCCESS;
+  return c_entry("aclrtGetRunMode", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (runMode == nullptr)
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetRunMode: runMode is null");
+    *runMode = ACL_HOST;  // the program and its "device" share one memory
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtSynchronizeDevice(void) {
-  std::vector<std::shared_ptr<Stream>> all;
-  {
-    std::lock_guard<std::mutex> lock(rt().mu);
-    for (auto& [handle, stream] : rt().streams) all.push_back(stream);
-    if (rt().default_stream) all.push_back(rt().default_stream);
-  }
-  aclError result = ACL_SUCCESS;
-  for (auto& s : all) {
-    aclError e = report("aclrtSynchronizeDevice", s->synchronize());
-    if (result == ACL_SUCCESS) result = e;
-  }
-  return result;
+  return c_entry("aclrtSynchronizeDevice", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    std::vector<std::shared_ptr<Stream>> all;
+    {
+      std::lock_guard<std::mutex> lock(rt().mu);
+      for (auto& [handle, stream] : rt().streams) all.push_back(stream);
+      if (rt().default_stream) all.push_back(rt().default_stream);
+    }
+    aclError result = ACL_SUCCESS;
+    for (auto& s : all) {
+      aclError e = report("aclrtSynchronizeDevice", s->synchronize());
+      if (result == ACL_SUCCESS) result = e;
+    }
+    return result;
+  });
 }
 
 aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
-  if (context == nullptr)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context is null");
-  if (aclError e = check_device("aclrtCreateContext", deviceId)) return e;
-  std::lock_guard<std::mutex> lock(rt().mu);
-  // Context handles are ids (never dereferenced), so a destroyed handle is never reissued.
-  const uintptr_t id = rt().next_context_id++ * 16;
-  rt().contexts.emplace(id, deviceId);
-  *context = reinterpret_cast<aclrtContext>(id);
-  t_current_context = *context;  // CANN makes a new context current on the calling thread
-  rt().current_device = deviceId;
-  return ACL_SUCCESS;
+  return c_entry("aclrtCreateContext", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (context == nullptr)
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context is null");
+    if (aclError e = check_device("aclrtCreateContext", deviceId)) return e;
+    std::lock_guard<std::mutex> lock(rt().mu);
+    // Context handles are ids (never dereferenced), so a destroyed handle is never reissued.
+    const uintptr_t id = rt().next_context_id++ * 16;
+    rt().contexts.emplace(id, deviceId);
+    *context = reinterpret_cast<aclrtContext>(id);
+    t_current_context = *context;  // CANN makes a new context current on the calling thread
+    rt().current_device = deviceId;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtDestroyContext(aclrtContext context) {
-  std::lock_guard<std::mutex> lock(rt().mu);
-  if (rt().contexts.erase(reinterpret_cast<uintptr_t>(context)) == 0)
-    return rt_fail(ACL_ERROR_INVALID_PARAM,
-                   "aclrtDestroyContext: " + ptr_str(context) + " is not a live context");
-  if (t_current_context == context) t_current_context = nullptr;
-  return ACL_SUCCESS;
+  return c_entry("aclrtDestroyContext", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    std::lock_guard<std::mutex> lock(rt().mu);
+    if (rt().contexts.erase(reinterpret_cast<uintptr_t>(context)) == 0)
+      return rt_fail(ACL_ERROR_INVALID_PARAM,
+                     "aclrtDestroyContext: " + ptr_str(context) + " is not a live context");
+    if (t_current_context == context) t_current_context = nullptr;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtSetCurrentContext(aclrtContext context) {
-  std::lock_guard<std::mutex> lock(rt().mu);
-  auto it = rt().contexts.find(reinterpret_cast<uintptr_t>(context));
-  if (it == rt().contexts.end())
-    return rt_fail(ACL_ERROR_INVALID_PARAM,
-                   "aclrtSetCurrentContext: " + ptr_str(context) + " is not a live context");
-  t_current_context = context;
-  rt().current_device = it->second;
-  return ACL_SUCCESS;
+  return c_entry("aclrtSetCurrentContext", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    std::lock_guard<std::mutex> lock(rt().mu);
+    auto it = rt().contexts.find(reinterpret_cast<uintptr_t>(context));
+    if (it == rt().contexts.end())
+      return rt_fail(ACL_ERROR_INVALID_PARAM,
+                     "aclrtSetCurrentContext: " + ptr_str(context) + " is not a live context");
+    t_current_context = context;
+    rt().current_device = it->second;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtGetCurrentContext(aclrtContext* context) {
-  if (context == nullptr)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetCurrentContext: context is null");
-  std::lock_guard<std::mutex> lock(rt().mu);
-  if (t_current_context == nullptr ||
-      rt().contexts.count(reinterpret_cast<uintptr_t>(t_current_context)) == 0)
-    return rt_fail(ACL_ERROR_INVALID_PARAM,
-                   "aclrtGetCurrentContext: no current context on this thread");
-  *context = t_current_context;
-  return ACL_SUCCESS;
+  return c_entry("aclrtGetCurrentContext", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (context == nullptr)
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetCurrentContext: context is null");
+    std::lock_guard<std::mutex> lock(rt().mu);
+    if (t_current_context == nullptr ||
+        rt().contexts.count(reinterpret_cast<uintptr_t>(t_current_context)) == 0)
+      return rt_fail(ACL_ERROR_INVALID_PARAM,
+                     "aclrtGetCurrentContext: no current context on this thread");
+    *context = t_current_context;
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtCreateStream(aclrtStream* stream) {
-  if (stream == nullptr)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is null");
-  *stream = nullptr;
-  std::shared_ptr<Stream> s;
-  try {
-    s = new_stream();
-  } catch (const std::exception& e) {  // std::system_error when no thread can be started
-    return rt_fail(ACL_ERROR_BAD_ALLOC, std::string("aclrtCreateStream: ") + e.what());
-  }
-  std::lock_guard<std::mutex> lock(rt().mu);
-  rt().streams.emplace(s.get(), s);
-  *stream = s.get();
-  return ACL_SUCCESS;
+  return c_entry("aclrtCreateStream", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (stream == nullptr)
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is null");
+    *stream = nullptr;
+    std::shared_ptr<Stream> s;
+    try {
+      s = new_stream();
+    } catch (const std::exception& e) {  // std::system_error when no thread can be started
+      return rt_fail(ACL_ERROR_BAD_ALLOC, std::string("aclrtCreateStream: ") + e.what());
+    }
+    std::lock_guard<std::mutex> lock(rt().mu);
+    rt().streams.emplace(s.get(), s);
+    *stream = s.get();
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtDestroyStream(aclrtStream stream) {
-  std::shared_ptr<Stream> s;
-  {
-    std::lock_guard<std::mutex> lock(rt().mu);
-    auto it = rt().streams.find(stream);
-    if (it == rt().streams.end())
-      return rt_fail(ACL_ERROR_INVALID_PARAM,
-                     "aclrtDestroyStream: " + ptr_str(stream) + " is not a live stream");
-    s = std::move(it->second);
-    rt().streams.erase(it);
-  }
-  s->close();  // queued work still runs to completion
-  return ACL_SUCCESS;
+  return c_entry("aclrtDestroyStream", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    std::shared_ptr<Stream> s;
+    {
+      std::lock_guard<std::mutex> lock(rt().mu);
+      auto it = rt().streams.find(stream);
+      if (it == rt().streams.end())
+        return rt_fail(ACL_ERROR_INVALID_PARAM,
+                       "aclrtDestroyStream: " + ptr_str(stream) + " is not a live stream");
+      s = std::move(it->second);
+      rt().streams.erase(it);
+    }
+    s->close();  // queued work still runs to completion
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
-  std::shared_ptr<Stream> s = find_stream(stream);
-  if (!s)
-    return rt_fail(ACL_ERROR_INVALID_PARAM,
-                   "aclrtSynchronizeStream: " + ptr_str(stream) + " is not a live stream");
-  return report("aclrtSynchronizeStream", s->synchronize());
+  return c_entry("aclrtSynchronizeStream", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    std::shared_ptr<Stream> s = find_stream(stream);
+    if (!s)
+      return rt_fail(ACL_ERROR_INVALID_PARAM,
+                     "aclrtSynchronizeStream: " + ptr_str(stream) + " is not a live stream");
+    return report("aclrtSynchronizeStream", s->synchronize());
+  });
 }
 
-aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
-  if (policy != ACL_MEM_MALLOC_HUGE_FIRST && policy != ACL_MEM_MALLOC_HUGE_ONLY &&
-      policy != ACL_MEM_MALLOC_NORMAL_ONLY) {
-    if (devPtr) *devPtr = nullptr;
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: policy (" + std::to_string(policy) +
-                                                ") is not an aclrtMemMallocPolicy");
-  }
-  return allocate(&rt().device_memory, "aclrtMalloc", devPtr, size);
+aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy_enum) {
+  return c_entry("aclrtMalloc", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    const int32_t policy = raw_enum(policy_enum);  // any int a C caller passes
+    if (policy != ACL_MEM_MALLOC_HUGE_FIRST && policy != ACL_MEM_MALLOC_HUGE_ONLY &&
+        policy != ACL_MEM_MALLOC_NORMAL_ONLY) {
+      if (devPtr) *devPtr = nullptr;
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: policy (" + std::to_string(policy) +
+                                                  ") is not an aclrtMemMallocPolicy");
+    }
+    return allocate(&rt().device_memory, "aclrtMalloc", devPtr, size);
+  });
 }
 
-aclError aclrtFree(void* devPtr) { return release(&rt().device_memory, "aclrtFree", devPtr); }
+aclError aclrtFree(void* devPtr) {
+  return c_entry("aclrtFree", ACL_ERROR_BAD_ALLOC,
+                 [&]() -> aclError { return release(&rt().device_memory, "aclrtFree", devPtr); });
+}
 
 aclError aclrtMallocHost(void** hostPtr, size_t size) {
-  return allocate(&rt().host_memory, "aclrtMallocHost", hostPtr, size);
+  return c_entry("aclrtMallocHost", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    return allocate(&rt().host_memory, "aclrtMallocHost", hostPtr, size);
+  });
 }
 
 aclError aclrtFreeHost(void* hostPtr) {
-  return release(&rt().host_memory, "aclrtFreeHost", hostPtr);
+  return c_entry("aclrtFreeHost", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    return release(&rt().host_memory, "aclrtFreeHost", hostPtr);
+  });
 }
 
 aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
                      aclrtMemcpyKind kind) {
-  if (aclError e = check_memcpy("aclrtMemcpy", dst, destMax, src, count, kind)) return e;
-  if (count > 0) std::memmove(dst, src, count);
-  return ACL_SUCCESS;
+  return c_entry("aclrtMemcpy", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = check_memcpy("aclrtMemcpy", dst, destMax, src, count, raw_enum(kind)))
+      return e;
+    if (count > 0) std::memmove(dst, src, count);
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
-  if (aclError e = check_memset("aclrtMemset", devPtr, maxCount, count)) return e;
-  if (count > 0) std::memset(devPtr, value, count);
-  return ACL_SUCCESS;
+  return c_entry("aclrtMemset", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = check_memset("aclrtMemset", devPtr, maxCount, count)) return e;
+    if (count > 0) std::memset(devPtr, value, count);
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count,
                           aclrtMemcpyKind kind, aclrtStream stream) {
-  if (aclError e = check_memcpy("aclrtMemcpyAsync", dst, destMax, src, count, kind)) return e;
-  std::shared_ptr<Stream> s = find_stream(stream);
-  if (!s)
-    return rt_fail(ACL_ERROR_INVALID_PARAM,
-                   "aclrtMemcpyAsync: " + ptr_str(stream) + " is not a live stream");
-  if (!s->submit([dst, src, count] {
-        if (count > 0) std::memmove(dst, src, count);
-        return kvflash::Status::kSuccess;
-      }))
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: the stream is being destroyed");
-  return ACL_SUCCESS;
+  return c_entry("aclrtMemcpyAsync", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = check_memcpy("aclrtMemcpyAsync", dst, destMax, src, count, raw_enum(kind)))
+      return e;
+    std::shared_ptr<Stream> s = find_stream(stream);
+    if (!s)
+      return rt_fail(ACL_ERROR_INVALID_PARAM,
+                     "aclrtMemcpyAsync: " + ptr_str(stream) + " is not a live stream");
+    if (!s->submit([dst, src, count] {
+          if (count > 0) std::memmove(dst, src, count);
+          return kvflash::Status::kSuccess;
+        }))
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: the stream is being destroyed");
+    return ACL_SUCCESS;
+  });
 }
 
 aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t count,
                           aclrtStream stream) {
-  if (aclError e = check_memset("aclrtMemsetAsync", devPtr, maxCount, count)) return e;
-  std::shared_ptr<Stream> s = find_stream(stream);
-  if (!s)
-    return rt_fail(ACL_ERROR_INVALID_PARAM,
-                   "aclrtMemsetAsync: " + ptr_str(stream) + " is not a live stream");
-  if (!s->submit([devPtr, value, count] {
-        if (count > 0) std::memset(devPtr, value, count);
-        return kvflash::Status::kSuccess;
-      }))
-    return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMemsetAsync: the stream is being destroyed");
-  return ACL_SUCCESS;
+  return c_entry("aclrtMemsetAsync", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = check_memset("aclrtMemsetAsync", devPtr, maxCount, count)) return e;
+    std::shared_ptr<Stream> s = find_stream(stream);
+    if (!s)
+      return rt_fail(ACL_ERROR_INVALID_PARAM,
+                     "aclrtMemsetAsync: " + ptr_str(stream) + " is not a live stream");
+    if (!s->submit([devPtr, value, count] {
+          if (count > 0) std::memset(devPtr, value, count);
+          return kvflash::Status::kSuccess;
+        }))
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMemsetAsync: the stream is being destroyed");
+    return ACL_SUCCESS;
+  });
 }
 
 }  // extern "C"

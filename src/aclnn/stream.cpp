@@ -57,9 +57,13 @@ void Stream::worker_loop() {
       result.status = task();
       if (result.status != Status::kSuccess) result.message = last_error_message();
     } catch (const std::exception& e) {  // e.g. std::bad_alloc: never let it kill the process
-      result = {Status::kRuntime, std::string("stream task threw: ") + e.what()};
+      result.status = Status::kRuntime;
+      try {
+        result.message = std::string("stream task threw: ") + e.what();
+      } catch (...) {  // no memory even for the message: report the status alone
+      }
     } catch (...) {
-      result = {Status::kRuntime, "stream task threw an unknown exception"};
+      result.status = Status::kRuntime;
     }
     task = nullptr;  // release what the task captured before reporting completion
     lock.lock();

@@ -28,7 +28,9 @@ template <typename Problem, typename Args>
 struct PlanOps {
   const char* op;  ///< name in messages
   Status (*validate)(const Args& args, Problem* problem);
-  Args (*strip_data)(const Args& args);
+  /// The arguments to match runs against: data pointers cleared, and what the plan ignores
+  /// (given its problem) dropped.
+  Args (*strip_data)(const Args& args, const Problem& problem);
   Status (*matches_plan)(const Args& plan, const Args& run);
   std::span<const Backend<Problem, Args>> (*backends)();
 };
@@ -44,18 +46,29 @@ Status plan_create(const PlanOps<Problem, Args>& ops, const Args& args,
           Status::kRuntime, ops.op,
           "no backend runs on " + device_name(state->problem.device) + " in this build of kvflash");
     }
-    state->meta = ops.strip_data(args);
+    // Absurd sizes (zero strides can describe sequences far larger than memory) are refused
+    // here, before anything is allocated: no such workspace can ever exist.
+    const uint64_t memory = device_memory_bytes(device);
+    if (state->workspace_size > memory) {
+      return fail(Status::kInvalid, ops.op,
+                  "the problem needs a workspace of " + std::to_string(state->workspace_size) +
+                      " bytes, more than the " + std::to_string(memory) + " bytes of " +
+                      device_name(state->problem.device) +
+                      "'s memory: the batch and lengths (actual_seq_lengths, key sizes) are too "
+                      "large");
+    }
+    state->meta = ops.strip_data(args, state->problem);
   } catch (const std::bad_alloc&) {
-    return fail(Status::kRuntime, ops.op, "out of memory while planning");
+    return fail_noalloc(Status::kRuntime, ops.op, "out of memory while planning");
   } catch (...) {
-    return fail(Status::kRuntime, ops.op, "unexpected failure while planning");
+    return fail_noalloc(Status::kRuntime, ops.op, "unexpected failure while planning");
   }
   return Status::kSuccess;
 }
 
 template <typename Problem, typename Args>
-Status plan_run(const PlanOps<Problem, Args>& ops, const PlanState<Problem, Args>& state,
-                const Args& args, void* workspace, size_t workspace_size, void* stream) {
+Status plan_run_checked(const PlanOps<Problem, Args>& ops, const PlanState<Problem, Args>& state,
+                        const Args& args, void* workspace, size_t workspace_size, void* stream) {
   if (workspace_size < state.workspace_size) {
     return fail(Status::kInvalid, ops.op,
                 "workspace_size (" + std::to_string(workspace_size) +
@@ -84,6 +97,18 @@ Status plan_run(const PlanOps<Problem, Args>& ops, const PlanState<Problem, Args
     return fail(Status::kRuntime, ops.op, std::string("run failed: ") + e.what());
   } catch (...) {
     return fail(Status::kRuntime, ops.op, "run failed");
+  }
+}
+
+/// The run of a plan. It allocates nothing itself; only the message of a refused run does, and if
+/// that fails the run still returns (kRuntime) rather than throw.
+template <typename Problem, typename Args>
+Status plan_run(const PlanOps<Problem, Args>& ops, const PlanState<Problem, Args>& state,
+                const Args& args, void* workspace, size_t workspace_size, void* stream) {
+  try {
+    return plan_run_checked(ops, state, args, workspace, workspace_size, stream);
+  } catch (const std::bad_alloc&) {
+    return fail_noalloc(Status::kRuntime, ops.op, "out of memory while reporting a refused run");
   }
 }
 

@@ -1,6 +1,7 @@
 #include "kvflash/tensor.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace kvflash {
 
@@ -74,18 +75,27 @@ TensorView TensorView::contiguous(void* data, DType dtype, std::span<const int64
   return v;
 }
 
+// These take any field values (they run on unvalidated views, in messages too): dims beyond
+// kMaxRank are never read, and products never overflow.
 int64_t TensorView::numel() const {
+  const int r = std::clamp(rank, 0, kMaxRank);
+  for (int i = 0; i < r; ++i) {
+    if (shape[i] == 0) return 0;
+  }
   int64_t n = 1;
-  for (int i = 0; i < rank; ++i) n *= shape[i];
+  for (int i = 0; i < r; ++i) {
+    if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i], &n))
+      return std::numeric_limits<int64_t>::max();
+  }
   return n;
 }
 
 bool TensorView::is_contiguous() const {
-  if (offset != 0) return false;
+  if (offset != 0 || rank < 0 || rank > kMaxRank) return false;
   int64_t expected = 1;
   for (int i = rank - 1; i >= 0; --i) {
     if (shape[i] != 1 && strides[i] != expected) return false;
-    expected *= shape[i];
+    if (shape[i] < 0 || __builtin_mul_overflow(expected, shape[i], &expected)) return false;
   }
   return true;
 }
@@ -93,7 +103,7 @@ bool TensorView::is_contiguous() const {
 std::string TensorView::describe() const {
   std::string s = dtype_name(dtype);
   s += "[";
-  for (int i = 0; i < rank; ++i) {
+  for (int i = 0; i < std::clamp(rank, 0, kMaxRank); ++i) {
     if (i) s += ",";
     s += std::to_string(shape[i]);
   }

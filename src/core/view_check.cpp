@@ -1,5 +1,6 @@
 #include "core/view_check.hpp"
 
+#include <cmath>
 #include <optional>
 
 #include "core/checked_math.hpp"
@@ -74,6 +75,17 @@ Status check_view(const char* op, const TensorView& v, const std::string& name, 
   return Status::kSuccess;
 }
 
+TensorView canonical_strides(const TensorView& v) {
+  TensorView c = v;
+  if (c.rank < 0 || c.rank > kMaxRank) return c;  // invalid: check_view rejects it
+  bool empty = false;
+  for (int i = 0; i < c.rank; ++i) empty = empty || c.shape[i] == 0;
+  for (int i = 0; i < c.rank; ++i) {
+    if (empty || c.shape[i] == 1) c.strides[i] = 0;
+  }
+  return c;
+}
+
 Status scaled_stride(const char* op, int64_t a, int64_t b, const std::string& name,
                      int64_t* result) {
   const auto r = checked_mul(a, b);
@@ -137,6 +149,11 @@ Status match_view(const char* op, const std::optional<TensorView>& plan,
                            " but the plan was created " + (plan ? "with" : "without") + " it");
   }
   return plan ? match_view(op, *plan, *run, name) : Status::kSuccess;
+}
+
+bool same_scale(double plan, double run) {
+  const float p = static_cast<float>(plan), r = static_cast<float>(run);
+  return p == r || (std::isnan(p) && std::isnan(r));
 }
 
 Status match_attr(const char* op, bool same, const char* name) {

@@ -23,6 +23,11 @@ bool is_null_view(const TensorView& v);
 /// elements must have data. `name` is the argument name used in messages. *numel gets the count.
 Status check_view(const char* op, const TensorView& v, const std::string& name, int64_t* numel);
 
+/// The view with the strides that are never stepped set to 0: those of dims of extent 1, and all
+/// of an empty view. Such strides may hold any value (aclCreateTensor takes them as given), so
+/// validators normalise them before deriving byte strides, which could otherwise overflow.
+TensorView canonical_strides(const TensorView& v);
+
 /// a * b for stride scaling; fails with a message naming `name` when it overflows.
 Status scaled_stride(const char* op, int64_t a, int64_t b, const std::string& name,
                      int64_t* result);
@@ -47,6 +52,9 @@ Status match_view(const char* op, const TensorView& plan, const TensorView& run,
 /// The same for an optional tensor, which must also be present exactly when it was at planning.
 Status match_view(const char* op, const std::optional<TensorView>& plan,
                   const std::optional<TensorView>& run, const char* name);
+/// True when a run's scale_value is the plan's as the kernels use it, (float)scale_value; a NaN
+/// matches a NaN (a plan made with a NaN scale runs with it, and outputs NaN).
+bool same_scale(double plan, double run);
 /// kInvalid "<name> differs from the plan's" unless same.
 Status match_attr(const char* op, bool same, const char* name);
 

@@ -453,9 +453,19 @@ class KvHeadWork {
         // q·((k + off) * sc) = (q * sc)·k + (q * sc)·off: the row dot products then run on the
         // raw integers, and the second term is one constant per head, added to each score.
         float bias = 0.0f;
+        bool finite = true;
         for (int64_t i = 0; i < d; ++i) {
           q[i] *= k_sc_[i];
           bias += q[i] * k_off_[i];
+          finite = finite && __builtin_isfinite(q[i]);
+        }
+        // With an infinite (q * sc)_i the folded form is not the spec's arithmetic (inf * 0 is
+        // NaN where q·((k + off) * sc) has +-inf): such heads are scored term by term
+        // (exact_scores), without the bias.
+        exact_[g] = !finite || !__builtin_isfinite(bias);
+        if (exact_[g]) {
+          bias = 0.0f;
+          any_exact_ = true;
         }
         acc[2 * dp + IfaHeadSlot::kKeyBias] = bias;
       }
@@ -539,6 +549,29 @@ class KvHeadWork {
     load_row<kKind>(k, k_sdim_, d, dp, buf);
     score_row<KvKind::kF32>(q0, l_->head_floats, p_->group, dp,
                             reinterpret_cast<const std::byte*>(buf), s, i);
+  }
+
+  // int8 K: the scores of the heads whose scaled query is not finite, recomputed term by term as
+  // sum_i (q * sc)_i * (k_i + off_i), replacing the folded (q * sc)·k (see init). Rare: only
+  // non-finite queries or scales get here.
+  void exact_scores(const TileRows& rows, int64_t n, float (*s)[kIfaTile]) const {
+    if constexpr (kKind == KvKind::kInt8) {
+      if (!any_exact_) return;
+      const int64_t d = p_->head_dim, dp = l_->dp, hf = l_->head_floats;
+      for (int64_t g = 0; g < p_->group; ++g) {
+        if (!exact_[g]) continue;
+        const float* q = slot_ + g * hf + dp;
+        for (int64_t i = 0; i < n; ++i) {
+          const std::byte* row = rows.k[i] + k_head_off_;
+          float acc = 0.0f;
+          for (int64_t c = 0; c < d; ++c)
+            acc += q[c] * (kv_scalar<kKind>(row, c * k_sdim_) + k_off_[c]);
+          s[g][i] = acc;
+        }
+      }
+    } else {
+      (void)rows, (void)n, (void)s;
+    }
   }
 
   // Scale, bias, mask (spec §2.5 steps 3-5) of the n scores of the tile at positions [j0, ..),
@@ -661,6 +694,8 @@ class KvHeadWork {
   const float* v_sc_ = nullptr;
   const float* k_off_ = nullptr;
   const float* v_off_ = nullptr;
+  bool exact_[kIfaMaxGroup] = {};  // int8 K: heads scored term by term (exact_scores)
+  bool any_exact_ = false;
 };
 
 // How many tiles ahead the K and V rows are prefetched.
@@ -707,6 +742,7 @@ void chunk_impl(const IfaProblem& p, const IfaData& d, const IfaLayout& l, std::
     for (; i < n; ++i) {
       for (int64_t k = 0; k < num_kv; ++k) work[k].score_row_at(rows, i, s + k * group, buf);
     }
+    for (int64_t k = 0; k < num_kv; ++k) work[k].exact_scores(rows, n, s + k * group);
     for (int64_t k = 0; k < num_kv; ++k) work[k].fold(j0, n, s + k * group);
     for (int64_t i0 = 0; i0 < n; i0 += kPvRows) {
       const int64_t m = min_i64(kPvRows, n - i0);

@@ -4,8 +4,10 @@
 
 // GCC 12's intrinsic headers trip -W(maybe-)uninitialized on their internal _mm*_undefined
 // operands once inlined here (a known false positive); nothing in this unit is uninitialised.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "core/sfa_problem.hpp"
 #include "cpu/sfa_kernel.hpp"

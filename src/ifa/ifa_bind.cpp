@@ -51,8 +51,11 @@ const void* batch_base(const TensorView& t, int64_t offset) {
 
 }  // namespace
 
-IfaArgs strip_data(const IfaArgs& args) {
+IfaArgs strip_data(const IfaArgs& args, const core::IfaProblem& problem) {
   IfaArgs m = args;
+  // An inactive kv_padding_size (no lengths, a list or a paged cache; spec §2.7) is ignored by
+  // create, unvalidated: runs ignore it too, whatever they pass.
+  if (!problem.left_padding) m.kv_padding_size.reset();
   m.query.data = nullptr;
   m.attention_out.data = nullptr;
   for (TensorView& t : m.key) t.data = nullptr;
@@ -80,14 +83,16 @@ Status check_matches_plan(const IfaArgs& p, const IfaArgs& a) {
   KVFLASH_RETURN_IF_ERROR(match(p.antiquant_scale, a.antiquant_scale, "antiquant_scale"));
   KVFLASH_RETURN_IF_ERROR(match(p.antiquant_offset, a.antiquant_offset, "antiquant_offset"));
   KVFLASH_RETURN_IF_ERROR(match(p.block_table, a.block_table, "block_table"));
-  KVFLASH_RETURN_IF_ERROR(match(p.kv_padding_size, a.kv_padding_size, "kv_padding_size"));
+  if (p.kv_padding_size) {  // absent from the plan's metadata when the plan ignores it
+    KVFLASH_RETURN_IF_ERROR(match(p.kv_padding_size, a.kv_padding_size, "kv_padding_size"));
+  }
   KVFLASH_RETURN_IF_ERROR(match(p.softmax_lse, a.softmax_lse, "softmax_lse"));
   KVFLASH_RETURN_IF_ERROR(
       match_attr(p.actual_seq_lengths == a.actual_seq_lengths, "actual_seq_lengths"));
   KVFLASH_RETURN_IF_ERROR(match_attr(p.num_heads == a.num_heads, "num_heads"));
   // Compared as the kernels use it: (float)scale_value.
-  KVFLASH_RETURN_IF_ERROR(match_attr(
-      static_cast<float>(p.scale_value) == static_cast<float>(a.scale_value), "scale_value"));
+  KVFLASH_RETURN_IF_ERROR(
+      match_attr(core::same_scale(p.scale_value, a.scale_value), "scale_value"));
   KVFLASH_RETURN_IF_ERROR(match_attr(p.input_layout == a.input_layout, "input_layout"));
   KVFLASH_RETURN_IF_ERROR(
       match_attr(p.num_key_value_heads == a.num_key_value_heads, "num_key_value_heads"));

@@ -9,8 +9,9 @@
 
 namespace kvflash::ifa {
 
-/// args with every data pointer cleared: what a plan keeps of its creation arguments.
-IfaArgs strip_data(const IfaArgs& args);
+/// args with every data pointer cleared, and kv_padding_size dropped when the plan does not use it
+/// (create ignores it then, so runs do too): what a plan keeps of its creation arguments.
+IfaArgs strip_data(const IfaArgs& args, const core::IfaProblem& problem);
 
 /// kInvalid unless args has plan's metadata (every tensor's dtype, device, dims, strides and
 /// offset, which optional tensors are present, the attributes and actual_seq_lengths; not

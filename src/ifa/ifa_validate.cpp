@@ -290,7 +290,27 @@ Status check_query_and_out(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
 
 }  // namespace
 
-Status validate_ifa(const IfaArgs& args, core::IfaProblem* out) {
+namespace {
+
+// The arguments with canonical strides (core::canonical_strides) on every view.
+IfaArgs canonical(const IfaArgs& in) {
+  IfaArgs a = in;
+  a.query = core::canonical_strides(a.query);
+  a.attention_out = core::canonical_strides(a.attention_out);
+  for (auto* list : {&a.key, &a.value})
+    for (TensorView& t : *list) t = core::canonical_strides(t);
+  for (auto* o : {&a.pse_shift, &a.atten_mask, &a.dequant_scale1, &a.quant_scale1,
+                  &a.dequant_scale2, &a.quant_scale2, &a.quant_offset2, &a.antiquant_scale,
+                  &a.antiquant_offset, &a.block_table, &a.kv_padding_size, &a.softmax_lse}) {
+    if (*o) **o = core::canonical_strides(**o);
+  }
+  return a;
+}
+
+}  // namespace
+
+Status validate_ifa(const IfaArgs& user_args, core::IfaProblem* out) {
+  const IfaArgs args = canonical(user_args);
   KVFLASH_RETURN_IF_ERROR(check_required(args));
   KVFLASH_RETURN_IF_ERROR(check_unsupported_scales(args));
   KVFLASH_RETURN_IF_ERROR(check_all_views(args));

@@ -189,7 +189,7 @@ Status validate(const MergeArgs& a, core::MergeProblem* problem) {
   return Status::kSuccess;
 }
 
-MergeArgs strip_data(const MergeArgs& args) {
+MergeArgs strip_data(const MergeArgs& args, const core::MergeProblem& /*problem: nothing to drop*/) {
   MergeArgs m = args;
   m.partial_out.data = nullptr;
   m.out.data = nullptr;

@@ -15,7 +15,7 @@ inline constexpr const char* kOpName = "merge_attention_states";
 Status validate(const MergeArgs& args, core::MergeProblem* problem);
 
 /// args with every data pointer cleared: what a plan keeps of its creation arguments.
-MergeArgs strip_data(const MergeArgs& args);
+MergeArgs strip_data(const MergeArgs& args, const core::MergeProblem& problem);
 
 /// kInvalid unless args has plan's metadata (every tensor's layout, which optional tensors are
 /// present; not num_threads, which must be >= 0); kNullPtr if a tensor holding elements has no

@@ -58,7 +58,7 @@ Status read_lengths(const int32_t* data, int64_t s0, bool prefix, const char* na
 
 }  // namespace
 
-SfaArgs strip_data(const SfaArgs& args) {
+SfaArgs strip_data(const SfaArgs& args, const core::SfaProblem& /*problem*/) {
   SfaArgs m = args;
   for (TensorView* t :
        {&m.query, &m.key, &m.sparse_indices, &m.query_rope, &m.key_rope, &m.attention_out}) {
@@ -91,8 +91,8 @@ Status check_matches_plan(const SfaArgs& p, const SfaArgs& a) {
     KVFLASH_RETURN_IF_ERROR(match(p.softmax_max, a.softmax_max, "softmax_max"));
     KVFLASH_RETURN_IF_ERROR(match(p.softmax_sum, a.softmax_sum, "softmax_sum"));
   }
-  KVFLASH_RETURN_IF_ERROR(match_attr(
-      static_cast<float>(p.scale_value) == static_cast<float>(a.scale_value), "scale_value"));
+  KVFLASH_RETURN_IF_ERROR(
+      match_attr(core::same_scale(p.scale_value, a.scale_value), "scale_value"));
   KVFLASH_RETURN_IF_ERROR(
       match_attr(p.sparse_block_size == a.sparse_block_size, "sparse_block_size"));
   KVFLASH_RETURN_IF_ERROR(match_attr(p.layout_query == a.layout_query, "layout_query"));

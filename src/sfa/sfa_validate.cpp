@@ -134,7 +134,25 @@ core::SfaKvView kv_view(const TensorView& v, bool tnd, bool paged) {
 
 }  // namespace
 
-Status validate(const SfaArgs& a, SfaProblem* p) {
+namespace {
+
+// The arguments with canonical strides (core::canonical_strides) on every view.
+SfaArgs canonical(const SfaArgs& in) {
+  SfaArgs a = in;
+  for (TensorView* t :
+       {&a.query, &a.key, &a.sparse_indices, &a.query_rope, &a.key_rope, &a.attention_out})
+    *t = core::canonical_strides(*t);
+  for (auto* o : {&a.value, &a.block_table, &a.actual_seq_lengths_query, &a.actual_seq_lengths_kv,
+                  &a.sinks, &a.softmax_max, &a.softmax_sum}) {
+    if (*o) **o = core::canonical_strides(**o);
+  }
+  return a;
+}
+
+}  // namespace
+
+Status validate(const SfaArgs& user_args, SfaProblem* p) {
+  const SfaArgs a = canonical(user_args);
   // ---- rule 1: required pointers ----------------------------------------------------------------
   if (a.query.data == nullptr) return null_ptr("query is null");
   if (a.key.data == nullptr) return null_ptr("key is null");
@@ -243,7 +261,7 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
   if (n1 <= 0 || n1 % n2 != 0)
     return invalid("query heads N1 (" + std::to_string(n1) + ") must be a positive multiple of N2");
   if (!is_pow2(n1 / n2) || n1 / n2 > kMaxGroup)
-    return invalid("group size N1/N2 (" + std::to_string(n1 / n2) +
+    return invalid("query heads N1 / key heads N2 (group size " + std::to_string(n1 / n2) +
                    ") must be one of 1, 2, 4, ..., 128");
   if (d != kNope) return invalid("query head dim (" + std::to_string(d) + ") must be 512");
   if (kd != kNope) return invalid("key head dim (" + std::to_string(kd) + ") must be 512");
@@ -278,7 +296,9 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
     KVFLASH_RETURN_IF_ERROR(expect_shape(a.attention_out, "attention_out", {batch, s1, n1, d}));
   }
   // ---- rule 11: sparse size -----------------------------------------------------------------
-  if (kk < 1) return invalid("sparse_size K (" + std::to_string(kk) + ") must be >= 1");
+  if (kk < 1)
+    return invalid("sparse_indices last dim (sparse_size K = " + std::to_string(kk) +
+                   ") must be >= 1");
 
   // KV shapes.
   const int64_t kv0 = a.key.shape[0];
@@ -297,6 +317,9 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
   }
 
   // ---- rule 5: attributes -------------------------------------------------------------------
+  if (a.num_threads < 0)
+    return invalid("num_threads (" + std::to_string(a.num_threads) +
+                   ") must be >= 0 (0 = library default)");
   if (a.sparse_mode != 0 && a.sparse_mode != 3)
     return invalid("sparse_mode (" + std::to_string(a.sparse_mode) + ") must be 0 or 3");
   constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
@@ -325,11 +348,11 @@ Status validate(const SfaArgs& a, SfaProblem* p) {
     max_blocks = bt.shape[1];
     if (kv0 <= 0) return invalid("key block_num (" + std::to_string(kv0) + ") must be > 0");
     if (kv1 <= 0 || kv1 > kMaxBlockSize || kv1 % kBlockSizeAlign != 0)
-      return invalid("block_size (" + std::to_string(kv1) +
+      return invalid("key block_size (dim 1 = " + std::to_string(kv1) +
                      ") must be a multiple of 16 in [16, 1024]");
     if (kv1 % sbs != 0)
-      return invalid("sparse_block_size (" + std::to_string(sbs) + ") must divide block_size (" +
-                     std::to_string(kv1) + ")");
+      return invalid("sparse_block_size (" + std::to_string(sbs) +
+                     ") must divide the key block_size (" + std::to_string(kv1) + ")");
   } else if (a.block_table) {
     return invalid("block_table must be null unless layout_kv is PA_BSND");
   }

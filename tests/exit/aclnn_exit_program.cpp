@@ -8,6 +8,8 @@
 //
 // <steps> is a comma-separated list, done in order after the runs are queued:
 //   stream | default | both   where the runs are queued (a created stream, the null stream, both)
+//   threads                   also queue the runs from 3 host threads, each on a stream of its
+//                             own (the threads are joined, their streams left with work queued)
 //   static                    a global object, built before main, synchronises the stream(s),
 //                             checks the outputs, frees the buffers and destroys the executors'
 //                             tensors from its destructor, after main has returned
@@ -22,7 +24,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "acl/acl.h"
@@ -78,6 +82,7 @@ void expect_failure(const char* when) {
 }
 
 State g_state;
+std::mutex g_state_mu;  // the host threads of step "threads" record into g_state
 
 // A user object with static storage duration, built before main (before kvflash's own statics),
 // whose destructor runs after main returns and calls acl functions (like a CANN RAII guard).
@@ -116,6 +121,7 @@ Buffer device_buffer(size_t bytes, int byte) {
   b.bytes = bytes;
   CHECK_ACL(aclrtMalloc(&b.addr, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
   CHECK_ACL(aclrtMemset(b.addr, bytes, byte, bytes));
+  std::lock_guard<std::mutex> lock(g_state_mu);
   g_state.buffers.push_back(b.addr);
   return b;
 }
@@ -127,6 +133,7 @@ aclTensor* tensor(const Buffer& b, std::vector<int64_t> shape) {
   aclTensor* t = aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT16, strides.data(), 0,
                                  ACL_FORMAT_ND, shape.data(), shape.size(), b.addr);
   if (t == nullptr) die("aclCreateTensor", -1);
+  std::lock_guard<std::mutex> lock(g_state_mu);
   g_state.tensors.push_back(t);
   return t;
 }
@@ -178,20 +185,41 @@ int main(int argc, char** argv) {
   aclTensorList* values = aclCreateTensorList(&value, 1);
   char layout[] = "BSH";
 
-  for (int i = 0; i < calls; ++i) {
-    for (aclrtStream s : g_state.streams) {
-      const Buffer out = device_buffer(static_cast<size_t>(B * N * D) * 2, 0);
+  // One run queued on stream s.
+  const auto queue_run = [&](aclrtStream s) {
+    const Buffer out = device_buffer(static_cast<size_t>(B * N * D) * 2, 0);
+    {
+      std::lock_guard<std::mutex> lock(g_state_mu);
       g_state.outputs.push_back(out);
-      aclTensor* out_t = tensor(out, {B, 1, N * D});
-      uint64_t ws_size = 0;
-      aclOpExecutor* executor = nullptr;
-      CHECK_ACL(aclnnIncreFlashAttentionGetWorkspaceSize(query, keys, values, nullptr, nullptr,
-                                                         nullptr, N, 0.088, layout, KVN, out_t,
-                                                         &ws_size, &executor));
-      void* ws = nullptr;
-      if (ws_size > 0) ws = device_buffer(ws_size, 0).addr;
-      CHECK_ACL(aclnnIncreFlashAttention(ws, ws_size, executor, s));
     }
+    aclTensor* out_t = tensor(out, {B, 1, N * D});
+    uint64_t ws_size = 0;
+    aclOpExecutor* executor = nullptr;
+    CHECK_ACL(aclnnIncreFlashAttentionGetWorkspaceSize(query, keys, values, nullptr, nullptr,
+                                                       nullptr, N, 0.088, layout, KVN, out_t,
+                                                       &ws_size, &executor));
+    void* ws = nullptr;
+    if (ws_size > 0) ws = device_buffer(ws_size, 0).addr;
+    CHECK_ACL(aclnnIncreFlashAttention(ws, ws_size, executor, s));
+  };
+  const std::vector<aclrtStream> main_streams = g_state.streams;
+  for (int i = 0; i < calls; ++i) {
+    for (aclrtStream s : main_streams) queue_run(s);
+  }
+  if (has(steps, "threads")) {
+    std::vector<std::thread> hosts;
+    for (int t = 0; t < 3; ++t) {
+      hosts.emplace_back([&] {
+        aclrtStream s = nullptr;
+        CHECK_ACL(aclrtCreateStream(&s));
+        {
+          std::lock_guard<std::mutex> lock(g_state_mu);
+          g_state.streams.push_back(s);
+        }
+        for (int i = 0; i < calls; ++i) queue_run(s);
+      });
+    }
+    for (std::thread& h : hosts) h.join();
   }
   std::fprintf(stderr, "aclnn_exit_program: %d run(s) queued on %zu stream(s); steps %s\n", calls,
                g_state.streams.size(), argv[1]);

@@ -333,9 +333,10 @@ TensorView SfaCaseData::alloc(DType dtype, std::vector<int64_t> shape, bool stri
     v.strides[i] = strides[i];
   }
   v.offset = offset;
-  // Fill the whole buffer (gaps included) with `fill`.
+  // Fill the whole buffer (gaps included) with `fill`: one element encoded, then copied.
   TensorView flat = TensorView::contiguous(v.data, dtype, {span});
-  for (int64_t i = 0; i < span; ++i) store(flat, {i}, fill);
+  if (span > 0) store(flat, {0}, fill);
+  for (int64_t i = 1; i < span; ++i) std::memcpy(buffers_.back().data() + i * esz, v.data, esz);
   return v;
 }
 

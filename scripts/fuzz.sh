@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the fuzz preset (clang, ASan + UBSan, libFuzzer) and runs every fuzz target of fuzz/
+# (docs/testing.md), one after another, each on its committed corpus plus new inputs.
+#
+#   scripts/fuzz.sh [seconds]              bounded run, default 15 s per target (scripts/test.sh);
+#                                          new inputs go to a scratch corpus under build/fuzz-run
+#   scripts/fuzz.sh --campaign [seconds]   the long campaign (default 900 s per target): corpora
+#                                          kept in build/fuzz-campaign/<target>, logs beside them
+#
+# Fails on any crash, leak, timeout, out-of-memory or invariant violation; the reproducer is
+# written to build/fuzz-artifacts/<target>-crash-* (replay: build/fuzz/fuzz/fuzz_<target> FILE).
+# KVFLASH_FUZZ_TARGETS overrides the list of targets.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+campaign=0
+if [ "${1:-}" = "--campaign" ]; then
+  campaign=1
+  shift
+fi
+secs=${1:-$([ $campaign = 1 ] && echo 900 || echo 15)}
+read -r -a targets <<<"${KVFLASH_FUZZ_TARGETS:-ifa_aclnn sfa_aclnn cpp_api cli}"
+
+echo "=== [fuzz] configure + build"
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j"$(nproc)" --target fuzz_all
+if [ $campaign = 1 ]; then
+  work=build/fuzz-campaign
+else
+  work=build/fuzz-run
+  rm -rf "$work"
+fi
+mkdir -p "$work" build/fuzz-artifacts
+# LeakSanitizer on; a small quarantine keeps the resident size far below -rss_limit_mb.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:quarantine_size_mb=64:malloc_context_size=20}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export KVFLASH_FUZZ_STATS=1
+status=0
+for t in "${targets[@]}"; do
+  mkdir -p "$work/$t"
+  extra=()
+  [ -f "fuzz/$t.dict" ] && extra+=("-dict=fuzz/$t.dict")
+  log="$work/$t.log"
+  start=$(date +%s)
+  echo "=== [fuzz] $t for ${secs} s"
+  if ! build/fuzz/fuzz/fuzz_"$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=30 \
+      -max_len=512 -len_control=0 -print_final_stats=1 \
+      -artifact_prefix=build/fuzz-artifacts/"$t"- "${extra[@]}" \
+      "$work/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
+    status=1
+    echo "=== [fuzz] $t FAILED: log $log"
+    grep -E -B2 -A30 "invariant violated|ERROR: |runtime error" "$log" | head -80 || tail -60 "$log"
+  fi
+  # The summary: executions, rate, coverage (edges "cov", features "ft"), corpus, what ran.
+  execs=$(grep -E "stat::number_of_executed_units" "$log" | awk '{print $2}')
+  rate=$(grep -E "stat::average_exec_per_sec" "$log" | awk '{print $2}')
+  cov=$(grep -E "^#[0-9]+" "$log" | tail -1 | grep -oE "cov: [0-9]+ ft: [0-9]+ corp: [0-9]+" || true)
+  echo "=== [fuzz] $t: ${execs:-?} executions (${rate:-?}/s) in $(($(date +%s) - start)) s; $cov"
+  grep -E "^fuzz stats" "$log" | tail -1 || true
+done
+exit $status

@@ -1,0 +1,104 @@
+#include "cli_options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <string>
+
+namespace kvflash::tools {
+namespace {
+
+int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, std::ostream& err) {
+  CLI::App app{"kvflash: decode and sparse attention operators on the CPU"};
+  app.require_subcommand(1);
+
+  DemoOptions demo;
+  bool skip_bandwidth = false;
+  CLI::App* demo_cmd =
+      app.add_subcommand("demo", "Run the embedded model workloads: check and time");
+  demo_cmd->add_option("--threads", demo.num_threads, "worker threads (0 = all cores)")
+      ->check(CLI::Range(0, kCliMaxThreads));
+  demo_cmd->add_option("--iters", demo.iterations, "timed iterations (median reported)")
+      ->check(CLI::Range(1, kCliMaxIterations));
+  demo_cmd->add_flag("--quick", demo.quick, "smaller batches (smoke test)");
+  demo_cmd->add_flag("--no-bandwidth", skip_bandwidth,
+                     "skip the memory read-bandwidth measurement");
+
+  IfaWorkloadShape ifa;
+  int64_t batch = 8, kv_len = 4096;
+  std::string kv_dtype = "bf16";
+  bool check = false;
+  CLI::App* ifa_cmd =
+      app.add_subcommand("ifa", "Time one IncreFlashAttention decode step of a given shape");
+  ifa_cmd->add_option("--batch", batch, "sequences")->check(CLI::Range(int64_t{1}, kCliMaxBatch));
+  ifa_cmd->add_option("--kv-len", kv_len, "KV length of every sequence")
+      ->check(CLI::Range(int64_t{0}, kCliMaxKvLen));
+  ifa_cmd
+      ->add_option("--lengths", ifa.lengths, "per-sequence KV lengths (overrides --batch/--kv-len)")
+      ->check(CLI::Range(int64_t{0}, kCliMaxKvLen));
+  ifa_cmd->add_option("--heads", ifa.num_heads, "query heads")
+      ->check(CLI::Range(int64_t{1}, kCliMaxHeads));
+  ifa_cmd->add_option("--kv-heads", ifa.num_kv_heads, "KV heads")
+      ->check(CLI::Range(int64_t{1}, kCliMaxHeads));
+  ifa_cmd->add_option("--dim", ifa.head_dim, "head dim")
+      ->check(CLI::Range(int64_t{1}, kCliMaxHeadDim));
+  ifa_cmd
+      ->add_option("--block-size", ifa.block_size,
+                   "paged cache block size; 0 = contiguous BNSD cache")
+      ->check(CLI::Range(int64_t{0}, kCliMaxBlockSize));
+  ifa_cmd->add_option("--kv-dtype", kv_dtype, "KV cache dtype")
+      ->check(CLI::IsMember({"bf16", "fp16", "int8"}));
+  ifa_cmd->add_option("--threads", demo.num_threads, "worker threads (0 = all cores)")
+      ->check(CLI::Range(0, kCliMaxThreads));
+  ifa_cmd->add_option("--iters", demo.iterations, "timed iterations (median reported)")
+      ->check(CLI::Range(1, kCliMaxIterations));
+  ifa_cmd->add_flag("--check", check, "check 3 sequences against the double-precision reference");
+  ifa_cmd->add_flag("--no-bandwidth", skip_bandwidth, "skip the memory read-bandwidth measurement");
+
+  CLI::App* info_cmd =
+      app.add_subcommand("info", "Show the version, ISA, threads and measured read bandwidth");
+  info_cmd->add_flag("--no-bandwidth", skip_bandwidth,
+                     "skip the memory read-bandwidth measurement");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out, err);
+  }
+  if (ifa.lengths.size() > static_cast<size_t>(kCliMaxBatch)) {
+    err << "--lengths: at most " << kCliMaxBatch << " sequences, got " << ifa.lengths.size()
+        << "\n";
+    return 1;
+  }
+
+  o->demo = demo;
+  o->skip_bandwidth = skip_bandwidth;
+  o->check = check;
+  if (*info_cmd) {
+    o->command = CliCommand::kInfo;
+  } else if (*ifa_cmd) {
+    o->command = CliCommand::kIfa;
+    if (ifa.lengths.empty()) ifa.lengths.assign(static_cast<size_t>(batch), kv_len);
+    ifa.name = "cli";
+    ifa.kv_dtype = kv_dtype == "int8"   ? DType::kInt8
+                   : kv_dtype == "fp16" ? DType::kFloat16
+                                        : DType::kBFloat16;
+  } else {
+    o->command = CliCommand::kDemo;
+  }
+  o->ifa = std::move(ifa);
+  return kCliRun;
+}
+
+}  // namespace
+
+int parse_cli(int argc, const char* const* argv, CliOptions* options, std::ostream& out,
+              std::ostream& err) {
+  try {
+    return parse(argc, argv, options, out, err);
+  } catch (const std::exception& e) {  // CLI11 construction errors, std::bad_alloc
+    err << "kvflash: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace kvflash::tools
