@@ -19,7 +19,7 @@ over global positions, global sparse indices); each rank slices masks / pse and 
 lengths, left padding, block tables and sparse indices to its shard.
 """
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Sequence
 
 import torch
 import torch.distributed as dist
@@ -174,7 +174,7 @@ def context_parallel_incre_flash_attention(query, key, value, *, group=None, sha
     return merged, torch.empty(0, dtype=torch.float32)
 
 
-def _sfa_rows(query, layout_query, actual_seq_lengths_query, s_kv_glob, lkv):
+def _sfa_rows(query, layout_query, actual_seq_lengths_query, lkv):
     """Per query row: its batch and its causal threshold for sparse_mode 3 (spec §3.4)."""
     if layout_query == "TND":
         cum = [int(x) for x in actual_seq_lengths_query]
@@ -252,7 +252,7 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
     idx_shape = sparse_indices.shape
     k = idx_shape[-1]
     rows = sparse_indices.reshape(-1, k).long()  # (B*S1 | T) x KV_N(=1) rows
-    batch, thr = _sfa_rows(query, layout_query, actual_seq_lengths_query, None, lkv)
+    batch, thr = _sfa_rows(query, layout_query, actual_seq_lengths_query, lkv)
     thr_t = torch.tensor(thr, dtype=torch.int64)
     pad_row = torch.zeros(len(batch), dtype=torch.bool)
     if sparse_mode != 3:
@@ -295,9 +295,10 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
                 return None if t is None else torch.cat(
                     [t, t.new_zeros((t.shape[0], grow) + tuple(t.shape[2:]))], dim=1)
             same = value is key
-            key, query_rope_k = pad(key), pad(key_rope)
-            value = key if same else pad(value)
-            key_rope = query_rope_k
+            value = None if value is None else (None if same else pad(value))
+            key, key_rope = pad(key), pad(key_rope)
+            if same:
+                value = key
 
     if key.numel() == 0:  # an empty shard: empty partials (sum 0), no local call
         kvn = key.shape[-2]

@@ -49,6 +49,9 @@ def sfa_cases(world):
         (SfaSpec("tnd_pa_bf16_sink", layout_q="TND", layout_kv="PA_BSND", dtype=torch.bfloat16,
                  q_lens=(3, 1), kv_lens=(90, 20), sinks=True, lse=True, block_size=16,
                  topk=24), "paged"),
+        # 32 indices into 12 / 8 tokens: duplicates outnumber a small shard's tokens
+        (SfaSpec("bsnd_bf16_dups", layout_q="BSND", layout_kv="BSND", dtype=torch.bfloat16,
+                 q_lens=(1, 1), kv_lens=(12, 8), topk=32, value="own", lse=True), "uneven"),
     ]
 
 
