@@ -2,7 +2,8 @@
 # Checks the dynamic symbol table of libkvflash.so against the public API:
 #   - every exported symbol is public: a C name acl*/aclnn*/kvflash_*, or a C++ name that demangles
 #     to kvflash::{TensorView members, dtype_size/dtype_name/dtype_is_known, IfaPlan/SfaPlan
-#     members, incre_flash_attention, sparse_flash_attention, last_error_message,
+#     members, MergePlan members, incre_flash_attention, sparse_flash_attention,
+#     merge_attention_states, last_error_message,
 #     set_num_threads/get_num_threads, set_parallel_backend} or op::* (nothing of kvflash::{cpu,core,ifa,sfa,aclnn}, no
 #     standard-library instantiations);
 #   - every C function the headers declare with ACL_FUNC_VISIBILITY / KVFLASH_API is exported, and
@@ -16,7 +17,7 @@ command -v nm >/dev/null && command -v c++filt >/dev/null || { echo "nm/c++filt 
 mapfile -t raw < <(nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u)
 [[ ${#raw[@]} -gt 0 ]] || { echo "no dynamic symbols in $lib"; exit 1; }
 
-cxx_public='^(kvflash::(TensorView::|dtype_size\(|dtype_name\(|dtype_is_known\(|device_name(\[abi:cxx11\])?\(|IfaPlan::|SfaPlan::|incre_flash_attention\(|sparse_flash_attention\(|last_error_message\(|set_num_threads\(|get_num_threads\(|set_parallel_backend\()|op::)'
+cxx_public='^(kvflash::(TensorView::|dtype_size\(|dtype_name\(|dtype_is_known\(|device_name(\[abi:cxx11\])?\(|IfaPlan::|SfaPlan::|MergePlan::|incre_flash_attention\(|sparse_flash_attention\(|merge_attention_states\(|last_error_message\(|set_num_threads\(|get_num_threads\(|set_parallel_backend\()|op::)'
 # Linker-defined markers some binutils versions export from every shared library.
 linker_defined='^(_init|_fini|_edata|_end|__bss_start)$'
 
@@ -53,6 +54,9 @@ for fn in 'kvflash::dtype_size(' 'kvflash::dtype_name(' 'kvflash::dtype_is_known
           'kvflash::IfaPlan::run(' 'kvflash::device_name' \
           'kvflash::SfaPlan::create(' 'kvflash::SfaPlan::~SfaPlan(' 'kvflash::SfaPlan::workspace_size(' \
           'kvflash::SfaPlan::run(' \
+          'kvflash::MergePlan::create(' 'kvflash::MergePlan::~MergePlan(' \
+          'kvflash::MergePlan::workspace_size(' 'kvflash::MergePlan::run(' \
+          'kvflash::merge_attention_states(' \
           'kvflash::incre_flash_attention(' 'kvflash::sparse_flash_attention(' \
           'kvflash::last_error_message(' 'kvflash::set_num_threads(' 'kvflash::get_num_threads(' \
           'kvflash::set_parallel_backend('; do
