@@ -11,6 +11,21 @@ add_test(NAME cli_ifa_contiguous_check
           --check --no-bandwidth)
 add_test(NAME cli_ifa_paged_int8_check
   COMMAND kvflash_cli ifa --lengths 130 0 45 --kv-dtype int8 --block-size 32 --iters 1 --check --no-bandwidth)
+# Batch < 3: the sampled first, longest and shortest sequences coincide and are checked once each
+# (replaying one paged sequence three times once asked for more blocks than the cache holds).
+add_test(NAME cli_ifa_paged_batch1_check
+  COMMAND kvflash_cli ifa --lengths 300 --heads 8 --kv-heads 2 --dim 64 --block-size 16 --iters 1
+          --check --no-bandwidth)
+add_test(NAME cli_ifa_paged_batch2_check
+  COMMAND kvflash_cli ifa --lengths 40 260 --kv-dtype fp16 --heads 8 --kv-heads 2 --dim 64
+          --block-size 128 --iters 1 --check --no-bandwidth)
+add_test(NAME cli_ifa_contiguous_batch1_check
+  COMMAND kvflash_cli ifa --lengths 200 --heads 8 --kv-heads 2 --dim 64 --block-size 0 --iters 1
+          --check --no-bandwidth)
+set_tests_properties(cli_ifa_paged_batch1_check cli_ifa_paged_batch2_check
+  cli_ifa_contiguous_batch1_check PROPERTIES
+  PASS_REGULAR_EXPRESSION "of [12] sequences? vs double reference.*PASSED"
+  FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 300 LABELS cli)
 set_tests_properties(cli_ifa_contiguous_check cli_ifa_paged_int8_check PROPERTIES
   PASS_REGULAR_EXPRESSION "PASSED" FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 300 LABELS cli)
 add_test(NAME cli_ifa_bad_shape COMMAND kvflash_cli ifa --heads 6 --kv-heads 4 --iters 1 --no-bandwidth)

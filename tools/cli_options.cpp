@@ -51,7 +51,9 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
       ->check(CLI::Range(0, kCliMaxThreads));
   ifa_cmd->add_option("--iters", demo.iterations, "timed iterations (median reported)")
       ->check(CLI::Range(1, kCliMaxIterations));
-  ifa_cmd->add_flag("--check", check, "check 3 sequences against the double-precision reference");
+  ifa_cmd->add_flag(
+      "--check", check,
+      "check the first, longest and shortest sequence against the double-precision reference");
   ifa_cmd->add_flag("--no-bandwidth", skip_bandwidth, "skip the memory read-bandwidth measurement");
 
   CLI::App* info_cmd =

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <numeric>
+#include <string>
 
 #include "demo_util.hpp"
 #include "ifa_reference.hpp"
@@ -184,9 +185,13 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
 
   // Sample check: the first, the longest and the shortest sequence, run on their own (which must
   // give the same bits as inside the batch) and compared with the double-precision reference.
+  // Each sequence is sampled once: with batch < 3 two of the picks coincide, and replaying one
+  // sequence twice would hand a paged call more block-table rows than the cache has blocks.
   const auto& len = shape.lengths;
-  std::vector<int64_t> rows = {0, std::max_element(len.begin(), len.end()) - len.begin(),
-                               std::min_element(len.begin(), len.end()) - len.begin()};
+  std::vector<int64_t> rows;
+  for (int64_t r : {int64_t{0}, std::max_element(len.begin(), len.end()) - len.begin(),
+                    std::min_element(len.begin(), len.end()) - len.begin()})
+    if (std::find(rows.begin(), rows.end(), r) == rows.end()) rows.push_back(r);
   IfaWorkload::Call sample_call;
   IfaArgs sample = w.args_for(rows, sample_call);
   sample.num_threads = options.num_threads;
@@ -206,7 +211,9 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
                 ref.expected[ref.index(i, h, e % d)], rtol * ref.v_absmax[ref.row(i, h)], rtol);
     }
   }
-  check.print("3 sequences");
+  const std::string what =
+      std::to_string(rows.size()) + (rows.size() == 1 ? " sequence" : " sequences");
+  check.print(what.c_str());
   return check.passed();
 }
 
