@@ -37,3 +37,16 @@ set_tests_properties(cli_ifa_bad_shape_message PROPERTIES
 add_test(NAME cli_info_version COMMAND kvflash_cli info --no-bandwidth)
 set_tests_properties(cli_info_version PROPERTIES
   PASS_REGULAR_EXPRESSION "kvflash ${PROJECT_VERSION}\n" TIMEOUT 60 LABELS cli)
+# `kvflash bench`: one tiny problem string runs, passes its check and writes JSON; a bad string is
+# refused naming the bad item. (Benchmarks are not timed tests: this only proves the path works.)
+add_test(NAME cli_bench_tiny
+  COMMAND kvflash_cli bench ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32 --iters 1 --no-bandwidth
+          --json ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_tiny.json)
+set_tests_properties(cli_bench_tiny PROPERTIES
+  PASS_REGULAR_EXPRESSION "bench \\[1/1\\].*PASSED.*all problems ran and passed their checks"
+  FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 120 LABELS cli)
+add_test(NAME cli_bench_bad_problem COMMAND kvflash_cli bench ifa:b2,q5 --no-bandwidth)
+set_tests_properties(cli_bench_bad_problem PROPERTIES WILL_FAIL TRUE LABELS cli)
+add_test(NAME cli_bench_bad_problem_message COMMAND kvflash_cli bench ifa:b2,q5 --no-bandwidth)
+set_tests_properties(cli_bench_bad_problem_message PROPERTIES
+  PASS_REGULAR_EXPRESSION "problem 'ifa:b2,q5': q5: unknown key" LABELS cli)

@@ -145,7 +145,7 @@ IfaWorkload make_workload(const IfaWorkloadShape& shape) {
 }  // namespace
 
 bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
-                      double read_bandwidth_gbs, bool check_sample) {
+                      double read_bandwidth_gbs, bool check_sample, IfaWorkloadResult* result) {
   const IfaWorkload w = make_workload(shape);
   std::vector<int64_t> all(w.batch());
   std::iota(all.begin(), all.end(), 0);
@@ -181,6 +181,9 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
       static_cast<long long>(tokens), seconds * 1e3, kv_bytes / 1e6, gbs);
   if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * gbs / read_bandwidth_gbs);
   std::printf("  %6.1f GFLOP/s\n", flops / seconds / 1e9);
+  IfaWorkloadResult unused;
+  IfaWorkloadResult& res = result ? *result : unused;
+  res = {seconds * 1e3, kv_bytes, gbs, flops / seconds / 1e9, check_sample, false};
   if (!check_sample) return true;
 
   // Sample check: the first, the longest and the shortest sequence, run on their own (which must
@@ -214,6 +217,7 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
   const std::string what =
       std::to_string(rows.size()) + (rows.size() == 1 ? " sequence" : " sequences");
   check.print(what.c_str());
+  res.passed = check.passed();
   return check.passed();
 }
 
