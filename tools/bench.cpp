@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16_peak.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
 #include "ifa_workload.hpp"
@@ -20,7 +21,8 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-bool write_json(const CliOptions& o, double bw, const std::vector<IfaWorkloadResult>& results) {
+bool write_json(const CliOptions& o, double bw, double peak,
+                const std::vector<IfaWorkloadResult>& results) {
   std::FILE* f = std::fopen(o.bench_json.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "kvflash bench: cannot write %s\n", o.bench_json.c_str());
@@ -29,7 +31,8 @@ bool write_json(const CliOptions& o, double bw, const std::vector<IfaWorkloadRes
   const int threads = o.demo.num_threads ? o.demo.num_threads : cpu::default_num_threads();
   std::fprintf(f, "{\n  \"isa\": \"%s\",\n  \"threads\": %d,\n  \"iterations\": %d,\n",
                cpu::isa_name(cpu::active_isa()), threads, o.demo.iterations);
-  std::fprintf(f, "  \"read_bandwidth_gbs\": %.3f,\n  \"results\": [", bw);
+  std::fprintf(f, "  \"read_bandwidth_gbs\": %.3f,\n  \"bf16_peak_gflops\": %.3f,\n", bw, peak);
+  std::fprintf(f, "  \"results\": [");
   for (size_t i = 0; i < results.size(); ++i) {
     const IfaWorkloadShape& s = o.bench[i];
     const IfaWorkloadResult& r = results[i];
@@ -50,6 +53,10 @@ bool write_json(const CliOptions& o, double bw, const std::vector<IfaWorkloadRes
 }  // namespace
 
 bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
+  // The compute ceiling, measured like the bandwidth (skipped with it by --no-bandwidth).
+  const double peak = o.skip_bandwidth ? 0.0 : measure_bf16_peak_gflops(o.demo.num_threads);
+  if (peak > 0)
+    std::printf("bf16 dot-product peak (vdpbf16ps loop, measured): %.0f GFLOP/s\n", peak);
   std::vector<IfaWorkloadResult> results(o.bench.size());
   bool ok = true;
   for (size_t i = 0; i < o.bench.size(); ++i) {
@@ -59,7 +66,7 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
                           &results[i]) &&
          ok;
   }
-  if (!o.bench_json.empty()) ok = write_json(o, read_bandwidth_gbs, results) && ok;
+  if (!o.bench_json.empty()) ok = write_json(o, read_bandwidth_gbs, peak, results) && ok;
   std::printf("bench: %s\n", ok ? "all problems ran and passed their checks" : "FAILED");
   return ok;
 }

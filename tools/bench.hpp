@@ -6,7 +6,8 @@
 
 namespace kvflash::tools {
 
-/// Runs o.bench in order; read_bandwidth_gbs (0 = not measured) goes into the report. Returns true
+/// Measures the bf16 dot-product peak (unless --no-bandwidth), then runs o.bench in order;
+/// read_bandwidth_gbs (0 = not measured) and the peak go into the report. Returns true
 /// when every problem ran and passed its check and the JSON file (if asked for) was written.
 bool run_bench(const CliOptions& o, double read_bandwidth_gbs);
 
