@@ -16,14 +16,9 @@ namespace {
 
 using namespace kvflash::tools;
 
-void check_options(const CliOptions& o) {
+// A shape from `kvflash ifa` options or a `kvflash bench` problem string: within the limits.
+void check_shape(const IfaWorkloadShape& s) {
   using kvflash::fuzz::violated;
-  if (o.demo.num_threads < 0 || o.demo.num_threads > kCliMaxThreads)
-    violated("accepted --threads " + std::to_string(o.demo.num_threads));
-  if (o.demo.iterations < 1 || o.demo.iterations > kCliMaxIterations)
-    violated("accepted --iters " + std::to_string(o.demo.iterations));
-  if (o.command != CliCommand::kIfa) return;
-  const IfaWorkloadShape& s = o.ifa;
   if (s.lengths.empty() || s.lengths.size() > static_cast<size_t>(kCliMaxBatch))
     violated("accepted " + std::to_string(s.lengths.size()) + " sequences");
   for (int64_t l : s.lengths)
@@ -41,13 +36,37 @@ void check_options(const CliOptions& o) {
     violated("accepted a KV dtype outside bf16, fp16, int8");
 }
 
+void check_options(const CliOptions& o) {
+  using kvflash::fuzz::violated;
+  if (o.demo.num_threads < 0 || o.demo.num_threads > kCliMaxThreads)
+    violated("accepted --threads " + std::to_string(o.demo.num_threads));
+  if (o.demo.iterations < 1 || o.demo.iterations > kCliMaxIterations)
+    violated("accepted --iters " + std::to_string(o.demo.iterations));
+  if (o.command == CliCommand::kIfa) check_shape(o.ifa);
+  if (o.command == CliCommand::kBench) {
+    if (o.bench.empty()) violated("accepted bench without a problem");
+    for (const IfaWorkloadShape& s : o.bench) check_shape(s);
+  }
+}
+
+bool same_shape(const IfaWorkloadShape& a, const IfaWorkloadShape& b) {
+  return a.name == b.name && a.lengths == b.lengths && a.num_heads == b.num_heads &&
+         a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim &&
+         a.block_size == b.block_size && a.kv_dtype == b.kv_dtype;
+}
+
+bool same_shapes(const std::vector<IfaWorkloadShape>& a, const std::vector<IfaWorkloadShape>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_shape(a[i], b[i])) return false;
+  return true;
+}
+
 bool same(const CliOptions& a, const CliOptions& b) {
   return a.command == b.command && a.demo.num_threads == b.demo.num_threads &&
          a.demo.iterations == b.demo.iterations && a.demo.quick == b.demo.quick &&
-         a.ifa.lengths == b.ifa.lengths && a.ifa.num_heads == b.ifa.num_heads &&
-         a.ifa.num_kv_heads == b.ifa.num_kv_heads && a.ifa.head_dim == b.ifa.head_dim &&
-         a.ifa.block_size == b.ifa.block_size && a.ifa.kv_dtype == b.ifa.kv_dtype &&
-         a.check == b.check && a.skip_bandwidth == b.skip_bandwidth;
+         same_shape(a.ifa, b.ifa) && same_shapes(a.bench, b.bench) &&
+         a.bench_json == b.bench_json && a.check == b.check && a.skip_bandwidth == b.skip_bandwidth;
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <string>
+#include <vector>
+
+#include "bench_problem.hpp"
 
 namespace kvflash::tools {
 namespace {
@@ -51,8 +54,23 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
       ->check(CLI::Range(0, kCliMaxThreads));
   ifa_cmd->add_option("--iters", demo.iterations, "timed iterations (median reported)")
       ->check(CLI::Range(1, kCliMaxIterations));
-  ifa_cmd->add_flag("--check", check, "check 3 sequences against the double-precision reference");
+  ifa_cmd->add_flag(
+      "--check", check,
+      "check the first, longest and shortest sequence against the double-precision reference");
   ifa_cmd->add_flag("--no-bandwidth", skip_bandwidth, "skip the memory read-bandwidth measurement");
+
+  std::vector<std::string> problems;
+  std::string bench_json;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "Time problems like ifa:b8,s4096,n32,kvn8,d128,kv=bf16,paged=128 (each checked)");
+  bench_cmd->add_option("problems", problems, "problem strings")->required();
+  bench_cmd->add_option("--threads", demo.num_threads, "worker threads (0 = all cores)")
+      ->check(CLI::Range(0, kCliMaxThreads));
+  bench_cmd->add_option("--iters", demo.iterations, "timed iterations (median reported)")
+      ->check(CLI::Range(1, kCliMaxIterations));
+  bench_cmd->add_option("--json", bench_json, "also write the results to this JSON file");
+  bench_cmd->add_flag("--no-bandwidth", skip_bandwidth,
+                      "skip the memory read-bandwidth measurement");
 
   CLI::App* info_cmd =
       app.add_subcommand("info", "Show the version, ISA, threads and measured read bandwidth");
@@ -73,7 +91,19 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
   o->demo = demo;
   o->skip_bandwidth = skip_bandwidth;
   o->check = check;
-  if (*info_cmd) {
+  std::vector<IfaWorkloadShape> bench;
+  for (const std::string& text : problems) {
+    std::string why;
+    if (!parse_bench_problem(text, &bench.emplace_back(), &why)) {
+      err << why << "\n";
+      return 1;
+    }
+  }
+  o->bench = std::move(bench);
+  o->bench_json = bench_json;
+  if (*bench_cmd) {
+    o->command = CliCommand::kBench;
+  } else if (*info_cmd) {
     o->command = CliCommand::kInfo;
   } else if (*ifa_cmd) {
     o->command = CliCommand::kIfa;

@@ -4,13 +4,15 @@
 
 #include <cstdint>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "demo.hpp"
 #include "ifa_workload.hpp"
 
 namespace kvflash::tools {
 
-enum class CliCommand { kDemo, kIfa, kInfo };
+enum class CliCommand { kDemo, kIfa, kInfo, kBench };
 
 /// What the command line asks for, checked: every value is in the range its option documents.
 struct CliOptions {
@@ -18,7 +20,10 @@ struct CliOptions {
   DemoOptions demo;
   /// `kvflash ifa`: lengths filled from --lengths, or --batch copies of --kv-len.
   IfaWorkloadShape ifa;
-  bool check = false;           ///< ifa --check
+  bool check = false;  ///< ifa --check
+  /// `kvflash bench`: one shape per problem string (tools/bench_problem.hpp), and --json FILE.
+  std::vector<IfaWorkloadShape> bench;
+  std::string bench_json;
   bool skip_bandwidth = false;  ///< --no-bandwidth
 };
 

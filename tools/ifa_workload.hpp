@@ -24,9 +24,19 @@ struct IfaWorkloadShape {
   DType kv_dtype = DType::kBFloat16;
 };
 
+/// What one timed workload measured (for `kvflash bench --json`).
+struct IfaWorkloadResult {
+  double ms_per_call = 0;  ///< median
+  double kv_bytes = 0;     ///< K and V bytes one call reads
+  double gbs = 0;          ///< kv_bytes / median time
+  double gflops = 0;       ///< 4 * tokens * N * D / median time
+  bool checked = false, passed = false;
+};
+
 /// Builds, times (median) and checks the workload; prints two lines. Returns the check's verdict
-/// (true when check_sample is false and the run succeeded).
+/// (true when check_sample is false and the run succeeded). Fills *result when given.
 bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
-                      double read_bandwidth_gbs, bool check_sample);
+                      double read_bandwidth_gbs, bool check_sample,
+                      IfaWorkloadResult* result = nullptr);
 
 }  // namespace kvflash::tools

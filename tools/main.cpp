@@ -2,11 +2,13 @@
 //   kvflash demo   the main job: embedded decode workloads, checked against the reference, timed
 //   kvflash ifa    one IFA decode step of a shape given on the command line: timed, optionally
 //                  checked
+//   kvflash bench  problem strings (ifa:b8,s4096,...): timed, checked, optionally written as JSON
 //   kvflash info   the version and what this machine gives kvflash (ISA, threads, read bandwidth)
 #include <cstdio>
 #include <iostream>
 #include <new>
 
+#include "bench.hpp"
 #include "cli_options.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
@@ -31,6 +33,7 @@ int run(const kvflash::tools::CliOptions& o) {
   if (!o.skip_bandwidth)
     std::printf("machine read bandwidth (measured, %d threads): %.1f GB/s\n", threads, bw);
   if (o.command == tools::CliCommand::kInfo) return 0;
+  if (o.command == tools::CliCommand::kBench) return tools::run_bench(o, bw) ? 0 : 1;
   if (o.command == tools::CliCommand::kIfa)
     return tools::run_ifa_workload(o.ifa, demo, bw, o.check) ? 0 : 1;
 

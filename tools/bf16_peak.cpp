@@ -1,0 +1,62 @@
+#include "bf16_peak.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "cpu/isa.hpp"
+#include "cpu/thread_pool.hpp"
+
+namespace kvflash::tools {
+namespace {
+
+constexpr int64_t kIters = int64_t{1} << 23;  // ~10 ms per pass at the expected peak
+constexpr int kAcc = 12;  // independent chains: enough to cover the latency x ports of vdpbf16ps
+
+// Only called when the CPU has AVX512-BF16 (checked by the caller), so the target attribute is
+// safe without building the whole file for that ISA.
+__attribute__((target("avx512f,avx512bf16"))) float dot_loop(float seed) {
+  __m512 acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_set1_ps(0.0f);
+  const __m512i a = _mm512_set1_epi32(0x3f803f80);  // bf16 pairs (1.0, 1.0)
+  const __m512bh bh_a = reinterpret_cast<const __m512bh&>(a);
+  const __m512i b = _mm512_castps_si512(_mm512_set1_ps(seed));
+  const __m512bh bh_b = reinterpret_cast<const __m512bh&>(b);
+  for (int64_t it = 0; it < kIters; ++it) {
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], bh_a, bh_b);
+  }
+  __m512 sum = acc[0];
+  for (int i = 1; i < kAcc; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  // Stored and summed in scalar code (GCC 12 warns falsely inside _mm512_reduce_add_ps).
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  float total = 0.0f;
+  for (float x : lanes) total += x;
+  return total;
+}
+
+}  // namespace
+
+double measure_bf16_peak_gflops(int num_threads) {
+  if (cpu::active_isa() < cpu::Isa::kAvx512Bf16) return 0.0;
+  const int threads = num_threads > 0 ? num_threads : cpu::default_num_threads();
+  std::atomic<uint32_t> sink{0};
+  std::vector<double> samples;
+  for (int pass = 0; pass < 3; ++pass) {
+    const auto t0 = std::chrono::steady_clock::now();
+    cpu::parallel_for(threads, threads, [&](int64_t w, int) {
+      const float r = dot_loop(1e-30f * static_cast<float>(w + 1));
+      sink.fetch_add(static_cast<uint32_t>(r != 0.0f), std::memory_order_relaxed);
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    samples.push_back(64.0 * kAcc * kIters * threads / s / 1e9);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+}  // namespace kvflash::tools
