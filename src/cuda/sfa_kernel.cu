@@ -348,14 +348,11 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
         sc = dot * p.scale;
       }
       float mx = sc;
-      bool any_nan = sc != sc;
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        mx = max_nan(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        any_nan = __any_sync(0xffffffffu, any_nan);
-      }
+      for (int o = 16; o > 0; o >>= 1) mx = max_nan(mx, __shfl_xor_sync(0xffffffffu, mx, o));
       float m_new = max_nan(m_st[hh], mx);
-      if (any_nan) m_new = nan;
+      // A NaN score makes the head NaN (softmax_state.h); the CPU finds it through its weight.
+      if (__any_sync(0xffffffffu, sc != sc)) m_new = nan;
       const float alpha = rescale(m_st[hh], m_new);
       const float pivot = m_new == -INFINITY ? 0.0f : m_new;
       const float pw = expf(sc - pivot);
