@@ -67,7 +67,7 @@ TORCH_LIBRARY_IMPL(kvflash, CPU, m) {
 // CUDA tensors run the same functions (they are device-generic: outputs and workspace are made
 // with the query's options, the run is queued on torch's current stream, no host synchronisation).
 // Registered whatever torch or kvflash was built with: without a CUDA backend in libkvflash the
-// plan is refused with 361001 ("no backend for device"), a clear error instead of a missing kernel.
+// plan is refused with 361001 ("no backend runs on ..."), a clear error instead of a missing kernel.
 TORCH_LIBRARY_IMPL(kvflash, CUDA, m) {
   using namespace kvflash::torch_ext;
   m.impl("npu_incre_flash_attention", &npu_ifa_cpu);
