@@ -467,17 +467,17 @@ Status sfa_run(const SfaProblem& p, const SfaArgs& args, void* workspace, void* 
   d.rows = w.rows;
   auto st = static_cast<cudaStream_t>(stream);
   resolve_kernel<<<1, 1, 0, st>>>(p, d, w);
-  if (cudaGetLastError() != cudaSuccess) return Status::kInvalid;
+  if (cudaGetLastError() != cudaSuccess) return Status::kRuntime;
   if (p.num_rows == 0 || p.num_heads == 0) return Status::kSuccess;
   const int smem = static_cast<int>(sizeof(Smem));
   if (cudaFuncSetAttribute(sfa_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) !=
       cudaSuccess) {
-    return Status::kInvalid;
+    return Status::kRuntime;
   }
   const dim3 grid(static_cast<unsigned>(p.num_rows),
                   static_cast<unsigned>((p.num_heads + kHeads - 1) / kHeads));
   sfa_kernel<<<grid, kThreads, smem, st>>>(p, d, w);
-  return cudaGetLastError() == cudaSuccess ? Status::kSuccess : Status::kInvalid;
+  return cudaGetLastError() == cudaSuccess ? Status::kSuccess : Status::kRuntime;
 }
 
 }  // namespace kvflash::cuda
