@@ -54,6 +54,11 @@ void AclHandles::destroy_all() {
   arrays_.clear();
 }
 
+void AclHandles::destroy_broken() {
+  for (const auto& destroy_one : doomed_) destroy_one();
+  doomed_.clear();
+}
+
 void AclHandles::destroy(const aclTensor* t) {
   auto it = std::find(tensors_.begin(), tensors_.end(), t);
   if (it == tensors_.end()) return;

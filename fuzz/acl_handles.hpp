@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,11 +43,15 @@ class AclHandles {
     if (h == nullptr || !in.rare(24)) return h;
     *broken = true;
     if (in.flag()) {
-      destroy(h);
-      return h;  // dangling: must be recognised as not live
+      doomed_.push_back([this, h] { destroy(h); });
+      return h;  // dangling once destroy_broken() ran: must be recognised as not live
     }
     return reinterpret_cast<const T*>(&foreign_);
   }
+  /// Destroys the handles maybe_break chose to leave dangling. Called once every handle of the
+  /// call is made: destroyed earlier, a handle's memory could be reused by the next handle made,
+  /// and the dangling pointer would name a live handle again.
+  void destroy_broken();
   /// Destroys every handle now (lifetime test: executors keep what they need).
   void destroy_all();
 
@@ -57,6 +62,7 @@ class AclHandles {
   std::vector<aclTensor*> tensors_;
   std::vector<aclTensorList*> lists_;
   std::vector<aclIntArray*> arrays_;
+  std::vector<std::function<void()>> doomed_;
   int64_t foreign_[4] = {};
 };
 

@@ -118,6 +118,7 @@ void run(FuzzInput& in) {
   uint64_t* ws_slot = in.rare(32) ? nullptr : &ws_size;
   aclOpExecutor** exec_slot = in.rare(32) ? nullptr : &exec;
 
+  h.destroy_broken();
   f.mem.snapshot(slots);
   aclnnStatus st = 0;
   switch (version) {

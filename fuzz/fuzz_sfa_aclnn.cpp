@@ -89,6 +89,7 @@ void run(FuzzInput& in) {
   uint64_t* ws_slot = in.rare(32) ? nullptr : &ws_size;
   aclOpExecutor** exec_slot = in.rare(32) ? nullptr : &exec;
 
+  h.destroy_broken();
   f.mem.snapshot(slots);
   const aclnnStatus st =
       version == 1

@@ -52,7 +52,7 @@ SfaModel model_sfa(const SfaArgs& a) {
   const int64_t s1 = q_tnd ? 0 : a.query.shape[1];
   m.rows = q_tnd ? a.query.shape[0] : m.batch * s1;
   const int64_t kv_rows = kv_tnd ? a.key.shape[0] : a.key.shape[1];
-  const int64_t kv_limit = paged ? a.block_table->shape[1] * a.key.shape[1] : kv_rows;
+  const int64_t kv_limit = paged ? sat_mul(a.block_table->shape[1], a.key.shape[1]) : kv_rows;
   const int64_t q_limit = q_tnd ? m.rows : s1;
   std::vector<int64_t> lq(m.batch, s1), lkv(m.batch, kv_rows), q0(m.batch, 0);
   m.row_fault.assign(m.rows, 0);
@@ -411,19 +411,28 @@ void check_sfa_run(SfaFuzzCase& f, const SfaArgs& args, int64_t status, const st
   SfaArgs sane = args;
   std::vector<int32_t> cleared;  // a copy of sparse_indices with faulted rows selecting nothing
   if (m.any_row_fault) {
+    // A contiguous copy: the rows of a strided sparse_indices may share elements, so clearing a
+    // faulted row in place could clear a good row as well.
     const TensorView& si = args.sparse_indices;
     const bool tnd = args.layout_query == "TND";
     const int64_t s1 = tnd ? 0 : args.query.shape[1];
     const int64_t kk = si.shape[si.rank - 1];
-    const auto bytes = view_bytes(si);
-    cleared.resize(static_cast<size_t>(*bytes / 4 + 1));
-    std::memcpy(cleared.data(), si.data, static_cast<size_t>(*bytes));
-    for (int64_t r = 0; r < m.rows; ++r) {
-      if (!m.row_fault[r]) continue;
-      expect_nan_row(args, r, m.heads, where, "a selected position has a bad block id");
-      for (int64_t k = 0; k < kk; ++k) cleared[index_elem(si, tnd, s1, r, k)] = -1;
+    TensorView c = si;
+    c.offset = 0;
+    int64_t numel = 1;
+    for (int i = c.rank - 1; i >= 0; --i) {
+      c.strides[i] = numel;
+      numel *= c.shape[i];
     }
-    sane.sparse_indices.data = cleared.data();
+    cleared.assign(static_cast<size_t>(numel), -1);
+    c.data = cleared.data();
+    for (int64_t r = 0; r < m.rows; ++r) {
+      if (m.row_fault[r])
+        expect_nan_row(args, r, m.heads, where, "a selected position has a bad block id");
+      for (int64_t k = 0; k < kk && !m.row_fault[r]; ++k)
+        cleared[index_elem(c, tnd, s1, r, k)] = read_i32(si, index_elem(si, tnd, s1, r, k));
+    }
+    sane.sparse_indices = c;
   }
   if (!f.differential) return;
   const reference::SfaReference ref = reference::sfa_reference(sane);
