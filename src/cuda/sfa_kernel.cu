@@ -155,8 +155,8 @@ struct Smem {
   float q[kHeads][kQk];
   uint16_t kt[kTile][kKStride];
   uint16_t vt[kTile][kNope];
-  float pw[kHeads][kTile];    // weights of the current tile
-  float alpha[kHeads];        // rescale of the accumulators before the tile's P.V
+  float pw[kHeads][kTile];  // weights of the current tile
+  float alpha[kHeads];      // rescale of the accumulators before the tile's P.V
   float fin_m[kHeads], fin_l[kHeads];
   int64_t k_off[kTile], r_off[kTile], v_off[kTile];
   // The selection cursor (thread 0) and what it tells the CTA.
@@ -286,8 +286,8 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
     if (h < nh) {
       x = dd < kNope
               ? to_f32(static_cast<const uint16_t*>(d.q)[row_index(p.q, r, h0 + h, dd)], bf16)
-              : to_f32(static_cast<const uint16_t*>(d.q_rope)[row_index(p.q_rope, r, h0 + h,
-                                                                        dd - kNope)],
+              : to_f32(static_cast<const uint16_t*>(
+                           d.q_rope)[row_index(p.q_rope, r, h0 + h, dd - kNope)],
                        bf16);
     }
     s.q[h][dd] = x;
@@ -318,8 +318,8 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
         }
         if (s.ended || s.cur_k >= valid_count) break;
         int64_t bg, en;
-        if (!selected_range(idx[row_index(p.indices, r, 0, s.cur_k)], p.sparse_block_size, thr,
-                            &bg, &en)) {
+        if (!selected_range(idx[row_index(p.indices, r, 0, s.cur_k)], p.sparse_block_size, thr, &bg,
+                            &en)) {
           s.ended = 1;
           break;
         }
