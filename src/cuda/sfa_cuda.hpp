@@ -22,7 +22,7 @@ size_t sfa_workspace_size(const core::SfaProblem& p);
 /// host synchronisation, so it is CUDA-graph capturable. Bad device data is never dereferenced:
 /// bad lengths make every output NaN, a bad block id makes its query row NaN, and the workspace's
 /// fault word / row flags record it (read by the runtime at stream synchronisation). Returns
-/// kRuntime (361001) only when a launch fails.
+/// kRuntime (361001) only when a launch fails. Defined only in builds with the CUDA backend.
 Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, void* workspace, void* stream);
 
 }  // namespace kvflash::cuda

@@ -21,24 +21,22 @@
 
 #include <cstdint>
 
-// sfa_problem.hpp's host helpers are static inline (see there) and unused here: nvcc hands the host
-// compiler one flattened file, where clang's -Wunused-function reports them.
-#if defined(__clang__)
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Wunused-function"
-#endif
-#include "core/sfa_problem.hpp"
-#include "cuda/sfa_cuda.hpp"
-#include "sfa/sfa_bind.hpp"
-#if defined(__clang__)
-#pragma clang diagnostic pop
-#endif
+#include "cuda/sfa_launch.hpp"
 
 namespace kvflash::cuda {
 namespace {
 
-using core::SfaData;
-using core::SfaProblem;
+using SfaProblem = SfaDevProblem;
+using SfaData = SfaDevData;
+
+// What the prologue derives per batch and per query row (core::SfaBatch, core::SfaRow).
+struct Batch {
+  int64_t lq = 0, lkv = 0, kv_row0 = 0;
+};
+struct Row {
+  int32_t batch = -1;  // -1: row not covered by any batch
+  int64_t i = 0;
+};
 
 constexpr int kTile = 32;      // positions per gathered tile: one per lane
 constexpr int kHeads = 16;     // heads per CTA: two per warp
@@ -55,8 +53,8 @@ constexpr uint32_t kFaultLengths = 1u;
 constexpr uint32_t kFaultBlockId = 2u;
 
 struct Ws {
-  core::SfaBatch* batches;
-  core::SfaRow* rows;
+  Batch* batches;
+  Row* rows;
   uint8_t* row_fault;
   uint32_t* fault;
 };
@@ -67,17 +65,17 @@ Ws carve(const SfaProblem& p, void* base) {
   auto* b = static_cast<unsigned char*>(base);
   Ws w;
   size_t at = 0;
-  w.batches = reinterpret_cast<core::SfaBatch*>(b + at);
-  at = align_up(at + sizeof(core::SfaBatch) * static_cast<size_t>(p.batch));
-  w.rows = reinterpret_cast<core::SfaRow*>(b + at);
-  at = align_up(at + sizeof(core::SfaRow) * static_cast<size_t>(p.num_rows));
+  w.batches = reinterpret_cast<Batch*>(b + at);
+  at = align_up(at + sizeof(Batch) * static_cast<size_t>(p.batch));
+  w.rows = reinterpret_cast<Row*>(b + at);
+  at = align_up(at + sizeof(Row) * static_cast<size_t>(p.num_rows));
   w.row_fault = b + at;
   at = align_up(at + static_cast<size_t>(p.num_rows));
   w.fault = reinterpret_cast<uint32_t*>(b + at);
   return w;
 }
 
-__device__ __forceinline__ int64_t row_index(const core::SfaRowView& v, int64_t r, int64_t h,
+__device__ __forceinline__ int64_t row_index(const SfaRowStrides& v, int64_t r, int64_t h,
                                              int64_t d) {
   return (r / v.rows_inner) * v.s_outer + (r % v.rows_inner) * v.s_inner + h * v.s_head +
          d * v.s_dim;
@@ -105,7 +103,7 @@ __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
   bool bad = false;
   int64_t prev_q = 0, prev_kv = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
-    core::SfaBatch bt{p.s1, p.kv_rows, 0};
+    Batch bt{p.s1, p.kv_rows, 0};
     if (p.has_lengths_query) {
       const int64_t x = d.lengths_query[b * p.lengths_query_s0];
       if (p.query_tnd) {
@@ -132,7 +130,7 @@ __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
     w.batches[b] = bt;
   }
   for (int64_t r = 0; r < p.num_rows; ++r) {
-    w.rows[r] = core::SfaRow{};
+    w.rows[r] = Row{};
     w.row_fault[r] = 0;
   }
   if (bad) {
@@ -143,7 +141,7 @@ __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
   for (int64_t b = 0; b < p.batch; ++b) {
     if (!p.query_tnd) first = b * p.s1;
     for (int64_t i = 0; i < w.batches[b].lq; ++i) {
-      w.rows[first + i] = core::SfaRow{static_cast<int32_t>(b), i};
+      w.rows[first + i] = Row{static_cast<int32_t>(b), i};
     }
     if (p.query_tnd) first += w.batches[b].lq;
   }
@@ -169,8 +167,8 @@ struct Smem {
 
 // Element offset of KV view v's row for batch b's logical token j (block id already checked).
 __device__ __forceinline__ int64_t kv_offset(const SfaProblem& p, const SfaData& d,
-                                             const core::SfaKvView& v, const core::SfaBatch& bt,
-                                             int64_t b, int64_t j) {
+                                             const SfaKvStrides& v, const Batch& bt, int64_t b,
+                                             int64_t j) {
   if (p.paged) {
     const int64_t blk = d.block_table[b * p.bt_s0 + (j / p.block_size) * p.bt_s1];
     return blk * v.s_block + (j % p.block_size) * v.s_pos;
@@ -204,7 +202,7 @@ __device__ __forceinline__ bool selected_range(int32_t x, int64_t sbs, int64_t t
 // Writes value to heads [h0, h0 + nh) of row r and max_sum to the softmax outputs.
 __device__ void write_row_value(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0,
                                 int nh, float value, float max_sum) {
-  const bool bf16 = p.dtype == DType::kBFloat16;
+  const bool bf16 = p.bf16;
   auto* out = static_cast<uint16_t*>(d.out);
   const uint16_t v16 = value != value ? (bf16 ? 0x7FC0 : 0x7E00) : from_f32(value, bf16);
   for (int i = threadIdx.x; i < nh * kNope; i += kThreads) {
@@ -223,7 +221,7 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
   const int64_t r = blockIdx.x;
   const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kHeads;
   const int nh = static_cast<int>(p.num_heads - h0 < kHeads ? p.num_heads - h0 : kHeads);
-  const bool bf16 = p.dtype == DType::kBFloat16;
+  const bool bf16 = p.bf16;
   const float nan = __int_as_float(0x7fc00000);
 
   if (*w.fault & kFaultLengths) {  // bad lengths: every output NaN (as the CPU's write_all_nan)
@@ -231,13 +229,13 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
     return;
   }
   // Row limits (core::sfa_row_limits).
-  const core::SfaRow row = w.rows[r];
+  const Row row = w.rows[r];
   if (row.batch < 0) {
     write_row_value(p, d, r, h0, nh, 0.0f, 0.0f);
     return;
   }
   const int64_t b = row.batch;
-  const core::SfaBatch bt = w.batches[b];
+  const Batch bt = w.batches[b];
   const int64_t thr = p.sparse_mode == 3 ? bt.lkv - bt.lq + row.i + 1 : bt.lkv;
   if (p.sparse_mode == 3 && thr <= 0) {
     write_row_value(p, d, r, h0, nh, 0.0f, 0.0f);
@@ -460,33 +458,30 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
 
 }  // namespace
 
-size_t sfa_workspace_size(const SfaProblem& p) {
-  return align_up(sizeof(core::SfaBatch) * static_cast<size_t>(p.batch)) +
-         align_up(sizeof(core::SfaRow) * static_cast<size_t>(p.num_rows)) +
-         align_up(static_cast<size_t>(p.num_rows)) + align_up(sizeof(uint32_t)) + 256;
+size_t sfa_launch_workspace_size(int64_t batch, int64_t num_rows) {
+  return align_up(sizeof(Batch) * static_cast<size_t>(batch)) +
+         align_up(sizeof(Row) * static_cast<size_t>(num_rows)) +
+         align_up(static_cast<size_t>(num_rows)) + align_up(sizeof(uint32_t)) + 256;
 }
 
-Status sfa_run(const SfaProblem& p, const SfaArgs& args, void* workspace, void* stream) {
-  SfaData d;
-  sfa::bind_data(p, args, &d);
+int sfa_launch(const SfaProblem& p, const SfaData& d, void* workspace, void* stream) {
   const uintptr_t raw = reinterpret_cast<uintptr_t>(workspace);
   void* base = static_cast<unsigned char*>(workspace) + ((raw + 255) / 256 * 256 - raw);
   const Ws w = carve(p, base);
-  d.batches = w.batches;
-  d.rows = w.rows;
   auto st = static_cast<cudaStream_t>(stream);
   resolve_kernel<<<1, 1, 0, st>>>(p, d, w);
-  if (cudaGetLastError() != cudaSuccess) return Status::kRuntime;
-  if (p.num_rows == 0 || p.num_heads == 0) return Status::kSuccess;
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
+  if (p.num_rows == 0 || p.num_heads == 0) return 0;
   const int smem = static_cast<int>(sizeof(Smem));
-  if (cudaFuncSetAttribute(sfa_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) !=
-      cudaSuccess) {
-    return Status::kRuntime;
+  if (cudaError_t e =
+          cudaFuncSetAttribute(sfa_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      e != cudaSuccess) {
+    return static_cast<int>(e);
   }
   const dim3 grid(static_cast<unsigned>(p.num_rows),
                   static_cast<unsigned>((p.num_heads + kHeads - 1) / kHeads));
   sfa_kernel<<<grid, kThreads, smem, st>>>(p, d, w);
-  return cudaGetLastError() == cudaSuccess ? Status::kSuccess : Status::kRuntime;
+  return static_cast<int>(cudaGetLastError());
 }
 
 }  // namespace kvflash::cuda
