@@ -31,9 +31,14 @@ if(KVFLASH_HAVE_CUDA)
     set(CMAKE_CUDA_ARCHITECTURES ${KVFLASH_CUDA_ARCHITECTURES})
   endif()
   enable_language(CUDA)
-  # C++17 for device code: CMake 3.25 (Debian 12) knows no CUDA20 dialect for nvcc. The .cu files
-  # include only headers that are C++17-clean (core/hd.hpp, cuda/*.hpp, core/error.hpp).
-  set(CMAKE_CUDA_STANDARD 17)
+  # C++20 as the rest of the library (the public headers need it: defaulted friend operator==).
+  # nvcc >= 12 accepts -std=c++20, but CMake 3.25 (Debian 12) has no CUDA20 flag for nvcc; give it
+  # the flag when the module did not.
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION AND CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION -std=c++20)
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION -std=c++20)
+  endif()
+  set(CMAKE_CUDA_STANDARD 20)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   find_package(CUDAToolkit REQUIRED)
   message(STATUS "kvflash: CUDA backend on (${CMAKE_CUDA_COMPILER_VERSION}, archs "
