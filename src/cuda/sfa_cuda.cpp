@@ -1,4 +1,4 @@
-// The SFA CUDA backend's adaptor: core::SfaProblem / the run's tensors to the C++17 structs the
+// The SFA CUDA backend's adaptor: core::SfaProblem / the run's tensors to the plain structs the
 // kernels take (sfa_launch.hpp). Built only with the CUDA backend (KVFLASH_HAVE_CUDA).
 #include "cuda/sfa_cuda.hpp"
 

@@ -1,6 +1,6 @@
 // The SFA CUDA kernels' interface with the library: plain structs of the problem's strides and the
-// run's pointers (what core::SfaProblem / core::SfaData hold), in C++17 with no kvflash header,
-// because the .cu files compile as C++17 (cmake/cuda.cmake). sfa_cuda.cpp fills them.
+// run's pointers (what core::SfaProblem / core::SfaData hold), with no kvflash header, so the
+// kernels depend on nothing host-only (and compile as C++17 or C++20). sfa_cuda.cpp fills them.
 #pragma once
 
 #include <cstddef>
