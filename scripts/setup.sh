@@ -22,3 +22,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
 fi
+
+# The CUDA backend (KVFLASH_CUDA=AUTO) builds when nvcc is found in /usr/local/cuda/bin or PATH; it
+# is preinstalled on the development and CI machines and not installed here (CUDA 13 comes from
+# NVIDIA's repository, not Debian's). Without it the build silently turns the backend off.
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup: nvcc found: the CUDA backend will build"
+else
+  echo "setup: no nvcc: the CUDA backend is off (CPU-only build)"
+fi

@@ -1,5 +1,6 @@
-// torch.ops.kvflash: the operator schemas and their kernels (CPU: the library; Meta: the shapes,
-// which FakeTensor uses for torch.compile and torch.export), plus private helpers for the tests.
+// torch.ops.kvflash: the operator schemas and their kernels (CPU and CUDA: the library; Meta: the
+// shapes, which FakeTensor uses for torch.compile and torch.export), plus private helpers for the
+// tests.
 // Loading the library also hands kvflash's parallel loops to torch's intra-op threads.
 #include <ATen/Parallel.h>
 #include <torch/library.h>
@@ -63,6 +64,17 @@ TORCH_LIBRARY_IMPL(kvflash, CPU, m) {
   m.impl("npu_sparse_flash_attention", &npu_sfa_cpu);
   m.impl("incre_flash_attention", &ifa_cpu);
   m.impl("merge_attention_states", &merge_cpu);
+}
+
+// CUDA tensors run the same functions (they are device-generic: outputs and workspace are made
+// with the query's options, the run is queued on torch's current stream, no host synchronisation).
+// Registered whatever torch or kvflash was built with: without a CUDA backend in libkvflash the
+// plan is refused with 361001 ("no backend runs on ..."), a clear error instead of a missing kernel.
+TORCH_LIBRARY_IMPL(kvflash, CUDA, m) {
+  using namespace kvflash::torch_ext;
+  m.impl("npu_incre_flash_attention", &npu_ifa_cpu);
+  m.impl("npu_sparse_flash_attention", &npu_sfa_cpu);
+  m.impl("incre_flash_attention", &ifa_cpu);
 }
 
 TORCH_LIBRARY_IMPL(kvflash, Meta, m) {

@@ -1,6 +1,8 @@
 #include "views.hpp"
 
 #include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
 #include <bit>
@@ -156,8 +158,21 @@ std::vector<int64_t> plan_key(const SfaArgs& a) {
 }
 
 namespace {
+// The stream a run on like's device is queued on: torch's current stream for a CUDA tensor (its
+// cudaStream_t, through c10's device-generic interface, so this file needs no CUDA header and builds
+// without a CUDA toolkit), null for a CPU tensor. Nothing here synchronises with the device.
+void* stream_of(const at::Tensor& like) {
+  if (!like.is_cuda()) return nullptr;
+  const c10::impl::DeviceGuardImplInterface* impl =
+      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  return impl->getStream(like.device()).native_handle();
+}
+
 template <class Plan, class Args>
 void run_with_workspace(const Plan& plan, const Args& args, const at::Tensor& like) {
+  // A CUDA run's workspace and kernels go to like's device and its current stream.
+  const c10::OptionalDeviceGuard guard(like.is_cuda() ? std::optional<c10::Device>(like.device())
+                                                      : std::nullopt);
   const size_t size = plan.workspace_size();
   at::Tensor ws;
   void* ptr = nullptr;
@@ -165,7 +180,7 @@ void run_with_workspace(const Plan& plan, const Args& args, const at::Tensor& li
     ws = at::empty({static_cast<int64_t>(size)}, like.options().dtype(at::kByte));
     ptr = ws.data_ptr();
   }
-  const Status status = plan.run(args, ptr, size);
+  const Status status = plan.run(args, ptr, size, stream_of(like));
   if (status != Status::kSuccess) throw_status(status);
 }
 }  // namespace

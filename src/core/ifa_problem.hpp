@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/hd.hpp"
 #include "kvflash/tensor.hpp"
 
 namespace kvflash::core {
@@ -140,17 +141,23 @@ struct IfaKvRange {
   int64_t begin = 0;
   bool empty = false;
 };
-inline IfaKvRange ifa_kv_range(const IfaProblem& p, int64_t b, int64_t pad_value) {
+/// The same for a sequence of kv_len positions, from the problem's scalars: what a device
+/// prologue calls, since it has no IfaProblem.
+KVFLASH_HD inline IfaKvRange ifa_kv_range_of(bool left_padding, int64_t kv_seq_len, int64_t kv_len,
+                                             int64_t pad_value) {
   IfaKvRange r;
-  if (!p.left_padding) return r;
+  if (!left_padding) return r;
   const int64_t pad = pad_value > 0 ? pad_value : 0;
-  const int64_t room = p.kv_seq_len - p.kv_len[b];  // >= 0: validated
+  const int64_t room = kv_seq_len - kv_len;  // >= 0: validated
   if (pad > room) {
     r.empty = true;
   } else {
     r.begin = room - pad;
   }
   return r;
+}
+inline IfaKvRange ifa_kv_range(const IfaProblem& p, int64_t b, int64_t pad_value) {
+  return ifa_kv_range_of(p.left_padding, p.kv_seq_len, p.kv_len[b], pad_value);
 }
 
 /// The masked-score replacement value (spec §2.5 step 5): a replacement, not an addition.

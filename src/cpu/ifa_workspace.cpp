@@ -8,6 +8,7 @@
 #include "core/half.hpp"
 #include "ifa/ifa_bind.hpp"
 #include "ifa/ifa_error.hpp"
+#include "ifa/ifa_fault.hpp"
 
 namespace kvflash::cpu {
 namespace {
@@ -162,27 +163,24 @@ std::byte* ifa_prepare(const core::IfaProblem& p, const IfaArgs& args, const Ifa
 }
 
 Status ifa_report_faults(const core::IfaProblem& p, const core::IfaData& d) {
-  const auto str = [](int64_t v) { return std::to_string(v); };
   for (int64_t b = 0; b < p.batch; ++b) {
-    const int64_t len = p.kv_len[b], begin = d.kv_begin[b];
-    switch (d.batch_state[b]) {
-      case core::kIfaBatchFaultBlockId: {
-        const core::BlockTableView& bt = p.block_table;
-        const int64_t slot = bad_slot(p, d.block_table, b, begin);
-        const int32_t id = d.block_table[b * bt.s0 + slot * bt.s1];
-        return ifa::invalid("block_table[" + str(b) + "][" + str(slot) + "] (" + str(id) +
-                            ") is not a valid block id: expected [0, " + str(bt.num_blocks) +
-                            ") for the " + str(len) + " tokens of batch " + str(b) +
-                            "; the outputs of batch " + str(b) + " are NaN");
-      }
-      case core::kIfaBatchFaultMaskRange:
-        return ifa::invalid("kv_padding_size (" + str(d.kv_padding_size[0]) + ") puts batch " +
-                            str(b) + "'s " + str(len) + " positions at [" + str(begin) + ", " +
-                            str(begin + len) + "), beyond the atten_mask's last dim (" +
-                            str(p.mask_cols) + "); the outputs of batch " + str(b) + " are NaN");
-      default:
-        break;
+    const uint8_t state = d.batch_state[b];
+    if (state != core::kIfaBatchFaultBlockId && state != core::kIfaBatchFaultMaskRange) continue;
+    ifa::IfaFault f;
+    f.kind = state;
+    f.batch = b;
+    f.len = p.kv_len[b];
+    f.begin = d.kv_begin[b];
+    if (state == core::kIfaBatchFaultBlockId) {
+      const core::BlockTableView& bt = p.block_table;
+      f.slot = bad_slot(p, d.block_table, b, f.begin);
+      f.id = d.block_table[b * bt.s0 + f.slot * bt.s1];
+      f.num_blocks = bt.num_blocks;
+    } else {
+      f.pad = d.kv_padding_size[0];
+      f.mask_cols = p.mask_cols;
     }
+    return ifa::invalid(ifa::ifa_fault_message(f));
   }
   return Status::kSuccess;
 }

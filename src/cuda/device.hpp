@@ -1,0 +1,25 @@
+// Whether this process can use a CUDA device. Asked by the CUDA backend entries' available() and
+// by the CUDA tests (which skip, printing reason(), when there is none). On a machine without a
+// driver or GPU the answer is "no" with a reason, never a failure: the library loads and runs on
+// the CPU there.
+#pragma once
+
+#include <string>
+
+namespace kvflash::cuda {
+
+struct DeviceInfo {
+  bool present = false;
+  int count = 0;        ///< devices visible to this process
+  int sm_count = 0;     ///< of device 0
+  int major = 0;        ///< compute capability of device 0
+  int minor = 0;
+  std::string name;     ///< of device 0
+  std::string reason;   ///< why present is false ("no CUDA driver", "no CUDA device", ...)
+};
+
+/// Queried once per process (the answer cannot change while it runs), thread-safe.
+const DeviceInfo& device_info();
+inline bool device_present() { return device_info().present; }
+
+}  // namespace kvflash::cuda
