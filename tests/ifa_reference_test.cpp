@@ -572,6 +572,9 @@ TEST(IfaCaseList, ReferenceIsFiniteAndInformative) {
           char* p = static_cast<char*>(o.data) + e * static_cast<int64_t>(dtype_size(o.dtype));
           if (o.dtype == DType::kInt8) {
             *p = static_cast<char>(static_cast<int8_t>(x));
+          } else if (o.dtype == DType::kFloat32) {
+            const float f = static_cast<float>(x);
+            std::memcpy(p, &f, 4);
           } else {
             const uint16_t bits = o.dtype == DType::kFloat16
                                       ? core::float_to_fp16(static_cast<float>(x))
