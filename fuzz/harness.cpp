@@ -170,7 +170,7 @@ void OutputBuffer::check(const TensorView& view, bool written) const {
     const size_t es = dtype_size(view.dtype);
     const auto* base = static_cast<const std::byte*>(view.data);
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t e = elem_of_flat(view, i);
+      const int64_t e = element_at_flat(view, i);
       const std::byte* p = base + e * static_cast<int64_t>(es);
       if (p < now || p + es > now + before.size()) continue;  // outside: never written
       std::fill_n(may.begin() + (p - now), es, 1);
@@ -217,95 +217,6 @@ void check_status(int64_t status, const char* message, const char* op,
   }
   violated(where + ": status " + std::to_string(status) + " with message '" + msg +
            "', which names no argument");
-}
-
-int64_t elem_of_flat(const TensorView& v, int64_t flat) {
-  int64_t e = v.offset;
-  for (int k = v.rank - 1; k >= 0; --k) {
-    const int64_t n = std::max<int64_t>(v.shape[k], 1);
-    e += (flat % n) * v.strides[k];
-    flat /= n;
-  }
-  return e;
-}
-
-void store_flat(const TensorView& v, int64_t flat, double x) {
-  char* p = static_cast<char*>(v.data) +
-            elem_of_flat(v, flat) * static_cast<int64_t>(dtype_size(v.dtype));
-  switch (v.dtype) {
-    case DType::kFloat32: {
-      const float f = static_cast<float>(x);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case DType::kFloat16: {
-      const uint16_t h = core::float_to_fp16(static_cast<float>(x));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DType::kBFloat16: {
-      const uint16_t h = core::float_to_bf16(static_cast<float>(x));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DType::kInt8:
-      *p = static_cast<char>(static_cast<int8_t>(std::clamp(x, -128.0, 127.0)));
-      break;
-    case DType::kUInt8:
-    case DType::kBool:
-      *p = static_cast<char>(static_cast<uint8_t>(std::clamp(x, 0.0, 255.0)));
-      break;
-    case DType::kInt32: {
-      const int32_t i = static_cast<int32_t>(std::clamp(x, -2147483648.0, 2147483647.0));
-      std::memcpy(p, &i, 4);
-      break;
-    }
-    case DType::kInt64: {
-      const int64_t i = x >= 9.2e18    ? std::numeric_limits<int64_t>::max()
-                        : x <= -9.2e18 ? std::numeric_limits<int64_t>::min()
-                                       : static_cast<int64_t>(x);
-      std::memcpy(p, &i, 8);
-      break;
-    }
-  }
-}
-
-double load_flat(const TensorView& v, int64_t flat) {
-  const char* p = static_cast<const char*>(v.data) +
-                  elem_of_flat(v, flat) * static_cast<int64_t>(dtype_size(v.dtype));
-  switch (v.dtype) {
-    case DType::kFloat32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case DType::kFloat16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return core::fp16_to_float(h);
-    }
-    case DType::kBFloat16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return core::bf16_to_float(h);
-    }
-    case DType::kInt8:
-      return static_cast<int8_t>(*p);
-    case DType::kUInt8:
-    case DType::kBool:
-      return static_cast<uint8_t>(*p);
-    case DType::kInt32: {
-      int32_t i;
-      std::memcpy(&i, p, 4);
-      return i;
-    }
-    case DType::kInt64: {
-      int64_t i;
-      std::memcpy(&i, p, 8);
-      return static_cast<double>(i);
-    }
-  }
-  return std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace kvflash::fuzz

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "element_access.hpp"  // reference/
 #include "kvflash/tensor.hpp"
 
 namespace kvflash::fuzz {
@@ -105,11 +106,11 @@ void check_status(int64_t status, const char* message, const char* op,
 /// True if `text` contains `word` delimited by non-identifier characters.
 bool has_word(const std::string& text, const std::string& word);
 
-/// Writes x to element `flat` (row-major over the view's dims) as the view's dtype.
-void store_flat(const TensorView& v, int64_t flat, double x);
-/// Reads element `flat` (row-major) as a double (NaN for an unknown dtype).
-double load_flat(const TensorView& v, int64_t flat);
-/// The element offset (from data, in elements) of row-major element `flat`.
-int64_t elem_of_flat(const TensorView& v, int64_t flat);
+// Element access of the oracle (reference/element_access.hpp): one implementation for the
+// harness, the tests and the reference.
+using reference::element_at_flat;
+using reference::load_element;
+using reference::store_element;
+using reference::store_element_flat;
 
 }  // namespace kvflash::fuzz

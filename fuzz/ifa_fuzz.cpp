@@ -112,47 +112,6 @@ IfaModel model_ifa(const IfaArgs& a) {
   return m;
 }
 
-double out_value(const TensorView& o, int64_t e) {
-  const char* p = static_cast<const char*>(o.data) + e * static_cast<int64_t>(dtype_size(o.dtype));
-  uint16_t h;
-  switch (o.dtype) {
-    case DType::kFloat16:
-      std::memcpy(&h, p, 2);
-      return core::fp16_to_float(h);
-    case DType::kBFloat16:
-      std::memcpy(&h, p, 2);
-      return core::bf16_to_float(h);
-    case DType::kInt8:
-      return static_cast<int8_t>(*p);
-    default: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-  }
-}
-
-void set_out(const TensorView& o, int64_t e, double x) {
-  char* p = static_cast<char*>(o.data) + e * static_cast<int64_t>(dtype_size(o.dtype));
-  uint16_t h;
-  switch (o.dtype) {
-    case DType::kFloat16:
-      h = core::float_to_fp16(static_cast<float>(x));
-      std::memcpy(p, &h, 2);
-      break;
-    case DType::kBFloat16:
-      h = core::float_to_bf16(static_cast<float>(x));
-      std::memcpy(p, &h, 2);
-      break;
-    case DType::kInt8:
-      *p = static_cast<char>(static_cast<int8_t>(x));
-      break;
-    default: {
-      const float f = static_cast<float>(x);
-      std::memcpy(p, &f, 4);
-    }
-  }
-}
 
 }  // namespace
 
@@ -499,7 +458,7 @@ void check_ifa_run(IfaFuzzCase& f, const IfaArgs& args, int64_t status, const st
       if (m.fault[b]) lens[b] = 0;
       // A faulted batch is NaN (int8: 0) in every element, its LSE NaN.
       for (int64_t e = b * H * D; m.fault[b] && e < (b + 1) * H * D; ++e) {
-        const double x = out_value(out, e);
+        const double x = load_element(out, e);
         if (out.dtype == DType::kInt8 ? x != 0 : !std::isnan(x))
           violated(where + ": batch " + str(b) + " has a bad block id or padded range but output " +
                    "element " + str(e) + " is " + std::to_string(x) + ", not NaN (int8: 0)");
@@ -520,7 +479,7 @@ void check_ifa_run(IfaFuzzCase& f, const IfaArgs& args, int64_t status, const st
     if (!m.fault[b]) continue;
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t d = 0; d < D; ++d)
-        set_out(out, (b * H + h) * D + d, ref.rounded[ref.index(b, h, d)]);
+        store_element(out, (b * H + h) * D + d, ref.rounded[ref.index(b, h, d)]);
       if (args.softmax_lse) {
         const float x = -std::numeric_limits<float>::infinity();
         std::memcpy(static_cast<float*>(args.softmax_lse->data) + b * H + h, &x, 4);

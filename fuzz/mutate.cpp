@@ -48,7 +48,7 @@ double draw(Role role, DType dtype, testing::TestRng& rng) {
 
 void fill_view(const TensorView& v, Role role, testing::TestRng& rng) {
   const int64_t n = v.numel();
-  for (int64_t i = 0; i < n; ++i) store_flat(v, i, draw(role, v.dtype, rng));
+  for (int64_t i = 0; i < n; ++i) store_element_flat(v, i, draw(role, v.dtype, rng));
 }
 
 void CaseMemory::rehome(const Slot& slot, testing::TestRng& rng) {
@@ -240,7 +240,7 @@ std::string inject_nonfinite(FuzzInput& in, const Slot& slot) {
   const double x = kind == 0   ? std::numeric_limits<double>::quiet_NaN()
                    : kind == 1 ? std::numeric_limits<double>::infinity()
                                : -std::numeric_limits<double>::infinity();
-  store_flat(v, at, x);
+  store_element_flat(v, at, x);
   return slot.name + "[" + std::to_string(at) + "]=" +
          (kind == 0   ? "nan"
           : kind == 1 ? "inf"
@@ -273,7 +273,7 @@ std::string poke_int(FuzzInput& in, const Slot& slot, int64_t typical) {
       x = std::numeric_limits<int32_t>::min();
       break;
     case 5: {  // a duplicate of another entry
-      const int64_t from = elem_of_flat(
+      const int64_t from = element_at_flat(
           v, static_cast<int64_t>(in.below(static_cast<uint32_t>(std::min<int64_t>(n, 1 << 20)))));
       if (v.dtype == DType::kInt32) {
         int32_t i;
@@ -293,10 +293,10 @@ std::string poke_int(FuzzInput& in, const Slot& slot, int64_t typical) {
   }
   if (v.dtype == DType::kInt32) {
     const int32_t i = static_cast<int32_t>(x);  // wraps: any int32 bit pattern is fair
-    std::memcpy(static_cast<char*>(v.data) + elem_of_flat(v, at) * 4, &i, 4);
+    std::memcpy(static_cast<char*>(v.data) + element_at_flat(v, at) * 4, &i, 4);
     x = i;
   } else {
-    std::memcpy(static_cast<char*>(v.data) + elem_of_flat(v, at) * 8, &x, 8);
+    std::memcpy(static_cast<char*>(v.data) + element_at_flat(v, at) * 8, &x, 8);
   }
   return slot.name + "[" + std::to_string(at) + "]=" + std::to_string(x);
 }

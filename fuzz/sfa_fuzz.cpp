@@ -107,37 +107,18 @@ SfaModel model_sfa(const SfaArgs& a) {
   return m;
 }
 
-double get16(const TensorView& o, int64_t e) {
-  uint16_t h;
-  std::memcpy(&h, static_cast<const char*>(o.data) + e * 2, 2);
-  return o.dtype == DType::kFloat16 ? core::fp16_to_float(h) : core::bf16_to_float(h);
-}
-void set16(const TensorView& o, int64_t e, double x) {
-  const uint16_t h = o.dtype == DType::kFloat16 ? core::float_to_fp16(static_cast<float>(x))
-                                                : core::float_to_bf16(static_cast<float>(x));
-  std::memcpy(static_cast<char*>(o.data) + e * 2, &h, 2);
-}
-float get32(const TensorView& o, int64_t e) {
-  float x;
-  std::memcpy(&x, static_cast<const float*>(o.data) + e, 4);
-  return x;
-}
-void set32(const TensorView& o, int64_t e, double x) {
-  const float f = static_cast<float>(x);
-  std::memcpy(static_cast<float*>(o.data) + e, &f, 4);
-}
 
 // Row r of every output must be NaN.
 void expect_nan_row(const SfaArgs& a, int64_t r, int64_t heads, const std::string& where,
                     const char* why) {
   for (int64_t e = r * heads * kNope; e < (r + 1) * heads * kNope; ++e) {
-    if (!std::isnan(get16(a.attention_out, e)))
+    if (!std::isnan(load_element(a.attention_out, e)))
       violated(where + ": " + why + " but attention_out element " + str(e) + " is not NaN");
   }
   if (!a.return_softmax_lse) return;
   for (int64_t h = 0; h < heads; ++h) {
-    if (!std::isnan(get32(*a.softmax_max, r * heads + h)) ||
-        !std::isnan(get32(*a.softmax_sum, r * heads + h)))
+    if (!std::isnan(load_element(*a.softmax_max, r * heads + h)) ||
+        !std::isnan(load_element(*a.softmax_sum, r * heads + h)))
       violated(where + ": " + why + " but softmax max/sum of row " + str(r) + " is not NaN");
   }
 }
@@ -440,10 +421,10 @@ void check_sfa_run(SfaFuzzCase& f, const SfaArgs& args, int64_t status, const st
     if (!m.row_fault[r]) continue;
     for (int64_t h = 0; h < m.heads; ++h) {
       for (int64_t d = 0; d < kNope; ++d)
-        set16(args.attention_out, (r * m.heads + h) * kNope + d, ref.rounded[ref.index(r, h, d)]);
+        store_element(args.attention_out, (r * m.heads + h) * kNope + d, ref.rounded[ref.index(r, h, d)]);
       if (args.return_softmax_lse) {
-        set32(*args.softmax_max, r * m.heads + h, ref.softmax_max[ref.row(r, h)]);
-        set32(*args.softmax_sum, r * m.heads + h, ref.softmax_sum[ref.row(r, h)]);
+        store_element(*args.softmax_max, r * m.heads + h, ref.softmax_max[ref.row(r, h)]);
+        store_element(*args.softmax_sum, r * m.heads + h, ref.softmax_sum[ref.row(r, h)]);
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/half.hpp"
+#include "element_access.hpp"
 
 namespace kvflash::reference {
 namespace {
@@ -21,63 +22,9 @@ double nan_max(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
 
 // ---- reading a view --------------------------------------------------------------------------
 
-double widen(const TensorView& v, int64_t elem) {
-  const char* p =
-      static_cast<const char*>(v.data) + elem * static_cast<int64_t>(dtype_size(v.dtype));
-  switch (v.dtype) {
-    case DType::kFloat32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case DType::kFloat16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return core::fp16_to_float(h);
-    }
-    case DType::kBFloat16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return core::bf16_to_float(h);
-    }
-    case DType::kInt8:
-      return static_cast<int8_t>(*p);
-    case DType::kUInt8:
-    case DType::kBool:
-      return static_cast<uint8_t>(*p);
-    case DType::kInt32: {
-      int32_t i;
-      std::memcpy(&i, p, 4);
-      return i;
-    }
-    case DType::kInt64: {
-      int64_t i;
-      std::memcpy(&i, p, 8);
-      return static_cast<double>(i);
-    }
-  }
-  return std::numeric_limits<double>::quiet_NaN();
-}
-
 // Element at a multi-index (one index per dim of the view).
-double at(const TensorView& v, std::initializer_list<int64_t> idx) {
-  int64_t e = v.offset;
-  int k = 0;
-  for (int64_t i : idx) e += i * v.strides[k++];
-  return widen(v, e);
-}
-
-// Element at a row-major flat index over the view's shape (used where the spec says "the dims
-// flatten to ...", e.g. per-channel scales of any accepted shape).
-double at_flat(const TensorView& v, int64_t flat) {
-  int64_t e = v.offset;
-  for (int k = v.rank - 1; k >= 0; --k) {
-    const int64_t n = std::max<int64_t>(v.shape[k], 1);
-    e += (flat % n) * v.strides[k];
-    flat /= n;
-  }
-  return widen(v, e);
-}
+double at(const TensorView& v, std::initializer_list<int64_t> idx) { return load_element(v, idx); }
+double at_flat(const TensorView& v, int64_t flat) { return load_element_flat(v, flat); }
 
 double round_format(double x, int mant_bits, int min_exp, double overflow) {
   if (!std::isfinite(x) || x == 0.0) return x;

@@ -6,25 +6,16 @@
 #include <limits>
 #include <vector>
 
-#include "core/half.hpp"
+#include "element_access.hpp"
 #include "ifa_reference.hpp"  // ifa_round_to_dtype: one rounding rule for every oracle
 
 namespace kvflash::reference {
 namespace {
 
 double read(const TensorView& v, const std::vector<int64_t>& idx) {
-  int64_t off = v.offset;
-  for (size_t i = 0; i < idx.size(); ++i) off += idx[i] * v.strides[i];
-  switch (v.dtype) {
-    case DType::kFloat16:
-      return core::fp16_to_float(static_cast<const uint16_t*>(v.data)[off]);
-    case DType::kBFloat16:
-      return core::bf16_to_float(static_cast<const uint16_t*>(v.data)[off]);
-    case DType::kFloat32:
-      return static_cast<const float*>(v.data)[off];
-    default:
-      return std::numeric_limits<double>::quiet_NaN();
-  }
+  int64_t elem = v.offset;
+  for (size_t i = 0; i < idx.size(); ++i) elem += idx[i] * v.strides[i];
+  return load_element(v, elem);
 }
 
 double nan_max(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/half.hpp"
+#include "element_access.hpp"
 #include "ifa_reference.hpp"  // ifa_round_to_dtype: one rounding rule for every oracle
 
 namespace kvflash::reference {
@@ -16,29 +16,8 @@ namespace {
 constexpr int64_t kNope = 512;
 constexpr int64_t kRope = 64;
 
-int64_t elem_offset(const TensorView& v, std::initializer_list<int64_t> idx) {
-  int64_t off = v.offset;
-  int k = 0;
-  for (int64_t i : idx) off += i * v.strides[k++];
-  return off;
-}
-
 // Exact widening of one element of any dtype the operator uses.
-double read(const TensorView& v, std::initializer_list<int64_t> idx) {
-  const int64_t off = elem_offset(v, idx);
-  switch (v.dtype) {
-    case DType::kFloat16:
-      return core::fp16_to_float(static_cast<const uint16_t*>(v.data)[off]);
-    case DType::kBFloat16:
-      return core::bf16_to_float(static_cast<const uint16_t*>(v.data)[off]);
-    case DType::kFloat32:
-      return static_cast<const float*>(v.data)[off];
-    case DType::kInt32:
-      return static_cast<const int32_t*>(v.data)[off];
-    default:
-      return std::numeric_limits<double>::quiet_NaN();
-  }
-}
+double read(const TensorView& v, std::initializer_list<int64_t> idx) { return load_element(v, idx); }
 
 // Non-finite inputs (spec §0.2 item 6) go through the plain IEEE arithmetic of §3.4; the only
 // helper is a max that keeps NaN (std::max drops a NaN second argument).

@@ -1,33 +1,16 @@
-// Reading and writing single elements of a TensorView in tests, for every dtype kvflash knows:
-// one implementation for the case builders, the comparators and the tests that plant values.
+// Reading and writing single elements of a TensorView in tests: the oracle's own element access
+// (reference/element_access.hpp), under the names the case builders and comparators use.
 #pragma once
 
-#include <cstdint>
-#include <initializer_list>
-
-#include "kvflash/tensor.hpp"
+#include "element_access.hpp"  // reference/
 
 namespace kvflash::testing {
 
-/// Element offset (from data, in elements) of the logical index idx: offset + sum idx_k * stride_k.
-int64_t element_at(const TensorView& v, std::initializer_list<int64_t> idx);
-/// Element offset of the row-major flat index `flat` over the view's shape.
-int64_t element_at_flat(const TensorView& v, int64_t flat);
-
-/// The element at offset elem, widened exactly (fp16/bf16/fp32, integers, bool).
-double load_element(const TensorView& v, int64_t elem);
-/// Stores x at offset elem: rounded to nearest even for fp16/bf16/fp32, saturated for int8 and
-/// uint8/bool, truncated for int32/int64.
-void store_element(const TensorView& v, int64_t elem, double x);
-
-inline double load_element(const TensorView& v, std::initializer_list<int64_t> idx) {
-  return load_element(v, element_at(v, idx));
-}
-inline void store_element(const TensorView& v, std::initializer_list<int64_t> idx, double x) {
-  store_element(v, element_at(v, idx), x);
-}
-inline void store_element_flat(const TensorView& v, int64_t flat, double x) {
-  store_element(v, element_at_flat(v, flat), x);
-}
+using reference::element_at;
+using reference::element_at_flat;
+using reference::load_element;
+using reference::load_element_flat;
+using reference::store_element;
+using reference::store_element_flat;
 
 }  // namespace kvflash::testing

@@ -1,12 +1,13 @@
-#include "support/elements.hpp"
+#include "element_access.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "core/half.hpp"
 
-namespace kvflash::testing {
+namespace kvflash::reference {
 
 int64_t element_at(const TensorView& v, std::initializer_list<int64_t> idx) {
   int64_t e = v.offset;
@@ -59,6 +60,21 @@ double load_element(const TensorView& v, int64_t elem) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+namespace {
+
+// x saturated to [lo, hi] and truncated toward zero; NaN stores 0 (a cast of NaN is undefined).
+template <typename Int>
+Int saturate(double x) {
+  if (std::isnan(x)) return 0;
+  constexpr double lo = static_cast<double>(std::numeric_limits<Int>::min());
+  // The largest double below 2^63 for int64 (INT64_MAX itself is not representable).
+  constexpr double hi = sizeof(Int) == 8 ? 9223372036854774784.0
+                                         : static_cast<double>(std::numeric_limits<Int>::max());
+  return static_cast<Int>(std::clamp(x, lo, hi));
+}
+
+}  // namespace
+
 void store_element(const TensorView& v, int64_t elem, double x) {
   char* p = static_cast<char*>(v.data) + elem * static_cast<int64_t>(dtype_size(v.dtype));
   switch (v.dtype) {
@@ -76,23 +92,23 @@ void store_element(const TensorView& v, int64_t elem, double x) {
       break;
     }
     case DType::kInt8:
-      *p = static_cast<char>(static_cast<int8_t>(std::clamp(x, -128.0, 127.0)));
+      *p = static_cast<char>(saturate<int8_t>(x));
       break;
     case DType::kUInt8:
     case DType::kBool:
-      *p = static_cast<char>(static_cast<uint8_t>(std::clamp(x, 0.0, 255.0)));
+      *p = static_cast<char>(saturate<uint8_t>(x));
       break;
     case DType::kInt32: {
-      const int32_t i = static_cast<int32_t>(x);
+      const int32_t i = saturate<int32_t>(x);
       std::memcpy(p, &i, 4);
       break;
     }
     case DType::kInt64: {
-      const int64_t i = static_cast<int64_t>(x);
+      const int64_t i = saturate<int64_t>(x);
       std::memcpy(p, &i, 8);
       break;
     }
   }
 }
 
-}  // namespace kvflash::testing
+}  // namespace kvflash::reference
