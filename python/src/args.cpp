@@ -9,6 +9,44 @@ at::ScalarType ifa_out_dtype(const IfaInputs& in) {
   return quant ? at::kChar : in.query.scalar_type();
 }
 
+IfaInputs gather_ifa_inputs(const at::Tensor& query, std::vector<at::Tensor> key,
+                            std::vector<at::Tensor> value, const OptTensor& atten_mask,
+                            const OptTensor& pse_shift, at::OptionalIntArrayRef actual_seq_lengths,
+                            const OptTensor& antiquant_scale, const OptTensor& antiquant_offset,
+                            const OptTensor& block_table, const OptTensor& dequant_scale1,
+                            const OptTensor& quant_scale1, const OptTensor& dequant_scale2,
+                            const OptTensor& quant_scale2, const OptTensor& quant_offset2,
+                            const OptTensor& kv_padding_size, int64_t num_heads,
+                            double scale_value, std::string_view input_layout,
+                            int64_t num_key_value_heads, int64_t block_size,
+                            int64_t inner_precise) {
+  IfaInputs in;
+  in.query = query;
+  in.key = std::move(key);
+  in.value = std::move(value);
+  in.atten_mask = atten_mask;
+  in.pse_shift = pse_shift;
+  if (actual_seq_lengths.has_value()) {
+    in.actual_seq_lengths.emplace(actual_seq_lengths->begin(), actual_seq_lengths->end());
+  }
+  in.antiquant_scale = antiquant_scale;
+  in.antiquant_offset = antiquant_offset;
+  in.block_table = block_table;
+  in.dequant_scale1 = dequant_scale1;
+  in.quant_scale1 = quant_scale1;
+  in.dequant_scale2 = dequant_scale2;
+  in.quant_scale2 = quant_scale2;
+  in.quant_offset2 = quant_offset2;
+  in.kv_padding_size = kv_padding_size;
+  in.num_heads = num_heads;
+  in.scale_value = scale_value;
+  in.input_layout = std::string(input_layout);
+  in.num_key_value_heads = num_key_value_heads;
+  in.block_size = block_size;
+  in.inner_precise = inner_precise;
+  return in;
+}
+
 IfaArgs ifa_args(const char* op, const IfaInputs& in, const at::Tensor& out,
                  const std::optional<at::Tensor>& lse) {
   IfaArgs a;
@@ -46,6 +84,39 @@ IfaArgs ifa_args(const char* op, const IfaInputs& in, const at::Tensor& out,
   a.softmax_lse = view_of(lse, op, "softmax_lse");
   a.zero_fully_masked_rows = in.zero_fully_masked_rows;
   return a;
+}
+
+SfaInputs gather_sfa_inputs(const at::Tensor& query, const at::Tensor& key, const OptTensor& value,
+                            const at::Tensor& sparse_indices, double scale_value,
+                            const OptTensor& block_table,
+                            const OptTensor& actual_seq_lengths_query,
+                            const OptTensor& actual_seq_lengths_kv, const OptTensor& query_rope,
+                            const OptTensor& key_rope, int64_t sparse_block_size,
+                            std::string_view layout_query, std::string_view layout_kv,
+                            int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+                            int64_t attention_mode, bool return_softmax_lse,
+                            const OptTensor& sinks) {
+  SfaInputs in;
+  in.query = query;
+  in.key = key;
+  in.value = value;
+  in.sparse_indices = sparse_indices;
+  in.block_table = block_table;
+  in.actual_seq_lengths_query = actual_seq_lengths_query;
+  in.actual_seq_lengths_kv = actual_seq_lengths_kv;
+  in.query_rope = query_rope;
+  in.key_rope = key_rope;
+  in.sinks = sinks;
+  in.scale_value = scale_value;
+  in.sparse_block_size = sparse_block_size;
+  in.layout_query = std::string(layout_query);
+  in.layout_kv = std::string(layout_kv);
+  in.sparse_mode = sparse_mode;
+  in.pre_tokens = pre_tokens;
+  in.next_tokens = next_tokens;
+  in.attention_mode = attention_mode;
+  in.return_softmax_lse = return_softmax_lse;
+  return in;
 }
 
 SfaArgs sfa_args(const char* op, const SfaInputs& in, const at::Tensor& out,

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/OptionalArrayRef.h>
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvflash/ifa.hpp"
@@ -29,6 +31,22 @@ struct IfaInputs {
   bool return_softmax_lse = false, zero_fully_masked_rows = false;
 };
 
+using OptTensor = std::optional<at::Tensor>;
+
+/// torch_npu's npu_incre_flash_attention arguments (after padding_mask, which is reserved) as
+/// IfaInputs: one place for the operators and the test-only library.
+IfaInputs gather_ifa_inputs(const at::Tensor& query, std::vector<at::Tensor> key,
+                            std::vector<at::Tensor> value, const OptTensor& atten_mask,
+                            const OptTensor& pse_shift, at::OptionalIntArrayRef actual_seq_lengths,
+                            const OptTensor& antiquant_scale, const OptTensor& antiquant_offset,
+                            const OptTensor& block_table, const OptTensor& dequant_scale1,
+                            const OptTensor& quant_scale1, const OptTensor& dequant_scale2,
+                            const OptTensor& quant_scale2, const OptTensor& quant_offset2,
+                            const OptTensor& kv_padding_size, int64_t num_heads,
+                            double scale_value, std::string_view input_layout,
+                            int64_t num_key_value_heads, int64_t block_size,
+                            int64_t inner_precise);
+
 /// The output dtype: int8 when quant_scale2 is given, else the query's.
 at::ScalarType ifa_out_dtype(const IfaInputs& in);
 /// The views of one call; out (query's shape, ifa_out_dtype) and lse (fp32 (B, N)) are the
@@ -48,6 +66,17 @@ struct SfaInputs {
   bool return_softmax_lse = false;
 };
 
+/// torch_npu's npu_sparse_flash_attention arguments as SfaInputs.
+SfaInputs gather_sfa_inputs(const at::Tensor& query, const at::Tensor& key, const OptTensor& value,
+                            const at::Tensor& sparse_indices, double scale_value,
+                            const OptTensor& block_table,
+                            const OptTensor& actual_seq_lengths_query,
+                            const OptTensor& actual_seq_lengths_kv, const OptTensor& query_rope,
+                            const OptTensor& key_rope, int64_t sparse_block_size,
+                            std::string_view layout_query, std::string_view layout_kv,
+                            int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
+                            int64_t attention_mode, bool return_softmax_lse,
+                            const OptTensor& sinks);
 SfaArgs sfa_args(const char* op, const SfaInputs& in, const at::Tensor& out,
                  const at::Tensor& softmax_max, const at::Tensor& softmax_sum);
 

@@ -19,43 +19,6 @@ PlanCache<IfaPlan, IfaArgs>& cache() {
   return c;
 }
 
-IfaInputs gather(const at::Tensor& query, std::vector<at::Tensor> key,
-                 std::vector<at::Tensor> value, const OptTensor& atten_mask,
-                 const OptTensor& pse_shift, at::OptionalIntArrayRef actual_seq_lengths,
-                 const OptTensor& antiquant_scale, const OptTensor& antiquant_offset,
-                 const OptTensor& block_table, const OptTensor& dequant_scale1,
-                 const OptTensor& quant_scale1, const OptTensor& dequant_scale2,
-                 const OptTensor& quant_scale2, const OptTensor& quant_offset2,
-                 const OptTensor& kv_padding_size, int64_t num_heads, double scale_value,
-                 std::string_view input_layout, int64_t num_key_value_heads, int64_t block_size,
-                 int64_t inner_precise) {
-  IfaInputs in;
-  in.query = query;
-  in.key = std::move(key);
-  in.value = std::move(value);
-  in.atten_mask = atten_mask;
-  in.pse_shift = pse_shift;
-  if (actual_seq_lengths.has_value()) {
-    in.actual_seq_lengths.emplace(actual_seq_lengths->begin(), actual_seq_lengths->end());
-  }
-  in.antiquant_scale = antiquant_scale;
-  in.antiquant_offset = antiquant_offset;
-  in.block_table = block_table;
-  in.dequant_scale1 = dequant_scale1;
-  in.quant_scale1 = quant_scale1;
-  in.dequant_scale2 = dequant_scale2;
-  in.quant_scale2 = quant_scale2;
-  in.quant_offset2 = quant_offset2;
-  in.kv_padding_size = kv_padding_size;
-  in.num_heads = num_heads;
-  in.scale_value = scale_value;
-  in.input_layout = std::string(input_layout);
-  in.num_key_value_heads = num_key_value_heads;
-  in.block_size = block_size;
-  in.inner_precise = inner_precise;
-  return in;
-}
-
 // attention_out has the query's shape (contiguous), its dtype or int8; the LSE, when asked for,
 // is fp32 (B, N).
 std::pair<at::Tensor, std::optional<at::Tensor>> run(const char* op, const IfaInputs& in) {
@@ -98,7 +61,7 @@ at::Tensor npu_ifa_cpu(const at::Tensor& query, const at::Tensor& key, const at:
                        std::string_view input_layout, int64_t num_key_value_heads,
                        int64_t block_size, int64_t inner_precise) {
   const IfaInputs in =
-      gather(query, {key}, {value}, atten_mask, pse_shift, actual_seq_lengths, antiquant_scale,
+      gather_ifa_inputs(query, {key}, {value}, atten_mask, pse_shift, actual_seq_lengths, antiquant_scale,
              antiquant_offset, block_table, dequant_scale1, quant_scale1, dequant_scale2,
              quant_scale2, quant_offset2, kv_padding_size, num_heads, scale_value, input_layout,
              num_key_value_heads, block_size, inner_precise);
@@ -115,7 +78,7 @@ std::tuple<at::Tensor, at::Tensor> ifa_cpu(
     const OptTensor& kv_padding_size, int64_t num_heads, double scale_value,
     std::string_view input_layout, int64_t num_key_value_heads, int64_t block_size,
     int64_t inner_precise, bool return_softmax_lse, bool zero_fully_masked_rows) {
-  IfaInputs in = gather(query, key.vec(), value.vec(), atten_mask, pse_shift, actual_seq_lengths,
+  IfaInputs in = gather_ifa_inputs(query, key.vec(), value.vec(), atten_mask, pse_shift, actual_seq_lengths,
                         antiquant_scale, antiquant_offset, block_table, dequant_scale1,
                         quant_scale1, dequant_scale2, quant_scale2, quant_offset2,
                         kv_padding_size, num_heads, scale_value, input_layout,

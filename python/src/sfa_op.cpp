@@ -26,26 +26,10 @@ SfaResult npu_sfa_cpu(const at::Tensor& query, const at::Tensor& key, const OptT
                       std::string_view layout_query, std::string_view layout_kv,
                       int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
                       int64_t attention_mode, bool return_softmax_lse, const OptTensor& sinks) {
-  SfaInputs in;
-  in.query = query;
-  in.key = key;
-  in.value = value;
-  in.sparse_indices = sparse_indices;
-  in.block_table = block_table;
-  in.actual_seq_lengths_query = actual_seq_lengths_query;
-  in.actual_seq_lengths_kv = actual_seq_lengths_kv;
-  in.query_rope = query_rope;
-  in.key_rope = key_rope;
-  in.sinks = sinks;
-  in.scale_value = scale_value;
-  in.sparse_block_size = sparse_block_size;
-  in.layout_query = std::string(layout_query);
-  in.layout_kv = std::string(layout_kv);
-  in.sparse_mode = sparse_mode;
-  in.pre_tokens = pre_tokens;
-  in.next_tokens = next_tokens;
-  in.attention_mode = attention_mode;
-  in.return_softmax_lse = return_softmax_lse;
+  const SfaInputs in = gather_sfa_inputs(
+      query, key, value, sparse_indices, scale_value, block_table, actual_seq_lengths_query,
+      actual_seq_lengths_kv, query_rope, key_rope, sparse_block_size, layout_query, layout_kv,
+      sparse_mode, pre_tokens, next_tokens, attention_mode, return_softmax_lse, sinks);
 
   const auto f32 = query.options().dtype(at::kFloat);
   at::Tensor out = at::empty(query.sizes(), query.options());

@@ -39,30 +39,12 @@ IfaInputs gather_ifa(const at::Tensor& query, at::TensorList key, at::TensorList
                      int64_t num_heads, double scale_value, std::string_view input_layout,
                      int64_t num_key_value_heads, int64_t block_size, int64_t inner_precise,
                      bool zero_fully_masked_rows) {
-  IfaInputs in;
-  in.query = query;
-  in.key = key.vec();
-  in.value = value.vec();
-  in.atten_mask = atten_mask;
-  in.pse_shift = pse_shift;
-  if (actual_seq_lengths) {
-    in.actual_seq_lengths.emplace(actual_seq_lengths->begin(), actual_seq_lengths->end());
-  }
-  in.antiquant_scale = antiquant_scale;
-  in.antiquant_offset = antiquant_offset;
-  in.block_table = block_table;
-  in.dequant_scale1 = dequant_scale1;
-  in.quant_scale1 = quant_scale1;
-  in.dequant_scale2 = dequant_scale2;
-  in.quant_scale2 = quant_scale2;
-  in.quant_offset2 = quant_offset2;
-  in.kv_padding_size = kv_padding_size;
-  in.num_heads = num_heads;
-  in.scale_value = scale_value;
-  in.input_layout = std::string(input_layout);
-  in.num_key_value_heads = num_key_value_heads;
-  in.block_size = block_size;
-  in.inner_precise = inner_precise;
+  IfaInputs in = gather_ifa_inputs(query, key.vec(), value.vec(), atten_mask, pse_shift,
+                                   actual_seq_lengths, antiquant_scale, antiquant_offset,
+                                   block_table, dequant_scale1, quant_scale1, dequant_scale2,
+                                   quant_scale2, quant_offset2, kv_padding_size, num_heads,
+                                   scale_value, input_layout, num_key_value_heads, block_size,
+                                   inner_precise);
   in.zero_fully_masked_rows = zero_fully_masked_rows;
   return in;
 }
@@ -104,26 +86,10 @@ std::string sfa_check(const at::Tensor& query, const at::Tensor& key, const OptT
                       int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
                       int64_t attention_mode, bool return_softmax_lse, const OptTensor& sinks,
                       std::string_view case_name, bool allow_mostly_empty) {
-  SfaInputs in;
-  in.query = query;
-  in.key = key;
-  in.value = value;
-  in.sparse_indices = sparse_indices;
-  in.block_table = block_table;
-  in.actual_seq_lengths_query = actual_seq_lengths_query;
-  in.actual_seq_lengths_kv = actual_seq_lengths_kv;
-  in.query_rope = query_rope;
-  in.key_rope = key_rope;
-  in.sinks = sinks;
-  in.scale_value = scale_value;
-  in.sparse_block_size = sparse_block_size;
-  in.layout_query = std::string(layout_query);
-  in.layout_kv = std::string(layout_kv);
-  in.sparse_mode = sparse_mode;
-  in.pre_tokens = pre_tokens;
-  in.next_tokens = next_tokens;
-  in.attention_mode = attention_mode;
-  in.return_softmax_lse = return_softmax_lse;
+  const SfaInputs in = gather_sfa_inputs(
+      query, key, value, sparse_indices, scale_value, block_table, actual_seq_lengths_query,
+      actual_seq_lengths_kv, query_rope, key_rope, sparse_block_size, layout_query, layout_kv,
+      sparse_mode, pre_tokens, next_tokens, attention_mode, return_softmax_lse, sinks);
   const SfaArgs args = sfa_args(kOp, in, attention_out, softmax_max, softmax_sum);
   const auto ref = reference::sfa_reference(args);
   const auto result =
