@@ -47,7 +47,9 @@ class Peer:
             self.why = f"no Python environment ({python or 'none given'})"
             return
         self.proc = subprocess.Popen(
-            [python, str(REPO / "bench" / script), "--serve", "--threads", str(threads),
+            # torch warns at import when numpy is absent; the peers do not use numpy.
+            [python, "-W", "ignore:Failed to initialize NumPy", str(REPO / "bench" / script),
+             "--serve", "--threads", str(threads),
              "--iters", str(iters)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         line = self.proc.stdout.readline()

@@ -54,9 +54,11 @@ def peer_cells(row, name):
     if not a:
         return ["-", "-"]
     if "ms_per_call" not in a:
-        why = a.get("skipped") or a.get("error", "?")
-        return [("n/a" if "skipped" in a else "error") + f" ({why})", "-"]
-    return [f"{a['ms_per_call']:.3f}", f"{a['ms_per_call'] / row['ms_per_call']:.2f}x"]
+        # Skipped: the peer has no such kernel (int8 KV); the reason is in the run's JSON.
+        return ["n/a" if "skipped" in a else f"error ({a.get('error', '?')})", "-"]
+    # reused: the peer ran this shape already (a cache layout it runs the same way): same figure.
+    mark = " (=)" if a.get("reused") else ""
+    return [f"{a['ms_per_call']:.3f}{mark}", f"{a['ms_per_call'] / row['ms_per_call']:.2f}x"]
 
 
 def check(row):
@@ -72,6 +74,9 @@ def ifa_table(run):
     for p in peers:
         cols += [f"{PEER_NAMES.get(p, p)} ms", "speed-up"]
     cols.append("check")
+    note = ("(=): the peer's figure for the same shape in an earlier row (it has one cache layout: "
+            "SDPA dense BNSD, vLLM its own paged cache), not a second measurement; n/a: the peer has no "
+            "such kernel (neither has an int8 KV cache)")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         cells = [f"`{r['problem']}`", f"{r['ms_per_call']:.3f}", f"{r['gbs']:.1f}",
@@ -80,6 +85,8 @@ def ifa_table(run):
             cells += peer_cells(r, p)
         cells.append(check(r))
         lines.append("| " + " | ".join(cells) + " |")
+    if peers:
+        lines += ["", note]
     return "\n".join(lines)
 
 
