@@ -56,7 +56,7 @@ def median_ms(fn, iters, budget_s=1.5):
     fn()
     times = []
     start = time.perf_counter()
-    while len(times) < iters and (len(times) < 3 or time.perf_counter() - start < budget_s):
+    while len(times) < 3 or (len(times) < iters and time.perf_counter() - start < budget_s):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)

@@ -145,7 +145,10 @@ def main():
         load = os.getloadavg()
     except OSError:
         load = None
+    git = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True)
     run = {
+        "commit": git.stdout.strip() if git.returncode == 0 else None,
         "isa": probe_start["isa"], "threads": probe_start["threads"], "iterations": args.iters,
         "read_bandwidth_gbs": bw, "bf16_peak_gflops": peak,
         "probes": [{"read_bandwidth_gbs": r["read_bandwidth_gbs"],
