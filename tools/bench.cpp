@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "bf16_peak.hpp"
 #include "bench_sfa.hpp"
+#include "bf16_peak.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
 #include "ifa_workload.hpp"
@@ -93,17 +93,17 @@ bool write_json(const CliOptions& o, double bw, double peak, const std::vector<R
   std::fprintf(f, "  \"results\": [");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    std::fprintf(
-        f,
-        "%s\n    {\"problem\": %s, \"op\": \"%s\", \"batch\": %lld, \"kv_len\": %lld, "
-        "\"kv_dtype\": \"%s\", \"paged\": %lld, \"layout\": \"%s\", \"heads\": %lld, "
-        "\"kv_heads\": %lld, \"head_dim\": %lld, \"top_k\": %lld, \"sparse_block\": %lld, "
-        "\"ms_per_call\": %.6f, \"bytes\": %.0f, \"gbs\": %.4f, \"gflops\": %.4f, "
-        "\"bw_fraction\": %.4f, \"peak_fraction\": %.4f, \"check_passed\": %s}",
-        i ? "," : "", json_string(r.problem).c_str(), r.op.c_str(), r.batch, r.kv_len,
-        r.kv_dtype.c_str(), r.paged, r.layout.c_str(), r.heads, r.kv_heads, r.head_dim, r.top_k,
-        r.sparse_block, r.ms_per_call, r.bytes, r.gbs, r.gflops, bw > 0 ? r.gbs / bw : 0.0,
-        peak > 0 ? r.gflops / peak : 0.0, r.passed ? "true" : "false");
+    std::fprintf(f,
+                 "%s\n    {\"problem\": %s, \"op\": \"%s\", \"batch\": %lld, \"kv_len\": %lld, "
+                 "\"kv_dtype\": \"%s\", \"paged\": %lld, \"layout\": \"%s\", \"heads\": %lld, "
+                 "\"kv_heads\": %lld, \"head_dim\": %lld, \"top_k\": %lld, \"sparse_block\": %lld, "
+                 "\"ms_per_call\": %.6f, \"bytes\": %.0f, \"gbs\": %.4f, \"gflops\": %.4f, "
+                 "\"bw_fraction\": %.4f, \"peak_fraction\": %.4f, \"check_passed\": %s}",
+                 i ? "," : "", json_string(r.problem).c_str(), r.op.c_str(), r.batch, r.kv_len,
+                 r.kv_dtype.c_str(), r.paged, r.layout.c_str(), r.heads, r.kv_heads, r.head_dim,
+                 r.top_k, r.sparse_block, r.ms_per_call, r.bytes, r.gbs, r.gflops,
+                 bw > 0 ? r.gbs / bw : 0.0, peak > 0 ? r.gflops / peak : 0.0,
+                 r.passed ? "true" : "false");
   }
   std::fprintf(f, "\n  ]\n}\n");
   return std::fclose(f) == 0;
@@ -178,9 +178,9 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
   }
   if (!o.bench_json.empty()) ok = write_json(o, read_bandwidth_gbs, peak, rows) && ok;
   if (!o.bench_csv.empty()) ok = write_csv(o, read_bandwidth_gbs, peak, rows) && ok;
-  std::printf("bench: %s\n", ok ? n ? "all problems ran and passed their checks"
-                                    : "probes only (no problem given)"
-                                : "FAILED");
+  std::printf("bench: %s\n",
+              ok ? n ? "all problems ran and passed their checks" : "probes only (no problem given)"
+                 : "FAILED");
   return ok;
 }
 

@@ -52,39 +52,40 @@ bool parse_ifa(const std::string& text, std::string_view rest, IfaWorkloadShape*
   IfaWorkloadShape s;
   s.name = text;
   int64_t batch = 8, kv_len = 4096;
-  const bool ok = for_each_item(text, rest, error, [&](std::string_view key,
-                                                       std::string_view value, auto fail) {
-    bool good = true;
-    if (key == "b") {
-      good = parse_int(value, 1, kCliMaxBatch, &batch);
-    } else if (key == "s") {
-      good = parse_int(value, 0, kCliMaxKvLen, &kv_len);
-    } else if (key == "n") {
-      good = parse_int(value, 1, kCliMaxHeads, &s.num_heads);
-    } else if (key == "kvn") {
-      good = parse_int(value, 1, kCliMaxHeads, &s.num_kv_heads);
-    } else if (key == "d") {
-      good = parse_int(value, 1, kCliMaxHeadDim, &s.head_dim);
-    } else if (key == "paged") {
-      good = parse_int(value, 0, kCliMaxBlockSize, &s.block_size);
-    } else if (key == "layout") {
-      if (value != "bsnd" && value != "bnsd") return fail("layout is bsnd or bnsd");
-      s.paged_bnsd = value == "bnsd";
-    } else if (key == "kv") {
-      if (value == "bf16") {
-        s.kv_dtype = DType::kBFloat16;
-      } else if (value == "fp16") {
-        s.kv_dtype = DType::kFloat16;
-      } else if (value == "int8") {
-        s.kv_dtype = DType::kInt8;
-      } else {
-        return fail("kv is one of bf16, fp16, int8");
-      }
-    } else {
-      return fail("unknown key (b, s, n, kvn, d, kv, paged, layout)");
-    }
-    return good || fail(kBadValue);
-  });
+  const bool ok = for_each_item(text, rest, error,
+                                [&](std::string_view key, std::string_view value, auto fail) {
+                                  bool good = true;
+                                  if (key == "b") {
+                                    good = parse_int(value, 1, kCliMaxBatch, &batch);
+                                  } else if (key == "s") {
+                                    good = parse_int(value, 0, kCliMaxKvLen, &kv_len);
+                                  } else if (key == "n") {
+                                    good = parse_int(value, 1, kCliMaxHeads, &s.num_heads);
+                                  } else if (key == "kvn") {
+                                    good = parse_int(value, 1, kCliMaxHeads, &s.num_kv_heads);
+                                  } else if (key == "d") {
+                                    good = parse_int(value, 1, kCliMaxHeadDim, &s.head_dim);
+                                  } else if (key == "paged") {
+                                    good = parse_int(value, 0, kCliMaxBlockSize, &s.block_size);
+                                  } else if (key == "layout") {
+                                    if (value != "bsnd" && value != "bnsd")
+                                      return fail("layout is bsnd or bnsd");
+                                    s.paged_bnsd = value == "bnsd";
+                                  } else if (key == "kv") {
+                                    if (value == "bf16") {
+                                      s.kv_dtype = DType::kBFloat16;
+                                    } else if (value == "fp16") {
+                                      s.kv_dtype = DType::kFloat16;
+                                    } else if (value == "int8") {
+                                      s.kv_dtype = DType::kInt8;
+                                    } else {
+                                      return fail("kv is one of bf16, fp16, int8");
+                                    }
+                                  } else {
+                                    return fail("unknown key (b, s, n, kvn, d, kv, paged, layout)");
+                                  }
+                                  return good || fail(kBadValue);
+                                });
   if (!ok) return false;
   if (s.paged_bnsd && s.block_size == 0) {
     *error = "problem '" + text + "': layout=bnsd needs a paged cache (paged > 0)";
@@ -99,35 +100,36 @@ bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape*
                std::string* error) {
   SfaWorkloadShape s;
   s.name = text;
-  const bool ok = for_each_item(text, rest, error, [&](std::string_view key,
-                                                       std::string_view value, auto fail) {
-    bool good = true;
-    if (key == "b") {
-      good = parse_int(value, 1, kCliMaxBatch, &s.batch);
-    } else if (key == "s") {
-      good = parse_int(value, 1, kCliMaxKvLen, &s.kv_len);
-    } else if (key == "topk") {
-      good = parse_int(value, 1, kCliMaxKvLen, &s.top_k);
-    } else if (key == "n") {
-      good = parse_int(value, 1, 128, &s.num_heads);
-    } else if (key == "blk") {
-      good = parse_int(value, 1, 128, &s.sparse_block_size) && is_power_of_two(s.sparse_block_size);
-    } else if (key == "paged") {
-      // The operator's own limits on a paged block size: a multiple of 16 up to 1024.
-      good = parse_int(value, 0, 1024, &s.block_size) && s.block_size % 16 == 0;
-    } else if (key == "kv") {
-      if (value == "bf16") {
-        s.dtype = DType::kBFloat16;
-      } else if (value == "fp16") {
-        s.dtype = DType::kFloat16;
-      } else {
-        return fail("kv is bf16 or fp16");
-      }
-    } else {
-      return fail("unknown key (b, topk, s, n, blk, paged, kv)");
-    }
-    return good || fail(kBadValue);
-  });
+  const bool ok = for_each_item(
+      text, rest, error, [&](std::string_view key, std::string_view value, auto fail) {
+        bool good = true;
+        if (key == "b") {
+          good = parse_int(value, 1, kCliMaxBatch, &s.batch);
+        } else if (key == "s") {
+          good = parse_int(value, 1, kCliMaxKvLen, &s.kv_len);
+        } else if (key == "topk") {
+          good = parse_int(value, 1, kCliMaxKvLen, &s.top_k);
+        } else if (key == "n") {
+          good = parse_int(value, 1, 128, &s.num_heads);
+        } else if (key == "blk") {
+          good = parse_int(value, 1, 128, &s.sparse_block_size) &&
+                 is_power_of_two(s.sparse_block_size);
+        } else if (key == "paged") {
+          // The operator's own limits on a paged block size: a multiple of 16 up to 1024.
+          good = parse_int(value, 0, 1024, &s.block_size) && s.block_size % 16 == 0;
+        } else if (key == "kv") {
+          if (value == "bf16") {
+            s.dtype = DType::kBFloat16;
+          } else if (value == "fp16") {
+            s.dtype = DType::kFloat16;
+          } else {
+            return fail("kv is bf16 or fp16");
+          }
+        } else {
+          return fail("unknown key (b, topk, s, n, blk, paged, kv)");
+        }
+        return good || fail(kBadValue);
+      });
   if (!ok) return false;
   if (s.block_size > 0 && s.block_size % s.sparse_block_size != 0) {
     *error = "problem '" + text + "': blk must divide the paged block size";
@@ -154,8 +156,8 @@ bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::st
     p.op = BenchOp::kSfa;
     if (!parse_sfa(text, rest, &p.sfa, error)) return false;
   } else {
-    *error = "problem '" + text + "': unknown operator '" + std::string(op) +
-             "' (ifa:... or sfa:...)";
+    *error =
+        "problem '" + text + "': unknown operator '" + std::string(op) + "' (ifa:... or sfa:...)";
     return false;
   }
   *problem = std::move(p);
@@ -190,7 +192,7 @@ bool bench_sweep(const std::string& name, std::vector<std::string>* problems, st
       out.push_back(std::string("ifa:b2,s4096,d") + d + ",kv=bf16,paged=128");
     out.push_back("ifa:b1,s1024,kv=bf16,paged=128");  // small problems
     out.push_back("ifa:b64,s512,kv=bf16,paged=128");
-    out.push_back("ifa:b1,s16,kv=bf16,paged=128");  // the fixed per-call cost
+    out.push_back("ifa:b1,s16,kv=bf16,paged=128");                      // the fixed per-call cost
     out.push_back("sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16");  // DeepSeek-V3.2 MLA
     out.push_back("sfa:b4,topk2048,s8192,n16,blk1,paged=64,kv=bf16");   // a 16-head shard
     out.push_back("sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=fp16");

@@ -71,8 +71,7 @@ struct SfaWorkload {
       a.key = TensorView::contiguous(kp, dt, {paged.num_blocks, shape.block_size, 1, kLatentDim});
       a.key_rope =
           TensorView::contiguous(krp, dt, {paged.num_blocks, shape.block_size, 1, kRopeDim});
-      a.block_table =
-          TensorView::contiguous(c.bt.data(), DType::kInt32, {b, paged.blocks_per_seq});
+      a.block_table = TensorView::contiguous(c.bt.data(), DType::kInt32, {b, paged.blocks_per_seq});
       a.layout_kv = "PA_BSND";
     } else {
       a.key = TensorView::contiguous(kp, dt, {b, s, 1, kLatentDim});
@@ -181,7 +180,8 @@ bool run_sfa_workload(const SfaWorkloadShape& shape, const DemoOptions& options,
       static_cast<long long>(shape.batch), static_cast<long long>(shape.num_heads),
       static_cast<long long>(shape.top_k), static_cast<long long>(shape.sparse_block_size),
       static_cast<long long>(shape.kv_len), seconds * 1e3, res.gflops, res.gbs);
-  if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * res.gbs / read_bandwidth_gbs);
+  if (read_bandwidth_gbs > 0)
+    std::printf(" (%.0f%% of read bw)", 100.0 * res.gbs / read_bandwidth_gbs);
   std::printf("\n");
 
   // Sample check: the first and the last sequence alone (same bits as in the batch) vs fp64.

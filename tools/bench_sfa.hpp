@@ -27,10 +27,10 @@ struct SfaWorkloadShape {
 
 /// What one timed SFA workload measured (for `kvflash bench --json/--csv`).
 struct SfaWorkloadResult {
-  double ms_per_call = 0;      ///< median
-  double gathered_bytes = 0;   ///< selected latent + rope rows (once per sequence), q in, out
-  double gbs = 0;              ///< gathered_bytes / median time
-  double gflops = 0;           ///< 2 * selected * N * (512 + 64 + 512) / median time
+  double ms_per_call = 0;     ///< median
+  double gathered_bytes = 0;  ///< selected latent + rope rows (once per sequence), q in, out
+  double gbs = 0;             ///< gathered_bytes / median time
+  double gflops = 0;          ///< 2 * selected * N * (512 + 64 + 512) / median time
   bool passed = false;
 };
 
