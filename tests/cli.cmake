@@ -55,6 +55,15 @@ set_tests_properties(cli_bench_sfa_tiny PROPERTIES
 add_test(NAME cli_bench_sfa_bad_problem COMMAND kvflash_cli bench sfa:b1,paged=64,blk128 --no-bandwidth)
 set_tests_properties(cli_bench_sfa_bad_problem PROPERTIES
   PASS_REGULAR_EXPRESSION "blk must divide the paged block size" LABELS cli)
+add_test(NAME cli_bench_sfa_too_many_heads COMMAND kvflash_cli bench sfa:n129 --no-bandwidth)
+set_tests_properties(cli_bench_sfa_too_many_heads PROPERTIES
+  PASS_REGULAR_EXPRESSION "problem 'sfa:n129': n129: value missing, malformed or out of range" LABELS cli)
+add_test(NAME cli_bench_bnsd_needs_paged COMMAND kvflash_cli bench ifa:paged=0,layout=bnsd --no-bandwidth)
+set_tests_properties(cli_bench_bnsd_needs_paged PROPERTIES
+  PASS_REGULAR_EXPRESSION "layout=bnsd needs a paged cache" LABELS cli)
+add_test(NAME cli_bench_unknown_sweep COMMAND kvflash_cli bench --sweep nope --no-bandwidth)
+set_tests_properties(cli_bench_unknown_sweep PROPERTIES
+  PASS_REGULAR_EXPRESSION "--sweep: unknown sweep 'nope' \\(default, quick\\)" LABELS cli)
 # A named sweep lists its problems without running them (the default sweep of docs/perf.md).
 add_test(NAME cli_bench_sweep_list COMMAND kvflash_cli bench --sweep default --list)
 set_tests_properties(cli_bench_sweep_list PROPERTIES
