@@ -115,8 +115,50 @@ def fixed_cost_table(run):
     return "\n".join(lines)
 
 
+def spread(values, fmt):
+    """min - max (median n) of a list, or None when empty."""
+    if not values:
+        return None
+    v = sorted(values)
+    return f"{fmt.format(v[0])} - {fmt.format(v[-1])} (median {fmt.format(v[len(v) // 2])}, n={len(v)})"
+
+
+def headline(run):
+    """The ratios the round-2 targets are stated in: IFA at >= 4k tokens per sequence against the
+    read bandwidth per KV dtype and against each peer, SFA against the bf16 peak (128 heads) and
+    the read bandwidth (fewer heads), the fixed per-call cost."""
+    ifa = [r for r in run["results"] if r.get("op", "ifa") == "ifa" and r["kv_len"] >= 4096]
+    lines = []
+    bw, peak = run["read_bandwidth_gbs"], run["bf16_peak_gflops"]
+    if bw > 0:
+        for dtype in sorted({r["kv_dtype"] for r in ifa}):
+            sp = spread([r["gbs"] / bw for r in ifa if r["kv_dtype"] == dtype], "{:.2f}")
+            lines.append(f"- IFA {dtype} KV, >= 4k tokens: {sp} of the read bandwidth")
+    for name in peer_names(run):
+        sp = spread([r["peers"][name]["ms_per_call"] / r["ms_per_call"] for r in ifa
+                     if "ms_per_call" in r.get("peers", {}).get(name, {})], "{:.2f}x")
+        if sp:
+            lines.append(f"- IFA >= 4k tokens, speed-up over {PEER_NAMES.get(name, name)}: {sp}")
+    for r in run["results"]:
+        if r.get("op") == "sfa":
+            what = []
+            if peak > 0:
+                what.append(f"{r['gflops'] / peak:.2f} of the bf16 peak")
+            if bw > 0:
+                what.append(f"{r['gbs'] / bw:.2f} of the read bandwidth (gathered bytes)")
+            if what:
+                lines.append(f"- `{r['problem']}`: " + ", ".join(what))
+    for r in run["results"]:
+        if r.get("op", "ifa") == "ifa" and r["batch"] * r["kv_len"] <= FIXED_COST_TOKENS:
+            lines.append(f"- fixed per-call cost (`{r['problem']}`): {r['ms_per_call'] * 1e3:.1f} us")
+    return "\n".join(lines)
+
+
 def report(run):
     parts = [header(run)]
+    h = headline(run)
+    if h:
+        parts += ["**Headline ratios**", h]
     for title, t in (("IFA decode", ifa_table(run)), ("SFA (sparse MLA) decode", sfa_table(run)),
                      ("Fixed per-call cost", fixed_cost_table(run))):
         if t:
