@@ -1,31 +1,187 @@
 #!/usr/bin/env python3
-"""Turns a `kvflash bench --json` run into the Markdown table of docs/perf.md and, when matplotlib
-is installed (pip install matplotlib; never needed by CI), a PNG plot of GB/s against KV length per
-KV dtype with the run's measured read bandwidth as a line.
+"""Turns a benchmark run (bench/peers.py --out, or `kvflash bench --json`) into the Markdown tables
+of docs/perf.md and, when matplotlib is installed (pip install matplotlib; never needed by CI), a
+PNG plot of GB/s against KV length per KV dtype with the run's measured read bandwidth as a line
+and the peers' points.
 
-    python3 bench/report.py run.json                 # table on stdout
+    python3 bench/report.py run.json                 # tables on stdout
     python3 bench/report.py run.json --plot perf.png # and the plot
+
+Tables: IFA (ms/call, GB/s, fraction of the read bandwidth, each peer's ms/call and kvflash's
+speed-up over it), SFA (GFLOP/s and fraction of the bf16 peak, gathered GB/s and fraction of the
+read bandwidth), and the fixed per-call cost (problems of at most 64 tokens, in microseconds).
 """
 import argparse
 import json
 import sys
 
+PEER_NAMES = {"sdpa": "PyTorch SDPA", "vllm": "vLLM CPU attention"}
+FIXED_COST_TOKENS = 64  # a problem this small measures the per-call cost, not bandwidth
 
-def table(run):
-    lines = [
-        f"ISA {run['isa']}, {run['threads']} threads, median of {run['iterations']}; "
-        f"read bandwidth {run['read_bandwidth_gbs']:.1f} GB/s, "
-        f"bf16 peak {run['bf16_peak_gflops']:.0f} GFLOP/s (same run)",
-        "",
-        "| problem | ms/call | GB/s | of read bw | GFLOP/s | check |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in run["results"]:
-        frac = f"{r['bw_fraction']:.2f}" if run["read_bandwidth_gbs"] > 0 else "-"
-        lines.append(
-            f"| `{r['problem']}` | {r['ms_per_call']:.3f} | {r['gbs']:.1f} | {frac} | "
-            f"{r['gflops']:.1f} | {'passed' if r['check_passed'] else 'FAILED'} |")
+
+def peer_names(run):
+    """Peers that answered at least one problem, in a fixed order."""
+    seen = {name for r in run["results"] for name, a in r.get("peers", {}).items()
+            if "ms_per_call" in a}
+    return [n for n in ("sdpa", "vllm") if n in seen] + sorted(seen - {"sdpa", "vllm"})
+
+
+def frac(x, ceiling):
+    return f"{x / ceiling:.2f}" if ceiling > 0 else "-"
+
+
+def header(run):
+    probes = run.get("probes")
+    bw = f"read bandwidth {run['read_bandwidth_gbs']:.1f} GB/s"
+    peak = f"bf16 peak {run['bf16_peak_gflops']:.0f} GFLOP/s"
+    if probes:
+        bw += " (" + " / ".join(f"{p['read_bandwidth_gbs']:.1f}" for p in probes) + \
+            " at start / end)"
+        peak += " (" + " / ".join(f"{p['bf16_peak_gflops']:.0f}" for p in probes) + ")"
+    line = (f"ISA {run['isa']}, {run['threads']} threads, median of {run['iterations']}; "
+            f"{bw}, {peak}, same run")
+    for name, info in run.get("peers", {}).items():
+        label = PEER_NAMES.get(name, name)
+        line += (f"; {label}: torch {info['torch']}" if "torch" in info
+                 else f"; {label}: {info.get('skipped', 'absent')}")
+    if run.get("load_average_at_end"):
+        line += f"; load average at the end {run['load_average_at_end'][0]:.1f}"
+    return line
+
+
+def peer_cells(row, name):
+    a = row.get("peers", {}).get(name)
+    if not a:
+        return ["-", "-"]
+    if "ms_per_call" not in a:
+        # Skipped: the peer has no such kernel (int8 KV); the reason is in the run's JSON.
+        return ["n/a" if "skipped" in a else f"error ({a.get('error', '?')})", "-"]
+    # reused: the peer ran this shape already (a cache layout it runs the same way): same figure.
+    mark = " (=)" if a.get("reused") else ""
+    return [f"{a['ms_per_call']:.3f}{mark}", f"{a['ms_per_call'] / row['ms_per_call']:.2f}x"]
+
+
+def check(row):
+    return "passed" if row["check_passed"] else "FAILED"
+
+
+def ifa_table(run):
+    rows = [r for r in run["results"] if r.get("op", "ifa") == "ifa"]
+    if not rows:
+        return ""
+    peers = peer_names(run)
+    cols = ["problem", "ms/call", "GB/s", "of read bw"]
+    for p in peers:
+        cols += [f"{PEER_NAMES.get(p, p)} ms", "speed-up"]
+    cols.append("check")
+    note = ("(=): the peer's figure for the same shape in an earlier row (it has one cache layout: "
+            "SDPA dense BNSD, vLLM its own paged cache), not a second measurement; n/a: the peer has no "
+            "such kernel (neither has an int8 KV cache)")
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = [f"`{r['problem']}`", f"{r['ms_per_call']:.3f}", f"{r['gbs']:.1f}",
+                 frac(r["gbs"], run["read_bandwidth_gbs"])]
+        for p in peers:
+            cells += peer_cells(r, p)
+        cells.append(check(r))
+        lines.append("| " + " | ".join(cells) + " |")
+    if peers:
+        lines += ["", note]
     return "\n".join(lines)
+
+
+def sfa_table(run):
+    rows = [r for r in run["results"] if r.get("op") == "sfa"]
+    if not rows:
+        return ""
+    lines = ["| problem | ms/call | GFLOP/s | of bf16 peak | gathered GB/s | of read bw | check |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| `{r['problem']}` | {r['ms_per_call']:.3f} | {r['gflops']:.0f} | "
+            f"{frac(r['gflops'], run['bf16_peak_gflops'])} | {r['gbs']:.1f} | "
+            f"{frac(r['gbs'], run['read_bandwidth_gbs'])} | {check(r)} |")
+    return "\n".join(lines)
+
+
+def fixed_cost_table(run):
+    rows = [r for r in run["results"]
+            if r.get("op", "ifa") == "ifa" and r["batch"] * r["kv_len"] <= FIXED_COST_TOKENS]
+    if not rows:
+        return ""
+    lines = ["| problem | us/call (fixed per-call cost) | check |", "|---|---|---|"]
+    for r in rows:
+        lines.append(f"| `{r['problem']}` | {r['ms_per_call'] * 1e3:.1f} | {check(r)} |")
+    return "\n".join(lines)
+
+
+def spread(values, fmt):
+    """min - max (median n) of a list, or None when empty."""
+    if not values:
+        return None
+    v = sorted(values)
+    return f"{fmt.format(v[0])} - {fmt.format(v[-1])} (median {fmt.format(v[len(v) // 2])}, n={len(v)})"
+
+
+def headline(run):
+    """The ratios the round-2 targets are stated in: IFA at >= 4k tokens per sequence against the
+    read bandwidth per KV dtype and against each peer, SFA against the bf16 peak (128 heads) and
+    the read bandwidth (fewer heads), the fixed per-call cost."""
+    ifa = [r for r in run["results"] if r.get("op", "ifa") == "ifa" and r["kv_len"] >= 4096]
+    lines = []
+    bw, peak = run["read_bandwidth_gbs"], run["bf16_peak_gflops"]
+    if bw > 0:
+        for dtype in sorted({r["kv_dtype"] for r in ifa}):
+            sp = spread([r["gbs"] / bw for r in ifa if r["kv_dtype"] == dtype], "{:.2f}")
+            lines.append(f"- IFA {dtype} KV, >= 4k tokens: {sp} of the read bandwidth")
+    for name in peer_names(run):
+        sp = spread([r["peers"][name]["ms_per_call"] / r["ms_per_call"] for r in ifa
+                     if "ms_per_call" in r.get("peers", {}).get(name, {})], "{:.2f}x")
+        if sp:
+            lines.append(f"- IFA >= 4k tokens, speed-up over {PEER_NAMES.get(name, name)}: {sp}")
+    for r in run["results"]:
+        if r.get("op") == "sfa":
+            what = []
+            if peak > 0:
+                what.append(f"{r['gflops'] / peak:.2f} of the bf16 peak")
+            if bw > 0:
+                what.append(f"{r['gbs'] / bw:.2f} of the read bandwidth (gathered bytes)")
+            if what:
+                lines.append(f"- `{r['problem']}`: " + ", ".join(what))
+    for r in run["results"]:
+        if r.get("op", "ifa") == "ifa" and r["batch"] * r["kv_len"] <= FIXED_COST_TOKENS:
+            lines.append(f"- fixed per-call cost (`{r['problem']}`): {r['ms_per_call'] * 1e3:.1f} us")
+    return "\n".join(lines)
+
+
+def report(run):
+    parts = [header(run)]
+    h = headline(run)
+    if h:
+        parts += ["**Headline ratios**", h]
+    for title, t in (("IFA decode", ifa_table(run)), ("SFA (sparse MLA) decode", sfa_table(run)),
+                     ("Fixed per-call cost", fixed_cost_table(run))):
+        if t:
+            parts += [f"**{title}**", t]
+    return "\n\n".join(parts)
+
+
+def plot_series(run):
+    """The KV-length series: IFA rows of the most common shape apart from kv_len and dtype."""
+    shapes = {}
+    for r in run["results"]:
+        if r.get("op", "ifa") != "ifa":
+            continue
+        key = (r["batch"], r.get("heads"), r.get("kv_heads"), r.get("head_dim"), r["paged"],
+               r.get("layout"))
+        shapes.setdefault(key, set()).add((r["kv_dtype"], r["kv_len"]))
+    if not shapes:
+        return None, []
+    best = max(shapes, key=lambda k: len(shapes[k]))
+    rows = [r for r in run["results"] if r.get("op", "ifa") == "ifa" and
+            (r["batch"], r.get("heads"), r.get("kv_heads"), r.get("head_dim"), r["paged"],
+             r.get("layout")) == best]
+    return best, rows
 
 
 def plot(run, path):
@@ -37,10 +193,21 @@ def plot(run, path):
         print("report.py: matplotlib is not installed; no plot (pip install matplotlib)",
               file=sys.stderr)
         return False
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for dtype in sorted({r["kv_dtype"] for r in run["results"]}):
-        pts = sorted((r["kv_len"], r["gbs"]) for r in run["results"] if r["kv_dtype"] == dtype)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"kvflash {dtype} KV")
+    shape, rows = plot_series(run)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    markers = {"sdpa": "s", "vllm": "^"}
+    for i, dtype in enumerate(sorted({r["kv_dtype"] for r in rows})):
+        color = f"C{i}"
+        mine = sorted((r["kv_len"], r["gbs"]) for r in rows if r["kv_dtype"] == dtype)
+        ax.plot([p[0] for p in mine], [p[1] for p in mine], marker="o", color=color,
+                label=f"kvflash {dtype} KV")
+        for name in peer_names(run):
+            pts = sorted((r["kv_len"], r["peers"][name]["gbs"]) for r in rows
+                         if r["kv_dtype"] == dtype and "gbs" in r.get("peers", {}).get(name, {}))
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers.get(name, "x"),
+                        linestyle=":", color=color,
+                        label=f"{PEER_NAMES.get(name, name)} {dtype} KV")
     if run["read_bandwidth_gbs"] > 0:
         ax.axhline(run["read_bandwidth_gbs"], color="black", linestyle="--",
                    label="measured read bandwidth")
@@ -48,8 +215,12 @@ def plot(run, path):
     ax.set_xscale("log", base=2)
     ax.set_xlabel("KV length per sequence (tokens)")
     ax.set_ylabel("KV bytes read / time (GB/s)")
-    ax.set_title(f"kvflash IFA decode, {run['isa']}, {run['threads']} threads")
-    ax.legend()
+    if shape:
+        b, n, kvn, d, paged, layout = shape
+        cache = f"paged {paged} {layout}" if paged else "contiguous"
+        ax.set_title(f"IFA decode B={b} N={n} KV_N={kvn} D={d} {cache}, {run['isa']}, "
+                     f"{run['threads']} threads", fontsize=10)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return True
@@ -57,12 +228,12 @@ def plot(run, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("run", help="JSON written by kvflash bench --json")
+    ap.add_argument("run", help="JSON written by bench/peers.py or kvflash bench --json")
     ap.add_argument("--plot", help="write a PNG plot here")
     args = ap.parse_args()
     with open(args.run) as f:
         run = json.load(f)
-    print(table(run))
+    print(report(run))
     if args.plot and not plot(run, args.plot):
         return 1
     return 0

@@ -1,73 +1,64 @@
 #!/usr/bin/env python3
-"""Side-by-side decode attention: kvflash (`kvflash ifa`) vs PyTorch SDPA on the CPU.
+"""PyTorch SDPA on the CPU as a decode-attention peer of kvflash: a worker of bench/peers.py
+(protocol in bench/peer_common.py), run with the repo's pinned torch (.venv from
+scripts/setup_python.sh).
 
-Same shape, same dtype, same thread count, measured in one run so the ratio is meaningful on a
-noisy shared machine. SDPA gets the dense equivalent of the problem (contiguous BNSD cache, equal
-lengths, GQA through enable_gqa), which is the case it is built for.
+SDPA gets the dense equivalent of each IFA problem: a contiguous BNSD cache with every sequence at
+the problem's length and GQA through enable_gqa, the case it is built for, whatever the paged
+layout kvflash read. Int8 KV caches and sfa problems are skipped (SDPA has neither).
 
-    python3 bench/sdpa_peer.py --kvflash build/release/kvflash [--threads 2] [--iters 20]
-
-Needs `pip install torch` (not a dependency of the build or the tests).
+    .venv/bin/python bench/sdpa_peer.py --serve --threads 2 --iters 10
 """
 import argparse
-import re
-import statistics
-import subprocess
-import time
+import math
+import os
+import sys
 
-import torch
-import torch.nn.functional as F
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
-SHAPES = [  # (batch, kv_len, heads, kv_heads, dim)
-    (1, 16384, 32, 8, 128),
-    (8, 4096, 32, 8, 128),
-    (32, 1024, 32, 8, 128),
-    (8, 4096, 32, 32, 128),
-]
+import peer_common  # noqa: E402
 
 
-def sdpa_ms(b, s, n, kvn, d, dtype, iters, threads):
-    torch.set_num_threads(threads)
-    q = torch.randn(b, n, 1, d, dtype=dtype)
-    k = torch.randn(b, kvn, s, d, dtype=dtype)
-    v = torch.randn(b, kvn, s, d, dtype=dtype)
-    with torch.inference_mode():
-        for _ in range(2):
-            F.scaled_dot_product_attention(q, k, v, enable_gqa=kvn != n)
-        times = []
-        for _ in range(iters):
-            t0 = time.perf_counter()
-            F.scaled_dot_product_attention(q, k, v, enable_gqa=kvn != n)
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+class Sdpa:
+    def __init__(self, iters):
+        self.iters = iters
 
+    def key(self, req):
+        if req.get("op") != "ifa" or req["kv_dtype"] not in peer_common.DTYPES:
+            return None
+        return (req["batch"], req["kv_len"], req["heads"], req["kv_heads"], req["head_dim"],
+                req["kv_dtype"])
 
-def kvflash_ms(binary, b, s, n, kvn, d, dtype, iters, threads):
-    out = subprocess.run(
-        [binary, "ifa", "--batch", str(b), "--kv-len", str(s), "--heads", str(n), "--kv-heads", str(kvn),
-         "--dim", str(d), "--kv-dtype", dtype, "--block-size", "0", "--iters", str(iters),
-         "--threads", str(threads), "--no-bandwidth"],
-        check=True, capture_output=True, text=True).stdout
-    return float(re.search(r"([0-9.]+) ms/call", out).group(1))
+    def unsupported(self, req):
+        return "SDPA has no sparse attention" if req.get("op") != "ifa" else "SDPA has no int8 KV"
+
+    def run(self, req):
+        q, k, v = peer_common.make_inputs(req)
+        q4 = q.unsqueeze(2)  # (B, N, 1, D)
+        gqa = req["heads"] != req["kv_heads"]
+        scale = 1.0 / math.sqrt(req["head_dim"])
+        with torch.inference_mode():
+            def call():
+                return F.scaled_dot_product_attention(q4, k, v, enable_gqa=gqa, scale=scale)
+            check = peer_common.check_first_sequence(q, k, v, call().squeeze(2), scale)
+            if not check["passed"]:
+                return {"check": check, "error": "output differs from the fp64 reference"}
+            ms = peer_common.median_ms(call, self.iters)
+        return {"ms_per_call": ms, "gbs": peer_common.kv_bytes(req) / ms / 1e6, "check": check,
+                "layout": "dense BNSD"}
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kvflash", required=True)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--serve", action="store_true", required=True,
+                    help="answer JSON requests on stdin (bench/peers.py)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--iters", type=int, default=10)
     args = ap.parse_args()
-    print(f"torch {torch.__version__}, {args.threads} threads, median of {args.iters}")
-    print("| shape (B, S, N, KV_N, D) | dtype | KV MB | kvflash ms | GB/s | SDPA ms | GB/s | speed-up |")
-    print("|---|---|---|---|---|---|---|---|")
-    for (b, s, n, kvn, d) in SHAPES:
-        for name, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
-            kv_bytes = 2 * b * s * kvn * d * 2
-            ours = kvflash_ms(args.kvflash, b, s, n, kvn, d, name, args.iters, args.threads)
-            theirs = sdpa_ms(b, s, n, kvn, d, dtype, args.iters, args.threads)
-            print(f"| {b}, {s}, {n}, {kvn}, {d} | {name} | {kv_bytes / 1e6:.0f} | {ours:.2f} | "
-                  f"{kv_bytes / ours / 1e6:.1f} | {theirs:.2f} | {kv_bytes / theirs / 1e6:.1f} | "
-                  f"{theirs / ours:.2f}x |")
+    torch.set_num_threads(args.threads)
+    peer_common.serve("sdpa", Sdpa(args.iters))
 
 
 if __name__ == "__main__":

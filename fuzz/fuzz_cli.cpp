@@ -36,6 +36,18 @@ void check_shape(const IfaWorkloadShape& s) {
     violated("accepted a KV dtype outside bf16, fp16, int8");
 }
 
+// An sfa: problem string: within the operator's limits (tools/bench_problem.hpp).
+void check_sfa(const SfaWorkloadShape& s) {
+  using kvflash::fuzz::violated;
+  if (s.batch < 1 || s.batch > kCliMaxBatch || s.kv_len < 1 || s.kv_len > kCliMaxKvLen ||
+      s.top_k < 1 || s.top_k > kCliMaxKvLen || s.num_heads < 1 || s.num_heads > 128)
+    violated("accepted an sfa shape out of range: " + s.name);
+  const int64_t sbs = s.sparse_block_size;
+  if (sbs < 1 || sbs > 128 || (sbs & (sbs - 1)) != 0 || s.block_size < 0 ||
+      s.block_size > 1024 || s.block_size % 16 != 0 || (s.block_size > 0 && s.block_size % sbs))
+    violated("accepted sfa block sizes out of range: " + s.name);
+}
+
 void check_options(const CliOptions& o) {
   using kvflash::fuzz::violated;
   if (o.demo.num_threads < 0 || o.demo.num_threads > kCliMaxThreads)
@@ -44,8 +56,10 @@ void check_options(const CliOptions& o) {
     violated("accepted --iters " + std::to_string(o.demo.iterations));
   if (o.command == CliCommand::kIfa) check_shape(o.ifa);
   if (o.command == CliCommand::kBench) {
-    if (o.bench.empty()) violated("accepted bench without a problem");
-    for (const IfaWorkloadShape& s : o.bench) check_shape(s);
+    for (const BenchProblem& p : o.bench) {
+      if (p.op == BenchOp::kIfa) check_shape(p.ifa);
+      else check_sfa(p.sfa);
+    }
   }
 }
 
@@ -55,10 +69,12 @@ bool same_shape(const IfaWorkloadShape& a, const IfaWorkloadShape& b) {
          a.block_size == b.block_size && a.kv_dtype == b.kv_dtype;
 }
 
-bool same_shapes(const std::vector<IfaWorkloadShape>& a, const std::vector<IfaWorkloadShape>& b) {
+bool same_shapes(const std::vector<BenchProblem>& a, const std::vector<BenchProblem>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (!same_shape(a[i], b[i])) return false;
+    if (a[i].name != b[i].name || a[i].op != b[i].op || !same_shape(a[i].ifa, b[i].ifa) ||
+        a[i].ifa.paged_bnsd != b[i].ifa.paged_bnsd)
+      return false;
   return true;
 }
 
@@ -66,7 +82,8 @@ bool same(const CliOptions& a, const CliOptions& b) {
   return a.command == b.command && a.demo.num_threads == b.demo.num_threads &&
          a.demo.iterations == b.demo.iterations && a.demo.quick == b.demo.quick &&
          same_shape(a.ifa, b.ifa) && same_shapes(a.bench, b.bench) &&
-         a.bench_json == b.bench_json && a.check == b.check && a.skip_bandwidth == b.skip_bandwidth;
+         a.bench_json == b.bench_json && a.bench_csv == b.bench_csv &&
+         a.bench_list == b.bench_list && a.check == b.check && a.skip_bandwidth == b.skip_bandwidth;
 }
 
 }  // namespace

@@ -44,7 +44,54 @@ add_test(NAME cli_bench_tiny
           --json ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_tiny.json)
 set_tests_properties(cli_bench_tiny PROPERTIES
   PASS_REGULAR_EXPRESSION "bench \\[1/1\\].*PASSED.*all problems ran and passed their checks"
+  FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 120 FIXTURES_SETUP bench_json LABELS cli)
+# An sfa problem string runs and passes its check, and writes CSV; a bad one is refused.
+add_test(NAME cli_bench_sfa_tiny
+  COMMAND kvflash_cli bench sfa:b2,topk64,s256,n16,blk2,paged=64,kv=fp16 --iters 1 --no-bandwidth
+          --csv ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_sfa_tiny.csv)
+set_tests_properties(cli_bench_sfa_tiny PROPERTIES
+  PASS_REGULAR_EXPRESSION "bench \\[1/1\\] sfa:.*2 sequences.*PASSED.*all problems ran and passed"
   FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 120 LABELS cli)
+add_test(NAME cli_bench_sfa_bad_problem COMMAND kvflash_cli bench sfa:b1,paged=64,blk128 --no-bandwidth)
+set_tests_properties(cli_bench_sfa_bad_problem PROPERTIES
+  PASS_REGULAR_EXPRESSION "blk must divide the paged block size" LABELS cli)
+add_test(NAME cli_bench_sfa_too_many_heads COMMAND kvflash_cli bench sfa:n129 --no-bandwidth)
+set_tests_properties(cli_bench_sfa_too_many_heads PROPERTIES
+  PASS_REGULAR_EXPRESSION "problem 'sfa:n129': n129: value missing, malformed or out of range" LABELS cli)
+add_test(NAME cli_bench_bnsd_needs_paged COMMAND kvflash_cli bench ifa:paged=0,layout=bnsd --no-bandwidth)
+set_tests_properties(cli_bench_bnsd_needs_paged PROPERTIES
+  PASS_REGULAR_EXPRESSION "layout=bnsd needs a paged cache" LABELS cli)
+add_test(NAME cli_bench_unknown_sweep COMMAND kvflash_cli bench --sweep nope --no-bandwidth)
+set_tests_properties(cli_bench_unknown_sweep PROPERTIES
+  PASS_REGULAR_EXPRESSION "--sweep: unknown sweep 'nope' \\(default, quick\\)" LABELS cli)
+# A named sweep lists its problems without running them (the default sweep of docs/perf.md).
+add_test(NAME cli_bench_sweep_list COMMAND kvflash_cli bench --sweep default --list)
+set_tests_properties(cli_bench_sweep_list PROPERTIES
+  PASS_REGULAR_EXPRESSION "ifa:b2,s32768,kv=int8,paged=128\nifa:b2,s8192,kv=bf16,paged=0\n.*sfa:b4,topk2048,s8192,n16,"
+  FAIL_REGULAR_EXPRESSION "bench \\[" TIMEOUT 30 LABELS cli)
+# The scripts that turn runs into docs/perf.md: bench/report.py reads a kvflash bench JSON and a
+# bench/peers.py run (the quick sweep, no peers, no probes), without matplotlib (no --plot).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME cli_bench_report
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py
+            ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_tiny.json)
+  set_tests_properties(cli_bench_report PROPERTIES FIXTURES_REQUIRED bench_json
+    PASS_REGULAR_EXPRESSION "\\| `ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32` \\| [0-9.]+ \\| [0-9.]+ \\| - \\| passed \\|"
+    TIMEOUT 60 LABELS cli)
+  add_test(NAME cli_bench_peers_quick
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/peers.py --kvflash $<TARGET_FILE:kvflash_cli>
+            --sweep quick --no-peers --no-bandwidth --iters 1
+            --out ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_peers_quick.json)
+  set_tests_properties(cli_bench_peers_quick PROPERTIES FIXTURES_SETUP bench_peers_json
+    PASS_REGULAR_EXPRESSION "4 problems in .*all checks passed" TIMEOUT 120 LABELS cli)
+  add_test(NAME cli_bench_report_peers
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py
+            ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_peers_quick.json)
+  set_tests_properties(cli_bench_report_peers PROPERTIES FIXTURES_REQUIRED bench_peers_json
+    PASS_REGULAR_EXPRESSION "SFA \\(sparse MLA\\) decode.*`sfa:b1,topk64,s256,n16,blk1,paged=64,kv=bf16` .* passed.*Fixed per-call cost.*`ifa:b1,s16,n4,kvn2,d64,kv=int8,paged=32,layout=bnsd` \\| [0-9.]+ \\| passed"
+    TIMEOUT 60 LABELS cli)
+endif()
 add_test(NAME cli_bench_bad_problem COMMAND kvflash_cli bench ifa:b2,q5 --no-bandwidth)
 set_tests_properties(cli_bench_bad_problem PROPERTIES WILL_FAIL TRUE LABELS cli)
 add_test(NAME cli_bench_bad_problem_message COMMAND kvflash_cli bench ifa:b2,q5 --no-bandwidth)

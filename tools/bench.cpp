@@ -1,9 +1,11 @@
 #include "bench.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "bench_sfa.hpp"
 #include "bf16_peak.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
@@ -11,6 +13,60 @@
 
 namespace kvflash::tools {
 namespace {
+
+// One row of the report, the same columns for both operators (0 or "" where a column does not
+// apply): what bench/report.py and bench/peers.py read.
+struct Row {
+  std::string problem, op, kv_dtype, layout;
+  long long batch = 0, kv_len = 0, heads = 0, kv_heads = 0, head_dim = 0, paged = 0;
+  long long top_k = 0, sparse_block = 0;
+  double ms_per_call = 0, bytes = 0, gbs = 0, gflops = 0;
+  bool passed = false;
+};
+
+Row ifa_row(const BenchProblem& p, const IfaWorkloadResult& r) {
+  const IfaWorkloadShape& s = p.ifa;
+  Row row;
+  row.problem = p.name;
+  row.op = "ifa";
+  row.kv_dtype = dtype_name(s.kv_dtype);
+  row.layout = s.block_size == 0 ? "contiguous" : s.paged_bnsd ? "bnsd" : "bsnd";
+  row.batch = static_cast<long long>(s.lengths.size());
+  row.kv_len = static_cast<long long>(s.lengths.empty() ? 0 : s.lengths[0]);
+  row.heads = s.num_heads;
+  row.kv_heads = s.num_kv_heads;
+  row.head_dim = s.head_dim;
+  row.paged = s.block_size;
+  row.ms_per_call = r.ms_per_call;
+  row.bytes = r.kv_bytes;
+  row.gbs = r.gbs;
+  row.gflops = r.gflops;
+  row.passed = r.passed;
+  return row;
+}
+
+Row sfa_row(const BenchProblem& p, const SfaWorkloadResult& r) {
+  const SfaWorkloadShape& s = p.sfa;
+  Row row;
+  row.problem = p.name;
+  row.op = "sfa";
+  row.kv_dtype = dtype_name(s.dtype);
+  row.layout = s.block_size == 0 ? "contiguous" : "bsnd";
+  row.batch = s.batch;
+  row.kv_len = s.kv_len;
+  row.heads = s.num_heads;
+  row.kv_heads = 1;
+  row.head_dim = 512;
+  row.paged = s.block_size;
+  row.top_k = s.top_k;
+  row.sparse_block = s.sparse_block_size;
+  row.ms_per_call = r.ms_per_call;
+  row.bytes = r.gathered_bytes;
+  row.gbs = r.gbs;
+  row.gflops = r.gflops;
+  row.passed = r.passed;
+  return row;
+}
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";
@@ -21,53 +77,110 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-bool write_json(const CliOptions& o, double bw, double peak,
-                const std::vector<IfaWorkloadResult>& results) {
+int threads_of(const CliOptions& o) {
+  return o.demo.num_threads ? o.demo.num_threads : cpu::default_num_threads();
+}
+
+bool write_json(const CliOptions& o, double bw, double peak, const std::vector<Row>& rows) {
   std::FILE* f = std::fopen(o.bench_json.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "kvflash bench: cannot write %s\n", o.bench_json.c_str());
     return false;
   }
-  const int threads = o.demo.num_threads ? o.demo.num_threads : cpu::default_num_threads();
   std::fprintf(f, "{\n  \"isa\": \"%s\",\n  \"threads\": %d,\n  \"iterations\": %d,\n",
-               cpu::isa_name(cpu::active_isa()), threads, o.demo.iterations);
+               cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations);
   std::fprintf(f, "  \"read_bandwidth_gbs\": %.3f,\n  \"bf16_peak_gflops\": %.3f,\n", bw, peak);
   std::fprintf(f, "  \"results\": [");
-  for (size_t i = 0; i < results.size(); ++i) {
-    const IfaWorkloadShape& s = o.bench[i];
-    const IfaWorkloadResult& r = results[i];
-    std::fprintf(
-        f,
-        "%s\n    {\"problem\": %s, \"batch\": %zu, \"kv_len\": %lld, \"kv_dtype\": \"%s\", "
-        "\"paged\": %lld, \"ms_per_call\": %.6f, \"kv_bytes\": %.0f, \"gbs\": %.4f, "
-        "\"gflops\": %.4f, \"bw_fraction\": %.4f, \"check_passed\": %s}",
-        i ? "," : "", json_string(s.name).c_str(), s.lengths.size(),
-        static_cast<long long>(s.lengths.empty() ? 0 : s.lengths[0]), dtype_name(s.kv_dtype),
-        static_cast<long long>(s.block_size), r.ms_per_call, r.kv_bytes, r.gbs, r.gflops,
-        bw > 0 ? r.gbs / bw : 0.0, r.passed ? "true" : "false");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    std::fprintf(f,
+                 "%s\n    {\"problem\": %s, \"op\": \"%s\", \"batch\": %lld, \"kv_len\": %lld, "
+                 "\"kv_dtype\": \"%s\", \"paged\": %lld, \"layout\": \"%s\", \"heads\": %lld, "
+                 "\"kv_heads\": %lld, \"head_dim\": %lld, \"top_k\": %lld, \"sparse_block\": %lld, "
+                 "\"ms_per_call\": %.6f, \"bytes\": %.0f, \"gbs\": %.4f, \"gflops\": %.4f, "
+                 "\"bw_fraction\": %.4f, \"peak_fraction\": %.4f, \"check_passed\": %s}",
+                 i ? "," : "", json_string(r.problem).c_str(), r.op.c_str(), r.batch, r.kv_len,
+                 r.kv_dtype.c_str(), r.paged, r.layout.c_str(), r.heads, r.kv_heads, r.head_dim,
+                 r.top_k, r.sparse_block, r.ms_per_call, r.bytes, r.gbs, r.gflops,
+                 bw > 0 ? r.gbs / bw : 0.0, peak > 0 ? r.gflops / peak : 0.0,
+                 r.passed ? "true" : "false");
   }
   std::fprintf(f, "\n  ]\n}\n");
   return std::fclose(f) == 0;
 }
 
+bool write_csv(const CliOptions& o, double bw, double peak, const std::vector<Row>& rows) {
+  std::FILE* f = std::fopen(o.bench_csv.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "kvflash bench: cannot write %s\n", o.bench_csv.c_str());
+    return false;
+  }
+  // The run's settings repeat on every row so that a row read alone still says what it measured.
+  std::fprintf(f,
+               "problem,op,batch,kv_len,kv_dtype,paged,layout,heads,kv_heads,head_dim,top_k,"
+               "sparse_block,ms_per_call,bytes,gbs,gflops,bw_fraction,peak_fraction,"
+               "check_passed,isa,threads,iterations,read_bandwidth_gbs,bf16_peak_gflops\n");
+  for (const Row& r : rows) {
+    // Problem strings hold commas: quoted (they hold no quotes: the parser refuses them).
+    std::fprintf(f,
+                 "\"%s\",%s,%lld,%lld,%s,%lld,%s,%lld,%lld,%lld,%lld,%lld,%.6f,%.0f,%.4f,%.4f,"
+                 "%.4f,%.4f,%s,%s,%d,%d,%.3f,%.3f\n",
+                 r.problem.c_str(), r.op.c_str(), r.batch, r.kv_len, r.kv_dtype.c_str(), r.paged,
+                 r.layout.c_str(), r.heads, r.kv_heads, r.head_dim, r.top_k, r.sparse_block,
+                 r.ms_per_call, r.bytes, r.gbs, r.gflops, bw > 0 ? r.gbs / bw : 0.0,
+                 peak > 0 ? r.gflops / peak : 0.0, r.passed ? "true" : "false",
+                 cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, bw, peak);
+  }
+  return std::fclose(f) == 0;
+}
+
 }  // namespace
+
+bool list_bench(const CliOptions& o) {
+  for (const BenchProblem& p : o.bench) std::printf("%s\n", p.name.c_str());
+  return true;
+}
 
 bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
   // The compute ceiling, measured like the bandwidth (skipped with it by --no-bandwidth).
   const double peak = o.skip_bandwidth ? 0.0 : measure_bf16_peak_gflops(o.demo.num_threads);
   if (peak > 0)
     std::printf("bf16 dot-product peak (vdpbf16ps loop, measured): %.0f GFLOP/s\n", peak);
-  std::vector<IfaWorkloadResult> results(o.bench.size());
+  std::vector<Row> rows;
   bool ok = true;
-  for (size_t i = 0; i < o.bench.size(); ++i) {
-    std::printf("bench [%zu/%zu] %s\n", i + 1, o.bench.size(), o.bench[i].name.c_str());
+  const auto start = std::chrono::steady_clock::now();
+  const size_t n = o.bench.size();
+  for (size_t i = 0; i < n; ++i) {
+    const BenchProblem& p = o.bench[i];
+    // The progress line goes to stderr, so that stdout stays the results alone.
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (i == 0) {
+      std::fprintf(stderr, "bench %zu/%zu: %s\n", i + 1, n, p.name.c_str());
+    } else {
+      std::fprintf(stderr, "bench %zu/%zu (%.0f s so far, about %.0f s left): %s\n", i + 1, n,
+                   elapsed, elapsed / static_cast<double>(i) * static_cast<double>(n - i),
+                   p.name.c_str());
+    }
+    std::printf("bench [%zu/%zu] %s\n", i + 1, n, p.name.c_str());
     std::fflush(stdout);
-    ok = run_ifa_workload(o.bench[i], o.demo, read_bandwidth_gbs, /*check_sample=*/true,
-                          &results[i]) &&
-         ok;
+    if (p.op == BenchOp::kIfa) {
+      IfaWorkloadResult r;
+      ok = run_ifa_workload(p.ifa, o.demo, read_bandwidth_gbs, /*check_sample=*/true, &r) && ok;
+      rows.push_back(ifa_row(p, r));
+    } else {
+      SfaWorkloadResult r;
+      ok = run_sfa_workload(p.sfa, o.demo, read_bandwidth_gbs, &r) && ok;
+      if (peak > 0) std::printf("     %.2f of the bf16 peak\n", r.gflops / peak);
+      rows.push_back(sfa_row(p, r));
+    }
+    std::fflush(stdout);
   }
-  if (!o.bench_json.empty()) ok = write_json(o, read_bandwidth_gbs, peak, results) && ok;
-  std::printf("bench: %s\n", ok ? "all problems ran and passed their checks" : "FAILED");
+  if (!o.bench_json.empty()) ok = write_json(o, read_bandwidth_gbs, peak, rows) && ok;
+  if (!o.bench_csv.empty()) ok = write_csv(o, read_bandwidth_gbs, peak, rows) && ok;
+  std::printf("bench: %s\n",
+              ok ? n ? "all problems ran and passed their checks" : "probes only (no problem given)"
+                 : "FAILED");
   return ok;
 }
 

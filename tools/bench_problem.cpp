@@ -16,71 +16,191 @@ bool parse_int(std::string_view s, int64_t lo, int64_t hi, int64_t* v) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size() && *v >= lo && *v <= hi;
 }
 
-}  // namespace
+bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
-bool parse_bench_problem(const std::string& text, IfaWorkloadShape* shape, std::string* error) {
-  const std::string_view all(text);
-  const size_t colon = all.find(':');
-  const std::string_view op = all.substr(0, colon);
-  if (op != "ifa") {
-    *error = "problem '" + text + "': unknown operator '" + std::string(op) +
-             "' (this build benchmarks ifa:...)";
-    return false;
-  }
-  IfaWorkloadShape s;
-  s.name = text;
-  int64_t batch = 8, kv_len = 4096;
+// Calls item(key, value, fail) for every comma-separated item after the colon; stops at the first
+// false. Keys are letters, then either '=' and a value or the value's digits straight after.
+template <typename F>
+bool for_each_item(const std::string& text, std::string_view rest, std::string* error, F item) {
   std::set<std::string, std::less<>> seen;
-  std::string_view rest =
-      colon == std::string_view::npos ? std::string_view() : all.substr(colon + 1);
   while (!rest.empty()) {
     const size_t comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
+    const std::string_view it = rest.substr(0, comma);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    // Keys: letters, then either '=' and a value or the value's digits straight after.
-    const size_t eq = item.find('=');
+    const size_t eq = it.find('=');
     size_t key_end = eq;
     if (eq == std::string_view::npos) {
       key_end = 0;
-      while (key_end < item.size() && item[key_end] >= 'a' && item[key_end] <= 'z') ++key_end;
+      while (key_end < it.size() && it[key_end] >= 'a' && it[key_end] <= 'z') ++key_end;
     }
-    const std::string_view key = item.substr(0, key_end);
-    const std::string_view value = item.substr(eq == std::string_view::npos ? key_end : eq + 1);
-    const auto fail = [&](const char* why) {
-      *error = "problem '" + text + "': " + std::string(item) + ": " + why;
+    const std::string_view key = it.substr(0, key_end);
+    const std::string_view value = it.substr(eq == std::string_view::npos ? key_end : eq + 1);
+    const auto fail = [&](const std::string& why) {
+      *error = "problem '" + text + "': " + std::string(it) + ": " + why;
       return false;
     };
     if (!seen.insert(std::string(key)).second) return fail("repeated key");
-    bool ok = true;
-    if (key == "b") {
-      ok = parse_int(value, 1, kCliMaxBatch, &batch);
-    } else if (key == "s") {
-      ok = parse_int(value, 0, kCliMaxKvLen, &kv_len);
-    } else if (key == "n") {
-      ok = parse_int(value, 1, kCliMaxHeads, &s.num_heads);
-    } else if (key == "kvn") {
-      ok = parse_int(value, 1, kCliMaxHeads, &s.num_kv_heads);
-    } else if (key == "d") {
-      ok = parse_int(value, 1, kCliMaxHeadDim, &s.head_dim);
-    } else if (key == "paged") {
-      ok = parse_int(value, 0, kCliMaxBlockSize, &s.block_size);
-    } else if (key == "kv") {
-      if (value == "bf16") {
-        s.kv_dtype = DType::kBFloat16;
-      } else if (value == "fp16") {
-        s.kv_dtype = DType::kFloat16;
-      } else if (value == "int8") {
-        s.kv_dtype = DType::kInt8;
-      } else {
-        return fail("kv is one of bf16, fp16, int8");
-      }
-    } else {
-      return fail("unknown key (b, s, n, kvn, d, kv, paged)");
-    }
-    if (!ok) return fail("value missing, malformed or out of range");
+    if (!item(key, value, fail)) return false;
+  }
+  return true;
+}
+
+constexpr const char* kBadValue = "value missing, malformed or out of range";
+
+bool parse_ifa(const std::string& text, std::string_view rest, IfaWorkloadShape* shape,
+               std::string* error) {
+  IfaWorkloadShape s;
+  s.name = text;
+  int64_t batch = 8, kv_len = 4096;
+  const bool ok = for_each_item(text, rest, error,
+                                [&](std::string_view key, std::string_view value, auto fail) {
+                                  bool good = true;
+                                  if (key == "b") {
+                                    good = parse_int(value, 1, kCliMaxBatch, &batch);
+                                  } else if (key == "s") {
+                                    good = parse_int(value, 0, kCliMaxKvLen, &kv_len);
+                                  } else if (key == "n") {
+                                    good = parse_int(value, 1, kCliMaxHeads, &s.num_heads);
+                                  } else if (key == "kvn") {
+                                    good = parse_int(value, 1, kCliMaxHeads, &s.num_kv_heads);
+                                  } else if (key == "d") {
+                                    good = parse_int(value, 1, kCliMaxHeadDim, &s.head_dim);
+                                  } else if (key == "paged") {
+                                    good = parse_int(value, 0, kCliMaxBlockSize, &s.block_size);
+                                  } else if (key == "layout") {
+                                    if (value != "bsnd" && value != "bnsd")
+                                      return fail("layout is bsnd or bnsd");
+                                    s.paged_bnsd = value == "bnsd";
+                                  } else if (key == "kv") {
+                                    if (value == "bf16") {
+                                      s.kv_dtype = DType::kBFloat16;
+                                    } else if (value == "fp16") {
+                                      s.kv_dtype = DType::kFloat16;
+                                    } else if (value == "int8") {
+                                      s.kv_dtype = DType::kInt8;
+                                    } else {
+                                      return fail("kv is one of bf16, fp16, int8");
+                                    }
+                                  } else {
+                                    return fail("unknown key (b, s, n, kvn, d, kv, paged, layout)");
+                                  }
+                                  return good || fail(kBadValue);
+                                });
+  if (!ok) return false;
+  if (s.paged_bnsd && s.block_size == 0) {
+    *error = "problem '" + text + "': layout=bnsd needs a paged cache (paged > 0)";
+    return false;
   }
   s.lengths.assign(static_cast<size_t>(batch), kv_len);
   *shape = std::move(s);
+  return true;
+}
+
+bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape* shape,
+               std::string* error) {
+  SfaWorkloadShape s;
+  s.name = text;
+  const bool ok = for_each_item(
+      text, rest, error, [&](std::string_view key, std::string_view value, auto fail) {
+        bool good = true;
+        if (key == "b") {
+          good = parse_int(value, 1, kCliMaxBatch, &s.batch);
+        } else if (key == "s") {
+          good = parse_int(value, 1, kCliMaxKvLen, &s.kv_len);
+        } else if (key == "topk") {
+          good = parse_int(value, 1, kCliMaxKvLen, &s.top_k);
+        } else if (key == "n") {
+          good = parse_int(value, 1, 128, &s.num_heads);
+        } else if (key == "blk") {
+          good = parse_int(value, 1, 128, &s.sparse_block_size) &&
+                 is_power_of_two(s.sparse_block_size);
+        } else if (key == "paged") {
+          // The operator's own limits on a paged block size: a multiple of 16 up to 1024.
+          good = parse_int(value, 0, 1024, &s.block_size) && s.block_size % 16 == 0;
+        } else if (key == "kv") {
+          if (value == "bf16") {
+            s.dtype = DType::kBFloat16;
+          } else if (value == "fp16") {
+            s.dtype = DType::kFloat16;
+          } else {
+            return fail("kv is bf16 or fp16");
+          }
+        } else {
+          return fail("unknown key (b, topk, s, n, blk, paged, kv)");
+        }
+        return good || fail(kBadValue);
+      });
+  if (!ok) return false;
+  if (s.block_size > 0 && s.block_size % s.sparse_block_size != 0) {
+    *error = "problem '" + text + "': blk must divide the paged block size";
+    return false;
+  }
+  *shape = std::move(s);
+  return true;
+}
+
+}  // namespace
+
+bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::string* error) {
+  const std::string_view all(text);
+  const size_t colon = all.find(':');
+  const std::string_view op = all.substr(0, colon);
+  const std::string_view rest =
+      colon == std::string_view::npos ? std::string_view() : all.substr(colon + 1);
+  BenchProblem p;
+  p.name = text;
+  if (op == "ifa") {
+    p.op = BenchOp::kIfa;
+    if (!parse_ifa(text, rest, &p.ifa, error)) return false;
+  } else if (op == "sfa") {
+    p.op = BenchOp::kSfa;
+    if (!parse_sfa(text, rest, &p.sfa, error)) return false;
+  } else {
+    *error =
+        "problem '" + text + "': unknown operator '" + std::string(op) + "' (ifa:... or sfa:...)";
+    return false;
+  }
+  *problem = std::move(p);
+  return true;
+}
+
+bool bench_sweep(const std::string& name, std::vector<std::string>* problems, std::string* error) {
+  std::vector<std::string> out;
+  if (name == "quick") {
+    out = {"ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32", "ifa:b2,s64,n4,kvn2,d64,kv=bf16,paged=0",
+           "ifa:b1,s16,n4,kvn2,d64,kv=int8,paged=32,layout=bnsd",
+           "sfa:b1,topk64,s256,n16,blk1,paged=64,kv=bf16"};
+  } else if (name == "default") {
+    // The shapes of the round-2 issue (docs/perf.md), sized so that the whole sweep with its
+    // peers (bench/peers.py) runs in about 10 minutes on 2 cores. Llama-3-8B attention is the
+    // default shape (n32, kvn8, d128); Qwen2.5-7B is n28, kvn4, d128.
+    for (const char* kv : {"bf16", "fp16", "int8"})  // GB/s against KV length, per dtype
+      for (const char* s : {"1024", "4096", "8192", "16384", "32768"})
+        out.push_back(std::string("ifa:b2,s") + s + ",kv=" + kv + ",paged=128");
+    for (const char* kv : {"bf16", "fp16", "int8"})  // contiguous cache
+      out.push_back(std::string("ifa:b2,s8192,kv=") + kv + ",paged=0");
+    for (const char* bs : {"16", "128", "512"})  // paged block sizes, both cache layouts
+      for (const char* layout : {"bsnd", "bnsd"})
+        if (std::string(bs) != "128" || std::string(layout) != "bsnd")  // in the series above
+          out.push_back(std::string("ifa:b2,s8192,kv=bf16,paged=") + bs + ",layout=" + layout);
+    for (const char* s : {"4096", "16384"})  // Qwen2.5-7B
+      out.push_back(std::string("ifa:b2,s") + s + ",n28,kvn4,kv=bf16,paged=128");
+    out.push_back("ifa:b2,s16384,n28,kvn4,kv=int8,paged=128");
+    for (const char* kvn : {"32", "16", "4"})  // GQA groups 1, 2, 8 (4 is the default shape)
+      out.push_back(std::string("ifa:b2,s4096,n32,kvn") + kvn + ",kv=bf16,paged=128");
+    for (const char* d : {"64", "256"})  // head dims (128 is the default shape)
+      out.push_back(std::string("ifa:b2,s4096,d") + d + ",kv=bf16,paged=128");
+    out.push_back("ifa:b1,s1024,kv=bf16,paged=128");  // small problems
+    out.push_back("ifa:b64,s512,kv=bf16,paged=128");
+    out.push_back("ifa:b1,s16,kv=bf16,paged=128");                      // the fixed per-call cost
+    out.push_back("sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16");  // DeepSeek-V3.2 MLA
+    out.push_back("sfa:b4,topk2048,s8192,n16,blk1,paged=64,kv=bf16");   // a 16-head shard
+    out.push_back("sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=fp16");
+  } else {
+    *error = "unknown sweep '" + name + "' (default, quick)";
+    return false;
+  }
+  problems->insert(problems->end(), out.begin(), out.end());
   return true;
 }
 

@@ -1,19 +1,42 @@
-// `kvflash bench` problem strings, in the spirit of oneDNN's benchdnn: one decode step per string,
-//   ifa:b8,s4096,n32,kvn8,d128,kv=bf16,paged=128
+// `kvflash bench` problem strings, in the spirit of oneDNN's benchdnn: one decode step per string.
+//   ifa:b8,s4096,n32,kvn8,d128,kv=bf16,paged=128,layout=bsnd
 // b batch, s KV length of every sequence, n query heads, kvn KV heads, d head dim, kv the cache
-// dtype (bf16 | fp16 | int8), paged the block size (0 = a contiguous BNSD cache). Keys may come in
-// any order; a key left out keeps the default shown above.
+// dtype (bf16 | fp16 | int8), paged the block size (0 = a contiguous BNSD cache), layout the paged
+// cache's layout (bsnd = (blocks, block_size, KV_N*D), bnsd = (blocks, KV_N, block_size, D)).
+//   sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16
+// b batch, topk selected tokens (or blocks) per query, s KV length of every sequence, n query
+// heads (1..128, sharing the one latent KV head of 512 + 64 rope dims), blk the sparse block size
+// (a power of 2 up to 128 that divides paged), paged the block size (0 = a contiguous BSND cache),
+// kv the dtype of query, cache and output (bf16 | fp16).
+// Keys may come in any order; a key left out keeps the default shown above. Named sweeps expand
+// to lists of such strings (bench_sweep).
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "bench_sfa.hpp"
 #include "ifa_workload.hpp"
 
 namespace kvflash::tools {
 
-/// Parses one problem string into *shape (name = the string). Returns false with the reason in
-/// *error for an unknown operator or key, a malformed or out-of-range value (the limits of
-/// cli_options.hpp), or a repeated key.
-bool parse_bench_problem(const std::string& text, IfaWorkloadShape* shape, std::string* error);
+enum class BenchOp { kIfa, kSfa };
+
+/// One parsed problem string: op selects which shape is meaningful.
+struct BenchProblem {
+  std::string name;  ///< the string as given
+  BenchOp op = BenchOp::kIfa;
+  IfaWorkloadShape ifa;
+  SfaWorkloadShape sfa;
+};
+
+/// Parses one problem string into *problem. Returns false with the reason in *error for an
+/// unknown operator or key, a malformed or out-of-range value (the limits of cli_options.hpp and,
+/// for sfa, of the operator: n <= 128, blk a power of 2 <= 128 dividing paged), or a repeated key.
+bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::string* error);
+
+/// The problem strings of a named sweep ("default": the shapes of docs/perf.md; "quick": a few
+/// small ones for smoke tests). Returns false with the known names in *error for another name.
+bool bench_sweep(const std::string& name, std::vector<std::string>* problems, std::string* error);
 
 }  // namespace kvflash::tools

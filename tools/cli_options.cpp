@@ -60,10 +60,16 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
   ifa_cmd->add_flag("--no-bandwidth", skip_bandwidth, "skip the memory read-bandwidth measurement");
 
   std::vector<std::string> problems;
-  std::string bench_json;
+  std::string bench_json, bench_csv, sweep;
+  bool bench_list = false;
   CLI::App* bench_cmd = app.add_subcommand(
-      "bench", "Time problems like ifa:b8,s4096,n32,kvn8,d128,kv=bf16,paged=128 (each checked)");
-  bench_cmd->add_option("problems", problems, "problem strings")->required();
+      "bench",
+      "Time problems like ifa:b8,s4096,n32,kvn8,d128,kv=bf16,paged=128 or "
+      "sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16 (each checked against fp64)");
+  bench_cmd->add_option("problems", problems, "problem strings (none: only the probes)");
+  bench_cmd->add_option("--sweep", sweep, "add a named sweep's problems: default, quick");
+  bench_cmd->add_flag("--list", bench_list, "print the problems, one a line, and run nothing");
+  bench_cmd->add_option("--csv", bench_csv, "also write the results to this CSV file");
   bench_cmd->add_option("--threads", demo.num_threads, "worker threads (0 = all cores)")
       ->check(CLI::Range(0, kCliMaxThreads));
   bench_cmd->add_option("--iters", demo.iterations, "timed iterations (median reported)")
@@ -91,7 +97,14 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
   o->demo = demo;
   o->skip_bandwidth = skip_bandwidth;
   o->check = check;
-  std::vector<IfaWorkloadShape> bench;
+  if (!sweep.empty()) {
+    std::string why;
+    if (!bench_sweep(sweep, &problems, &why)) {
+      err << "--sweep: " << why << "\n";
+      return 1;
+    }
+  }
+  std::vector<BenchProblem> bench;
   for (const std::string& text : problems) {
     std::string why;
     if (!parse_bench_problem(text, &bench.emplace_back(), &why)) {
@@ -101,6 +114,8 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
   }
   o->bench = std::move(bench);
   o->bench_json = bench_json;
+  o->bench_csv = bench_csv;
+  o->bench_list = bench_list;
   if (*bench_cmd) {
     o->command = CliCommand::kBench;
   } else if (*info_cmd) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "demo.hpp"
+#include "bench_problem.hpp"
 #include "ifa_workload.hpp"
 
 namespace kvflash::tools {
@@ -21,9 +22,12 @@ struct CliOptions {
   /// `kvflash ifa`: lengths filled from --lengths, or --batch copies of --kv-len.
   IfaWorkloadShape ifa;
   bool check = false;  ///< ifa --check
-  /// `kvflash bench`: one shape per problem string (tools/bench_problem.hpp), and --json FILE.
-  std::vector<IfaWorkloadShape> bench;
-  std::string bench_json;
+  /// `kvflash bench`: one problem per string (tools/bench_problem.hpp), the named --sweep's
+  /// problems after those given, --json FILE, --csv FILE, --list (print the problems, run none).
+  /// No problem at all: only the read bandwidth and the bf16 peak are measured.
+  std::vector<BenchProblem> bench;
+  std::string bench_json, bench_csv;
+  bool bench_list = false;
   bool skip_bandwidth = false;  ///< --no-bandwidth
 };
 

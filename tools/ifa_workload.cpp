@@ -59,7 +59,16 @@ struct IfaWorkload {
     void* k = const_cast<std::byte*>(key.data());
     void* v = const_cast<std::byte*>(value.data());
     const DType kvd = shape.kv_dtype;
-    if (is_paged()) {
+    if (is_paged() && shape.paged_bnsd) {
+      // The same bytes read as (blocks, KV_N, block_size, D): the data is random either way.
+      a.input_layout = "BNSD";
+      a.query = TensorView::contiguous(c.q.data(), q_dtype, {b, n, 1, d});
+      a.key = {TensorView::contiguous(k, kvd, {paged.num_blocks, kvn, shape.block_size, d})};
+      a.value = {TensorView::contiguous(v, kvd, {paged.num_blocks, kvn, shape.block_size, d})};
+      a.block_table = TensorView::contiguous(c.bt.data(), DType::kInt32, {b, paged.blocks_per_seq});
+      a.block_size = shape.block_size;
+      a.attention_out = TensorView::contiguous(c.out.data(), q_dtype, {b, n, 1, d});
+    } else if (is_paged()) {
       a.input_layout = "BSND";
       a.query = TensorView::contiguous(c.q.data(), q_dtype, {b, 1, n, d});
       a.key = {TensorView::contiguous(k, kvd, {paged.num_blocks, shape.block_size, kvn * d})};
@@ -175,7 +184,10 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
       "ifa  %s  kv=%s %s  B=%lld N=%lld KV_N=%lld D=%lld tokens=%lld  %8.3f ms/call  KV %7.1f MB  "
       "%6.1f GB/s",
       shape.name.c_str(), dtype_name(shape.kv_dtype),
-      w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size)).c_str() : "contiguous",
+      w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size) +
+                      (shape.paged_bnsd ? " bnsd" : ""))
+                         .c_str()
+                   : "contiguous",
       static_cast<long long>(w.batch()), static_cast<long long>(shape.num_heads),
       static_cast<long long>(shape.num_kv_heads), static_cast<long long>(shape.head_dim),
       static_cast<long long>(tokens), seconds * 1e3, kv_bytes / 1e6, gbs);

@@ -19,6 +19,9 @@ struct IfaWorkloadShape {
   /// Paged cache (blocks, block_size, KV_N*D) with a shuffled block table when > 0; a contiguous
   /// BNSD cache (B, KV_N, S_max, D) when 0.
   int64_t block_size = 128;
+  /// Paged cache only: blocks laid out (blocks, KV_N, block_size, D) with a BNSD query, instead of
+  /// (blocks, block_size, KV_N*D) with a BSND query.
+  bool paged_bnsd = false;
   /// bf16 | fp16 | int8 (per-channel antiquant). Query and output are fp16 with an fp16 cache and
   /// bf16 otherwise.
   DType kv_dtype = DType::kBFloat16;

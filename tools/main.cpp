@@ -2,7 +2,8 @@
 //   kvflash demo   the main job: embedded decode workloads, checked against the reference, timed
 //   kvflash ifa    one IFA decode step of a shape given on the command line: timed, optionally
 //                  checked
-//   kvflash bench  problem strings (ifa:b8,s4096,...): timed, checked, optionally written as JSON
+//   kvflash bench  problem strings (ifa:b8,s4096,..., sfa:b4,topk2048,...) or a named sweep: timed,
+//                  checked, optionally written as JSON and CSV
 //   kvflash info   the version and what this machine gives kvflash (ISA, threads, read bandwidth)
 #include <cstdio>
 #include <iostream>
@@ -22,6 +23,7 @@ namespace {
 int run(const kvflash::tools::CliOptions& o) {
   using namespace kvflash;
   const tools::DemoOptions& demo = o.demo;
+  if (o.command == tools::CliCommand::kBench && o.bench_list) return tools::list_bench(o) ? 0 : 1;
   if (o.command == tools::CliCommand::kInfo) std::printf("kvflash %s\n", kvflash_version());
 
   const int threads = demo.num_threads ? demo.num_threads : cpu::default_num_threads();

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""The whole benchmark run of docs/perf.md: `kvflash bench` and its peers on the same shapes,
+interleaved problem by problem, with the machine's read bandwidth and bf16 dot-product peak
+measured at the start and at the end of the same run; one JSON that bench/report.py reads.
+
+    python3 bench/peers.py --kvflash build/release/kvflash --sweep default --threads 2 \\
+        --out bench/runs/RUN.json
+
+Peers (each a worker process answering JSON lines, bench/peer_common.py), used when present:
+  sdpa  PyTorch SDPA on the CPU (bench/sdpa_peer.py) in the repo's .venv (scripts/setup_python.sh)
+        or --sdpa-python;
+  vllm  vLLM's CPU attention kernel (bench/vllm_peer.py) in $KVFLASH_VLLM_PYTHON, --vllm-python or
+        /work/venv-vllm/bin/python (scripts/setup_vllm_peer.sh).
+A missing peer environment is reported and the run goes on without it. This script itself needs
+only the Python standard library. A progress line per problem goes to stderr.
+"""
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def kvflash_json(binary, args, tmp):
+    """Runs `kvflash bench ARGS --json TMP`; returns (the JSON, whether it exited 0, stdout)."""
+    path = os.path.join(tmp, "one.json")
+    if os.path.exists(path):
+        os.remove(path)
+    p = subprocess.run([binary, "bench", *args, "--json", path], capture_output=True, text=True)
+    if not os.path.exists(path):
+        sys.exit(f"peers.py: kvflash bench {' '.join(args)} wrote no JSON:\n{p.stdout}{p.stderr}")
+    with open(path) as f:
+        return json.load(f), p.returncode == 0, p.stdout
+
+
+class Peer:
+    """One worker process; None answers when it could not start."""
+
+    def __init__(self, name, python, script, threads, iters):
+        self.name, self.info, self.proc = name, None, None
+        if not python or not os.path.exists(python):
+            self.why = f"no Python environment ({python or 'none given'})"
+            return
+        self.proc = subprocess.Popen(
+            # torch warns at import when numpy is absent; the peers do not use numpy.
+            [python, "-W", "ignore:Failed to initialize NumPy", str(REPO / "bench" / script),
+             "--serve", "--threads", str(threads),
+             "--iters", str(iters)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        line = self.proc.stdout.readline()
+        if not line:
+            self.why = f"{script} did not start (see its error above)"
+            self.proc = None
+            return
+        self.info = json.loads(line)
+
+    def ask(self, row):
+        if not self.proc:
+            return None
+        self.proc.stdin.write(json.dumps(row) + "\n")
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc = None
+            self.why = "worker died (see its error above)"
+            return {"error": self.why}
+        return json.loads(line)
+
+    def close(self):
+        if self.proc:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kvflash", default=str(REPO / "build/release/kvflash"))
+    ap.add_argument("--sweep", help="a named sweep of kvflash bench (default, quick)")
+    ap.add_argument("problems", nargs="*", help="problem strings (after the sweep's)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=10, help="timed calls per problem (median)")
+    ap.add_argument("--out", required=True, help="the run's JSON")
+    ap.add_argument("--sdpa-python", default=str(REPO / ".venv/bin/python"))
+    ap.add_argument("--vllm-python", default=os.environ.get("KVFLASH_VLLM_PYTHON",
+                                                            "/work/venv-vllm/bin/python"))
+    ap.add_argument("--no-peers", action="store_true", help="kvflash and the probes only")
+    ap.add_argument("--no-bandwidth", action="store_true",
+                    help="skip the probes (read bandwidth, bf16 peak): smoke tests only")
+    args = ap.parse_args()
+
+    listing = [args.kvflash, "bench", "--list", *args.problems]
+    if args.sweep:
+        listing += ["--sweep", args.sweep]
+    p = subprocess.run(listing, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"peers.py: {' '.join(listing)} failed:\n{p.stderr}")
+    problems = p.stdout.split()
+    if not problems:
+        sys.exit("peers.py: no problem (give --sweep or problem strings)")
+
+    common = ["--threads", str(args.threads)]
+    probe = common + (["--no-bandwidth"] if args.no_bandwidth else [])
+    started = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        probe_start, _, _ = kvflash_json(args.kvflash, probe, tmp)
+        peers = [] if args.no_peers else [
+            Peer("sdpa", args.sdpa_python, "sdpa_peer.py", args.threads, args.iters),
+            Peer("vllm", args.vllm_python, "vllm_peer.py", args.threads, args.iters)]
+        for peer in peers:
+            state = f"torch {peer.info['torch']}" if peer.info else f"skipped: {peer.why}"
+            print(f"peers.py: peer {peer.name}: {state}", file=sys.stderr)
+        results, all_passed = [], True
+        for i, problem in enumerate(problems):
+            elapsed = time.time() - started
+            left = f", about {elapsed / i * (len(problems) - i):.0f} s left" if i else ""
+            print(f"peers.py {i + 1}/{len(problems)} ({elapsed:.0f} s so far{left}): {problem}",
+                  file=sys.stderr, flush=True)
+            run, ok, out = kvflash_json(
+                args.kvflash, [problem, *common, "--iters", str(args.iters), "--no-bandwidth"], tmp)
+            if not ok:
+                print(out, file=sys.stderr)
+            all_passed &= ok
+            row = run["results"][0]
+            row["peers"] = {}
+            for peer in peers:
+                answer = peer.ask(row)
+                if answer is not None:
+                    row["peers"][peer.name] = answer
+            results.append(row)
+        probe_end, _, _ = kvflash_json(args.kvflash, probe, tmp)
+        for peer in peers:
+            peer.close()
+
+    probes = [probe_start, probe_end]
+    bw = sum(r["read_bandwidth_gbs"] for r in probes) / 2
+    peak = sum(r["bf16_peak_gflops"] for r in probes) / 2
+    for row in results:  # fractions of the run's ceilings (mean of the two probes)
+        row["bw_fraction"] = row["gbs"] / bw if bw > 0 else 0.0
+        row["peak_fraction"] = row["gflops"] / peak if peak > 0 else 0.0
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = None
+    git = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True)
+    run = {
+        "commit": git.stdout.strip() if git.returncode == 0 else None,
+        "isa": probe_start["isa"], "threads": probe_start["threads"], "iterations": args.iters,
+        "read_bandwidth_gbs": bw, "bf16_peak_gflops": peak,
+        "probes": [{"read_bandwidth_gbs": r["read_bandwidth_gbs"],
+                    "bf16_peak_gflops": r["bf16_peak_gflops"]} for r in probes],
+        "peers": {peer.name: peer.info or {"skipped": peer.why} for peer in peers},
+        "command": " ".join(sys.argv), "seconds": round(time.time() - started, 1),
+        "load_average_at_end": load, "results": results,
+    }
+    with open(args.out, "w") as f:
+        json.dump(run, f, indent=1)
+        f.write("\n")
+    print(f"peers.py: {len(results)} problems in {run['seconds']:.0f} s, "
+          f"{'all checks passed' if all_passed else 'SOME CHECK FAILED'}; wrote {args.out}",
+          file=sys.stderr)
+    return 0 if all_passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
