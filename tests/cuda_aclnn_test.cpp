@@ -205,6 +205,53 @@ TEST(CudaAclRuntime, AsyncWorkRunsInStreamOrder) {
   }
 }
 
+// Events: stream b waits for a's record after a large write; b's copy sees the write, the host
+// waits for the event, and the elapsed time is measured.
+TEST(CudaAclRuntime, EventsOrderStreamsAndTime) {
+  REQUIRE_GPU();
+  const size_t n = 64 << 20;
+  aclrtStream a = nullptr, b = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&a), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateStream(&b), ACL_SUCCESS);
+  aclrtEvent start = nullptr, written = nullptr;
+  ASSERT_EQ(aclrtCreateEvent(&start), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateEvent(&written), ACL_SUCCESS);
+  void *x = nullptr, *y = nullptr, *host = nullptr;
+  ASSERT_EQ(aclrtMalloc(&x, n, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMalloc(&y, n, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMallocHost(&host, n), ACL_SUCCESS);
+  for (int round = 1; round <= 4; ++round) {
+    ASSERT_EQ(aclrtMemset(y, n, 0, n), ACL_SUCCESS);
+    ASSERT_EQ(aclrtRecordEvent(start, a), ACL_SUCCESS);
+    ASSERT_EQ(aclrtMemsetAsync(x, n, round, n, a), ACL_SUCCESS);
+    ASSERT_EQ(aclrtRecordEvent(written, a), ACL_SUCCESS);
+    ASSERT_EQ(aclrtStreamWaitEvent(b, written), ACL_SUCCESS);
+    ASSERT_EQ(aclrtMemcpyAsync(y, n, x, n, ACL_MEMCPY_DEVICE_TO_DEVICE, b), ACL_SUCCESS);
+    ASSERT_EQ(aclrtMemcpyAsync(host, n, y, n, ACL_MEMCPY_DEVICE_TO_HOST, b), ACL_SUCCESS);
+    ASSERT_EQ(aclrtSynchronizeStream(b), ACL_SUCCESS) << recent();
+    const auto* h = static_cast<const uint8_t*>(host);
+    for (size_t i = 0; i < n; i += 65521) ASSERT_EQ(h[i], round) << i;
+    ASSERT_EQ(h[n - 1], round);
+    ASSERT_EQ(aclrtSynchronizeEvent(written), ACL_SUCCESS);
+    aclrtEventStatus status = ACL_EVENT_STATUS_RESERVED;
+    EXPECT_EQ(aclrtQueryEvent(written, &status), ACL_SUCCESS);
+    EXPECT_EQ(status, ACL_EVENT_STATUS_COMPLETE);
+    float ms = -1;
+    ASSERT_EQ(aclrtEventElapsedTime(&ms, start, written), ACL_SUCCESS) << recent();
+    EXPECT_GT(ms, 0.0f);
+  }
+  int not_an_event = 0;
+  EXPECT_EQ(aclrtRecordEvent(&not_an_event, a), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclrtDestroyEvent(start), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyEvent(written), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyEvent(written), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclrtDestroyStream(a), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyStream(b), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(x), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(y), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFreeHost(host), ACL_SUCCESS);
+}
+
 // ---- faults: reported at synchronisation, never by the aclnn call --------------------------------
 
 #if defined(KVFLASH_HAVE_CUDA)

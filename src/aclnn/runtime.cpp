@@ -120,16 +120,8 @@ aclError release(std::unordered_map<void*, std::unique_ptr<void, AlignedFree>>* 
   return ACL_SUCCESS;  // owned frees outside the lock
 }
 
-// ACL_SUCCESS when the runtime KVFLASH_ACL_BACKEND chose can be used; otherwise its code, with
-// the reason recorded for fn (every runtime entry point starts with this).
-aclError ready(const char* fn) {
-  const AclBackendChoice& c = acl_backend();
-  if (c.error != ACL_SUCCESS) return rt_fail(c.error, std::string(fn) + ": " + c.message);
-  return ACL_SUCCESS;
-}
-
 aclError check_device(const char* fn, int32_t device_id) {
-  if (aclError e = ready(fn)) return e;
+  if (aclError e = runtime_ready(fn)) return e;
 #if defined(KVFLASH_HAVE_CUDA)
   if (cuda_runtime()) return cuda_rt::check_device(fn, device_id);
 #endif
@@ -184,7 +176,7 @@ aclError aclInit(const char* configPath) {
                        std::string("aclInit: cannot open config file '") + configPath + "'");
       std::fclose(f);
     }
-    if (aclError e = ready("aclInit")) return e;
+    if (aclError e = runtime_ready("aclInit")) return e;
     std::lock_guard<std::mutex> lock(rt().mu);
     if (rt().initialized)
       return rt_fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialised");
@@ -289,7 +281,7 @@ aclError aclrtGetDeviceCount(uint32_t* count) {
   return c_entry("aclrtGetDeviceCount", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (count == nullptr)
       return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count is null");
-    if (aclError e = ready("aclrtGetDeviceCount")) return e;
+    if (aclError e = runtime_ready("aclrtGetDeviceCount")) return e;
     ON_CUDA(cuda_rt::get_device_count(count));
     *count = kNumDevices;
     return ACL_SUCCESS;
@@ -307,7 +299,7 @@ aclError aclrtGetRunMode(aclrtRunMode* runMode) {
 
 aclError aclrtSynchronizeDevice(void) {
   return c_entry("aclrtSynchronizeDevice", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
-    if (aclError e = ready("aclrtSynchronizeDevice")) return e;
+    if (aclError e = runtime_ready("aclrtSynchronizeDevice")) return e;
     ON_CUDA(cuda_rt::synchronize_device());
     std::vector<std::shared_ptr<Stream>> all;
     {
@@ -383,7 +375,7 @@ aclError aclrtCreateStream(aclrtStream* stream) {
     if (stream == nullptr)
       return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is null");
     *stream = nullptr;
-    if (aclError e = ready("aclrtCreateStream")) return e;
+    if (aclError e = runtime_ready("aclrtCreateStream")) return e;
     ON_CUDA(cuda_rt::create_stream(stream));
     std::shared_ptr<Stream> s;
     try {
@@ -400,7 +392,7 @@ aclError aclrtCreateStream(aclrtStream* stream) {
 
 aclError aclrtDestroyStream(aclrtStream stream) {
   return c_entry("aclrtDestroyStream", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
-    if (aclError e = ready("aclrtDestroyStream")) return e;
+    if (aclError e = runtime_ready("aclrtDestroyStream")) return e;
     ON_CUDA(cuda_rt::destroy_stream(stream));
     std::shared_ptr<Stream> s;
     {
@@ -419,7 +411,7 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
   return c_entry("aclrtSynchronizeStream", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
-    if (aclError e = ready("aclrtSynchronizeStream")) return e;
+    if (aclError e = runtime_ready("aclrtSynchronizeStream")) return e;
     ON_CUDA(cuda_rt::synchronize_stream(stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)
@@ -436,7 +428,7 @@ aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy_enu
       if (devPtr) *devPtr = nullptr;
       return e;
     }
-    if (aclError e = ready("aclrtMalloc")) {
+    if (aclError e = runtime_ready("aclrtMalloc")) {
       if (devPtr) *devPtr = nullptr;
       return e;
     }
@@ -452,7 +444,7 @@ aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy_enu
 
 aclError aclrtFree(void* devPtr) {
   return c_entry("aclrtFree", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
-    if (aclError e = ready("aclrtFree")) return e;
+    if (aclError e = runtime_ready("aclrtFree")) return e;
     if (devPtr == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: pointer is null");
     ON_CUDA(cuda_rt::free_device(devPtr));
     return release(&rt().device_memory, "aclrtFree", devPtr);
@@ -461,7 +453,7 @@ aclError aclrtFree(void* devPtr) {
 
 aclError aclrtMallocHost(void** hostPtr, size_t size) {
   return c_entry("aclrtMallocHost", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
-    if (aclError e = ready("aclrtMallocHost")) {
+    if (aclError e = runtime_ready("aclrtMallocHost")) {
       if (hostPtr) *hostPtr = nullptr;
       return e;
     }
@@ -477,7 +469,7 @@ aclError aclrtMallocHost(void** hostPtr, size_t size) {
 
 aclError aclrtFreeHost(void* hostPtr) {
   return c_entry("aclrtFreeHost", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
-    if (aclError e = ready("aclrtFreeHost")) return e;
+    if (aclError e = runtime_ready("aclrtFreeHost")) return e;
     if (hostPtr == nullptr)
       return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: pointer is null");
     ON_CUDA(cuda_rt::free_host(hostPtr));
@@ -490,7 +482,7 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
   return c_entry("aclrtMemcpy", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = check_memcpy("aclrtMemcpy", dst, destMax, src, count, raw_enum(kind)))
       return e;
-    if (aclError e = ready("aclrtMemcpy")) return e;
+    if (aclError e = runtime_ready("aclrtMemcpy")) return e;
     ON_CUDA(cuda_rt::memcpy_sync(dst, src, count, raw_enum(kind)));
     if (count > 0) std::memmove(dst, src, count);
     return ACL_SUCCESS;
@@ -500,7 +492,7 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
   return c_entry("aclrtMemset", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = check_memset("aclrtMemset", devPtr, maxCount, count)) return e;
-    if (aclError e = ready("aclrtMemset")) return e;
+    if (aclError e = runtime_ready("aclrtMemset")) return e;
     ON_CUDA(cuda_rt::memset_sync(devPtr, value, count));
     if (count > 0) std::memset(devPtr, value, count);
     return ACL_SUCCESS;
@@ -512,7 +504,7 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
   return c_entry("aclrtMemcpyAsync", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = check_memcpy("aclrtMemcpyAsync", dst, destMax, src, count, raw_enum(kind)))
       return e;
-    if (aclError e = ready("aclrtMemcpyAsync")) return e;
+    if (aclError e = runtime_ready("aclrtMemcpyAsync")) return e;
     ON_CUDA(cuda_rt::memcpy_async(dst, src, count, raw_enum(kind), stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)
@@ -531,7 +523,7 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
                           aclrtStream stream) {
   return c_entry("aclrtMemsetAsync", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = check_memset("aclrtMemsetAsync", devPtr, maxCount, count)) return e;
-    if (aclError e = ready("aclrtMemsetAsync")) return e;
+    if (aclError e = runtime_ready("aclrtMemsetAsync")) return e;
     ON_CUDA(cuda_rt::memset_async(devPtr, value, count, stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)

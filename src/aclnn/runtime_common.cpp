@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "aclnn/acl_backend.hpp"
 #include "core/error.hpp"
 
 namespace kvflash::aclnn {
@@ -12,6 +13,12 @@ constexpr const char* kRt = "acl";
 aclError rt_fail(aclError code, const std::string& message) {
   core::fail(Status::kRuntime, kRt, message + " (aclError " + std::to_string(code) + ")");
   return code;
+}
+
+aclError runtime_ready(const char* fn) {
+  const AclBackendChoice& c = acl_backend();
+  if (c.error != ACL_SUCCESS) return rt_fail(c.error, std::string(fn) + ": " + c.message);
+  return ACL_SUCCESS;
 }
 
 std::string ptr_str(const void* p) {

@@ -14,6 +14,9 @@ namespace kvflash::aclnn {
 
 /// Records "[acl] message (aclError code)" for aclGetRecentErrMsg and returns code.
 aclError rt_fail(aclError code, const std::string& message);
+/// ACL_SUCCESS when the runtime KVFLASH_ACL_BACKEND chose can be used; otherwise its code, with
+/// the reason recorded for fn. Every runtime entry point starts with it (acl_backend.hpp).
+aclError runtime_ready(const char* fn);
 /// "%p" of p.
 std::string ptr_str(const void* p);
 /// ACL_ERROR_INVALID_PARAM (recorded) unless policy is an aclrtMemMallocPolicy.

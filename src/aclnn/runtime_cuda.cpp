@@ -126,6 +126,7 @@ struct Runtime {
   std::map<uintptr_t, size_t> host_memory;    // pinned
   std::unordered_map<void*, std::shared_ptr<CudaStream>> streams;
   std::shared_ptr<CudaStream> default_stream;
+  std::unordered_map<void*, cudaEvent_t> events;  // handle (a heap cell) -> event
   SlotPool slots;
 };
 
@@ -454,6 +455,98 @@ aclError memset_async(void* ptr, int32_t value, size_t count, aclrtStream stream
   if (count == 0) return ACL_SUCCESS;
   if (aclError e = check_device_range("aclrtMemsetAsync", ptr, count)) return e;
   ACL_CUDA_TRY("aclrtMemsetAsync", cudaMemsetAsync(ptr, value, count, s->handle));
+  return ACL_SUCCESS;
+}
+
+// ---- events ------------------------------------------------------------------------------------
+
+namespace {
+bool find_event(aclrtEvent handle, cudaEvent_t* out) {
+  std::lock_guard<std::mutex> lock(rt().mu);
+  auto it = rt().events.find(handle);
+  if (it == rt().events.end()) return false;
+  *out = it->second;
+  return true;
+}
+aclError dead_event(const char* fn, aclrtEvent event) {
+  return rt_fail(ACL_ERROR_INVALID_PARAM,
+                 std::string(fn) + ": " + ptr_str(event) + " is not a live event");
+}
+aclError dead_stream(const char* fn, aclrtStream stream) {
+  return rt_fail(ACL_ERROR_INVALID_PARAM,
+                 std::string(fn) + ": " + ptr_str(stream) + " is not a live stream");
+}
+}  // namespace
+
+aclError create_event(aclrtEvent* event) {
+  cudaEvent_t e = nullptr;
+  ACL_CUDA_TRY("aclrtCreateEvent", cudaEventCreate(&e));  // with timing: aclrtEventElapsedTime
+  // The handle is a cell of our own, so a dead or foreign handle is found out before CUDA sees it.
+  auto cell = std::make_unique<char>();
+  std::lock_guard<std::mutex> lock(rt().mu);
+  rt().events.emplace(cell.get(), e);
+  *event = cell.release();
+  return ACL_SUCCESS;
+}
+
+aclError destroy_event(aclrtEvent event) {
+  cudaEvent_t e = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(rt().mu);
+    auto it = rt().events.find(event);
+    if (it == rt().events.end()) return dead_event("aclrtDestroyEvent", event);
+    e = it->second;
+    rt().events.erase(it);
+  }
+  delete static_cast<char*>(event);
+  ACL_CUDA_TRY("aclrtDestroyEvent", cudaEventDestroy(e));  // pending records still complete
+  return ACL_SUCCESS;
+}
+
+aclError record_event(aclrtEvent event, aclrtStream stream) {
+  cudaEvent_t e = nullptr;
+  if (!find_event(event, &e)) return dead_event("aclrtRecordEvent", event);
+  std::shared_ptr<CudaStream> s = find(stream);
+  if (!s) return dead_stream("aclrtRecordEvent", stream);
+  ACL_CUDA_TRY("aclrtRecordEvent", cudaEventRecord(e, s->handle));
+  return ACL_SUCCESS;
+}
+
+aclError synchronize_event(aclrtEvent event) {
+  cudaEvent_t e = nullptr;
+  if (!find_event(event, &e)) return dead_event("aclrtSynchronizeEvent", event);
+  ACL_CUDA_TRY("aclrtSynchronizeEvent", cudaEventSynchronize(e));
+  return ACL_SUCCESS;
+}
+
+aclError query_event(aclrtEvent event, bool* complete) {
+  cudaEvent_t e = nullptr;
+  if (!find_event(event, &e)) return dead_event("aclrtQueryEvent", event);
+  const cudaError_t q = cudaEventQuery(e);
+  if (q == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    *complete = false;
+    return ACL_SUCCESS;
+  }
+  if (q != cudaSuccess) return cuda_fail("aclrtQueryEvent", "cudaEventQuery", q);
+  *complete = true;
+  return ACL_SUCCESS;
+}
+
+aclError stream_wait_event(aclrtStream stream, aclrtEvent event) {
+  cudaEvent_t e = nullptr;
+  if (!find_event(event, &e)) return dead_event("aclrtStreamWaitEvent", event);
+  std::shared_ptr<CudaStream> s = find(stream);
+  if (!s) return dead_stream("aclrtStreamWaitEvent", stream);
+  ACL_CUDA_TRY("aclrtStreamWaitEvent", cudaStreamWaitEvent(s->handle, e, 0));
+  return ACL_SUCCESS;
+}
+
+aclError event_elapsed_time(float* ms, aclrtEvent start, aclrtEvent end) {
+  cudaEvent_t a = nullptr, b = nullptr;
+  if (!find_event(start, &a)) return dead_event("aclrtEventElapsedTime", start);
+  if (!find_event(end, &b)) return dead_event("aclrtEventElapsedTime", end);
+  ACL_CUDA_TRY("aclrtEventElapsedTime", cudaEventElapsedTime(ms, a, b));
   return ACL_SUCCESS;
 }
 

@@ -57,6 +57,17 @@ aclError memset_sync(void* ptr, int32_t value, size_t count);
 aclError memcpy_async(void* dst, const void* src, size_t count, int32_t kind, aclrtStream stream);
 aclError memset_async(void* ptr, int32_t value, size_t count, aclrtStream stream);
 
+/// Events: cudaEvent_t (created with timing). Handles checked like streams'; the arguments
+/// (null slots) already checked by events.cpp.
+aclError create_event(aclrtEvent* event);
+aclError destroy_event(aclrtEvent event);
+aclError record_event(aclrtEvent event, aclrtStream stream);
+aclError synchronize_event(aclrtEvent event);
+/// *complete: whether every record of the event has run.
+aclError query_event(aclrtEvent event, bool* complete);
+aclError stream_wait_event(aclrtStream stream, aclrtEvent event);
+aclError event_elapsed_time(float* ms, aclrtEvent start, aclrtEvent end);
+
 /// Phase 2 of an aclnn operator on stream (already checked live): calls run(cudaStream_t) on this
 /// thread (it queues kernels and returns), keeps a non-success status and its message for the
 /// stream's next synchronisation, and queues the copies of the fault records run posted. kInvalid
