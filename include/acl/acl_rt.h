@@ -1,7 +1,9 @@
-/* CANN-compatible runtime API (acl/acl_rt.h), kvflash CPU edition.
+/* CANN-compatible runtime API (acl/acl_rt.h).
  *
- * "Device" memory is host memory; the one device is device 0. Streams are in-order work queues,
- * each served by its own worker thread; the null stream is a process-wide default stream.
+ * By default the runtime is the CPU's: "device" memory is host memory; the one device is device 0.
+ * Streams are in-order work queues, each served by its own worker thread; the null stream is a
+ * process-wide default stream. With the environment variable KVFLASH_ACL_BACKEND=cuda the same
+ * functions run on the CUDA runtime (device memory, cudaStream_t, cudaEvent_t).
  * See docs/api.md for every function's status codes. Pure C; C linkage. */
 #ifndef KVFLASH_ACL_ACL_RT_H_
 #define KVFLASH_ACL_ACL_RT_H_
