@@ -4,6 +4,7 @@
 // (a death test that re-executes this binary: "threadsafe" style) that sets it first.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -12,6 +13,7 @@
 #include "acl/acl.h"
 #include "aclnn/acl_backend.hpp"
 #include "aclnn/acl_objects.hpp"
+#include "aclnn/allocation_table.hpp"
 #include "core/device_fault.hpp"
 #include "core/error.hpp"
 #include "cuda/device.hpp"
@@ -159,6 +161,39 @@ TEST(AclBackendEnv, ExplicitCpuIsTheDefaultRuntime) {
     return ok && aclDestroyTensor(t) == ACLNN_SUCCESS && aclrtFree(p) == ACL_SUCCESS &&
            aclFinalize() == ACL_SUCCESS;
   });
+}
+
+// ---- the CUDA runtime's allocation table (its copy checks) ---------------------------------------
+
+TEST(AclAllocationTable, RangesLieWithinOneAllocation) {
+  kvflash::aclnn::AllocationTable t;
+  static char buffer[1024];
+  char* const a = buffer + 64;  // [a, a + 100) and [b, b + 256), with room around them
+  char* const b = buffer + 512;
+  t.add(a, 100);
+  t.add(b, 256);
+  EXPECT_EQ(t.size(), 2u);
+  EXPECT_TRUE(t.contains(a, 100));
+  EXPECT_TRUE(t.contains(a + 99, 1));
+  EXPECT_FALSE(t.contains(a + 99, 2));  // one byte past the end
+  EXPECT_FALSE(t.contains(a, 101));
+  EXPECT_TRUE(t.contains(a + 100, 0));  // the end itself, nothing read
+  EXPECT_FALSE(t.contains(a + 101, 0));
+  EXPECT_FALSE(t.contains(a - 1, 1));   // before the first allocation
+  EXPECT_TRUE(t.contains(b + 128, 128));
+  EXPECT_FALSE(t.contains(b + 128, 129));
+  EXPECT_FALSE(t.contains(b + 1, SIZE_MAX));  // no overflow in the check
+  EXPECT_TRUE(t.points_into(a));
+  EXPECT_TRUE(t.points_into(a + 99));
+  EXPECT_FALSE(t.points_into(a + 100));
+  EXPECT_FALSE(t.points_into(a + 200));
+  EXPECT_FALSE(t.remove(a + 1));  // only the base removes it
+  EXPECT_TRUE(t.remove(a));
+  EXPECT_FALSE(t.remove(a));
+  EXPECT_FALSE(t.contains(a, 1));
+  EXPECT_FALSE(t.points_into(a + 10));
+  EXPECT_TRUE(t.points_into(b + 255));
+  EXPECT_EQ(t.size(), 1u);
 }
 
 // ---- device fault records ------------------------------------------------------------------------

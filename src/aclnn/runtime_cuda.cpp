@@ -19,7 +19,6 @@
 
 #include <cstring>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "aclnn/allocation_table.hpp"
 #include "aclnn/runtime_common.hpp"
 #include "aclnn/stream.hpp"
 #include "core/device_fault.hpp"
@@ -122,8 +122,8 @@ class SlotPool {
 
 struct Runtime {
   std::mutex mu;
-  std::map<uintptr_t, size_t> device_memory;  // base -> size, ordered to find the containing one
-  std::map<uintptr_t, size_t> host_memory;    // pinned
+  AllocationTable device_memory;
+  AllocationTable host_memory;  // pinned
   std::unordered_map<void*, std::shared_ptr<CudaStream>> streams;
   std::shared_ptr<CudaStream> default_stream;
   std::unordered_map<void*, cudaEvent_t> events;  // handle (a heap cell) -> event
@@ -148,19 +148,6 @@ std::shared_ptr<CudaStream> find(aclrtStream stream) {
   auto it = r.streams.find(stream);
   return it == r.streams.end() ? nullptr : it->second;
 }
-
-// Whether [p, p + count) lies in one live allocation of table (count 0: p is in or at the end).
-bool inside(const std::map<uintptr_t, size_t>& table, const void* p, size_t count) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  auto it = table.upper_bound(a);
-  if (it == table.begin()) return false;
-  --it;
-  const uintptr_t end = it->first + it->second;
-  return a >= it->first && a <= end && count <= end - a;
-}
-
-// Whether p points into any device allocation (its range is then checked by inside()).
-bool in_device_memory(const void* p) { return inside(rt().device_memory, p, 0); }
 
 bool kind_reads_device(int32_t kind) {
   return kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
@@ -187,13 +174,13 @@ cudaMemcpyKind cuda_kind(int32_t kind) {
 aclError check_sides(const char* fn, void* dst, const void* src, size_t count, int32_t kind) {
   std::lock_guard<std::mutex> lock(rt().mu);
   const auto side = [&](const char* name, const void* p, bool device) -> aclError {
-    if (device && !inside(rt().device_memory, p, count))
+    if (device && !rt().device_memory.contains(p, count))
       return rt_fail(ACL_ERROR_INVALID_PARAM,
                      std::string(fn) + ": " + name + " (" + ptr_str(p) + ", " +
                          std::to_string(count) +
                          " bytes) is not within one aclrtMalloc allocation, as the copy kind (" +
                          std::to_string(kind) + ") says");
-    if (!device && in_device_memory(p))
+    if (!device && rt().device_memory.points_into(p))
       return rt_fail(ACL_ERROR_INVALID_PARAM,
                      std::string(fn) + ": " + name + " (" + ptr_str(p) +
                          ") is device memory but the copy kind (" + std::to_string(kind) +
@@ -206,7 +193,7 @@ aclError check_sides(const char* fn, void* dst, const void* src, size_t count, i
 
 aclError check_device_range(const char* fn, const void* p, size_t count) {
   std::lock_guard<std::mutex> lock(rt().mu);
-  if (!inside(rt().device_memory, p, count))
+  if (!rt().device_memory.contains(p, count))
     return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": devPtr (" + ptr_str(p) + ", " +
                                                 std::to_string(count) +
                                                 " bytes) is not within one aclrtMalloc allocation");
@@ -363,7 +350,7 @@ aclError malloc_device(void** ptr, size_t size) {
   ACL_CUDA_TRY("aclrtMalloc", cudaMalloc(&p, size));  // 256-byte aligned
   try {
     std::lock_guard<std::mutex> lock(rt().mu);
-    rt().device_memory.emplace(reinterpret_cast<uintptr_t>(p), size);
+    rt().device_memory.add(p, size);
   } catch (...) {  // std::bad_alloc recording it: give the memory back
     (void)cudaFree(p);
     throw;
@@ -375,7 +362,7 @@ aclError malloc_device(void** ptr, size_t size) {
 aclError free_device(void* ptr) {
   {
     std::lock_guard<std::mutex> lock(rt().mu);
-    if (rt().device_memory.erase(reinterpret_cast<uintptr_t>(ptr)) == 0)
+    if (!rt().device_memory.remove(ptr))
       return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: " + ptr_str(ptr) +
                                                   " was not allocated by it or is already freed");
   }
@@ -388,7 +375,7 @@ aclError malloc_host(void** ptr, size_t size) {
   ACL_CUDA_TRY("aclrtMallocHost", cudaMallocHost(&p, size));
   try {
     std::lock_guard<std::mutex> lock(rt().mu);
-    rt().host_memory.emplace(reinterpret_cast<uintptr_t>(p), size);
+    rt().host_memory.add(p, size);
   } catch (...) {
     (void)cudaFreeHost(p);
     throw;
@@ -400,7 +387,7 @@ aclError malloc_host(void** ptr, size_t size) {
 aclError free_host(void* ptr) {
   {
     std::lock_guard<std::mutex> lock(rt().mu);
-    if (rt().host_memory.erase(reinterpret_cast<uintptr_t>(ptr)) == 0)
+    if (!rt().host_memory.remove(ptr))
       return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: " + ptr_str(ptr) +
                                                   " was not allocated by it or is already freed");
   }
@@ -423,7 +410,7 @@ aclError memset_sync(void* ptr, int32_t value, size_t count) {
   bool device;
   {
     std::lock_guard<std::mutex> lock(rt().mu);
-    device = in_device_memory(ptr);
+    device = rt().device_memory.points_into(ptr);
   }
   if (!device) {  // host memory, as the CPU runtime accepts
     std::memset(ptr, value, count);
