@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,10 +23,12 @@
 #include "aclnn/acl_objects.hpp"
 #include "aclnn/opdev/fp16_t.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
+#include "aclnnop/aclnn_sparse_flash_attention.h"
 #include "core/device_fault.hpp"
 #include "core/error.hpp"
 #include "cuda/device.hpp"
 #include "kvflash/ifa.hpp"
+#include "kvflash/sfa.hpp"
 
 #if defined(KVFLASH_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -374,7 +378,7 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
 }
 
 // The CPU result through the C++ API on host views.
-std::vector<op::fp16_t> ifa_on_cpu(IfaProblem p) {
+std::vector<op::fp16_t> ifa_on_cpu(IfaProblem p, Status want = Status::kSuccess) {
   std::vector<op::fp16_t> out(p.q.size());
   kvflash::IfaArgs a;
   a.query = kvflash::TensorView::contiguous(p.q.data(), kvflash::DType::kFloat16,
@@ -394,7 +398,7 @@ std::vector<op::fp16_t> ifa_on_cpu(IfaProblem p) {
   a.input_layout = "BSH";
   a.attention_out = kvflash::TensorView::contiguous(out.data(), kvflash::DType::kFloat16,
                                                     {p.B, 1, p.N * p.D});
-  EXPECT_EQ(kvflash::incre_flash_attention(a), Status::kSuccess) << kvflash::last_error_message();
+  EXPECT_EQ(kvflash::incre_flash_attention(a), want) << kvflash::last_error_message();
   return out;
 }
 
@@ -555,6 +559,161 @@ TEST(CudaAclnnIfa, BadBlockIdIs507015AtSynchronisation) {
   expect_close(std::vector<op::fp16_t>(r.out.begin() + static_cast<std::ptrdiff_t>(row), r.out.end()),
                std::vector<op::fp16_t>(cpu.begin() + static_cast<std::ptrdiff_t>(row), cpu.end()),
                2.0);
+}
+
+// ---- SparseFlashAttention through the aclnn API on CUDA vs the CPU ------------------------------
+
+// The shape of examples/sfa_v1.cpp: DeepSeek-V3.2-like sparse MLA decode, 2 query rows per batch,
+// a paged cache (PA_BSND) with a scrambled table, token-wise indices, mode 3.
+struct SfaProblem {
+  static constexpr int64_t B = 2, S1 = 2, N1 = 8, D = 512, DR = 64, K = 16, BLOCKS = 6, BS = 16,
+                           M = 3;
+  std::vector<int32_t> kv_lens = {40, 25};
+  std::vector<int32_t> table = {4, 0, 2, 5, 1, -1};
+  std::vector<int32_t> indices;
+  std::vector<op::fp16_t> q, qr, kv, kr;
+  SfaProblem() {
+    uint32_t state = 777;
+    const auto next = [&state] {
+      state = state * 1664525u + 1013904223u;
+      return static_cast<float>((state >> 8) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+    };
+    for (auto* v : {&q, &qr, &kv, &kr}) {
+      const int64_t n = v == &q    ? B * S1 * N1 * D
+                        : v == &qr ? B * S1 * N1 * DR
+                        : v == &kv ? BLOCKS * BS * D
+                                   : BLOCKS * BS * DR;
+      v->resize(static_cast<size_t>(n));
+      for (auto& x : *v) x = op::fp16_t(next());
+    }
+    indices.resize(static_cast<size_t>(B * S1 * K));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < S1; ++i)
+        for (int64_t k = 0; k < K; ++k)
+          indices[static_cast<size_t>((b * S1 + i) * K + k)] =
+              static_cast<int32_t>(kv_lens[static_cast<size_t>(b)] - 1 - 2 * k);
+  }
+  double scale() const { return 1.0 / std::sqrt(static_cast<double>(D + DR)); }
+};
+
+std::vector<op::fp16_t> sfa_on_cpu(SfaProblem p, Status want = Status::kSuccess) {
+  using kvflash::DType;
+  using kvflash::TensorView;
+  std::vector<op::fp16_t> out(p.q.size());
+  kvflash::SfaArgs a;
+  a.query = TensorView::contiguous(p.q.data(), DType::kFloat16, {p.B, p.S1, p.N1, p.D});
+  a.key = TensorView::contiguous(p.kv.data(), DType::kFloat16, {p.BLOCKS, p.BS, 1, p.D});
+  a.sparse_indices = TensorView::contiguous(p.indices.data(), DType::kInt32, {p.B, p.S1, 1, p.K});
+  a.block_table = TensorView::contiguous(p.table.data(), DType::kInt32, {p.B, p.M});
+  a.actual_seq_lengths_kv = TensorView::contiguous(p.kv_lens.data(), DType::kInt32, {p.B});
+  a.query_rope = TensorView::contiguous(p.qr.data(), DType::kFloat16, {p.B, p.S1, p.N1, p.DR});
+  a.key_rope = TensorView::contiguous(p.kr.data(), DType::kFloat16, {p.BLOCKS, p.BS, 1, p.DR});
+  a.scale_value = p.scale();
+  a.layout_kv = "PA_BSND";
+  a.attention_out = TensorView::contiguous(out.data(), DType::kFloat16, {p.B, p.S1, p.N1, p.D});
+  EXPECT_EQ(kvflash::sparse_flash_attention(a), want) << kvflash::last_error_message();
+  return out;
+}
+
+AclnnResult sfa_through_aclnn(const SfaProblem& p) {
+  AclnnResult r;
+  aclrtStream stream = nullptr;
+  EXPECT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
+  const std::vector<int64_t> qshape = {p.B, p.S1, p.N1, p.D};
+  DeviceBuffer q(p.q.data(), p.q.size() * 2, qshape, ACL_FLOAT16);
+  DeviceBuffer qr(p.qr.data(), p.qr.size() * 2, {p.B, p.S1, p.N1, p.DR}, ACL_FLOAT16);
+  DeviceBuffer kv(p.kv.data(), p.kv.size() * 2, {p.BLOCKS, p.BS, 1, p.D}, ACL_FLOAT16);
+  DeviceBuffer kr(p.kr.data(), p.kr.size() * 2, {p.BLOCKS, p.BS, 1, p.DR}, ACL_FLOAT16);
+  DeviceBuffer idx(p.indices.data(), p.indices.size() * 4, {p.B, p.S1, 1, p.K}, ACL_INT32);
+  DeviceBuffer bt(p.table.data(), p.table.size() * 4, {p.B, p.M}, ACL_INT32);
+  DeviceBuffer lens(p.kv_lens.data(), p.kv_lens.size() * 4, {p.B}, ACL_INT32);
+  std::vector<op::fp16_t> poison(p.q.size(), op::fp16_t(-7.0f));
+  DeviceBuffer out(poison.data(), poison.size() * 2, qshape, ACL_FLOAT16);
+  char layout_q[] = "BSND";
+  char layout_kv[] = "PA_BSND";
+  uint64_t ws_size = 0;
+  aclOpExecutor* executor = nullptr;
+  r.phase1 = aclnnSparseFlashAttentionGetWorkspaceSize(
+      q.tensor, kv.tensor, nullptr, idx.tensor, bt.tensor, nullptr, lens.tensor, qr.tensor,
+      kr.tensor, p.scale(), 1, layout_q, layout_kv, 3, std::numeric_limits<int64_t>::max(),
+      std::numeric_limits<int64_t>::max(), 2, false, out.tensor, nullptr, nullptr, &ws_size,
+      &executor);
+  r.message = recent();
+  if (r.phase1 == ACLNN_SUCCESS) {
+    void* ws = nullptr;
+    if (ws_size > 0) {
+      EXPECT_EQ(aclrtMalloc(&ws, ws_size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    }
+    r.phase2 = aclnnSparseFlashAttention(ws, ws_size, executor, stream);
+    r.sync = aclrtSynchronizeStream(stream);
+    r.message = recent();
+    r.out.resize(p.q.size());
+    EXPECT_EQ(aclrtMemcpy(r.out.data(), r.out.size() * 2, out.addr, r.out.size() * 2,
+                          ACL_MEMCPY_DEVICE_TO_HOST),
+              ACL_SUCCESS);
+    if (ws) {
+      EXPECT_EQ(aclrtFree(ws), ACL_SUCCESS);
+    }
+  }
+  EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+  return r;
+}
+
+#define SKIP_WITHOUT_SFA_CUDA_ENTRY(r)                                                   \
+  do {                                                                                   \
+    if ((r).phase1 == ACLNN_ERR_RUNTIME_ERROR &&                                         \
+        (r).message.find("no backend runs on cuda") != std::string::npos)                \
+      GTEST_SKIP() << "the SFA CUDA backend entry is not in this build: " << (r).message; \
+  } while (0)
+
+TEST(CudaAclnnSfa, PagedMatchesTheCpu) {
+  REQUIRE_GPU();
+  const SfaProblem p;
+  const AclnnResult r = sfa_through_aclnn(p);
+  SKIP_WITHOUT_SFA_CUDA_ENTRY(r);
+  ASSERT_EQ(r.phase1, ACLNN_SUCCESS) << r.message;
+  EXPECT_EQ(r.phase2, ACLNN_SUCCESS) << r.message;
+  ASSERT_EQ(r.sync, ACL_SUCCESS) << r.message;
+  expect_close(r.out, sfa_on_cpu(p), 1.0);  // the key cache is the value: |V| <= 1
+}
+
+// A block id outside the cache in a block that batch 0 reads: 507015 at synchronisation.
+TEST(CudaAclnnSfa, BadBlockIdIs507015AtSynchronisation) {
+  REQUIRE_GPU();
+  SfaProblem p;
+  p.table[1] = 99;  // batch 0, slot 1: tokens 16..31, which its indices select
+  const AclnnResult r = sfa_through_aclnn(p);
+  SKIP_WITHOUT_SFA_CUDA_ENTRY(r);
+  ASSERT_EQ(r.phase1, ACLNN_SUCCESS) << r.message;
+  EXPECT_EQ(r.phase2, ACLNN_SUCCESS) << r.message;
+  EXPECT_EQ(r.sync, ACL_ERROR_RT_AICORE_EXCEPTION)
+      << "the SFA CUDA run must post its fault record (core::post_fault_record): " << r.message;
+  EXPECT_NE(r.message.find("block_table[0][1]"), std::string::npos) << r.message;
+}
+
+// The problems above are valid: their CPU sides run here, on any machine (so a GPU run fails only
+// for what the GPU does).
+TEST(CudaAclnnProblems, CpuSidesRun) {
+  IfaProblem dense;
+  dense.fill();
+  for (const IfaProblem& p : {dense, paged_problem(0)}) {
+    const auto out = ifa_on_cpu(p);
+    ASSERT_EQ(out.size(), p.q.size());
+    for (const auto& x : out) ASSERT_TRUE(std::isfinite(static_cast<float>(x)));
+  }
+  const auto sfa = sfa_on_cpu(SfaProblem{});
+  for (const auto& x : sfa) ASSERT_TRUE(std::isfinite(static_cast<float>(x)));
+  // The faults the GPU tests expect, with the messages they look for.
+  (void)ifa_on_cpu(paged_problem(999), Status::kInvalid);
+  EXPECT_NE(std::string(kvflash::last_error_message()).find("block_table[0][1] (999)"),
+            std::string::npos)
+      << kvflash::last_error_message();
+  SfaProblem bad;
+  bad.table[1] = 99;
+  (void)sfa_on_cpu(bad, Status::kInvalid);
+  EXPECT_NE(std::string(kvflash::last_error_message()).find("block_table[0][1]"),
+            std::string::npos)
+      << kvflash::last_error_message();
 }
 
 }  // namespace
