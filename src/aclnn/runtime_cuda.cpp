@@ -212,7 +212,7 @@ aclError sync_and_report(const char* fn, CudaStream& st) {
   std::vector<Pending> done;
   {
     std::lock_guard<std::mutex> lock(st.mu);
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < n && !st.pending.empty(); ++i) {  // a destroy may have cleared it
       done.push_back(std::move(st.pending.front()));
       st.pending.pop_front();
     }
