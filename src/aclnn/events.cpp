@@ -71,14 +71,6 @@ void wait_for(CpuEvent& e) {
 
 using namespace kvflash::aclnn;  // NOLINT: thin C entry points
 
-// Like ON_CUDA in runtime.cpp: the CUDA runtime's part, compiled out without CUDA.
-#if defined(KVFLASH_HAVE_CUDA)
-#define ON_CUDA(expr) \
-  if (cuda_runtime()) return (expr)
-#else
-#define ON_CUDA(expr) static_cast<void>(0)
-#endif
-
 extern "C" {
 
 aclError aclrtCreateEvent(aclrtEvent* event) {
@@ -86,7 +78,7 @@ aclError aclrtCreateEvent(aclrtEvent* event) {
     if (event == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateEvent: event is null");
     *event = nullptr;
     if (aclError e = runtime_ready("aclrtCreateEvent")) return e;
-    ON_CUDA(cuda_rt::create_event(event));
+    ACL_ON_CUDA(cuda_rt::create_event(event));
     auto e = std::make_shared<CpuEvent>();
     std::lock_guard<std::mutex> lock(events().mu);
     events().live.emplace(e.get(), e);
@@ -98,7 +90,7 @@ aclError aclrtCreateEvent(aclrtEvent* event) {
 aclError aclrtDestroyEvent(aclrtEvent event) {
   return c_entry("aclrtDestroyEvent", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = runtime_ready("aclrtDestroyEvent")) return e;
-    ON_CUDA(cuda_rt::destroy_event(event));
+    ACL_ON_CUDA(cuda_rt::destroy_event(event));
     std::shared_ptr<CpuEvent> released;  // queued records keep their own reference
     std::lock_guard<std::mutex> lock(events().mu);
     auto it = events().live.find(event);
@@ -112,7 +104,7 @@ aclError aclrtDestroyEvent(aclrtEvent event) {
 aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
   return c_entry("aclrtRecordEvent", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = runtime_ready("aclrtRecordEvent")) return e;
-    ON_CUDA(cuda_rt::record_event(event, stream));
+    ACL_ON_CUDA(cuda_rt::record_event(event, stream));
     std::shared_ptr<CpuEvent> e = find_event(event);
     if (!e) return dead_event("aclrtRecordEvent", event);
     std::shared_ptr<Stream> s = find_stream(stream);
@@ -148,7 +140,7 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
 aclError aclrtSynchronizeEvent(aclrtEvent event) {
   return c_entry("aclrtSynchronizeEvent", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = runtime_ready("aclrtSynchronizeEvent")) return e;
-    ON_CUDA(cuda_rt::synchronize_event(event));
+    ACL_ON_CUDA(cuda_rt::synchronize_event(event));
     std::shared_ptr<CpuEvent> e = find_event(event);
     if (!e) return dead_event("aclrtSynchronizeEvent", event);
     wait_for(*e);
@@ -182,7 +174,7 @@ aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus* status) {
 aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
   return c_entry("aclrtStreamWaitEvent", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = runtime_ready("aclrtStreamWaitEvent")) return e;
-    ON_CUDA(cuda_rt::stream_wait_event(stream, event));
+    ACL_ON_CUDA(cuda_rt::stream_wait_event(stream, event));
     std::shared_ptr<CpuEvent> e = find_event(event);
     if (!e) return dead_event("aclrtStreamWaitEvent", event);
     std::shared_ptr<Stream> s = find_stream(stream);
@@ -206,7 +198,7 @@ aclError aclrtEventElapsedTime(float* ms, aclrtEvent startEvent, aclrtEvent endE
   return c_entry("aclrtEventElapsedTime", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (ms == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtEventElapsedTime: ms is null");
     if (aclError e = runtime_ready("aclrtEventElapsedTime")) return e;
-    ON_CUDA(cuda_rt::event_elapsed_time(ms, startEvent, endEvent));
+    ACL_ON_CUDA(cuda_rt::event_elapsed_time(ms, startEvent, endEvent));
     std::chrono::steady_clock::time_point t[2];
     const aclrtEvent handles[2] = {startEvent, endEvent};
     for (int i = 0; i < 2; ++i) {

@@ -152,15 +152,6 @@ std::shared_ptr<Stream> find_stream(aclrtStream handle) {
 
 }  // namespace kvflash::aclnn
 
-// The CUDA runtime's part of an entry point (runtime_cuda.hpp), after the checks both runtimes
-// share. Compiled out without CUDA, where cuda_runtime() is never true.
-#if defined(KVFLASH_HAVE_CUDA)
-#define ON_CUDA(expr) \
-  if (cuda_runtime()) return (expr)
-#else
-#define ON_CUDA(expr) static_cast<void>(0)
-#endif
-
 using kvflash::aclnn::Stream;
 using namespace kvflash::aclnn;  // NOLINT: the C entry points below are thin
 
@@ -201,7 +192,7 @@ aclError aclFinalize(void) {
     }
     for (auto& [handle, stream] : streams) stream->close();
     if (default_stream) default_stream->close();
-    ON_CUDA(cuda_rt::finalize());
+    ACL_ON_CUDA(cuda_rt::finalize());
     return ACL_SUCCESS;
   });
 }
@@ -260,7 +251,7 @@ aclError aclrtResetDevice(int32_t deviceId) {
     // Work still queued on the default stream belongs to this device: finish it (its failures
     // stay for the next aclrtSynchronizeStream(nullptr) to report).
     if (default_stream) default_stream->wait_idle();
-    ON_CUDA(cuda_rt::reset_device(deviceId));
+    ACL_ON_CUDA(cuda_rt::reset_device(deviceId));
     return ACL_SUCCESS;
   });
 }
@@ -282,7 +273,7 @@ aclError aclrtGetDeviceCount(uint32_t* count) {
     if (count == nullptr)
       return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count is null");
     if (aclError e = runtime_ready("aclrtGetDeviceCount")) return e;
-    ON_CUDA(cuda_rt::get_device_count(count));
+    ACL_ON_CUDA(cuda_rt::get_device_count(count));
     *count = kNumDevices;
     return ACL_SUCCESS;
   });
@@ -300,7 +291,7 @@ aclError aclrtGetRunMode(aclrtRunMode* runMode) {
 aclError aclrtSynchronizeDevice(void) {
   return c_entry("aclrtSynchronizeDevice", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = runtime_ready("aclrtSynchronizeDevice")) return e;
-    ON_CUDA(cuda_rt::synchronize_device());
+    ACL_ON_CUDA(cuda_rt::synchronize_device());
     std::vector<std::shared_ptr<Stream>> all;
     {
       std::lock_guard<std::mutex> lock(rt().mu);
@@ -376,7 +367,7 @@ aclError aclrtCreateStream(aclrtStream* stream) {
       return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is null");
     *stream = nullptr;
     if (aclError e = runtime_ready("aclrtCreateStream")) return e;
-    ON_CUDA(cuda_rt::create_stream(stream));
+    ACL_ON_CUDA(cuda_rt::create_stream(stream));
     std::shared_ptr<Stream> s;
     try {
       s = new_stream();
@@ -393,7 +384,7 @@ aclError aclrtCreateStream(aclrtStream* stream) {
 aclError aclrtDestroyStream(aclrtStream stream) {
   return c_entry("aclrtDestroyStream", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = runtime_ready("aclrtDestroyStream")) return e;
-    ON_CUDA(cuda_rt::destroy_stream(stream));
+    ACL_ON_CUDA(cuda_rt::destroy_stream(stream));
     std::shared_ptr<Stream> s;
     {
       std::lock_guard<std::mutex> lock(rt().mu);
@@ -412,7 +403,7 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 aclError aclrtSynchronizeStream(aclrtStream stream) {
   return c_entry("aclrtSynchronizeStream", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = runtime_ready("aclrtSynchronizeStream")) return e;
-    ON_CUDA(cuda_rt::synchronize_stream(stream));
+    ACL_ON_CUDA(cuda_rt::synchronize_stream(stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)
       return rt_fail(ACL_ERROR_INVALID_PARAM,
@@ -446,7 +437,7 @@ aclError aclrtFree(void* devPtr) {
   return c_entry("aclrtFree", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = runtime_ready("aclrtFree")) return e;
     if (devPtr == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: pointer is null");
-    ON_CUDA(cuda_rt::free_device(devPtr));
+    ACL_ON_CUDA(cuda_rt::free_device(devPtr));
     return release(&rt().device_memory, "aclrtFree", devPtr);
   });
 }
@@ -472,7 +463,7 @@ aclError aclrtFreeHost(void* hostPtr) {
     if (aclError e = runtime_ready("aclrtFreeHost")) return e;
     if (hostPtr == nullptr)
       return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: pointer is null");
-    ON_CUDA(cuda_rt::free_host(hostPtr));
+    ACL_ON_CUDA(cuda_rt::free_host(hostPtr));
     return release(&rt().host_memory, "aclrtFreeHost", hostPtr);
   });
 }
@@ -483,7 +474,7 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
     if (aclError e = check_memcpy("aclrtMemcpy", dst, destMax, src, count, raw_enum(kind)))
       return e;
     if (aclError e = runtime_ready("aclrtMemcpy")) return e;
-    ON_CUDA(cuda_rt::memcpy_sync(dst, src, count, raw_enum(kind)));
+    ACL_ON_CUDA(cuda_rt::memcpy_sync(dst, src, count, raw_enum(kind)));
     if (count > 0) std::memmove(dst, src, count);
     return ACL_SUCCESS;
   });
@@ -493,7 +484,7 @@ aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count)
   return c_entry("aclrtMemset", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = check_memset("aclrtMemset", devPtr, maxCount, count)) return e;
     if (aclError e = runtime_ready("aclrtMemset")) return e;
-    ON_CUDA(cuda_rt::memset_sync(devPtr, value, count));
+    ACL_ON_CUDA(cuda_rt::memset_sync(devPtr, value, count));
     if (count > 0) std::memset(devPtr, value, count);
     return ACL_SUCCESS;
   });
@@ -505,7 +496,7 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
     if (aclError e = check_memcpy("aclrtMemcpyAsync", dst, destMax, src, count, raw_enum(kind)))
       return e;
     if (aclError e = runtime_ready("aclrtMemcpyAsync")) return e;
-    ON_CUDA(cuda_rt::memcpy_async(dst, src, count, raw_enum(kind), stream));
+    ACL_ON_CUDA(cuda_rt::memcpy_async(dst, src, count, raw_enum(kind), stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)
       return rt_fail(ACL_ERROR_INVALID_PARAM,
@@ -524,7 +515,7 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
   return c_entry("aclrtMemsetAsync", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = check_memset("aclrtMemsetAsync", devPtr, maxCount, count)) return e;
     if (aclError e = runtime_ready("aclrtMemsetAsync")) return e;
-    ON_CUDA(cuda_rt::memset_async(devPtr, value, count, stream));
+    ACL_ON_CUDA(cuda_rt::memset_async(devPtr, value, count, stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)
       return rt_fail(ACL_ERROR_INVALID_PARAM,
