@@ -416,7 +416,7 @@ aclOpExecutor* counting_executor(Counter* c, uint64_t ws, Status run_result = St
   kvflash::aclnn::ExecutorWork w;
   w.op = "test_op";
   w.workspace_size = ws;
-  w.run = [c, run_result](void*, uint64_t) {
+  w.run = [c, run_result](void*, uint64_t, void*) {
     ++c->runs;
     return run_result == Status::kSuccess
                ? Status::kSuccess

@@ -1,7 +1,9 @@
-/* CANN-compatible runtime API (acl/acl_rt.h), kvflash CPU edition.
+/* CANN-compatible runtime API (acl/acl_rt.h).
  *
- * "Device" memory is host memory; the one device is device 0. Streams are in-order work queues,
- * each served by its own worker thread; the null stream is a process-wide default stream.
+ * By default the runtime is the CPU's: "device" memory is host memory; the one device is device 0.
+ * Streams are in-order work queues, each served by its own worker thread; the null stream is a
+ * process-wide default stream. With the environment variable KVFLASH_ACL_BACKEND=cuda the same
+ * functions run on the CUDA runtime (device memory, cudaStream_t, cudaEvent_t).
  * See docs/api.md for every function's status codes. Pure C; C linkage. */
 #ifndef KVFLASH_ACL_ACL_RT_H_
 #define KVFLASH_ACL_ACL_RT_H_
@@ -26,6 +28,11 @@ typedef enum {
 } aclrtMemcpyKind;
 
 typedef enum { ACL_DEVICE = 0, ACL_HOST = 1 } aclrtRunMode;
+typedef enum {
+  ACL_EVENT_STATUS_COMPLETE = 0,
+  ACL_EVENT_STATUS_NOT_READY = 1,
+  ACL_EVENT_STATUS_RESERVED = 2
+} aclrtEventStatus;
 
 ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId);
@@ -56,6 +63,14 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(void *dst, size_t destMax, const v
                                               aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value,
                                               size_t count, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtCreateEvent(aclrtEvent *event);
+ACL_FUNC_VISIBILITY aclError aclrtDestroyEvent(aclrtEvent event);
+ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEvent(aclrtEvent event);
+ACL_FUNC_VISIBILITY aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status);
+ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);
+ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent,
+                                                   aclrtEvent endEvent);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "aclnn/acl_backend.hpp"
 #include "core/error.hpp"
 
 namespace kvflash::aclnn {
@@ -143,6 +144,9 @@ aclTensor* create_tensor(const int64_t* view_dims, uint64_t view_rank, int32_t d
     t->view.strides[i] = stride[i];
   }
   t->view.offset = offset;
+  // The runtime's memory: host memory on the CPU runtime, the current CUDA device's on the CUDA
+  // runtime (so the operators' plans pick their CUDA backend entries).
+  t->view.device = acl_tensor_device();
   t->acl_dtype = dtype;
   t->format = format;
   t->storage_dims.assign(storage_dims, storage_dims + storage_rank);

@@ -113,10 +113,12 @@ aclnnStatus null_arg(const char* op, const char* arg);
 struct ExecutorWork {
   std::string op;               ///< operator name used in messages, e.g. "incre_flash_attention"
   uint64_t workspace_size = 0;  ///< what phase 1 reported
-  /// The computation, run on the stream's worker thread in stream order: it is the first to read
-  /// device data (block tables, indices, device-side lengths). A failure is reported by
-  /// aclrtSynchronizeStream (see report_stream_failure in runtime.cpp) with the message.
-  std::function<Status(void* workspace, uint64_t workspace_size)> run;
+  /// The computation. On the CPU runtime it runs on the stream's worker thread in stream order
+  /// (device_stream null): it is the first to read device data (block tables, indices,
+  /// device-side lengths). On the CUDA runtime it runs on the launching thread with the
+  /// cudaStream_t as device_stream and only queues kernels (runtime_cuda.hpp). Either way a
+  /// failure is reported by aclrtSynchronizeStream with the message.
+  std::function<Status(void* workspace, uint64_t workspace_size, void* device_stream)> run;
 };
 
 /// Registers a single-use executor and returns its handle (an opaque id, never reused).
@@ -140,8 +142,8 @@ aclnnStatus plan_executor(const char* op, Args args, uint64_t* workspace_size,
   ExecutorWork work;
   work.op = op;
   work.workspace_size = state->plan->workspace_size();
-  work.run = [state](void* ws, uint64_t size) {
-    return state->plan->run(state->args, ws, static_cast<size_t>(size));
+  work.run = [state](void* ws, uint64_t size, void* device_stream) {
+    return state->plan->run(state->args, ws, static_cast<size_t>(size), device_stream);
   };
   const uint64_t size = work.workspace_size;
   *executor = make_executor(std::move(work));

@@ -7,7 +7,9 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "aclnn/acl_backend.hpp"
 #include "aclnn/acl_objects.hpp"
+#include "aclnn/runtime_cuda.hpp"
 #include "aclnn/runtime_state.hpp"
 #include "core/error.hpp"
 
@@ -56,6 +58,8 @@ aclOpExecutor* make_executor(ExecutorWork work) {
 }
 
 Status enqueue(const char* op, aclrtStream stream, std::function<Status()> work) {
+  if (cuda_runtime())  // host work has no place on a CUDA stream here
+    return core::fail(Status::kRuntime, op, "host work cannot be queued on the CUDA runtime");
   std::shared_ptr<Stream> s = find_stream(stream);
   if (!s)
     return core::fail(Status::kInvalid, op,
@@ -94,15 +98,21 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
     return as_acl(core::fail(Status::kNullPtr, op,
                              "workspace must not be null (phase 1 asked for " +
                                  std::to_string(work.workspace_size) + " bytes)"));
-  std::shared_ptr<Stream> s = find_stream(stream);
-  if (!s)
+  const bool on_cuda = cuda_runtime();
+  std::shared_ptr<Stream> s;
+#if defined(KVFLASH_HAVE_CUDA)
+  const bool live = on_cuda ? cuda_rt::is_live_stream(stream) : (s = find_stream(stream)) != nullptr;
+#else
+  const bool live = (s = find_stream(stream)) != nullptr;
+#endif
+  if (!live)
     return as_acl(core::fail(Status::kInvalid, op,
                              "stream (" + handle_str(stream) + ") is not a live aclrtStream"));
   // Everything that may fail comes before the executor is consumed, so a refused phase 2 (an
   // allocation failure, a stream being destroyed) leaves it usable.
   std::shared_ptr<const ExecutorWork> owned = entry.work;
   std::function<Status()> task = [owned, workspace, workspace_size] {
-    return owned->run(workspace, workspace_size);
+    return owned->run(workspace, workspace_size, nullptr);
   };
   const uintptr_t id = id_of(executor);
   // Claim it atomically: of two racing launches of one executor exactly one gets past this point.
@@ -120,14 +130,36 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
     if (auto it = ex.live.find(id); it != ex.live.end()) it->second.claimed = false;
   };
   bool queued = false;
+  Status cuda_status = Status::kSuccess;
   try {
+#if defined(KVFLASH_HAVE_CUDA)
+    if (on_cuda) {
+      // Runs now on this thread, queuing kernels on the stream; a failure of the run itself is
+      // kept for the stream's synchronisation (runtime_cuda.hpp).
+      cuda_status = cuda_rt::launch(op, stream, [&](void* cuda_stream) {
+        return owned->run(workspace, workspace_size, cuda_stream);
+      });
+      queued = cuda_status != Status::kInvalid;  // kInvalid: the stream died meanwhile, nothing ran
+    } else {
+      queued = s->submit(std::move(task));
+    }
+#else
     queued = s->submit(std::move(task));
+#endif
   } catch (...) {  // std::bad_alloc from the queue: nothing was queued
     unclaim();
     throw;
   }
+  if (queued && cuda_status != Status::kSuccess) {  // ran, but its faults cannot be watched
+    if (!entry.repeatable) {
+      std::lock_guard<std::mutex> lock(ex.mu);
+      ex.live.erase(id);
+    }
+    return as_acl(cuda_status);
+  }
   if (!queued) {
     unclaim();
+    if (on_cuda) return as_acl(cuda_status);  // the message is recorded
     return as_acl(
         core::fail(Status::kRuntime, op, "stream (" + handle_str(stream) + ") is being destroyed"));
   }

@@ -1,5 +1,8 @@
-// The ACL runtime on the CPU: one device (0) whose "device memory" is host memory, contexts that
-// only remember their device, and streams that are in-order worker queues (stream.hpp).
+// The ACL runtime's C entry points, and the runtime on the CPU: one device (0) whose "device
+// memory" is host memory, contexts that only remember their device, and streams that are in-order
+// worker queues (stream.hpp). With KVFLASH_ACL_BACKEND=cuda (acl_backend.hpp) each entry point
+// checks its arguments as here, then runs on the CUDA runtime (runtime_cuda.hpp); contexts and the
+// current device are kept here for both.
 //
 // Every handle given out (stream, context, allocation) is recorded in a table, so a handle that
 // was never created or is already destroyed yields ACL_ERROR_INVALID_PARAM instead of undefined
@@ -23,7 +26,10 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "aclnn/acl_backend.hpp"
 #include "aclnn/acl_objects.hpp"
+#include "aclnn/runtime_common.hpp"
+#include "aclnn/runtime_cuda.hpp"
 #include "aclnn/runtime_state.hpp"
 #include "aclnn/stream.hpp"
 #include "core/error.hpp"
@@ -31,7 +37,6 @@
 namespace kvflash::aclnn {
 namespace {
 
-constexpr const char* kRt = "acl";
 constexpr size_t kDeviceAlignment = 64;  // every kernel may assume cache-line aligned buffers
 constexpr int32_t kNumDevices = 1;
 
@@ -80,23 +85,9 @@ std::shared_ptr<Stream> new_stream() {
 
 thread_local aclrtContext t_current_context = nullptr;
 
-aclError rt_fail(aclError code, const std::string& message) {
-  core::fail(Status::kRuntime, kRt, message + " (aclError " + std::to_string(code) + ")");
-  return code;
-}
-
-std::string ptr_str(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%p", p);
-  return buf;
-}
-
 aclError allocate(std::unordered_map<void*, std::unique_ptr<void, AlignedFree>>* table,
                   const char* fn, void** ptr, size_t size) {
-  if (ptr == nullptr)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": pointer slot is null");
-  *ptr = nullptr;
-  if (size == 0) return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": size must be > 0");
+  if (aclError e = check_alloc(fn, ptr, size)) return e;
   if (size > SIZE_MAX - kDeviceAlignment)
     return rt_fail(ACL_ERROR_BAD_ALLOC,
                    std::string(fn) + ": size " + std::to_string(size) + " is too large");
@@ -129,36 +120,11 @@ aclError release(std::unordered_map<void*, std::unique_ptr<void, AlignedFree>>* 
   return ACL_SUCCESS;  // owned frees outside the lock
 }
 
-bool valid_memcpy_kind(int32_t kind) {
-  return kind == ACL_MEMCPY_HOST_TO_HOST || kind == ACL_MEMCPY_HOST_TO_DEVICE ||
-         kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
-}
-
-aclError check_memcpy(const char* fn, void* dst, size_t dest_max, const void* src, size_t count,
-                      int32_t kind) {
-  if (!valid_memcpy_kind(kind))
-    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": kind (" + std::to_string(kind) +
-                                                ") is not an aclrtMemcpyKind");
-  if (count > dest_max)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": count (" + std::to_string(count) +
-                                                ") exceeds destMax (" + std::to_string(dest_max) +
-                                                ")");
-  if (count > 0 && (dst == nullptr || src == nullptr))
-    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": dst and src must not be null");
-  return ACL_SUCCESS;
-}
-
-aclError check_memset(const char* fn, void* ptr, size_t max_count, size_t count) {
-  if (count > max_count)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": count (" + std::to_string(count) +
-                                                ") exceeds maxCount (" + std::to_string(max_count) +
-                                                ")");
-  if (count > 0 && ptr == nullptr)
-    return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": devPtr is null");
-  return ACL_SUCCESS;
-}
-
 aclError check_device(const char* fn, int32_t device_id) {
+  if (aclError e = runtime_ready(fn)) return e;
+#if defined(KVFLASH_HAVE_CUDA)
+  if (cuda_runtime()) return cuda_rt::check_device(fn, device_id);
+#endif
   if (device_id < 0 || device_id >= kNumDevices)
     return rt_fail(ACL_ERROR_INVALID_DEVICE, std::string(fn) + ": deviceId (" +
                                                  std::to_string(device_id) +
@@ -166,18 +132,12 @@ aclError check_device(const char* fn, int32_t device_id) {
   return ACL_SUCCESS;
 }
 
-// Reports a stream's failure on the calling thread. A task that failed with kInvalid is an
-// operator whose run found bad device data: the code CANN gives a kernel fault.
-aclError report(const char* fn, const std::optional<Stream::Failure>& failure) {
-  if (!failure) return ACL_SUCCESS;
-  core::fail(failure->status, kRt,
-             std::string(fn) + ": a task failed with status " +
-                 std::to_string(static_cast<int>(failure->status)) + ": " + failure->message);
-  return failure->status == Status::kInvalid ? ACL_ERROR_RT_AICORE_EXCEPTION
-                                             : ACL_ERROR_INTERNAL_ERROR;
-}
-
 }  // namespace
+
+int32_t current_device() {
+  std::lock_guard<std::mutex> lock(rt().mu);
+  return rt().current_device;
+}
 
 std::shared_ptr<Stream> find_stream(aclrtStream handle) {
   Runtime& r = rt();
@@ -207,6 +167,7 @@ aclError aclInit(const char* configPath) {
                        std::string("aclInit: cannot open config file '") + configPath + "'");
       std::fclose(f);
     }
+    if (aclError e = runtime_ready("aclInit")) return e;
     std::lock_guard<std::mutex> lock(rt().mu);
     if (rt().initialized)
       return rt_fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialised");
@@ -231,6 +192,7 @@ aclError aclFinalize(void) {
     }
     for (auto& [handle, stream] : streams) stream->close();
     if (default_stream) default_stream->close();
+    ACL_ON_CUDA(cuda_rt::finalize());
     return ACL_SUCCESS;
   });
 }
@@ -267,6 +229,10 @@ size_t aclDataTypeSize(aclDataType dataType) {
 aclError aclrtSetDevice(int32_t deviceId) {
   return c_entry("aclrtSetDevice", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = check_device("aclrtSetDevice", deviceId)) return e;
+#if defined(KVFLASH_HAVE_CUDA)
+    if (cuda_runtime())
+      if (aclError e = cuda_rt::set_device(deviceId)) return e;
+#endif
     std::lock_guard<std::mutex> lock(rt().mu);
     rt().current_device = deviceId;
     return ACL_SUCCESS;
@@ -285,6 +251,7 @@ aclError aclrtResetDevice(int32_t deviceId) {
     // Work still queued on the default stream belongs to this device: finish it (its failures
     // stay for the next aclrtSynchronizeStream(nullptr) to report).
     if (default_stream) default_stream->wait_idle();
+    ACL_ON_CUDA(cuda_rt::reset_device(deviceId));
     return ACL_SUCCESS;
   });
 }
@@ -305,6 +272,8 @@ aclError aclrtGetDeviceCount(uint32_t* count) {
   return c_entry("aclrtGetDeviceCount", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (count == nullptr)
       return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count is null");
+    if (aclError e = runtime_ready("aclrtGetDeviceCount")) return e;
+    ACL_ON_CUDA(cuda_rt::get_device_count(count));
     *count = kNumDevices;
     return ACL_SUCCESS;
   });
@@ -321,6 +290,8 @@ aclError aclrtGetRunMode(aclrtRunMode* runMode) {
 
 aclError aclrtSynchronizeDevice(void) {
   return c_entry("aclrtSynchronizeDevice", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = runtime_ready("aclrtSynchronizeDevice")) return e;
+    ACL_ON_CUDA(cuda_rt::synchronize_device());
     std::vector<std::shared_ptr<Stream>> all;
     {
       std::lock_guard<std::mutex> lock(rt().mu);
@@ -395,6 +366,8 @@ aclError aclrtCreateStream(aclrtStream* stream) {
     if (stream == nullptr)
       return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is null");
     *stream = nullptr;
+    if (aclError e = runtime_ready("aclrtCreateStream")) return e;
+    ACL_ON_CUDA(cuda_rt::create_stream(stream));
     std::shared_ptr<Stream> s;
     try {
       s = new_stream();
@@ -410,6 +383,8 @@ aclError aclrtCreateStream(aclrtStream* stream) {
 
 aclError aclrtDestroyStream(aclrtStream stream) {
   return c_entry("aclrtDestroyStream", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = runtime_ready("aclrtDestroyStream")) return e;
+    ACL_ON_CUDA(cuda_rt::destroy_stream(stream));
     std::shared_ptr<Stream> s;
     {
       std::lock_guard<std::mutex> lock(rt().mu);
@@ -427,6 +402,8 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
   return c_entry("aclrtSynchronizeStream", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = runtime_ready("aclrtSynchronizeStream")) return e;
+    ACL_ON_CUDA(cuda_rt::synchronize_stream(stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)
       return rt_fail(ACL_ERROR_INVALID_PARAM,
@@ -438,29 +415,55 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
 aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy_enum) {
   return c_entry("aclrtMalloc", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     const int32_t policy = raw_enum(policy_enum);  // any int a C caller passes
-    if (policy != ACL_MEM_MALLOC_HUGE_FIRST && policy != ACL_MEM_MALLOC_HUGE_ONLY &&
-        policy != ACL_MEM_MALLOC_NORMAL_ONLY) {
+    if (aclError e = check_malloc_policy("aclrtMalloc", policy)) {
       if (devPtr) *devPtr = nullptr;
-      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: policy (" + std::to_string(policy) +
-                                                  ") is not an aclrtMemMallocPolicy");
+      return e;
     }
+    if (aclError e = runtime_ready("aclrtMalloc")) {
+      if (devPtr) *devPtr = nullptr;
+      return e;
+    }
+#if defined(KVFLASH_HAVE_CUDA)
+    if (cuda_runtime()) {
+      if (aclError e = check_alloc("aclrtMalloc", devPtr, size)) return e;
+      return cuda_rt::malloc_device(devPtr, size);
+    }
+#endif
     return allocate(&rt().device_memory, "aclrtMalloc", devPtr, size);
   });
 }
 
 aclError aclrtFree(void* devPtr) {
-  return c_entry("aclrtFree", ACL_ERROR_BAD_ALLOC,
-                 [&]() -> aclError { return release(&rt().device_memory, "aclrtFree", devPtr); });
+  return c_entry("aclrtFree", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = runtime_ready("aclrtFree")) return e;
+    if (devPtr == nullptr) return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: pointer is null");
+    ACL_ON_CUDA(cuda_rt::free_device(devPtr));
+    return release(&rt().device_memory, "aclrtFree", devPtr);
+  });
 }
 
 aclError aclrtMallocHost(void** hostPtr, size_t size) {
   return c_entry("aclrtMallocHost", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = runtime_ready("aclrtMallocHost")) {
+      if (hostPtr) *hostPtr = nullptr;
+      return e;
+    }
+#if defined(KVFLASH_HAVE_CUDA)
+    if (cuda_runtime()) {
+      if (aclError e = check_alloc("aclrtMallocHost", hostPtr, size)) return e;
+      return cuda_rt::malloc_host(hostPtr, size);
+    }
+#endif
     return allocate(&rt().host_memory, "aclrtMallocHost", hostPtr, size);
   });
 }
 
 aclError aclrtFreeHost(void* hostPtr) {
   return c_entry("aclrtFreeHost", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    if (aclError e = runtime_ready("aclrtFreeHost")) return e;
+    if (hostPtr == nullptr)
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: pointer is null");
+    ACL_ON_CUDA(cuda_rt::free_host(hostPtr));
     return release(&rt().host_memory, "aclrtFreeHost", hostPtr);
   });
 }
@@ -470,6 +473,8 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
   return c_entry("aclrtMemcpy", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = check_memcpy("aclrtMemcpy", dst, destMax, src, count, raw_enum(kind)))
       return e;
+    if (aclError e = runtime_ready("aclrtMemcpy")) return e;
+    ACL_ON_CUDA(cuda_rt::memcpy_sync(dst, src, count, raw_enum(kind)));
     if (count > 0) std::memmove(dst, src, count);
     return ACL_SUCCESS;
   });
@@ -478,6 +483,8 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
   return c_entry("aclrtMemset", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = check_memset("aclrtMemset", devPtr, maxCount, count)) return e;
+    if (aclError e = runtime_ready("aclrtMemset")) return e;
+    ACL_ON_CUDA(cuda_rt::memset_sync(devPtr, value, count));
     if (count > 0) std::memset(devPtr, value, count);
     return ACL_SUCCESS;
   });
@@ -488,6 +495,8 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
   return c_entry("aclrtMemcpyAsync", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = check_memcpy("aclrtMemcpyAsync", dst, destMax, src, count, raw_enum(kind)))
       return e;
+    if (aclError e = runtime_ready("aclrtMemcpyAsync")) return e;
+    ACL_ON_CUDA(cuda_rt::memcpy_async(dst, src, count, raw_enum(kind), stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)
       return rt_fail(ACL_ERROR_INVALID_PARAM,
@@ -505,6 +514,8 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
                           aclrtStream stream) {
   return c_entry("aclrtMemsetAsync", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     if (aclError e = check_memset("aclrtMemsetAsync", devPtr, maxCount, count)) return e;
+    if (aclError e = runtime_ready("aclrtMemsetAsync")) return e;
+    ACL_ON_CUDA(cuda_rt::memset_async(devPtr, value, count, stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)
       return rt_fail(ACL_ERROR_INVALID_PARAM,

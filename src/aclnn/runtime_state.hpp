@@ -12,4 +12,8 @@ namespace kvflash::aclnn {
 /// on first use). nullptr if handle is not a live stream.
 std::shared_ptr<Stream> find_stream(aclrtStream handle);
 
+/// The device of the last aclrtSetDevice / aclrtCreateContext / aclrtSetCurrentContext; -1 when
+/// none is set (or after aclrtResetDevice / aclFinalize).
+int32_t current_device();
+
 }  // namespace kvflash::aclnn
