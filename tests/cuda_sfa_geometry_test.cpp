@@ -37,7 +37,9 @@ TEST(CudaSfaGeometry, LayoutRegionsAreAlignedAndDisjoint) {
       for (size_t i = 0; i < regions.size(); ++i) {
         EXPECT_EQ(regions[i].first % 16, 0u) << "region " << i;
         const size_t end = regions[i].first + regions[i].second;
-        if (i + 1 < regions.size()) EXPECT_LE(end, regions[i + 1].first) << "region " << i;
+        if (i + 1 < regions.size()) {
+          EXPECT_LE(end, regions[i + 1].first) << "region " << i;
+        }
         EXPECT_LE(end, l.bytes);
       }
       // Stages and rows start 16-byte aligned (cp.async destinations, ldmatrix rows).
@@ -99,10 +101,12 @@ TEST(CudaSfaGeometry, SharedMemoryDecidesTheTileOnEachPart) {
   ASSERT_EQ(c.path, SfaPath::kMma);
   EXPECT_EQ(c.layout.m_tiles, 4);
   EXPECT_LE(c.layout.bytes, kA100Smem);
-  q.v_is_k = false;  // a separate V needs its own stages: 64 heads do not fit an A100
+  q.v_is_k = false;  // a separate V needs its own stages: only 16 heads per CTA fit an A100
   c = sfa_choose_path(q);
   ASSERT_EQ(c.path, SfaPath::kMma);
-  EXPECT_EQ(c.layout.m_tiles, 2);
+  EXPECT_EQ(c.layout.m_tiles, 1);
+  EXPECT_LE(c.layout.bytes, kA100Smem);
+  EXPECT_GT(sfa_mma_layout(128, 2, false).bytes, kA100Smem);
   q.max_smem_optin = kH100Smem;
   q.sm_major = 9;
   c = sfa_choose_path(q);

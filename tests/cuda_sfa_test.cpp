@@ -5,8 +5,12 @@
 // CUDA-graph capture / replay. Every test skips without a usable GPU (printing why).
 //
 // STATUS: compiled; never run on a GPU (none was available when it was written).
-#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+
+#include "cuda/device.hpp"
+
+#if defined(KVFLASH_HAVE_CUDA)
+#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -18,7 +22,6 @@
 #include <vector>
 
 #include "core/sfa_problem.hpp"
-#include "cuda/device.hpp"
 #include "cuda/sfa_cuda.hpp"
 #include "kvflash/sfa.hpp"
 #include "sfa/sfa_plan_impl.hpp"
@@ -28,6 +31,8 @@
 
 namespace kvflash::testing {
 namespace {
+
+using cuda::SfaPath;
 
 #define SKIP_WITHOUT_GPU()                                                       \
   do {                                                                           \
@@ -166,7 +171,9 @@ TEST_P(CudaSfaCaseTest, MatchesReferenceOnBothKernels) {
     ASSERT_TRUE(dc.poison());
     SfaPath path = SfaPath::kSimt;
     ASSERT_EQ(run_on_device(dc, nullptr, &path), Status::kSuccess) << last_error_message();
-    if (simt) EXPECT_EQ(path, SfaPath::kSimt);
+    if (simt) {
+      EXPECT_EQ(path, SfaPath::kSimt);
+    }
     SCOPED_TRACE(path == SfaPath::kMma ? "mma.sync" : "simt");
     ASSERT_TRUE(dc.outputs_to_host());
     EXPECT_TRUE(compare_sfa_output(c.name(), data.args(), ref, c.expect_mostly_empty));
@@ -206,7 +213,9 @@ TEST(CudaSfa, MmaPathTakesAlignedMlaShapes) {
     SfaPath path = SfaPath::kSimt;
     ASSERT_EQ(run_on_device(dc, nullptr, &path), Status::kSuccess) << last_error_message();
     const cuda::DeviceInfo& info = cuda::device_info();
-    if (info.major >= 8) EXPECT_EQ(path, SfaPath::kMma) << info.name;
+    if (info.major >= 8) {
+      EXPECT_EQ(path, SfaPath::kMma) << info.name;
+    }
     ASSERT_TRUE(dc.outputs_to_host());
     EXPECT_TRUE(compare_sfa_output(c.name(), data.args(), ref));
   }
@@ -339,7 +348,9 @@ TEST(CudaSfa, BadBlockIdFaultsItsRowsOnly) {
       }
       // Which rows are NaN matches the CPU exactly.
       const auto* cpu16 = reinterpret_cast<const uint16_t*>(cpu_out.data());
-      for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(is_nan16(out[r * row_elems]), is_nan16(cpu16[r * row_elems]));
+      for (int64_t r = 0; r < rows; ++r) {
+        EXPECT_EQ(is_nan16(out[r * row_elems]), is_nan16(cpu16[r * row_elems])) << "row " << r;
+      }
     }
     *e = saved;
     ASSERT_TRUE(dc.upload(*dc.args().block_table, *host.block_table));
@@ -381,3 +392,10 @@ TEST(CudaSfa, BadLengthsMakeEverythingNan) {
 
 }  // namespace
 }  // namespace kvflash::testing
+#else   // KVFLASH_HAVE_CUDA
+
+TEST(CudaSfa, BuiltWithoutCuda) {
+  GTEST_SKIP() << "this build has no CUDA backend (KVFLASH_CUDA=OFF or no nvcc)";
+}
+
+#endif  // KVFLASH_HAVE_CUDA
