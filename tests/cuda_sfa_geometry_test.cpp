@@ -140,6 +140,25 @@ TEST(CudaSfaGeometry, SimtFallbackCases) {
   EXPECT_EQ(sfa_choose_path(x).path, SfaPath::kSimt);
 }
 
+TEST(CudaSfaGeometry, PositionListCap) {
+  // DeepSeek-V3.2: 2048 tokens, or 32 blocks of 64, per row.
+  EXPECT_EQ(sfa_position_list_cap(128, 2048, 1, 131072), 2048);
+  EXPECT_EQ(sfa_position_list_cap(128, 32, 64, 131072), 2048);
+  // A block never yields more positions than the KV can hold (duplicates still count per entry).
+  EXPECT_EQ(sfa_position_list_cap(4, 8, 128, 40), 8 * 40);
+  // Too large in all (over kMaxListBytes) or positions beyond int32: no list, the SIMT kernel.
+  EXPECT_EQ(sfa_position_list_cap(1 << 20, 2048, 128, 1 << 20), 0);
+  EXPECT_EQ(sfa_position_list_cap(1, 16, 1, int64_t{1} << 32), 0);
+  EXPECT_EQ(sfa_position_list_cap(0, 16, 1, 64), 0);
+  SfaPathQuery q;
+  q.num_heads = 16;
+  q.rows_aligned = true;
+  q.sm_major = 9;
+  q.max_smem_optin = kH100Smem;
+  q.list_cap = 0;
+  EXPECT_EQ(sfa_choose_path(q).path, SfaPath::kSimt);
+}
+
 TEST(CudaSfaGeometry, RowAlignment) {
   alignas(16) static uint16_t buf[64];
   const int64_t good[] = {0, 512, 8};

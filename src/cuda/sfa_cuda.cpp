@@ -27,6 +27,12 @@ SfaRowStrides rows(const core::SfaRowView& v) {
 }
 SfaKvStrides kv(const core::SfaKvView& v) { return {v.s_batch, v.s_block, v.s_pos, v.s_dim}; }
 
+// The MMA path's position list per row (sfa_mma_geometry.hpp), a function of p only.
+int64_t list_cap(const core::SfaProblem& p) {
+  return sfa_position_list_cap(p.num_rows, p.sparse_size, p.sparse_block_size,
+                               p.paged ? p.kv_capacity : p.kv_rows);
+}
+
 SfaDevProblem dev_problem(const core::SfaProblem& p) {
   SfaDevProblem d;
   d.bf16 = p.dtype == DType::kBFloat16;
@@ -62,6 +68,7 @@ SfaDevProblem dev_problem(const core::SfaProblem& p) {
   d.s1 = p.s1;
   d.kv_rows = p.kv_rows;
   d.kv_capacity = p.kv_capacity;
+  d.list_cap = list_cap(p);
   return d;
 }
 
@@ -109,6 +116,7 @@ SfaPathChoice sfa_path_for(const core::SfaProblem& p, const SfaArgs& args) {
   q.rows_aligned = kv_aligned(b.k, p.k) && kv_aligned(b.k_rope, p.k_rope) &&
                    (b.v_is_k || kv_aligned(b.v, p.v));
   q.force_simt = force_simt().load();
+  q.list_cap = list_cap(p);
   int dev = 0, major = 0, smem = 0;
   if (cudaGetDevice(&dev) == cudaSuccess &&
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
@@ -122,7 +130,7 @@ SfaPathChoice sfa_path_for(const core::SfaProblem& p, const SfaArgs& args) {
 }
 
 size_t sfa_workspace_size(const core::SfaProblem& p) {
-  return sfa_launch_workspace_size(p.batch, p.num_rows);
+  return sfa_launch_workspace_size(p.batch, p.num_rows, list_cap(p));
 }
 
 Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, void* workspace, void* stream) {

@@ -35,6 +35,8 @@ struct Ws {
   Row* rows;
   uint8_t* row_fault;
   uint32_t* fault;
+  int32_t* counts;  // MMA path: positions in each row's list
+  int32_t* list;    // MMA path: row r's positions at list[r * list_cap ...], gather order
 };
 
 constexpr size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
@@ -43,26 +45,31 @@ constexpr size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 // per-row fault flags, the fault word. sfa_launch_workspace_size and sfa_fault_status (host) use
 // the same order.
 struct WsAt {
-  size_t batches, rows, row_fault, fault, end;
+  size_t batches, rows, row_fault, fault, counts, list, end;
 };
-inline WsAt ws_at(int64_t batch, int64_t num_rows) {
+inline WsAt ws_at(int64_t batch, int64_t num_rows, int64_t list_cap) {
   WsAt a;
   a.batches = 0;
   a.rows = align_up(sizeof(Batch) * static_cast<size_t>(batch));
   a.row_fault = a.rows + align_up(sizeof(Row) * static_cast<size_t>(num_rows));
   a.fault = a.row_fault + align_up(static_cast<size_t>(num_rows));
-  a.end = a.fault + align_up(sizeof(uint32_t));
+  a.counts = a.fault + align_up(sizeof(uint32_t));
+  const size_t list_rows = list_cap > 0 ? static_cast<size_t>(num_rows) : 0;
+  a.list = a.counts + align_up(sizeof(int32_t) * list_rows);
+  a.end = a.list + align_up(sizeof(int32_t) * list_rows * static_cast<size_t>(list_cap));
   return a;
 }
 
 inline Ws carve(const SfaDevProblem& p, void* base) {
   auto* b = static_cast<unsigned char*>(base);
-  const WsAt a = ws_at(p.batch, p.num_rows);
+  const WsAt a = ws_at(p.batch, p.num_rows, p.list_cap);
   Ws w;
   w.batches = reinterpret_cast<Batch*>(b + a.batches);
   w.rows = reinterpret_cast<Row*>(b + a.rows);
   w.row_fault = b + a.row_fault;
   w.fault = reinterpret_cast<uint32_t*>(b + a.fault);
+  w.counts = reinterpret_cast<int32_t*>(b + a.counts);
+  w.list = reinterpret_cast<int32_t*>(b + a.list);
   return w;
 }
 
@@ -198,42 +205,6 @@ __device__ inline bool row_has_bad_block(const SfaDevProblem& p, const SfaDevDat
   const bool bad = scratch[1] != 0;
   __syncthreads();  // scratch may be reused after this
   return bad;
-}
-
-// The selection cursor of one query row (spec §3.4 step 2, gather order), advanced by one thread.
-struct Cursor {
-  int64_t k = 0, j = 0, end = 0;
-  int ended = 0, any_selected = 0;
-};
-
-// Fills up to `cap` positions of row r into the element offsets ko / ro / vo (K, rope, V);
-// returns how many (0 when the row's selection is exhausted).
-__device__ inline int next_tile(const SfaDevProblem& p, const SfaDevData& d, int64_t r,
-                                const RowLimits& l, Cursor* c, int cap, int64_t* ko, int64_t* ro,
-                                int64_t* vo) {
-  int n = 0;
-  while (n < cap) {
-    if (c->j < c->end) {
-      const int64_t j = c->j++;
-      ko[n] = kv_offset(p, d, p.k, l.bt, l.b, j);
-      ro[n] = kv_offset(p, d, p.k_rope, l.bt, l.b, j);
-      vo[n] = kv_offset(p, d, p.v, l.bt, l.b, j);
-      ++n;
-      continue;
-    }
-    if (c->ended || c->k >= l.valid_count) break;
-    int64_t bg, en;
-    if (!selected_range(d.indices[row_index(p.indices, r, 0, c->k)], p.sparse_block_size, l.thr,
-                        &bg, &en)) {
-      c->ended = 1;
-      break;
-    }
-    ++c->k;
-    c->j = bg;
-    c->end = en;
-    if (bg < en) c->any_selected = 1;
-  }
-  return n;
 }
 
 }  // namespace

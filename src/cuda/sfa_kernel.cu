@@ -354,12 +354,12 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
 }  // namespace
 
 // The tables plus 256 bytes to align the workspace's start.
-size_t sfa_launch_workspace_size(int64_t batch, int64_t num_rows) {
-  return ws_at(batch, num_rows).end + 256;
+size_t sfa_launch_workspace_size(int64_t batch, int64_t num_rows, int64_t list_cap) {
+  return ws_at(batch, num_rows, list_cap).end + 256;
 }
 
 SfaWsOffsets sfa_ws_offsets(int64_t batch, int64_t num_rows) {
-  const WsAt a = ws_at(batch, num_rows);
+  const WsAt a = ws_at(batch, num_rows, 0);  // the list comes after what this names
   return {a.row_fault, a.fault};
 }
 

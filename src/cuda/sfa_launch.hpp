@@ -32,6 +32,7 @@ struct SfaDevProblem {
   int64_t sinks_s0 = 1;
   bool query_tnd = false, kv_tnd = false, has_lengths_query = false, has_lengths_kv = false;
   int64_t lengths_query_s0 = 0, lengths_kv_s0 = 0, s1 = 0, kv_rows = 0, kv_capacity = 0;
+  int64_t list_cap = 0;  ///< position-list entries per row (sfa_position_list_cap; 0: none)
 };
 
 /// core::SfaData's pointers (device memory; absent ones null).
@@ -52,8 +53,9 @@ struct SfaDevData {
 constexpr uint32_t kSfaFaultLengths = 1u;
 constexpr uint32_t kSfaFaultBlockId = 2u;
 
-/// Workspace bytes for a problem of `batch` batches and `num_rows` query rows.
-size_t sfa_launch_workspace_size(int64_t batch, int64_t num_rows);
+/// Workspace bytes for a problem of `batch` batches and `num_rows` query rows, with list_cap
+/// position-list entries per row (the MMA path's; 0 for none).
+size_t sfa_launch_workspace_size(int64_t batch, int64_t num_rows, int64_t list_cap);
 
 /// Where the prologue's tables lie in the workspace, from its 256-byte aligned start: the per-row
 /// fault flags (one byte per query row) and the fault word. sfa_fault_status reads them back.

@@ -10,10 +10,13 @@
 //             range's block ids checked by the whole CTA before any row is read (bad: NaN row,
 //             its row flag and the fault word's bit 1).
 //   Q         the heads x 576 block, 16-bit, in shared memory (padded rows: 584).
-//   pipeline  thread 0 expands the selection (spec §3.4, gather order) into the element offsets
-//             of the next tile of 32 positions; every thread issues 16-byte cp.async copies of
-//             those rows (K 512 + rope 64, V 512 when it does not alias K) into the other stage
-//             while the current tile computes; positions past the tile's end are zero-filled.
+//   list      a prologue kernel (sfa_expand_kernel, one CTA per row) expands the selection (spec
+//             §3.4: first -1 ends the row, < -1 and out-of-range skipped, duplicates counted,
+//             gather order) into the row's list of positions in the workspace.
+//   pipeline  lane i of warp 0 turns list entry i of the next tile of 32 into element offsets
+//             (block table lookups); every thread issues 16-byte cp.async copies of those rows
+//             (K 512 + rope 64, V 512 when it does not alias K) into the other stage while the
+//             current tile computes; positions past the tile's end are zero-filled.
 //   S = Q K^T warp (mi, di): heads 16 mi.., key columns 8 di.., 36 k-steps over d in order; times
 //             scale, columns past the tile's end -inf; fp32 to shared memory.
 //   softmax   4 heads per warp, 8 lanes per head (4 columns each): max / NaN flag / sum by xor
@@ -162,6 +165,78 @@ __device__ __forceinline__ void gather(const SfaDevProblem& p, const SfaDevData&
   }
 }
 
+// ---- prologue 2: each row's selection as a list of positions ---------------------------------
+
+constexpr int kExpandThreads = 256;
+
+// Row r's selection (spec §3.4 step 2) expanded in gather order into list[r * list_cap ...] and
+// its length into counts[r]: the first -1 before valid_count ends the row (found with an
+// atomicMin), every thread then counts the positions of a contiguous chunk of the entries before
+// it, one exclusive scan (thread 0, 256 values) gives each chunk its start, and each thread
+// writes its chunk's positions. Reads only the indices (block ids are the main kernel's, checked
+// before any row is read); the list is the same whatever the schedule.
+__global__ void __launch_bounds__(kExpandThreads) sfa_expand_kernel(SfaDevProblem p, SfaDevData d,
+                                                                    Ws w) {
+  __shared__ int first_end;
+  __shared__ int64_t start[kExpandThreads];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t r = blockIdx.x;
+  const RowLimits lim = row_limits(p, w, r);
+  if ((*w.fault & kFaultLengths) != 0 || lim.invalid || lim.valid_count == 0) {
+    if (tid == 0) w.counts[r] = 0;
+    return;
+  }
+  if (tid == 0) first_end = static_cast<int>(lim.valid_count);
+  __syncthreads();
+  for (int64_t k = tid; k < lim.valid_count; k += kExpandThreads) {
+    if (d.indices[row_index(p.indices, r, 0, k)] == -1) atomicMin(&first_end, static_cast<int>(k));
+  }
+  __syncthreads();
+  const int64_t entries = first_end;
+  const int64_t per = (entries + kExpandThreads - 1) / kExpandThreads;
+  const int64_t k0 = tid * per, k1 = k0 + per < entries ? k0 + per : entries;
+  int64_t mine = 0;
+  for (int64_t k = k0; k < k1; ++k) {
+    int64_t bg, en;
+    selected_range(d.indices[row_index(p.indices, r, 0, k)], p.sparse_block_size, lim.thr, &bg,
+                   &en);
+    mine += en - bg;
+  }
+  start[tid] = mine;
+  __syncthreads();
+  if (tid == 0) {
+    int64_t total = 0;
+    for (int i = 0; i < kExpandThreads; ++i) {
+      const int64_t c = start[i];
+      start[i] = total;
+      total += c;
+    }
+    // total <= valid_count * min(sbs, thr) <= list_cap by construction (sfa_position_list_cap).
+    w.counts[r] = static_cast<int32_t>(total < p.list_cap ? total : p.list_cap);
+  }
+  __syncthreads();
+  int32_t* out = w.list + r * p.list_cap;
+  int64_t at = start[tid];
+  for (int64_t k = k0; k < k1; ++k) {
+    int64_t bg, en;
+    selected_range(d.indices[row_index(p.indices, r, 0, k)], p.sparse_block_size, lim.thr, &bg,
+                   &en);
+    for (int64_t j = bg; j < en && at < p.list_cap; ++j) out[at++] = static_cast<int32_t>(j);
+  }
+}
+
+// Element offsets (K, rope, V) of positions [first, first + n) of row r's list, one lane each.
+__device__ __forceinline__ void tile_offsets(const SfaDevProblem& p, const SfaDevData& d,
+                                             const Ws& w, const RowLimits& lim, int64_t r,
+                                             int64_t first, int n, int64_t* off) {
+  const int i = static_cast<int>(threadIdx.x);
+  if (i >= n) return;
+  const int64_t j = w.list[r * p.list_cap + first + i];
+  off[i] = kv_offset(p, d, p.k, lim.bt, lim.b, j);
+  off[kMmaTile + i] = kv_offset(p, d, p.k_rope, lim.bt, lim.b, j);
+  off[2 * kMmaTile + i] = kv_offset(p, d, p.v, lim.bt, lim.b, j);
+}
+
 template <bool kBf16>
 __global__ void __launch_bounds__(kMaxThreads, 1)
     sfa_mma_kernel(SfaDevProblem p, SfaDevData d, Ws w, SfaMmaLayout l) {
@@ -214,13 +289,15 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
 #pragma unroll
   for (int j = 0; j < kMmaNope / kMmaDimWarps / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
-  Cursor cur;  // thread 0's
-  if (tid == 0) {
-    s.misc[2] = next_tile(p, d, r, lim, &cur, kMmaTile, s.offs, s.offs + kMmaTile,
-                          s.offs + 2 * kMmaTile);
-  }
+  // The row's positions (sfa_expand_kernel), kMmaTile per tile; their offsets one lane each.
+  const int64_t total = w.counts[r];
+  const auto tile_n = [total](int64_t tile) {
+    const int64_t left = total - tile * kMmaTile;
+    return static_cast<int>(left < kMmaTile ? (left > 0 ? left : 0) : kMmaTile);
+  };
+  int n_cur = tile_n(0);
+  tile_offsets(p, d, w, lim, r, 0, n_cur, s.offs);
   __syncthreads();
-  int n_cur = s.misc[2];
   if (n_cur > 0) gather(p, d, l, s, 0, n_cur);
   cp_async_commit();
 
@@ -228,13 +305,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   for (int it = 0; n_cur > 0; ++it) {
     const int st = it & 1, nx = st ^ 1;
     static_assert(kMmaStages == 2, "the loop alternates two stages");
-    if (tid == 0) {
-      int64_t* off = s.offs + nx * 3 * kMmaTile;
-      s.misc[2 + nx] =
-          next_tile(p, d, r, lim, &cur, kMmaTile, off, off + kMmaTile, off + 2 * kMmaTile);
-    }
+    const int n_next = tile_n(it + 1);
+    tile_offsets(p, d, w, lim, r, static_cast<int64_t>(it + 1) * kMmaTile, n_next,
+                 s.offs + nx * 3 * kMmaTile);
     __syncthreads();  // offsets of tile it + 1 visible; stage nx free since the last iteration
-    const int n_next = s.misc[2 + nx];
     if (n_next > 0) gather(p, d, l, s, nx, n_next);
     cp_async_commit();
     cp_async_wait<1>();  // tile it has landed (this thread's copies) ...
@@ -339,10 +413,9 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   }
   cp_async_wait<0>();
 
-  // Finish per head (sinks, empty selection, the final sum), as the CPU's run_task.
-  if (tid == 0) s.misc[4] = cur.any_selected;
-  __syncthreads();
-  const bool any_selected = s.misc[4] != 0;
+  // Finish per head (sinks, empty selection, the final sum), as the CPU's run_task: a range with
+  // begin < end was selected exactly when the list is not empty.
+  const bool any_selected = total > 0;
   const bool divide = d.sinks != nullptr || any_selected;
   for (int h = tid; h < nh; h += nt) {
     float m = s.max[h], sum = s.sum[h], a = 1.0f;
@@ -412,6 +485,8 @@ int sfa_mma_launch(const SfaDevProblem& p, const SfaDevData& d, void* ws_base, i
                    cudaStream_t st) {
   const SfaMmaLayout l = sfa_mma_layout(p.num_heads, m_tiles, d.v_is_k);
   const Ws w = carve(p, ws_base);
+  sfa_expand_kernel<<<static_cast<unsigned>(p.num_rows), kExpandThreads, 0, st>>>(p, d, w);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
   return p.bf16 ? launch<true>(p, d, w, l, st) : launch<false>(p, d, w, l, st);
 }
 

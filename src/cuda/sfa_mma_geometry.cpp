@@ -1,5 +1,7 @@
 #include "cuda/sfa_mma_geometry.hpp"
 
+#include <cstdint>
+
 namespace kvflash::cuda {
 namespace {
 
@@ -36,6 +38,16 @@ SfaMmaLayout sfa_mma_layout(int64_t num_heads, int m_tiles, bool v_is_k) {
   return l;
 }
 
+int64_t sfa_position_list_cap(int64_t num_rows, int64_t sparse_size, int64_t sparse_block_size,
+                              int64_t kv_extent) {
+  if (kv_extent > INT32_MAX || num_rows <= 0 || sparse_size <= 0) return 0;
+  const int64_t per = sparse_block_size < kv_extent ? sparse_block_size : kv_extent;
+  if (per <= 0) return 1;  // nothing can be selected; keep one slot so the layout is uniform
+  const int64_t cap = sparse_size * per;
+  if (cap > kMaxListBytes / 4 / num_rows) return 0;
+  return cap;
+}
+
 SfaPathChoice sfa_choose_path(const SfaPathQuery& q) {
   SfaPathChoice c;
   if (q.force_simt) {
@@ -48,6 +60,10 @@ SfaPathChoice sfa_choose_path(const SfaPathQuery& q) {
   }
   if (!q.rows_aligned) {
     c.why = "K / rope / V rows are not contiguous and 16-byte aligned (cp.async)";
+    return c;
+  }
+  if (q.list_cap <= 0) {
+    c.why = "the selection's position list would be too large (sparse_size x sparse_block_size)";
     return c;
   }
   if (q.num_heads <= 0) {

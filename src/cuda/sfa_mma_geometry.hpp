@@ -44,6 +44,15 @@ struct SfaMmaLayout {
 /// The layout for num_heads heads (> 0) with m_tiles 16-head tiles per CTA.
 SfaMmaLayout sfa_mma_layout(int64_t num_heads, int m_tiles, bool v_is_k);
 
+/// Entries per query row of the MMA path's position list (the row's selection expanded in gather
+/// order by a prologue kernel, spec §3.4; duplicates counted): sparse_size x min(sparse_block_size,
+/// kv_extent), kv_extent the most KV tokens a batch can have (BSND S2, TND T2, PA_BSND block_table
+/// columns x block_size). 0 when the list would pass kMaxListBytes in all or a position might not
+/// fit an int32: the SIMT kernel (which expands the selection as it goes) runs those.
+int64_t sfa_position_list_cap(int64_t num_rows, int64_t sparse_size, int64_t sparse_block_size,
+                              int64_t kv_extent);
+constexpr int64_t kMaxListBytes = int64_t{1} << 30;
+
 /// What decides the path (all known on the host at run time, nothing read from the device).
 struct SfaPathQuery {
   int64_t num_heads = 0;
@@ -54,6 +63,7 @@ struct SfaPathQuery {
   int sm_major = 0;                ///< compute capability of the device (mma.sync bf16 needs 8.0)
   size_t max_smem_optin = 0;       ///< cudaDevAttrMaxSharedMemoryPerBlockOptin
   bool force_simt = false;         ///< KVFLASH_SFA_CUDA_PATH=simt (tests, A/B benchmarks)
+  int64_t list_cap = 1;            ///< sfa_position_list_cap (0: no position list)
 };
 
 struct SfaPathChoice {
