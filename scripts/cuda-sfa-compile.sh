@@ -21,7 +21,7 @@ for cxx in g++ clang++; do
       { cat "$out/ptxas.txt"; exit 1; }
     # One line per kernel and architecture: registers, spills, the (demangled-enough) name.
     # Mangled names: <length><name>, then the template arguments (ILb1E = <true>: bf16).
-    awk '/Compiling entry function/ { match($0, /[0-9]+(resolve_kernel|sfa_mma_kernel|sfa_kernel)(ILb[01]E)?/);
+    awk '/Compiling entry function/ { match($0, /[0-9]+(resolve_kernel|sfa_expand_kernel|sfa_mma_kernel|sfa_kernel)(ILb[01]E)?/);
                                       name = substr($0, RSTART, RLENGTH); sub(/^[0-9]+/, "", name);
                                       sub(/ILb0E/, "<fp16>", name); sub(/ILb1E/, "<bf16>", name);
                                       match($0, /sm_[0-9a]+/); arch = substr($0, RSTART, RLENGTH) }
