@@ -6,6 +6,10 @@
 #include "cpu/isa.hpp"
 #include "cpu/merge_kernel.hpp"
 #include "cpu/sfa_kernel.hpp"
+#if defined(KVFLASH_HAVE_CUDA)
+#include "cuda/device.hpp"
+#include "cuda/sfa_cuda.hpp"
+#endif
 
 namespace kvflash {
 namespace {
@@ -36,6 +40,14 @@ constexpr SfaBackend sfa_entry(const char* name) {
   return {name, DeviceType::kHost, available<kIsa>, cpu::sfa_workspace_size, sfa<kIsa>};
 }
 
+#if defined(KVFLASH_HAVE_CUDA)
+// Queued on stream, no host synchronisation: bad device data is recorded in the workspace and
+// reported by cuda::sfa_fault_status at stream synchronisation (sfa_cuda.hpp).
+Status sfa_cuda(const core::SfaProblem& p, const SfaArgs& args, int, void* ws, void* stream) {
+  return cuda::sfa_run(p, args, ws, stream);
+}
+#endif
+
 bool always() { return true; }
 size_t no_workspace(const core::MergeProblem&) { return 0; }
 Status merge(const core::MergeProblem& p, const MergeArgs& args, int threads, void*, void*) {
@@ -52,9 +64,19 @@ std::span<const IfaBackend> ifa_backends() {
 }
 
 std::span<const SfaBackend> sfa_backends() {
+#if defined(KVFLASH_HAVE_CUDA)
+  // The CUDA entry chooses its kernel per run (mma.sync or the SIMT fallback:
+  // cuda/sfa_mma_geometry.hpp); both share one workspace layout.
+  static constexpr std::array<SfaBackend, 5> kList = {
+      SfaBackend{"cuda", DeviceType::kCuda, cuda::device_present, cuda::sfa_workspace_size,
+                 sfa_cuda},
+      sfa_entry<Isa::kAvx512Bf16>("cpu-avx512bf16"), sfa_entry<Isa::kAvx512>("cpu-avx512"),
+      sfa_entry<Isa::kAvx2>("cpu-avx2"), sfa_entry<Isa::kScalar>("cpu-scalar")};
+#else
   static constexpr std::array<SfaBackend, 4> kList = {
       sfa_entry<Isa::kAvx512Bf16>("cpu-avx512bf16"), sfa_entry<Isa::kAvx512>("cpu-avx512"),
       sfa_entry<Isa::kAvx2>("cpu-avx2"), sfa_entry<Isa::kScalar>("cpu-scalar")};
+#endif
   return kList;
 }
 

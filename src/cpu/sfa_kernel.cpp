@@ -155,6 +155,10 @@ SfaSchedule sfa_schedule(const SfaProblem& p, int threads) {
 
 size_t sfa_workspace_size(const SfaProblem& p) { return sfa_layout(p).bytes; }
 
+Status sfa_report_faults(const SfaProblem& p, const core::SfaData& d, const uint8_t* row_fault) {
+  return report_faults(p, d, row_fault);
+}
+
 Status sfa_run(const SfaProblem& p, const SfaArgs& args, Isa isa, int num_threads, void* ws) {
   const SfaLayout l = sfa_layout(p);
   const uintptr_t raw = reinterpret_cast<uintptr_t>(ws);

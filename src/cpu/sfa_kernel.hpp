@@ -50,4 +50,11 @@ size_t sfa_workspace_size(const core::SfaProblem& p);
 /// bytes, any alignment. Returns kInvalid when device data was bad (see SfaPlan::run).
 Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, Isa isa, int num_threads, void* ws);
 
+/// The status of a run whose per-row fault flags (1 = the row used a bad block id) are row_fault:
+/// kInvalid naming the first such row's first bad block_table entry (d's pointers, batches and
+/// rows readable on the host), else kSuccess. The CUDA backend's sfa_fault_status reuses it, so
+/// both devices report the same message.
+Status sfa_report_faults(const core::SfaProblem& p, const core::SfaData& d,
+                         const uint8_t* row_fault);
+
 }  // namespace kvflash::cpu

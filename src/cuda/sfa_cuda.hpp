@@ -2,12 +2,13 @@
 // (src/backends/lists.cpp) can name it in a build without nvcc-compiled callers.
 //
 // STATUS: compiled (nvcc, sm_80 / sm_90a), never run: no GPU was available when it was written.
-// docs/gpu.md "SFA" lists what remains to verify.
+// docs/gpu-sfa.md lists what remains to verify.
 #pragma once
 
 #include <cstddef>
 
 #include "core/sfa_problem.hpp"
+#include "cuda/sfa_mma_geometry.hpp"
 #include "kvflash/sfa.hpp"
 #include "kvflash/status.hpp"
 
@@ -24,5 +25,24 @@ size_t sfa_workspace_size(const core::SfaProblem& p);
 /// fault word / row flags record it (read by the runtime at stream synchronisation). Returns
 /// kRuntime (361001) only when a launch fails. Defined only in builds with the CUDA backend.
 Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, void* workspace, void* stream);
+
+/// The device-stream fault contract (the core's Backend::run returns before the device has read
+/// anything): after a successful sfa_run, the run's fault word and per-row flags sit in its
+/// workspace until the next run with that workspace. sfa_fault_status synchronises `stream`, reads
+/// them back and returns what the CPU backend's run returns for the same data: kSuccess, or
+/// kInvalid (161002) with the CPU's message (the bad actual-length entry, or the first row's bad
+/// block_table[b][slot]); the outputs are already NaN as on the CPU. It copies the few device
+/// tensors it needs to name the entry (lengths, indices, block table) only when a fault is set.
+/// Callers: the tests, and the aclnn runtime at stream synchronisation (507015 there).
+Status sfa_fault_status(const core::SfaProblem& p, const SfaArgs& args, const void* workspace,
+                        void* stream);
+
+/// The kernel sfa_run queues for these tensors on the current device (host-side choice: shapes,
+/// pointer alignment, device limits, the override below).
+SfaPathChoice sfa_path_for(const core::SfaProblem& p, const SfaArgs& args);
+
+/// Process-wide override for tests and A/B benchmarks: force the SIMT kernel (also set by the
+/// environment variable KVFLASH_SFA_CUDA_PATH=simt, read once). Not for concurrent use with runs.
+void set_sfa_force_simt(bool force);
 
 }  // namespace kvflash::cuda

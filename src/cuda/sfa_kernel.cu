@@ -13,14 +13,18 @@
 // Each result therefore has one fixed order of accumulation: the output bits do not depend on
 // scheduling (determinism), only on the tile size.
 //
-// NOT tensor cores: the wgmma (sm_90a) and mma.sync (sm_80) paths of the issue are not written.
-// This kernel is the reference the fast paths must match on a GPU. STATUS: compiled, never run.
+// NOT tensor cores: this is the fallback for what the mma.sync path (sfa_mma.cu) does not take
+// (sfa_mma_geometry.hpp's sfa_choose_path: rows that are not contiguous and 16-byte aligned,
+// devices below sm_80, a tile that does not fit the shared memory) and the kernel that path is
+// checked against on a GPU. sfa_launch (bottom) queues the prologue and one of the two.
+// STATUS: compiled, never run.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "cuda/sfa_device.cuh"
 #include "cuda/sfa_launch.hpp"
 
 namespace kvflash::cuda {
@@ -29,72 +33,13 @@ namespace {
 using SfaProblem = SfaDevProblem;
 using SfaData = SfaDevData;
 
-// What the prologue derives per batch and per query row (core::SfaBatch, core::SfaRow).
-struct Batch {
-  int64_t lq = 0, lkv = 0, kv_row0 = 0;
-};
-struct Row {
-  int32_t batch = -1;  // -1: row not covered by any batch
-  int64_t i = 0;
-};
-
 constexpr int kTile = 32;      // positions per gathered tile: one per lane
 constexpr int kHeads = 16;     // heads per CTA: two per warp
 constexpr int kThreads = 256;  // 8 warps
-constexpr int kNope = 512;
-constexpr int kQk = 576;
 constexpr int kKStride = kQk + 2;  // 16-bit elements; 289 words per row: lanes hit distinct banks
 constexpr int kDimsPerThread = kNope / kThreads;
 
 static_assert(kThreads / 32 * 2 == kHeads && kNope % kThreads == 0);
-
-// The call's fault word (workspace): bit 0 bad lengths, bit 1 a bad block id.
-constexpr uint32_t kFaultLengths = 1u;
-constexpr uint32_t kFaultBlockId = 2u;
-
-struct Ws {
-  Batch* batches;
-  Row* rows;
-  uint8_t* row_fault;
-  uint32_t* fault;
-};
-
-constexpr size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
-
-Ws carve(const SfaProblem& p, void* base) {
-  auto* b = static_cast<unsigned char*>(base);
-  Ws w;
-  size_t at = 0;
-  w.batches = reinterpret_cast<Batch*>(b + at);
-  at = align_up(at + sizeof(Batch) * static_cast<size_t>(p.batch));
-  w.rows = reinterpret_cast<Row*>(b + at);
-  at = align_up(at + sizeof(Row) * static_cast<size_t>(p.num_rows));
-  w.row_fault = b + at;
-  at = align_up(at + static_cast<size_t>(p.num_rows));
-  w.fault = reinterpret_cast<uint32_t*>(b + at);
-  return w;
-}
-
-__device__ __forceinline__ int64_t row_index(const SfaRowStrides& v, int64_t r, int64_t h,
-                                             int64_t d) {
-  return (r / v.rows_inner) * v.s_outer + (r % v.rows_inner) * v.s_inner + h * v.s_head +
-         d * v.s_dim;
-}
-
-__device__ __forceinline__ float to_f32(uint16_t x, bool bf16) {
-  return bf16 ? __bfloat162float(__ushort_as_bfloat16(x)) : __half2float(__ushort_as_half(x));
-}
-
-__device__ __forceinline__ uint16_t from_f32(float x, bool bf16) {
-  return bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(x)) : __half_as_ushort(__float2half_rn(x));
-}
-
-__device__ __forceinline__ float max_nan(float a, float b) { return (a > b || a != a) ? a : b; }
-
-__device__ __forceinline__ float rescale(float m_old, float m_new) {
-  if (m_old == m_new) return 1.0f;
-  return expf(m_old - m_new);
-}
 
 // ---- prologue: spec §3.3 on the device (sfa::resolve_lengths without the messages) -------------
 
@@ -164,55 +109,6 @@ struct Smem {
   int any_selected;
   int faulted;
 };
-
-// Element offset of KV view v's row for batch b's logical token j (block id already checked).
-__device__ __forceinline__ int64_t kv_offset(const SfaProblem& p, const SfaData& d,
-                                             const SfaKvStrides& v, const Batch& bt, int64_t b,
-                                             int64_t j) {
-  if (p.paged) {
-    const int64_t blk = d.block_table[b * p.bt_s0 + (j / p.block_size) * p.bt_s1];
-    return blk * v.s_block + (j % p.block_size) * v.s_pos;
-  }
-  return b * v.s_batch + (bt.kv_row0 + j) * v.s_pos;
-}
-
-// Whether the selected range [begin, end) of batch b uses a block id outside [0, num_blocks).
-__device__ bool range_faults(const SfaProblem& p, const SfaData& d, int64_t b, int64_t begin,
-                             int64_t end) {
-  for (int64_t slot = begin / p.block_size; slot <= (end - 1) / p.block_size; ++slot) {
-    const int32_t id = d.block_table[b * p.bt_s0 + slot * p.bt_s1];
-    if (id < 0 || id >= p.num_blocks) return true;
-  }
-  return false;
-}
-
-// Entry k of row r expanded under thr (core::sfa_selected_range): false when the list ends.
-__device__ __forceinline__ bool selected_range(int32_t x, int64_t sbs, int64_t thr, int64_t* begin,
-                                               int64_t* end) {
-  *begin = *end = 0;
-  if (x == -1) return false;
-  if (x < -1) return true;
-  const int64_t bgn = static_cast<int64_t>(x) * sbs;
-  if (bgn >= thr) return true;
-  *begin = bgn;
-  *end = bgn + sbs < thr ? bgn + sbs : thr;
-  return true;
-}
-
-// Writes value to heads [h0, h0 + nh) of row r and max_sum to the softmax outputs.
-__device__ void write_row_value(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0,
-                                int nh, float value, float max_sum) {
-  const bool bf16 = p.bf16;
-  auto* out = static_cast<uint16_t*>(d.out);
-  const uint16_t v16 = value != value ? (bf16 ? 0x7FC0 : 0x7E00) : from_f32(value, bf16);
-  for (int i = threadIdx.x; i < nh * kNope; i += kThreads) {
-    out[row_index(p.out, r, h0 + i / kNope, i % kNope)] = v16;
-  }
-  if (d.softmax_max != nullptr && static_cast<int>(threadIdx.x) < nh) {
-    d.softmax_max[row_index(p.softmax_max, r, h0 + threadIdx.x, 0)] = max_sum;
-    d.softmax_sum[row_index(p.softmax_sum, r, h0 + threadIdx.x, 0)] = max_sum;
-  }
-}
 
 __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, Ws w) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -436,7 +332,6 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
     }
   }
   __syncthreads();
-  auto* out = static_cast<uint16_t*>(d.out);
   const bool divide = d.sinks != nullptr || any_selected;
 #pragma unroll
   for (int h = 0; h < kHeads; ++h) {
@@ -451,20 +346,25 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
         if (a != 1.0f) x *= a;
         x = x / l;
       }
-      out[row_index(p.out, r, h0 + h, tid + c * kThreads)] = from_f32(x, bf16);
+      store_out(p, d.out, row_index(p.out, r, h0 + h, tid + c * kThreads), x);
     }
   }
 }
 
 }  // namespace
 
-size_t sfa_launch_workspace_size(int64_t batch, int64_t num_rows) {
-  return align_up(sizeof(Batch) * static_cast<size_t>(batch)) +
-         align_up(sizeof(Row) * static_cast<size_t>(num_rows)) +
-         align_up(static_cast<size_t>(num_rows)) + align_up(sizeof(uint32_t)) + 256;
+// The tables plus 256 bytes to align the workspace's start.
+size_t sfa_launch_workspace_size(int64_t batch, int64_t num_rows, int64_t list_cap) {
+  return ws_at(batch, num_rows, list_cap).end + 256;
 }
 
-int sfa_launch(const SfaProblem& p, const SfaData& d, void* workspace, void* stream) {
+SfaWsOffsets sfa_ws_offsets(int64_t batch, int64_t num_rows) {
+  const WsAt a = ws_at(batch, num_rows, 0);  // the list comes after what this names
+  return {a.row_fault, a.fault};
+}
+
+int sfa_launch(const SfaProblem& p, const SfaData& d, void* workspace, void* stream,
+               SfaLaunchPath path) {
   const uintptr_t raw = reinterpret_cast<uintptr_t>(workspace);
   void* base = static_cast<unsigned char*>(workspace) + ((raw + 255) / 256 * 256 - raw);
   const Ws w = carve(p, base);
@@ -472,6 +372,7 @@ int sfa_launch(const SfaProblem& p, const SfaData& d, void* workspace, void* str
   resolve_kernel<<<1, 1, 0, st>>>(p, d, w);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
   if (p.num_rows == 0 || p.num_heads == 0) return 0;
+  if (path.mma) return sfa_mma_launch(p, d, base, path.m_tiles, st);
   const int smem = static_cast<int>(sizeof(Smem));
   if (cudaError_t e =
           cudaFuncSetAttribute(sfa_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
