@@ -41,8 +41,9 @@ constexpr SfaBackend sfa_entry(const char* name) {
 }
 
 #if defined(KVFLASH_HAVE_CUDA)
-// Queued on stream, no host synchronisation: bad device data is recorded in the workspace and
-// reported by cuda::sfa_fault_status at stream synchronisation (sfa_cuda.hpp).
+// Queued on stream, no host synchronisation: bad device data is recorded in the workspace; the
+// fault word is posted for the aclnn runtime (507015 at synchronisation), and C++ callers read it
+// with cuda::sfa_fault_status (sfa_cuda.hpp).
 Status sfa_cuda(const core::SfaProblem& p, const SfaArgs& args, int, void* ws, void* stream) {
   return cuda::sfa_run(p, args, ws, stream);
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_fault.hpp"
 #include "core/error.hpp"
 #include "cpu/sfa_kernel.hpp"
 #include "cuda/cuda_check.hpp"
@@ -103,6 +104,36 @@ int64_t last_index(const core::SfaRowView& v, int64_t rows, int64_t heads, int64
          (heads - 1) * v.s_head + (dims - 1) * v.s_dim;
 }
 
+// The aclnn CUDA runtime's hand-off (core/device_fault.hpp): the fault word, copied in stream
+// order, decoded at stream synchronisation. Only the word travels: by then the row flags and the
+// data that name the exact element may be reused by later calls, so the message names the
+// arguments by the word's bits (sfa_fault_status, called before the workspace is reused, names
+// the element as the CPU does).
+void post_fault_word(const core::SfaProblem& p, const void* workspace) {
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(workspace);
+  const auto* base = static_cast<const unsigned char*>(workspace) + ((raw + 255) / 256 * 256 - raw);
+  core::DeviceFaultRecord r;
+  r.device_record = base + sfa_ws_offsets(p.batch, p.num_rows).fault;
+  r.bytes = sizeof(uint32_t);
+  r.decode = [](const void* host) {
+    uint32_t word;
+    std::memcpy(&word, host, sizeof word);
+    if (word == 0) return Status::kSuccess;
+    std::string what;
+    if (word & kSfaFaultLengths) {
+      what = "actual_seq_lengths_query / actual_seq_lengths_kv hold a length the problem cannot "
+             "have (every output is NaN)";
+    }
+    if (word & kSfaFaultBlockId) {
+      what += std::string(what.empty() ? "" : "; ") +
+              "block_table holds a block id outside [0, blocks of key) used by a selected "
+              "position (those query rows are NaN)";
+    }
+    return core::fail(Status::kInvalid, sfa::kOpName, what + " (found on the CUDA device)");
+  };
+  core::post_fault_record(std::move(r));
+}
+
 }  // namespace
 
 void set_sfa_force_simt(bool force) { force_simt().store(force); }
@@ -159,6 +190,7 @@ Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, void* workspace, 
     return core::fail(Status::kRuntime, sfa::kOpName,
                       "the CUDA kernel launch failed (cudaError_t " + std::to_string(e) + ")");
   }
+  post_fault_word(p, workspace);
   return Status::kSuccess;
 }
 

@@ -33,7 +33,8 @@ Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, void* workspace, 
 /// kInvalid (161002) with the CPU's message (the bad actual-length entry, or the first row's bad
 /// block_table[b][slot]); the outputs are already NaN as on the CPU. It copies the few device
 /// tensors it needs to name the entry (lengths, indices, block table) only when a fault is set.
-/// Callers: the tests, and the aclnn runtime at stream synchronisation (507015 there).
+/// Callers: the tests and C++ API users on CUDA. The aclnn CUDA runtime instead gets the fault word
+/// that sfa_run posts (core/device_fault.hpp) and reports 507015 at stream synchronisation.
 Status sfa_fault_status(const core::SfaProblem& p, const SfaArgs& args, const void* workspace,
                         void* stream);
 
