@@ -197,6 +197,44 @@ inline void write_row_value(const SfaProblem& p, const SfaData& d, int64_t r, in
   }
 }
 
+// Normalises the accumulators of row r, heads [h0, h0 + nh), after its whole selection was
+// folded in (sinks, empty selections, the final division) and writes the outputs.
+inline void finish_row(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0, int64_t nh,
+                       const Scratch& w, bool any_selected) {
+  for (int64_t h = 0; h < nh; ++h) {
+    SoftmaxState st = state(w, h);
+    float* acc = w.acc + h * kNope;
+    if (d.sinks != nullptr) {
+      // The sink joins the max and the denominator but brings no value vector. A NaN sink makes
+      // the row NaN; a +inf one makes the sum exp(inf - inf) = NaN (softmax_state.h).
+      const float sigma = d.sinks[(h0 + h) * p.sinks_s0];
+      const float ms = softmax_max_nan(st.max, sigma);
+      const float alpha = softmax_rescale(st.max, ms);
+      softmax_scale_acc(acc, kNope, alpha);
+      st.sum = st.sum * alpha + exp_scalar(sigma - ms);
+      st.max = ms;
+    } else if (!any_selected) {  // empty selection without a sink: zeros, max = sum = 0
+      st.max = 0.0f;
+      st.sum = 0.0f;
+      std::memset(acc, 0, sizeof(float) * kNope);
+    }
+    const float m = st.max;
+    float l = st.sum;
+    if (d.sinks != nullptr || any_selected) {
+      // Every score (and the sink) -inf: no softmax, NaN like the reference's exp(-inf - -inf).
+      l = softmax_final_sum(st);
+      const Vec den = vset1(l);
+      for (int64_t i = 0; i < kNope; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), den));
+    }
+    for (int64_t i = 0; i < kNope; ++i)
+      store_out(d.out, p.out_dtype, p.out.index(r, h0 + h, i), acc[i]);
+    if (d.softmax_max != nullptr) {
+      d.softmax_max[p.softmax_max.index(r, h0 + h, 0)] = m;
+      d.softmax_sum[p.softmax_sum.index(r, h0 + h, 0)] = l;
+    }
+  }
+}
+
 // One task: query row r, heads [h0, h1).
 inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0, int64_t h1,
                      const Scratch& w, uint8_t* row_fault) {
@@ -242,39 +280,7 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
     }
   }
   if (n > 0) process_tile(p, d, b, nh, n, w);
-
-  for (int64_t h = 0; h < nh; ++h) {
-    SoftmaxState st = state(w, h);
-    float* acc = w.acc + h * kNope;
-    if (d.sinks != nullptr) {
-      // The sink joins the max and the denominator but brings no value vector. A NaN sink makes
-      // the row NaN; a +inf one makes the sum exp(inf - inf) = NaN (softmax_state.h).
-      const float sigma = d.sinks[(h0 + h) * p.sinks_s0];
-      const float ms = softmax_max_nan(st.max, sigma);
-      const float alpha = softmax_rescale(st.max, ms);
-      softmax_scale_acc(acc, kNope, alpha);
-      st.sum = st.sum * alpha + exp_scalar(sigma - ms);
-      st.max = ms;
-    } else if (!any_selected) {  // empty selection without a sink: zeros, max = sum = 0
-      st.max = 0.0f;
-      st.sum = 0.0f;
-      std::memset(acc, 0, sizeof(float) * kNope);
-    }
-    const float m = st.max;
-    float l = st.sum;
-    if (d.sinks != nullptr || any_selected) {
-      // Every score (and the sink) -inf: no softmax, NaN like the reference's exp(-inf - -inf).
-      l = softmax_final_sum(st);
-      const Vec den = vset1(l);
-      for (int64_t i = 0; i < kNope; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), den));
-    }
-    for (int64_t i = 0; i < kNope; ++i)
-      store_out(d.out, p.out_dtype, p.out.index(r, h0 + h, i), acc[i]);
-    if (d.softmax_max != nullptr) {
-      d.softmax_max[p.softmax_max.index(r, h0 + h, 0)] = m;
-      d.softmax_sum[p.softmax_sum.index(r, h0 + h, 0)] = l;
-    }
-  }
+  finish_row(p, d, r, h0, nh, w, any_selected);
 }
 
 // Runs task `task` of schedule sch with the participant's scratch w. The parallel loop is driven
