@@ -9,6 +9,14 @@
 // with an online softmax in fp32 (P stays fp32). Each (h, t) score has its own accumulator over d
 // in a fixed order and each O[h][d] accumulates over t in gather order, so a head's result is the
 // same whichever task, worker or head block computes it: output bits are thread-count independent.
+// The positions of the next tile are computed one tile ahead and its rows prefetched into L2 while
+// the current tile is gathered (random rows: the hardware prefetchers cannot guess them).
+//
+// Why P.V and Q.K stay fp32 FMAs on the avx512bf16 ISA too (unlike IFA's bf16 scores): on the
+// Xeon this was measured on (family 6 model 207), vdpbf16ps zmm sustains about half the FLOP/s of
+// fp32 FMAs (a register-only loop, thread CPU time: ~85 vs ~165 GFLOP/s), and a complete
+// vdpbf16ps variant of this kernel (heads in lanes, P rounded to bf16; commit b1f0b69 on branch
+// sfa-perf, docs/perf.md "SFA kernel, round 2") ran 0.6x the speed of this body at 128 heads.
 //
 // Include it only from a per-ISA translation unit, inside that ISA's namespace
 // (kvflash::cpu::<isa>) after simd_<isa>.h, simd_math-inl.h and softmax_state.h (Vec, kLanes, v*,
@@ -32,7 +40,7 @@ constexpr int kHeadRegs = 4;
 constexpr int kTokRegs = kLanes >= 16 ? 4 : 2;
 constexpr int kDimRegs = kLanes >= 16 ? 4 : 2;
 
-static_assert(kQk % kLanes == 0 && kNope % (kLanes * kDimRegs) == 0);
+static_assert(kQk % kLanes == 0 && kNope % (kLanes * kDimRegs) == 0 && kTokRegs <= 4);
 static_assert(kvflash::cpu::kSfaTile % kLanes == 0);
 
 using Scratch = kvflash::cpu::SfaScratch;
@@ -83,6 +91,16 @@ inline const void* kv_row(const SfaProblem& p, const SfaData& d, const void* dat
   return static_cast<const uint16_t*>(data) + off;
 }
 
+// a[I], or zero past the end of a (the unused inputs of vreduce_add4).
+template <int I, int N>
+inline Vec or_zero(const Vec (&a)[N]) {
+  if constexpr (I < N) {
+    return a[I];
+  } else {
+    return vzero();
+  }
+}
+
 // Scores of HR heads x TR tokens: every (h, t) accumulates q[h][d] * k[t][d] over d in order.
 // The register-block loops are unrolled explicitly: left as loops, GCC keeps the accumulator
 // arrays in memory (a load and a store around every FMA), which costs about 3x.
@@ -104,10 +122,15 @@ inline void score_block(const float* q, const float* kt, int64_t tile, float sca
       for (int t = 0; t < TR; ++t) acc[h][t] = vfma(qv, kv[t], acc[h][t]);
     }
   }
+  // Four horizontal sums at once (about half the shuffles of four vreduce_add). A score's sum
+  // does not depend on the other three vectors, so a tail token (TR = 1) gets the same bits.
 #pragma GCC unroll 16
-  for (int h = 0; h < HR; ++h)
-#pragma GCC unroll 16
-    for (int t = 0; t < TR; ++t) s[h * tile + t] = vreduce_add(acc[h][t]) * scale;
+  for (int h = 0; h < HR; ++h) {
+    float sums[4];
+    vreduce_add4(acc[h][0], or_zero<1>(acc[h]), or_zero<2>(acc[h]), or_zero<3>(acc[h]), sums);
+#pragma GCC unroll 4
+    for (int t = 0; t < TR; ++t) s[h * tile + t] = sums[t] * scale;
+  }
 }
 
 template <int HR>
@@ -150,12 +173,30 @@ inline void pv_heads(const float* p, int64_t tile, const float* vt, int64_t v_st
   }
 }
 
-// Gathers, scores and accumulates one tile of n selected positions for heads [0, nh).
-inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64_t nh, int64_t n,
+// Starts loading bytes at p into L2 (the rows of the next tile; see run_task).
+inline void prefetch_bytes(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, 2);
+  __builtin_prefetch(c + bytes - 1, 0, 2);
+}
+
+// Gathers, scores and accumulates one tile of n selected positions (pos) for heads [0, nh).
+// While it gathers row t it starts loading row t of the next tile (next, n_next of them): the
+// selection is random, so no hardware prefetcher can guess those rows, and one row per row
+// gathered keeps the requests spread out instead of filling the load buffers in one burst.
+inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64_t nh,
+                         const int64_t* pos, int64_t n, const int64_t* next, int64_t n_next,
                          const Scratch& w) {
   constexpr int64_t tile = kvflash::cpu::kSfaTile;
-  for (int64_t t = 0; t < n; ++t) {
-    const int64_t j = w.pos[t];
+  const int64_t rows = n > n_next ? n : n_next;
+  for (int64_t t = 0; t < rows; ++t) {
+    if (t < n_next) {
+      prefetch_bytes(kv_row(p, d, d.k, p.k, b, next[t]), 2 * kNope);
+      prefetch_bytes(kv_row(p, d, d.k_rope, p.k_rope, b, next[t]), 2 * kRope);
+      if (!d.v_is_k) prefetch_bytes(kv_row(p, d, d.v, p.v, b, next[t]), 2 * kNope);
+    }
+    if (t >= n) continue;
+    const int64_t j = pos[t];
     convert_row(kv_row(p, d, d.k, p.k, b, j), p.dtype, p.k.s_dim, kNope, w.kt + t * kQk);
     convert_row(kv_row(p, d, d.k_rope, p.k_rope, b, j), p.dtype, p.k_rope.s_dim, kRope,
                 w.kt + t * kQk + kNope);
@@ -235,6 +276,42 @@ inline void finish_row(const SfaProblem& p, const SfaData& d, int64_t r, int64_t
   }
 }
 
+// Where the selection of a row stands: index entry k next, positions [j, end) of the current one.
+struct Cursor {
+  int64_t k = 0, j = 0, end = 0;
+  bool done = false;
+};
+
+// The next (up to) kSfaTile selected positions of row r (batch b) into out: their count, or -1
+// when a selected range uses a bad block id.
+inline int64_t next_positions(const SfaProblem& p, const SfaData& d,
+                              const kvflash::core::SfaRowLimits& lim, int64_t r, int64_t b,
+                              Cursor& c, int64_t* out, bool& any_selected) {
+  int64_t n = 0;
+  while (n < kvflash::cpu::kSfaTile) {
+    if (c.j < c.end) {
+      out[n++] = c.j++;
+      continue;
+    }
+    if (c.done || c.k >= lim.valid_count) {
+      c.done = true;
+      break;
+    }
+    int64_t begin, end;
+    if (!kvflash::core::sfa_selected_range(d.indices[p.indices.index(r, 0, c.k)],
+                                           p.sparse_block_size, lim.thr, &begin, &end)) {
+      c.done = true;
+      break;
+    }
+    ++c.k;
+    if (p.paged && begin < end && kvflash::core::sfa_bad_slot(p, d, b, begin, end) >= 0) return -1;
+    any_selected = any_selected || begin < end;
+    c.j = begin;
+    c.end = end;
+  }
+  return n;
+}
+
 // One task: query row r, heads [h0, h1).
 inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0, int64_t h1,
                      const Scratch& w, uint8_t* row_fault) {
@@ -254,32 +331,33 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
   }
   std::memset(w.acc, 0, sizeof(float) * nh * kNope);
 
-  // Stream the selection (spec §3.4 step 2) in gather order, kSfaTile positions at a time. The
-  // block ids of a selected range are checked before any of its rows is read: a bad one ends the
-  // row (NaN outputs, reported after the run), whatever was accumulated.
-  int64_t n = 0;
+  // Stream the selection (spec §3.4 step 2) in gather order, kSfaTile positions at a time, one
+  // tile ahead (so its rows can be prefetched). The block ids of a selected range are checked
+  // before any of its rows is read: a bad one ends the row (NaN outputs, reported after the run),
+  // whatever was accumulated.
+  Cursor cur;
   bool any_selected = false;
-  for (int64_t k = 0; k < lim.valid_count; ++k) {
-    int64_t begin, end;
-    if (!kvflash::core::sfa_selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size,
-                                           lim.thr, &begin, &end))
+  int64_t* now = w.pos;
+  int64_t* next = w.pos + kvflash::cpu::kSfaTile;
+  int64_t n = next_positions(p, d, lim, r, b, cur, now, any_selected);
+  while (n > 0) {
+    const int64_t n_next = next_positions(p, d, lim, r, b, cur, next, any_selected);
+    if (n_next < 0) {
+      n = -1;
       break;
-    if (p.paged && begin < end && kvflash::core::sfa_bad_slot(p, d, b, begin, end) >= 0) {
-      row_fault[r] = 1;  // every task of row r finds the same entry and stores the same 1
-      const float nan = __builtin_nanf("");
-      write_row_value(p, d, r, h0, h1, nan, nan);
-      return;
     }
-    any_selected = any_selected || begin < end;
-    for (int64_t j = begin; j < end; ++j) {
-      w.pos[n++] = j;
-      if (n == kvflash::cpu::kSfaTile) {
-        process_tile(p, d, b, nh, n, w);
-        n = 0;
-      }
-    }
+    process_tile(p, d, b, nh, now, n, next, n_next, w);
+    int64_t* const done = now;
+    now = next;
+    next = done;
+    n = n_next;
   }
-  if (n > 0) process_tile(p, d, b, nh, n, w);
+  if (n < 0) {
+    row_fault[r] = 1;  // every task of row r finds the same entry and stores the same 1
+    const float nan = __builtin_nanf("");
+    write_row_value(p, d, r, h0, h1, nan, nan);
+    return;
+  }
   finish_row(p, d, r, h0, nh, w, any_selected);
 }
 

@@ -23,12 +23,8 @@ using core::SfaProblem;
 constexpr int64_t kMinHeadBlock = 8;
 constexpr int64_t kQk = SfaProblem::kNopeDim + SfaProblem::kRopeDim;
 constexpr size_t kAlign = 64;  // one cache line, one zmm
-// The bf16 path's V tile: kSfaTile / 2 token pairs x 512 dims x (2 bf16).
-constexpr size_t kVpBytes = sizeof(uint32_t) * (kSfaTile / 2) * SfaProblem::kNopeDim;
 
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-// Heads rounded up to whole vectors of 16 (the bf16 path's heads-innermost buffers).
-int64_t pad16(int64_t h) { return (h + 15) / 16 * 16; }
 
 // Heads per task for P participants: split heads only while there are too few rows to give every
 // participant two tasks. N1 is a power of two, so halving keeps the blocks equal.
@@ -45,9 +41,8 @@ int64_t head_block(const SfaProblem& p, int participants) {
 struct SfaLayout {
   int lanes = 1;
   int64_t head_rows = 0;  // enough for every participant count the schedule can choose
-  int64_t pad_rows = 0;   // the same with each lane's heads rounded up to 16
   size_t batches = 0, rows = 0, row_fault = 0, tiles = 0, tile_bytes = 0;
-  size_t q = 0, s = 0, acc = 0, st = 0, qp = 0, st_t = 0, pp = 0, alpha = 0, bytes = 0;
+  size_t q = 0, s = 0, acc = 0, st = 0, bytes = 0;
 };
 
 SfaLayout sfa_layout(const SfaProblem& p) {
@@ -55,12 +50,8 @@ SfaLayout sfa_layout(const SfaProblem& p) {
   const int64_t min_hb = std::min<int64_t>(std::max<int64_t>(p.num_heads, 1), kMinHeadBlock);
   const int64_t max_tasks = p.num_rows * ((p.num_heads + min_hb - 1) / min_hb);
   l.lanes = static_cast<int>(std::clamp<int64_t>(max_tasks, 1, kSfaMaxLanes));
-  for (int w = 1; w <= l.lanes; ++w) {
-    l.head_rows = std::max(l.head_rows, w * head_block(p, w));
-    l.pad_rows = std::max(l.pad_rows, w * pad16(head_block(p, w)));
-  }
+  for (int w = 1; w <= l.lanes; ++w) l.head_rows = std::max(l.head_rows, w * head_block(p, w));
   const size_t hr = static_cast<size_t>(l.head_rows);
-  const size_t pr = static_cast<size_t>(l.pad_rows);
   size_t at = 0;
   const auto take = [&at](size_t bytes) {
     const size_t o = at;
@@ -72,16 +63,12 @@ SfaLayout sfa_layout(const SfaProblem& p) {
   l.row_fault = take(static_cast<size_t>(p.num_rows));
   l.tile_bytes = round_up(sizeof(float) * kSfaTile * kQk) +
                  round_up(sizeof(float) * kSfaTile * SfaProblem::kNopeDim) +
-                 round_up(sizeof(int64_t) * 2 * kSfaTile) + kVpBytes;
+                 round_up(sizeof(int64_t) * 2 * kSfaTile);
   l.tiles = take(l.tile_bytes * static_cast<size_t>(l.lanes));
   l.q = take(sizeof(float) * hr * kQk);
   l.s = take(sizeof(float) * hr * kSfaTile);
   l.acc = take(sizeof(float) * hr * SfaProblem::kNopeDim);
   l.st = take(sizeof(float) * hr * 2);
-  l.qp = take(sizeof(uint32_t) * pr * (kQk / 2));
-  l.st_t = take(sizeof(float) * pr * kSfaTile);
-  l.pp = take(sizeof(uint16_t) * hr * kSfaTile);
-  l.alpha = take(sizeof(float) * hr);
   l.bytes = at + kAlign;  // slack to align the caller's pointer
   return l;
 }
@@ -94,13 +81,6 @@ SfaScratch lane_scratch(const SfaLayout& l, std::byte* base, int lane, int64_t h
   w.vt = reinterpret_cast<float*>(t + round_up(sizeof(float) * kSfaTile * kQk));
   w.pos = reinterpret_cast<int64_t*>(t + round_up(sizeof(float) * kSfaTile * kQk) +
                                      round_up(sizeof(float) * kSfaTile * SfaProblem::kNopeDim));
-  w.vp = reinterpret_cast<uint32_t*>(reinterpret_cast<std::byte*>(w.pos) +
-                                     round_up(sizeof(int64_t) * 2 * kSfaTile));
-  const int64_t h0p = lane * pad16(hb);
-  w.qp = reinterpret_cast<uint32_t*>(base + l.qp) + h0p * (kQk / 2);
-  w.st_t = reinterpret_cast<float*>(base + l.st_t) + h0p * kSfaTile;
-  w.pp = reinterpret_cast<uint16_t*>(base + l.pp) + h0 * kSfaTile;
-  w.alpha = reinterpret_cast<float*>(base + l.alpha) + h0;
   w.q = reinterpret_cast<float*>(base + l.q) + h0 * kQk;
   w.s = reinterpret_cast<float*>(base + l.s) + h0 * kSfaTile;
   w.acc = reinterpret_cast<float*>(base + l.acc) + h0 * SfaProblem::kNopeDim;
@@ -169,12 +149,6 @@ SfaSchedule schedule_for(const SfaProblem& p, int lanes, int threads) {
 
 }  // namespace
 
-bool sfa_bf16_path(const SfaProblem& p, const core::SfaData& d) {
-  return p.dtype == DType::kBFloat16 && p.out_dtype == DType::kBFloat16 && p.q.s_dim == 1 &&
-         p.q_rope.s_dim == 1 && p.k.s_dim == 1 && p.k_rope.s_dim == 1 &&
-         (d.v_is_k || p.v.s_dim == 1);
-}
-
 SfaSchedule sfa_schedule(const SfaProblem& p, int threads) {
   return schedule_for(p, sfa_layout(p).lanes, threads);
 }
@@ -203,8 +177,6 @@ Status sfa_run(const SfaProblem& p, const SfaArgs& args, Isa isa, int num_thread
   SfaTaskFn fn = sfa_task_scalar;
   switch (isa) {
     case Isa::kAvx512Bf16:
-      fn = sfa_bf16_path(p, d) ? sfa_task_avx512bf16 : sfa_task_avx512;
-      break;
     case Isa::kAvx512:
       fn = sfa_task_avx512;
       break;

@@ -31,7 +31,6 @@ struct SfaSchedule {
 SfaSchedule sfa_schedule(const core::SfaProblem& p, int threads);
 
 /// One participant's scratch: its tile buffers and the state of its current task's heads.
-/// hp = head_block rounded up to 16 (the bf16 path keeps 16 heads per vector).
 struct SfaScratch {
   float* q;      ///< head_block x 576
   float* kt;     ///< kSfaTile x 576
@@ -39,18 +38,8 @@ struct SfaScratch {
   float* s;      ///< head_block x kSfaTile
   float* acc;    ///< head_block x 512
   float* st;     ///< head_block x (max, sum)
-  int64_t* pos;  ///< 2 x kSfaTile (the bf16 path gathers the next tile's positions ahead)
-  // The AVX512-BF16 path (sfa_kernel_bf16-inl.h):
-  uint32_t* qp;   ///< 288 x hp: the query as bf16 pairs, heads innermost
-  float* st_t;    ///< kSfaTile x hp: scores with heads innermost, before the transpose into s
-  uint16_t* pp;   ///< head_block x kSfaTile: the weights P rounded to bf16
-  uint32_t* vp;   ///< kSfaTile/2 x 512: V as bf16 pairs of consecutive tokens
-  float* alpha;   ///< head_block: the tile's rescale factor of each head
+  int64_t* pos;  ///< 2 x kSfaTile: the current tile's positions and the next one's
 };
-
-/// Whether a call runs the AVX512-BF16 path (when the ISA is kAvx512Bf16): bf16 in and out, unit
-/// stride along every head dim. A function of the call only, never of the thread count.
-bool sfa_bf16_path(const core::SfaProblem& p, const core::SfaData& d);
 
 /// Bytes of workspace sfa_run needs for p: lanes of scratch and the run-time lengths and row
 /// map. A function of p only (not of the ISA or the thread count).

@@ -1,8 +1,6 @@
-// SFA kernel, AVX-512 path (16 fp32 lanes). The body is sfa_kernel-inl.h; the AVX512-BF16 path
-// (bf16 calls on CPUs with that extension) is sfa_kernel_bf16-inl.h.
+// SFA kernel, AVX-512 path (16 fp32 lanes). The body is sfa_kernel-inl.h.
 #include <cstdint>
 #include <cstring>
-#include <utility>
 
 // GCC 12's intrinsic headers trip -W(maybe-)uninitialized on their internal _mm*_undefined
 // operands once inlined here (a known false positive); nothing in this unit is uninitialised.
@@ -22,7 +20,6 @@ namespace kvflash::cpu::avx512 {
 #include "cpu/simd_math-inl.h"
 #include "cpu/softmax_state.h"
 #include "cpu/sfa_kernel-inl.h"
-#include "cpu/sfa_kernel_bf16-inl.h"
 // clang-format on
 }  // namespace kvflash::cpu::avx512
 
@@ -30,9 +27,5 @@ namespace kvflash::cpu {
 void sfa_task_avx512(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
                      const SfaScratch& w, uint8_t* row_fault, int64_t task) {
   avx512::sfa_body::run_one(p, d, s, w, row_fault, task);
-}
-void sfa_task_avx512bf16(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
-                         const SfaScratch& w, uint8_t* row_fault, int64_t task) {
-  avx512::sfa_bf16::run_one(p, d, s, w, row_fault, task);
 }
 }  // namespace kvflash::cpu

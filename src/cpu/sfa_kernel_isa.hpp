@@ -19,9 +19,5 @@ void sfa_task_avx2(const core::SfaProblem& p, const core::SfaData& d, const SfaS
                    const SfaScratch& w, uint8_t* row_fault, int64_t task);
 void sfa_task_avx512(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
                      const SfaScratch& w, uint8_t* row_fault, int64_t task);
-/// The AVX512-BF16 path (vdpbf16ps for Q.K and P.V, P rounded to bf16): only for calls where
-/// sfa_bf16_path holds, on a CPU with AVX512-BF16.
-void sfa_task_avx512bf16(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
-                         const SfaScratch& w, uint8_t* row_fault, int64_t task);
 
 }  // namespace kvflash::cpu
