@@ -39,6 +39,8 @@ constexpr int64_t kQk = kNope + kRope;  // 576: one dot product over nope then r
 constexpr int kHeadRegs = 4;
 constexpr int kTokRegs = kLanes >= 16 ? 4 : 2;
 constexpr int kDimRegs = kLanes >= 16 ? 4 : 2;
+// Heads whose fp32 queries (16 x 576 x 4 bytes = 36 KiB) stay in L1 while a tile's rows pass.
+constexpr int64_t kHeadChunk = 16;
 
 static_assert(kQk % kLanes == 0 && kNope % (kLanes * kDimRegs) == 0 && kTokRegs <= 4);
 static_assert(kvflash::cpu::kSfaTile % kLanes == 0);
@@ -133,44 +135,40 @@ inline void score_block(const float* q, const float* kt, int64_t tile, float sca
   }
 }
 
-template <int HR>
-inline void score_heads(const float* q, const float* kt, int64_t n, int64_t tile, float scale,
-                        float* s) {
-  int64_t t = 0;
-  for (; t + kTokRegs <= n; t += kTokRegs)
-    score_block<HR, kTokRegs>(q, kt + t * kQk, tile, scale, s + t);
-  // The tail is shorter than kTokRegs; an int count tells GCC so (with an int64 induction it
-  // warns that a 2^62-iteration loop would overflow the pointer arithmetic).
-  const int tail = static_cast<int>(n - t);
-  for (int i = 0; i < tail; ++i) score_block<HR, 1>(q, kt + (t + i) * kQk, tile, scale, s + t + i);
+// Scores of nh heads (q and s at the first one) against TR tokens (kt at the first one).
+template <int TR>
+inline void score_tokens(const float* q, const float* kt, int64_t nh, int64_t tile, float scale,
+                         float* s) {
+  int64_t h = 0;
+  for (; h + kHeadRegs <= nh; h += kHeadRegs)
+    score_block<kHeadRegs, TR>(q + h * kQk, kt, tile, scale, s + h * tile);
+  for (; h < nh; ++h) score_block<1, TR>(q + h * kQk, kt, tile, scale, s + h * tile);
 }
 
-// acc[h][d] += sum over t (in order) of p[h][t] * v[t][d], for HR heads.
+// acc[h][d, d + kLanes * kDimRegs) += sum over t (in order) of p[h][t] * v[t][...], for HR heads.
 template <int HR>
-inline void pv_heads(const float* p, int64_t tile, const float* vt, int64_t v_stride, int64_t n,
-                     float* acc) {
-  for (int64_t d = 0; d < kNope; d += kLanes * kDimRegs) {
-    Vec a[HR][kDimRegs];
+inline void pv_chunk(const float* p, int64_t tile, const float* vt, int64_t v_stride, int64_t n,
+                     float* acc, int64_t d) {
+  Vec a[HR][kDimRegs];
 #pragma GCC unroll 16
-    for (int h = 0; h < HR; ++h)
+  for (int h = 0; h < HR; ++h)
 #pragma GCC unroll 16
-      for (int c = 0; c < kDimRegs; ++c) a[h][c] = vload(acc + h * kNope + d + c * kLanes);
-    for (int64_t t = 0; t < n; ++t) {
-      Vec v[kDimRegs];
+    for (int c = 0; c < kDimRegs; ++c) a[h][c] = vload(acc + h * kNope + d + c * kLanes);
+  for (int64_t t = 0; t < n; ++t) {
+    Vec v[kDimRegs];
 #pragma GCC unroll 16
-      for (int c = 0; c < kDimRegs; ++c) v[c] = vload(vt + t * v_stride + d + c * kLanes);
+    for (int c = 0; c < kDimRegs; ++c) v[c] = vload(vt + t * v_stride + d + c * kLanes);
 #pragma GCC unroll 16
-      for (int h = 0; h < HR; ++h) {
-        const Vec ph = vset1(p[h * tile + t]);
+    for (int h = 0; h < HR; ++h) {
+      const Vec ph = vset1(p[h * tile + t]);
 #pragma GCC unroll 16
-        for (int c = 0; c < kDimRegs; ++c) a[h][c] = vfma(ph, v[c], a[h][c]);
-      }
+      for (int c = 0; c < kDimRegs; ++c) a[h][c] = vfma(ph, v[c], a[h][c]);
     }
-#pragma GCC unroll 16
-    for (int h = 0; h < HR; ++h)
-#pragma GCC unroll 16
-      for (int c = 0; c < kDimRegs; ++c) vstore(acc + h * kNope + d + c * kLanes, a[h][c]);
   }
+#pragma GCC unroll 16
+  for (int h = 0; h < HR; ++h)
+#pragma GCC unroll 16
+    for (int c = 0; c < kDimRegs; ++c) vstore(acc + h * kNope + d + c * kLanes, a[h][c]);
 }
 
 // Starts loading bytes at p into L2 (the rows of the next tile; see run_task).
@@ -204,10 +202,23 @@ inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64
       convert_row(kv_row(p, d, d.v, p.v, b, j), p.dtype, p.v.s_dim, kNope, w.vt + t * kNope);
     }
   }
+  // Scores, blocked for the caches: a chunk of kHeadChunk heads' queries (36 KiB of fp32) stays
+  // in L1 while the tile's gathered rows stream past it once per chunk. (Head blocks outermost
+  // would stream all 64 rows, 144 KiB, from L2 once per 4 heads.)
+  for (int64_t hc = 0; hc < nh; hc += kHeadChunk) {
+    const int64_t hn = nh - hc < kHeadChunk ? nh - hc : kHeadChunk;
+    const float* q = w.q + hc * kQk;
+    float* s = w.s + hc * tile;
+    int64_t t = 0;
+    for (; t + kTokRegs <= n; t += kTokRegs)
+      score_tokens<kTokRegs>(q, w.kt + t * kQk, hn, tile, p.scale, s + t);
+    // The tail is shorter than kTokRegs; an int count tells GCC so (with an int64 induction it
+    // warns that a 2^62-iteration loop would overflow the pointer arithmetic).
+    const int tail = static_cast<int>(n - t);
+    for (int i = 0; i < tail; ++i)
+      score_tokens<1>(q, w.kt + (t + i) * kQk, hn, tile, p.scale, s + t + i);
+  }
   int64_t h = 0;
-  for (; h + kHeadRegs <= nh; h += kHeadRegs)
-    score_heads<kHeadRegs>(w.q + h * kQk, w.kt, n, tile, p.scale, w.s + h * tile);
-  for (; h < nh; ++h) score_heads<1>(w.q + h * kQk, w.kt, n, tile, p.scale, w.s + h * tile);
 
   // Online softmax (shared rules of softmax_state.h): P = exp(S - max) replaces S, in fp32. The
   // tile is padded to whole vectors with -inf, whose weight is exactly 0.
@@ -220,9 +231,14 @@ inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64
   }
   const float* vt = d.v_is_k ? w.kt : w.vt;
   const int64_t v_stride = d.v_is_k ? kQk : kNope;
-  for (h = 0; h + kHeadRegs <= nh; h += kHeadRegs)
-    pv_heads<kHeadRegs>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope);
-  for (; h < nh; ++h) pv_heads<1>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope);
+  // P.V with the output columns outermost: a column chunk of the tile's V rows (16 KiB with
+  // AVX-512) stays in L1 while every head uses it, and V streams from L2 once per tile instead
+  // of once per 4 heads. Each acc[h][d] still sums its tokens in gather order.
+  for (int64_t c = 0; c < kNope; c += kLanes * kDimRegs) {
+    for (h = 0; h + kHeadRegs <= nh; h += kHeadRegs)
+      pv_chunk<kHeadRegs>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope, c);
+    for (; h < nh; ++h) pv_chunk<1>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope, c);
+  }
 }
 
 // Writes value to every output element of row r, heads [h0, h1), and max/sum to the softmax
