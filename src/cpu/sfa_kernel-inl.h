@@ -9,6 +9,14 @@
 // with an online softmax in fp32 (P stays fp32). Each (h, t) score has its own accumulator over d
 // in a fixed order and each O[h][d] accumulates over t in gather order, so a head's result is the
 // same whichever task, worker or head block computes it: output bits are thread-count independent.
+// The positions of the next tile are computed one tile ahead and its rows prefetched into L2 while
+// the current tile is gathered (random rows: the hardware prefetchers cannot guess them).
+//
+// Why P.V and Q.K stay fp32 FMAs on the avx512bf16 ISA too (unlike IFA's bf16 scores): on the
+// Xeon this was measured on (family 6 model 207), vdpbf16ps zmm sustains about half the FLOP/s of
+// fp32 FMAs (a register-only loop, thread CPU time: ~85 vs ~165 GFLOP/s), and a complete
+// vdpbf16ps variant of this kernel (heads in lanes, P rounded to bf16; commit b1f0b69 on branch
+// sfa-perf, docs/perf.md "SFA kernel, round 2") ran 0.6x the speed of this body at 128 heads.
 //
 // Include it only from a per-ISA translation unit, inside that ISA's namespace
 // (kvflash::cpu::<isa>) after simd_<isa>.h, simd_math-inl.h and softmax_state.h (Vec, kLanes, v*,
@@ -31,8 +39,10 @@ constexpr int64_t kQk = kNope + kRope;  // 576: one dot product over nope then r
 constexpr int kHeadRegs = 4;
 constexpr int kTokRegs = kLanes >= 16 ? 4 : 2;
 constexpr int kDimRegs = kLanes >= 16 ? 4 : 2;
+// Heads whose fp32 queries (16 x 576 x 4 bytes = 36 KiB) stay in L1 while a tile's rows pass.
+constexpr int64_t kHeadChunk = 16;
 
-static_assert(kQk % kLanes == 0 && kNope % (kLanes * kDimRegs) == 0);
+static_assert(kQk % kLanes == 0 && kNope % (kLanes * kDimRegs) == 0 && kTokRegs <= 4);
 static_assert(kvflash::cpu::kSfaTile % kLanes == 0);
 
 using Scratch = kvflash::cpu::SfaScratch;
@@ -83,6 +93,16 @@ inline const void* kv_row(const SfaProblem& p, const SfaData& d, const void* dat
   return static_cast<const uint16_t*>(data) + off;
 }
 
+// a[I], or zero past the end of a (the unused inputs of vreduce_add4).
+template <int I, int N>
+inline Vec or_zero(const Vec (&a)[N]) {
+  if constexpr (I < N) {
+    return a[I];
+  } else {
+    return vzero();
+  }
+}
+
 // Scores of HR heads x TR tokens: every (h, t) accumulates q[h][d] * k[t][d] over d in order.
 // The register-block loops are unrolled explicitly: left as loops, GCC keeps the accumulator
 // arrays in memory (a load and a store around every FMA), which costs about 3x.
@@ -104,58 +124,77 @@ inline void score_block(const float* q, const float* kt, int64_t tile, float sca
       for (int t = 0; t < TR; ++t) acc[h][t] = vfma(qv, kv[t], acc[h][t]);
     }
   }
+  // Four horizontal sums at once (about half the shuffles of four vreduce_add). A score's sum
+  // does not depend on the other three vectors, so a tail token (TR = 1) gets the same bits.
 #pragma GCC unroll 16
-  for (int h = 0; h < HR; ++h)
-#pragma GCC unroll 16
-    for (int t = 0; t < TR; ++t) s[h * tile + t] = vreduce_add(acc[h][t]) * scale;
-}
-
-template <int HR>
-inline void score_heads(const float* q, const float* kt, int64_t n, int64_t tile, float scale,
-                        float* s) {
-  int64_t t = 0;
-  for (; t + kTokRegs <= n; t += kTokRegs)
-    score_block<HR, kTokRegs>(q, kt + t * kQk, tile, scale, s + t);
-  // The tail is shorter than kTokRegs; an int count tells GCC so (with an int64 induction it
-  // warns that a 2^62-iteration loop would overflow the pointer arithmetic).
-  const int tail = static_cast<int>(n - t);
-  for (int i = 0; i < tail; ++i) score_block<HR, 1>(q, kt + (t + i) * kQk, tile, scale, s + t + i);
-}
-
-// acc[h][d] += sum over t (in order) of p[h][t] * v[t][d], for HR heads.
-template <int HR>
-inline void pv_heads(const float* p, int64_t tile, const float* vt, int64_t v_stride, int64_t n,
-                     float* acc) {
-  for (int64_t d = 0; d < kNope; d += kLanes * kDimRegs) {
-    Vec a[HR][kDimRegs];
-#pragma GCC unroll 16
-    for (int h = 0; h < HR; ++h)
-#pragma GCC unroll 16
-      for (int c = 0; c < kDimRegs; ++c) a[h][c] = vload(acc + h * kNope + d + c * kLanes);
-    for (int64_t t = 0; t < n; ++t) {
-      Vec v[kDimRegs];
-#pragma GCC unroll 16
-      for (int c = 0; c < kDimRegs; ++c) v[c] = vload(vt + t * v_stride + d + c * kLanes);
-#pragma GCC unroll 16
-      for (int h = 0; h < HR; ++h) {
-        const Vec ph = vset1(p[h * tile + t]);
-#pragma GCC unroll 16
-        for (int c = 0; c < kDimRegs; ++c) a[h][c] = vfma(ph, v[c], a[h][c]);
-      }
-    }
-#pragma GCC unroll 16
-    for (int h = 0; h < HR; ++h)
-#pragma GCC unroll 16
-      for (int c = 0; c < kDimRegs; ++c) vstore(acc + h * kNope + d + c * kLanes, a[h][c]);
+  for (int h = 0; h < HR; ++h) {
+    float sums[4];
+    vreduce_add4(acc[h][0], or_zero<1>(acc[h]), or_zero<2>(acc[h]), or_zero<3>(acc[h]), sums);
+#pragma GCC unroll 4
+    for (int t = 0; t < TR; ++t) s[h * tile + t] = sums[t] * scale;
   }
 }
 
-// Gathers, scores and accumulates one tile of n selected positions for heads [0, nh).
-inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64_t nh, int64_t n,
+// Scores of nh heads (q and s at the first one) against TR tokens (kt at the first one).
+template <int TR>
+inline void score_tokens(const float* q, const float* kt, int64_t nh, int64_t tile, float scale,
+                         float* s) {
+  int64_t h = 0;
+  for (; h + kHeadRegs <= nh; h += kHeadRegs)
+    score_block<kHeadRegs, TR>(q + h * kQk, kt, tile, scale, s + h * tile);
+  for (; h < nh; ++h) score_block<1, TR>(q + h * kQk, kt, tile, scale, s + h * tile);
+}
+
+// acc[h][d, d + kLanes * kDimRegs) += sum over t (in order) of p[h][t] * v[t][...], for HR heads.
+template <int HR>
+inline void pv_chunk(const float* p, int64_t tile, const float* vt, int64_t v_stride, int64_t n,
+                     float* acc, int64_t d) {
+  Vec a[HR][kDimRegs];
+#pragma GCC unroll 16
+  for (int h = 0; h < HR; ++h)
+#pragma GCC unroll 16
+    for (int c = 0; c < kDimRegs; ++c) a[h][c] = vload(acc + h * kNope + d + c * kLanes);
+  for (int64_t t = 0; t < n; ++t) {
+    Vec v[kDimRegs];
+#pragma GCC unroll 16
+    for (int c = 0; c < kDimRegs; ++c) v[c] = vload(vt + t * v_stride + d + c * kLanes);
+#pragma GCC unroll 16
+    for (int h = 0; h < HR; ++h) {
+      const Vec ph = vset1(p[h * tile + t]);
+#pragma GCC unroll 16
+      for (int c = 0; c < kDimRegs; ++c) a[h][c] = vfma(ph, v[c], a[h][c]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int h = 0; h < HR; ++h)
+#pragma GCC unroll 16
+    for (int c = 0; c < kDimRegs; ++c) vstore(acc + h * kNope + d + c * kLanes, a[h][c]);
+}
+
+// Starts loading bytes at p into L2 (the rows of the next tile; see run_task).
+inline void prefetch_bytes(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, 2);
+  __builtin_prefetch(c + bytes - 1, 0, 2);
+}
+
+// Gathers, scores and accumulates one tile of n selected positions (pos) for heads [0, nh).
+// While it gathers row t it starts loading row t of the next tile (next, n_next of them): the
+// selection is random, so no hardware prefetcher can guess those rows, and one row per row
+// gathered keeps the requests spread out instead of filling the load buffers in one burst.
+inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64_t nh,
+                         const int64_t* pos, int64_t n, const int64_t* next, int64_t n_next,
                          const Scratch& w) {
   constexpr int64_t tile = kvflash::cpu::kSfaTile;
-  for (int64_t t = 0; t < n; ++t) {
-    const int64_t j = w.pos[t];
+  const int64_t rows = n > n_next ? n : n_next;
+  for (int64_t t = 0; t < rows; ++t) {
+    if (t < n_next) {
+      prefetch_bytes(kv_row(p, d, d.k, p.k, b, next[t]), 2 * kNope);
+      prefetch_bytes(kv_row(p, d, d.k_rope, p.k_rope, b, next[t]), 2 * kRope);
+      if (!d.v_is_k) prefetch_bytes(kv_row(p, d, d.v, p.v, b, next[t]), 2 * kNope);
+    }
+    if (t >= n) continue;
+    const int64_t j = pos[t];
     convert_row(kv_row(p, d, d.k, p.k, b, j), p.dtype, p.k.s_dim, kNope, w.kt + t * kQk);
     convert_row(kv_row(p, d, d.k_rope, p.k_rope, b, j), p.dtype, p.k_rope.s_dim, kRope,
                 w.kt + t * kQk + kNope);
@@ -163,10 +202,23 @@ inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64
       convert_row(kv_row(p, d, d.v, p.v, b, j), p.dtype, p.v.s_dim, kNope, w.vt + t * kNope);
     }
   }
+  // Scores, blocked for the caches: a chunk of kHeadChunk heads' queries (36 KiB of fp32) stays
+  // in L1 while the tile's gathered rows stream past it once per chunk. (Head blocks outermost
+  // would stream all 64 rows, 144 KiB, from L2 once per 4 heads.)
+  for (int64_t hc = 0; hc < nh; hc += kHeadChunk) {
+    const int64_t hn = nh - hc < kHeadChunk ? nh - hc : kHeadChunk;
+    const float* q = w.q + hc * kQk;
+    float* s = w.s + hc * tile;
+    int64_t t = 0;
+    for (; t + kTokRegs <= n; t += kTokRegs)
+      score_tokens<kTokRegs>(q, w.kt + t * kQk, hn, tile, p.scale, s + t);
+    // The tail is shorter than kTokRegs; an int count tells GCC so (with an int64 induction it
+    // warns that a 2^62-iteration loop would overflow the pointer arithmetic).
+    const int tail = static_cast<int>(n - t);
+    for (int i = 0; i < tail; ++i)
+      score_tokens<1>(q, w.kt + (t + i) * kQk, hn, tile, p.scale, s + t + i);
+  }
   int64_t h = 0;
-  for (; h + kHeadRegs <= nh; h += kHeadRegs)
-    score_heads<kHeadRegs>(w.q + h * kQk, w.kt, n, tile, p.scale, w.s + h * tile);
-  for (; h < nh; ++h) score_heads<1>(w.q + h * kQk, w.kt, n, tile, p.scale, w.s + h * tile);
 
   // Online softmax (shared rules of softmax_state.h): P = exp(S - max) replaces S, in fp32. The
   // tile is padded to whole vectors with -inf, whose weight is exactly 0.
@@ -179,9 +231,14 @@ inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64
   }
   const float* vt = d.v_is_k ? w.kt : w.vt;
   const int64_t v_stride = d.v_is_k ? kQk : kNope;
-  for (h = 0; h + kHeadRegs <= nh; h += kHeadRegs)
-    pv_heads<kHeadRegs>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope);
-  for (; h < nh; ++h) pv_heads<1>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope);
+  // P.V with the output columns outermost: a column chunk of the tile's V rows (16 KiB with
+  // AVX-512) stays in L1 while every head uses it, and V streams from L2 once per tile instead
+  // of once per 4 heads. Each acc[h][d] still sums its tokens in gather order.
+  for (int64_t c = 0; c < kNope; c += kLanes * kDimRegs) {
+    for (h = 0; h + kHeadRegs <= nh; h += kHeadRegs)
+      pv_chunk<kHeadRegs>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope, c);
+    for (; h < nh; ++h) pv_chunk<1>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope, c);
+  }
 }
 
 // Writes value to every output element of row r, heads [h0, h1), and max/sum to the softmax
@@ -197,52 +254,10 @@ inline void write_row_value(const SfaProblem& p, const SfaData& d, int64_t r, in
   }
 }
 
-// One task: query row r, heads [h0, h1).
-inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0, int64_t h1,
-                     const Scratch& w, uint8_t* row_fault) {
-  const kvflash::core::SfaRowLimits lim = kvflash::core::sfa_row_limits(p, d, r);
-  if (lim.invalid) {  // uncovered or causally invalid row: zeros and max = sum = 0, even with sinks
-    write_row_value(p, d, r, h0, h1, 0.0f, 0.0f);
-    return;
-  }
-  const int64_t b = d.rows[r].batch;
-  const int64_t nh = h1 - h0;
-  for (int64_t h = 0; h < nh; ++h) {
-    convert_row(static_cast<const uint16_t*>(d.q) + p.q.index(r, h0 + h, 0), p.dtype, p.q.s_dim,
-                kNope, w.q + h * kQk);
-    convert_row(static_cast<const uint16_t*>(d.q_rope) + p.q_rope.index(r, h0 + h, 0), p.dtype,
-                p.q_rope.s_dim, kRope, w.q + h * kQk + kNope);
-    state(w, h) = SoftmaxState{};
-  }
-  std::memset(w.acc, 0, sizeof(float) * nh * kNope);
-
-  // Stream the selection (spec §3.4 step 2) in gather order, kSfaTile positions at a time. The
-  // block ids of a selected range are checked before any of its rows is read: a bad one ends the
-  // row (NaN outputs, reported after the run), whatever was accumulated.
-  int64_t n = 0;
-  bool any_selected = false;
-  for (int64_t k = 0; k < lim.valid_count; ++k) {
-    int64_t begin, end;
-    if (!kvflash::core::sfa_selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size,
-                                           lim.thr, &begin, &end))
-      break;
-    if (p.paged && begin < end && kvflash::core::sfa_bad_slot(p, d, b, begin, end) >= 0) {
-      row_fault[r] = 1;  // every task of row r finds the same entry and stores the same 1
-      const float nan = __builtin_nanf("");
-      write_row_value(p, d, r, h0, h1, nan, nan);
-      return;
-    }
-    any_selected = any_selected || begin < end;
-    for (int64_t j = begin; j < end; ++j) {
-      w.pos[n++] = j;
-      if (n == kvflash::cpu::kSfaTile) {
-        process_tile(p, d, b, nh, n, w);
-        n = 0;
-      }
-    }
-  }
-  if (n > 0) process_tile(p, d, b, nh, n, w);
-
+// Normalises the accumulators of row r, heads [h0, h0 + nh), after its whole selection was
+// folded in (sinks, empty selections, the final division) and writes the outputs.
+inline void finish_row(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0, int64_t nh,
+                       const Scratch& w, bool any_selected) {
   for (int64_t h = 0; h < nh; ++h) {
     SoftmaxState st = state(w, h);
     float* acc = w.acc + h * kNope;
@@ -275,6 +290,91 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
       d.softmax_sum[p.softmax_sum.index(r, h0 + h, 0)] = l;
     }
   }
+}
+
+// Where the selection of a row stands: index entry k next, positions [j, end) of the current one.
+struct Cursor {
+  int64_t k = 0, j = 0, end = 0;
+  bool done = false;
+};
+
+// The next (up to) kSfaTile selected positions of row r (batch b) into out: their count, or -1
+// when a selected range uses a bad block id.
+inline int64_t next_positions(const SfaProblem& p, const SfaData& d,
+                              const kvflash::core::SfaRowLimits& lim, int64_t r, int64_t b,
+                              Cursor& c, int64_t* out, bool& any_selected) {
+  int64_t n = 0;
+  while (n < kvflash::cpu::kSfaTile) {
+    if (c.j < c.end) {
+      out[n++] = c.j++;
+      continue;
+    }
+    if (c.done || c.k >= lim.valid_count) {
+      c.done = true;
+      break;
+    }
+    int64_t begin, end;
+    if (!kvflash::core::sfa_selected_range(d.indices[p.indices.index(r, 0, c.k)],
+                                           p.sparse_block_size, lim.thr, &begin, &end)) {
+      c.done = true;
+      break;
+    }
+    ++c.k;
+    if (p.paged && begin < end && kvflash::core::sfa_bad_slot(p, d, b, begin, end) >= 0) return -1;
+    any_selected = any_selected || begin < end;
+    c.j = begin;
+    c.end = end;
+  }
+  return n;
+}
+
+// One task: query row r, heads [h0, h1).
+inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0, int64_t h1,
+                     const Scratch& w, uint8_t* row_fault) {
+  const kvflash::core::SfaRowLimits lim = kvflash::core::sfa_row_limits(p, d, r);
+  if (lim.invalid) {  // uncovered or causally invalid row: zeros and max = sum = 0, even with sinks
+    write_row_value(p, d, r, h0, h1, 0.0f, 0.0f);
+    return;
+  }
+  const int64_t b = d.rows[r].batch;
+  const int64_t nh = h1 - h0;
+  for (int64_t h = 0; h < nh; ++h) {
+    convert_row(static_cast<const uint16_t*>(d.q) + p.q.index(r, h0 + h, 0), p.dtype, p.q.s_dim,
+                kNope, w.q + h * kQk);
+    convert_row(static_cast<const uint16_t*>(d.q_rope) + p.q_rope.index(r, h0 + h, 0), p.dtype,
+                p.q_rope.s_dim, kRope, w.q + h * kQk + kNope);
+    state(w, h) = SoftmaxState{};
+  }
+  std::memset(w.acc, 0, sizeof(float) * nh * kNope);
+
+  // Stream the selection (spec §3.4 step 2) in gather order, kSfaTile positions at a time, one
+  // tile ahead (so its rows can be prefetched). The block ids of a selected range are checked
+  // before any of its rows is read: a bad one ends the row (NaN outputs, reported after the run),
+  // whatever was accumulated.
+  Cursor cur;
+  bool any_selected = false;
+  int64_t* now = w.pos;
+  int64_t* next = w.pos + kvflash::cpu::kSfaTile;
+  int64_t n = next_positions(p, d, lim, r, b, cur, now, any_selected);
+  while (n > 0) {
+    const int64_t n_next = next_positions(p, d, lim, r, b, cur, next, any_selected);
+    if (n_next < 0) {
+      n = -1;
+      break;
+    }
+    process_tile(p, d, b, nh, now, n, next, n_next, w);
+    int64_t* const done = now;
+    now = next;
+    next = done;
+    n = n_next;
+  }
+  if (n < 0) {
+    row_fault[r] = 1;  // every task of row r finds the same entry and stores the same 1
+    const float nan = __builtin_nanf("");
+    write_row_value(p, d, r, h0, h1, nan, nan);
+    return;
+  }
+  finish_row(p, d, r, h0, nh, w, any_selected);
 }
 
 // Runs task `task` of schedule sch with the participant's scratch w. The parallel loop is driven

@@ -63,7 +63,7 @@ SfaLayout sfa_layout(const SfaProblem& p) {
   l.row_fault = take(static_cast<size_t>(p.num_rows));
   l.tile_bytes = round_up(sizeof(float) * kSfaTile * kQk) +
                  round_up(sizeof(float) * kSfaTile * SfaProblem::kNopeDim) +
-                 round_up(sizeof(int64_t) * kSfaTile);
+                 round_up(sizeof(int64_t) * 2 * kSfaTile);
   l.tiles = take(l.tile_bytes * static_cast<size_t>(l.lanes));
   l.q = take(sizeof(float) * hr * kQk);
   l.s = take(sizeof(float) * hr * kSfaTile);

@@ -38,7 +38,7 @@ struct SfaScratch {
   float* s;      ///< head_block x kSfaTile
   float* acc;    ///< head_block x 512
   float* st;     ///< head_block x (max, sum)
-  int64_t* pos;  ///< kSfaTile
+  int64_t* pos;  ///< 2 x kSfaTile: the current tile's positions and the next one's
 };
 
 /// Bytes of workspace sfa_run needs for p: lanes of scratch and the run-time lengths and row
