@@ -7,6 +7,11 @@
 #include "cpu/merge_kernel.hpp"
 #include "cpu/sfa_kernel.hpp"
 
+#if defined(KVFLASH_HAVE_CUDA)
+#include "cuda/device.hpp"
+#include "cuda/ifa_cuda.hpp"
+#endif
+
 namespace kvflash {
 namespace {
 
@@ -36,6 +41,14 @@ constexpr SfaBackend sfa_entry(const char* name) {
   return {name, DeviceType::kHost, available<kIsa>, cpu::sfa_workspace_size, sfa<kIsa>};
 }
 
+#if defined(KVFLASH_HAVE_CUDA)
+// CUDA tensors run on the run's stream; device-data faults surface through
+// cuda::ifa_fault_status after the stream has run the work (cuda/ifa_cuda.hpp).
+Status ifa_cuda(const core::IfaProblem& p, const IfaArgs& args, int, void* ws, void* stream) {
+  return cuda::ifa_run(p, args, ws, stream);
+}
+#endif
+
 bool always() { return true; }
 size_t no_workspace(const core::MergeProblem&) { return 0; }
 Status merge(const core::MergeProblem& p, const MergeArgs& args, int threads, void*, void*) {
@@ -45,7 +58,13 @@ Status merge(const core::MergeProblem& p, const MergeArgs& args, int threads, vo
 }  // namespace
 
 std::span<const IfaBackend> ifa_backends() {
+#if defined(KVFLASH_HAVE_CUDA)
+  static constexpr std::array<IfaBackend, 5> kList = {
+      IfaBackend{"cuda", DeviceType::kCuda, cuda::device_present, cuda::ifa_workspace_size,
+                 ifa_cuda},
+#else
   static constexpr std::array<IfaBackend, 4> kList = {
+#endif
       ifa_entry<Isa::kAvx512Bf16>("cpu-avx512bf16"), ifa_entry<Isa::kAvx512>("cpu-avx512"),
       ifa_entry<Isa::kAvx2>("cpu-avx2"), ifa_entry<Isa::kScalar>("cpu-scalar")};
   return kList;
