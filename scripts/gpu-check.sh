@@ -6,7 +6,9 @@
 #   3. runs compute-sanitizer memcheck and racecheck on the CUDA test subset;
 #   4. runs the seed example under the CUDA aclnn runtime (KVFLASH_ACL_BACKEND=cuda) when the build
 #      has it;
-#   5. runs the GPU benchmark: the device read-bandwidth ceiling and PyTorch SDPA on CUDA.
+#   5. runs the GPU benchmark: the device read-bandwidth ceiling, kvflash IFA on the decode shapes
+#      (kvflash_gpu_ifa_bench --quick, GB/s and the fraction of the ceiling) and PyTorch SDPA on
+#      CUDA.
 # Writes gpu-check.log and summary.json under $OUT (or ./gpu-out). Budget: < 8 min on an H200
 # (each step's timeout is cut to what is left of a 450 s total, so the script ends within 8 min
 # whatever hangs; a step with no time left is recorded as "no-time"); a failed step does not stop
@@ -38,7 +40,13 @@ step() {
   [ "$limit" -le "$left" ] || limit=$left
   echo "=== $name ($(date -u +%T), limit ${limit}s): $*" | tee -a "$log"
   local t0=$(date +%s) rc
-  timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
+  if declare -F "$1" >/dev/null; then
+    # timeout runs programs, not shell functions: run the (exported) function in a child bash.
+    export -f "$1"
+    timeout --kill-after=10 "$limit" bash -o pipefail -c '"$@"' _ "$@" >>"$log" 2>&1
+  else
+    timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
+  fi
   rc=$?
   case $rc in
     0) result[$name]=pass ;;
@@ -56,6 +64,7 @@ step() {
 } >>"$log" 2>&1
 
 jobs=$(nproc)
+export build out log jobs
 step configure 120 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVFLASH_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=native -DKVFLASH_WERROR=ON
 step build 300 cmake --build "$build" -j "$jobs"
@@ -70,13 +79,14 @@ cuda_tests() {
 }
 step cuda_tests 300 cuda_tests
 
-# compute-sanitizer on the CUDA test executables (small inputs: the tests' own case lists).
+# compute-sanitizer on the CUDA test executables, on the smoke tier of the case lists (the tools
+# slow kernels down 10-100x).
 sanitize() {
   local tool=$1 rc=0 exe
   command -v compute-sanitizer >/dev/null || { echo "no compute-sanitizer"; return 77; }
   for exe in "$build"/tests/cuda*_test; do
     [ -x "$exe" ] || continue
-    compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" \
+    KVFLASH_TEST_TIER=smoke compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" \
       --gtest_filter="${KVFLASH_SANITIZE_FILTER:-*}" || rc=1
   done
   return $rc
@@ -97,6 +107,14 @@ seed_example() {
 step seed_example 120 seed_example
 
 step read_bw 60 bash -o pipefail -c "'$build/kvflash_gpu_read_bw' | tee '$out/read_bw.json'"
+# kvflash IFA on the decode shapes (~60 s with --quick), with the fraction of the read ceiling.
+ifa_bench() {
+  local ceiling
+  ceiling=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["read_gbps"])' \
+    "$out/read_bw.json" 2>/dev/null) || ceiling=0
+  "$build/kvflash_gpu_ifa_bench" --quick --ceiling "$ceiling" | tee "$out/ifa_bench.jsonl"
+}
+step ifa_bench 90 ifa_bench
 sdpa() {
   python3 -c 'import torch; assert torch.cuda.is_available()' || { echo "no torch+CUDA"; return 77; }
   python3 bench/gpu_sdpa.py --iters 20 | tee "$out/sdpa.jsonl"
@@ -117,6 +135,7 @@ step sdpa_bench 180 sdpa
   echo "  },"
   if [ -s "$out/read_bw.json" ]; then rb=$(cat "$out/read_bw.json"); else rb=null; fi
   echo "  \"read_bw\": $rb,"
+  echo "  \"ifa\": [$(paste -sd, "$out/ifa_bench.jsonl" 2>/dev/null)],"
   echo "  \"sdpa\": [$(paste -sd, "$out/sdpa.jsonl" 2>/dev/null)]"
   echo "}"
 } >"$out/summary.json"
