@@ -265,8 +265,11 @@ __device__ void issue_tile(const P& p, const D& d, const IfaCudaSeq& seq, int64_
   }
 }
 
-template <int32_t kKv>
-__global__ void __launch_bounds__(kIfaCudaThreads)
+// kDims: channels per thread in P.V (ceil(D / 128): 1, 2 or 4), a template parameter so the
+// accumulators of a D <= 128 problem take 16 registers, not 64; that kernel is also held to 128
+// registers (4 CTAs = 16 warps per SM keep more loads in flight; ptxas reports no or tiny spills).
+template <int32_t kKv, int kDims>
+__global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
     chunk_kernel(P p, D d, Ws w, int heads_per_cta, int64_t row_bytes) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ TileRows rows;
@@ -320,9 +323,9 @@ __global__ void __launch_bounds__(kIfaCudaThreads)
     q_s[i] = load_f(d.q, p.q_dtype, p.q.index(b, h, i % dim));
   }
   // This thread's channels (P.V) and, for int8, their value scale and offset in registers.
-  float vsc[kIfaCudaMaxDimsPerThread], voff[kIfaCudaMaxDimsPerThread];
+  float vsc[kDims], voff[kDims];
 #pragma unroll
-  for (int c = 0; c < kIfaCudaMaxDimsPerThread; ++c) {
+  for (int c = 0; c < kDims; ++c) {
     vsc[c] = 1.0f;
     voff[c] = 0.0f;
   }
@@ -334,7 +337,7 @@ __global__ void __launch_bounds__(kIfaCudaThreads)
                                            : 0.0f;
     }
 #pragma unroll
-    for (int c = 0; c < kIfaCudaMaxDimsPerThread; ++c) {
+    for (int c = 0; c < kDims; ++c) {
       const int64_t dd = tid + c * kIfaCudaThreads;
       if (dd < dim) {
         vsc[c] = load_f(d.antiquant_scale, p.antiquant_scale.dtype,
@@ -347,11 +350,11 @@ __global__ void __launch_bounds__(kIfaCudaThreads)
     }
   }
 
-  float acc[kIfaCudaMaxHeads][kIfaCudaMaxDimsPerThread];
+  float acc[kIfaCudaMaxHeads][kDims];
 #pragma unroll
   for (int i = 0; i < kIfaCudaMaxHeads; ++i)
 #pragma unroll
-    for (int c = 0; c < kIfaCudaMaxDimsPerThread; ++c) acc[i][c] = 0.0f;
+    for (int c = 0; c < kDims; ++c) acc[i][c] = 0.0f;
   // Softmax state of the warp's heads (warp + 4k), the same in every lane.
   float m_st[kHeadsPerWarp], l_st[kHeadsPerWarp];
   bool any_st[kHeadsPerWarp];
@@ -427,15 +430,15 @@ __global__ void __launch_bounds__(kIfaCudaThreads)
         const float a = alpha_s[i];
         if (a != 1.0f) {
 #pragma unroll
-          for (int c = 0; c < kIfaCudaMaxDimsPerThread; ++c) acc[i][c] *= a;
+          for (int c = 0; c < kDims; ++c) acc[i][c] *= a;
         }
       }
     }
     for (int r = 0; r < n; ++r) {
       const unsigned char* vrow = vt + r * row_bytes;
-      float v[kIfaCudaMaxDimsPerThread];
+      float v[kDims];
 #pragma unroll
-      for (int c = 0; c < kIfaCudaMaxDimsPerThread; ++c) {
+      for (int c = 0; c < kDims; ++c) {
         const int64_t dd = tid + c * kIfaCudaThreads;
         v[c] = dd < dim ? row_elem<kKv>(vrow, dd) : 0.0f;
         if constexpr (kKv == kI8) v[c] = (v[c] + voff[c]) * vsc[c];
@@ -445,7 +448,7 @@ __global__ void __launch_bounds__(kIfaCudaThreads)
         if (i < nh) {
           const float pw = p_s[i * kIfaCudaTile + r];
 #pragma unroll
-          for (int c = 0; c < kIfaCudaMaxDimsPerThread; ++c) acc[i][c] = fmaf(pw, v[c], acc[i][c]);
+          for (int c = 0; c < kDims; ++c) acc[i][c] = fmaf(pw, v[c], acc[i][c]);
         }
       }
     }
@@ -459,7 +462,7 @@ __global__ void __launch_bounds__(kIfaCudaThreads)
   for (int i = 0; i < kIfaCudaMaxHeads; ++i) {
     if (i < nh) {
 #pragma unroll
-      for (int c = 0; c < kIfaCudaMaxDimsPerThread; ++c) {
+      for (int c = 0; c < kDims; ++c) {
         const int64_t dd = tid + c * kIfaCudaThreads;
         if (dd < dim) slot[i * hf + dd] = acc[i][c];
       }
@@ -488,7 +491,7 @@ __global__ void report_kernel(P p, D d, Ws w) {
     f.begin = w.kv_begin[b];
     if (w.state[b] == core::kIfaBatchFaultMaskRange) {
       f.kind = core::kIfaBatchFaultMaskRange;
-      f.pad = d.kv_padding_size[0];
+      f.pad = p.left_padding ? d.kv_padding_size[0] : 0;
       f.mask_cols = p.mask_cols;
     } else if (w.bad_slot[b] != kIfaCudaNoBadSlot) {
       f.kind = core::kIfaBatchFaultBlockId;
@@ -602,17 +605,25 @@ __global__ void __launch_bounds__(kIfaCudaMergeThreads) merge_kernel(P p, D d, W
   }
 }
 
-template <int32_t kKv>
+template <int32_t kKv, int kDims>
 int launch_chunks(const P& p, const D& d, const Ws& w, const IfaCudaGeometry& g, cudaStream_t st) {
   const int smem = static_cast<int>(g.smem_bytes);
-  if (cudaError_t e = cudaFuncSetAttribute(chunk_kernel<kKv>,
+  if (cudaError_t e = cudaFuncSetAttribute(chunk_kernel<kKv, kDims>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
       e != cudaSuccess) {
     return static_cast<int>(e);
   }
   const dim3 grid(static_cast<unsigned>(g.chunk_ctas), static_cast<unsigned>(g.head_blocks));
-  chunk_kernel<kKv><<<grid, kIfaCudaThreads, smem, st>>>(p, d, w, g.heads_per_cta, g.row_bytes);
+  chunk_kernel<kKv, kDims>
+      <<<grid, kIfaCudaThreads, smem, st>>>(p, d, w, g.heads_per_cta, g.row_bytes);
   return static_cast<int>(cudaGetLastError());
+}
+
+template <int32_t kKv>
+int launch_chunks(const P& p, const D& d, const Ws& w, const IfaCudaGeometry& g, cudaStream_t st) {
+  if (p.head_dim <= kIfaCudaThreads) return launch_chunks<kKv, 1>(p, d, w, g, st);
+  if (p.head_dim <= 2 * kIfaCudaThreads) return launch_chunks<kKv, 2>(p, d, w, g, st);
+  return launch_chunks<kKv, kIfaCudaMaxDimsPerThread>(p, d, w, g, st);
 }
 
 }  // namespace
@@ -631,7 +642,7 @@ int ifa_cuda_launch(const IfaCudaProblem& p, const IfaCudaData& d, const IfaCuda
   }
   const auto st = static_cast<cudaStream_t>(stream);
   const Ws w = carve(l, base);
-  if (p.batch == 0) return 0;
+  // Always queued, also for an empty batch: it clears the fault record ifa_fault_status reads.
   prologue_kernel<<<1, 256, 0, st>>>(p, d, w);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
   if (g.chunk_ctas > 0) {
