@@ -5,6 +5,7 @@
 // and message (the CPU backend's, for the same bad data).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -67,6 +68,83 @@ TEST(CudaIfaPlan, FindBatchOwnsEveryChunk) {
           cuda::ifa_cuda_find_batch(at, static_cast<int64_t>(lens.size()), cg);
       ASSERT_GE(cg, first[b]);
       ASSERT_LT(cg, first[b] + cuda::ifa_cuda_num_chunks(lens[b])) << "chunk " << cg;
+    }
+  }
+}
+
+// What the chunk kernel writes and the merge reads, replayed on the host with the kernels' own
+// index functions: every (chunk CTA, head) writes its own slot inside the slots array, the slots
+// cover it exactly, and the merge of (b, h) reads chunk c of b from the slot the CTA of that chunk
+// wrote; the chunk ranges split each attended range at the CPU's points.
+TEST(CudaIfaPlan, ChunkKernelAndMergeAgreeOnSlots) {
+  core::IfaProblem p;
+  p.batch = 5;
+  p.num_kv_heads = 3;
+  p.group = 20;  // two head blocks: 16 + 4 query heads
+  p.num_heads = 60;
+  p.head_dim = 72;
+  p.kv_len = {0, 1500, 512, 0, 1};
+  const std::vector<int64_t> first_pos = {0, 7, 0, 3, 100};  // left padding moves the ranges
+  const cuda::IfaCudaLayout l = cuda::ifa_cuda_layout(p);
+  const cuda::IfaCudaGeometry geo = cuda::ifa_cuda_geometry(p);
+  const int64_t total = cuda::ifa_cuda_problem(p).total_chunks;
+  std::vector<cuda::IfaCudaSeq> seqs(5);
+  int64_t at = 0;
+  for (size_t b = 0; b < 5; ++b) {
+    seqs[b].kv_len = p.kv_len[b];
+    seqs[b].chunk_first = at;
+    at += cuda::ifa_cuda_num_chunks(p.kv_len[b]);
+  }
+  ASSERT_EQ(total, at);
+  const auto first = [&](int64_t b) { return seqs[static_cast<size_t>(b)].chunk_first; };
+  // Writer of every float of the slots array: (b, chunk, h) packed, -1 = nobody.
+  const int64_t floats = total * p.num_kv_heads * p.group * l.head_floats;
+  std::vector<int64_t> writer(static_cast<size_t>(floats), -1);
+  const auto key = [&](int64_t b, int64_t c, int64_t h) { return (b * 1000 + c) * 1000 + h; };
+  std::vector<std::vector<cuda::IfaCudaRange>> ranges(5);
+  for (int64_t x = 0; x < geo.chunk_ctas; ++x) {
+    const int64_t cg = x / p.num_kv_heads, n2 = x % p.num_kv_heads;
+    const int64_t b = cuda::ifa_cuda_find_batch(first, p.batch, cg);
+    const int64_t c = cg - first(b);
+    if (n2 == 0) {
+      ranges[static_cast<size_t>(b)].push_back(
+          cuda::ifa_cuda_chunk_range(first_pos[static_cast<size_t>(b)], p.kv_len[b], c));
+    }
+    for (int hb = 0; hb < geo.head_blocks; ++hb) {
+      const int64_t h_first = int64_t{hb} * geo.heads_per_cta;
+      const int64_t nh = std::min<int64_t>(geo.heads_per_cta, p.group - h_first);
+      for (int64_t i = 0; i < nh; ++i) {
+        const int64_t off = cuda::ifa_cuda_slot(cg, n2, h_first, p.num_kv_heads, p.group,
+                                                l.head_floats) +
+                            i * l.head_floats;
+        ASSERT_GE(off, 0);
+        ASSERT_LE(off + l.head_floats, floats);
+        for (int64_t f = off; f < off + l.head_floats; ++f) {
+          ASSERT_EQ(writer[static_cast<size_t>(f)], -1) << "two writers of float " << f;
+          writer[static_cast<size_t>(f)] = key(b, c, n2 * p.group + h_first + i);
+        }
+      }
+    }
+  }
+  for (int64_t w : writer) ASSERT_NE(w, -1) << "a slot float nobody writes";
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const auto& r = ranges[static_cast<size_t>(b)];
+    ASSERT_EQ(static_cast<int64_t>(r.size()), cpu::ifa_num_chunks(p.kv_len[b]));
+    const int64_t end = first_pos[static_cast<size_t>(b)] + p.kv_len[b];
+    int64_t pos = first_pos[static_cast<size_t>(b)];
+    for (const cuda::IfaCudaRange& x : r) {
+      EXPECT_EQ(x.begin, pos);
+      EXPECT_EQ(x.end - x.begin, std::min(cpu::kIfaChunkLen, end - x.begin));
+      pos = x.end;
+    }
+    EXPECT_EQ(pos, end);
+    for (int64_t h = 0; h < p.num_heads; ++h) {
+      const int64_t n2 = h / p.group, g = h % p.group;
+      for (int64_t c = 0; c < cpu::ifa_num_chunks(p.kv_len[b]); ++c) {
+        const int64_t off = cuda::ifa_cuda_slot(first(b) + c, n2, g, p.num_kv_heads, p.group,
+                                                l.head_floats);
+        ASSERT_EQ(writer[static_cast<size_t>(off)], key(b, c, h)) << "merge of " << b << ", " << h;
+      }
     }
   }
 }

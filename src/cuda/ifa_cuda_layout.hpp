@@ -146,6 +146,26 @@ KVFLASH_HD inline int64_t ifa_cuda_dtype_size(int32_t dtype) {
   return dtype == 2 ? 1 : (dtype == 0 ? 4 : 2);
 }
 
+/// Positions [begin, end) of chunk c of a sequence whose attended range is [first, first + len):
+/// the CPU's split (ifa_chunk_task).
+struct IfaCudaRange {
+  int64_t begin = 0, end = 0;
+};
+KVFLASH_HD inline IfaCudaRange ifa_cuda_chunk_range(int64_t first, int64_t len, int64_t c) {
+  IfaCudaRange r;
+  r.begin = first + c * kIfaCudaChunkLen;
+  const int64_t end_all = first + len;
+  r.end = r.begin + kIfaCudaChunkLen < end_all ? r.begin + kIfaCudaChunkLen : end_all;
+  return r;
+}
+
+/// Float offset, in the slots array, of query head g (of kv head n2's group) in global chunk cg:
+/// where the chunk kernel leaves its part and the merge reads it.
+KVFLASH_HD inline int64_t ifa_cuda_slot(int64_t cg, int64_t n2, int64_t g, int64_t num_kv_heads,
+                                        int64_t group, int64_t head_floats) {
+  return ((cg * num_kv_heads + n2) * group + g) * head_floats;
+}
+
 /// The sequence that holds global chunk cg: the last b whose chunk_first(b) <= cg (sequences with
 /// no chunks share their successor's chunk_first and come before it, so they are never chosen
 /// for a chunk they do not have). first(b) returns chunk_first of b; batch >= 1.

@@ -287,10 +287,9 @@ __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
   const IfaCudaSeq seq = seqs[b];
   // An empty or faulted batch is never read: its merge writes its rows.
   if (w.state[b] != core::kIfaBatchRun) return;
-  const int64_t first = w.kv_begin[b];
-  const int64_t begin = first + (cg - seq.chunk_first) * kIfaCudaChunkLen;
-  const int64_t end_all = first + seq.kv_len;
-  const int64_t end = begin + kIfaCudaChunkLen < end_all ? begin + kIfaCudaChunkLen : end_all;
+  const IfaCudaRange range =
+      ifa_cuda_chunk_range(w.kv_begin[b], seq.kv_len, cg - seq.chunk_first);
+  const int64_t begin = range.begin, end = range.end;
 
   if (p.paged) {
     // Block ids of this chunk, before anything is read through them (spec decision 13b). The
@@ -457,7 +456,7 @@ __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
 
   // The chunk's slot: acc[D] then the header of each head.
   const int64_t hf = w.head_floats, d4 = hf - kIfaCudaHeaderFloats;
-  float* slot = w.slots + ((cg * kvn + n2) * group + h_first) * hf;
+  float* slot = w.slots + ifa_cuda_slot(cg, n2, h_first, kvn, group, hf);
 #pragma unroll
   for (int i = 0; i < kIfaCudaMaxHeads; ++i) {
     if (i < nh) {
@@ -570,7 +569,7 @@ __global__ void __launch_bounds__(kIfaCudaMergeThreads) merge_kernel(P p, D d, W
   const int64_t chunks = state == core::kIfaBatchRun ? ifa_cuda_num_chunks(seq.kv_len) : 0;
   const int64_t hf = w.head_floats, d4 = hf - kIfaCudaHeaderFloats;
   const auto part = [&](int64_t c) {
-    return w.slots + (((seq.chunk_first + c) * p.num_kv_heads + n2) * p.group + g) * hf;
+    return w.slots + ifa_cuda_slot(seq.chunk_first + c, n2, g, p.num_kv_heads, p.group, hf);
   };
   float m_total = -INFINITY;
   bool any = false;
