@@ -6,8 +6,10 @@
 #   3. runs compute-sanitizer memcheck and racecheck on the CUDA test subset;
 #   4. builds and runs the seed example and examples/ against the installed build under the CUDA
 #      aclnn runtime (KVFLASH_ACL_BACKEND=cuda);
-#   5. runs the GPU benchmark: the device read-bandwidth ceiling, the bf16 GEMM peak (PyTorch), SFA
-#      at DeepSeek-V3.2 shapes (kvflash_gpu_sfa_bench) and PyTorch SDPA on CUDA;
+#   5. runs the GPU benchmark: the device read-bandwidth ceiling, kvflash IFA on the decode shapes
+#      (kvflash_gpu_ifa_bench, GB/s and the fraction of the ceiling), the bf16 GEMM peak (PyTorch),
+#      SFA at DeepSeek-V3.2 shapes (kvflash_gpu_sfa_bench), PyTorch SDPA on CUDA and the speed-up of
+#      kvflash over SDPA on the dense shapes (bench/gpu_compare.py);
 #   6. runs the PyTorch ops on CUDA tensors (python/tests/test_cuda_dispatch.py) when torch and the
 #      kvflash Python package are importable.
 # Writes gpu-check.log and summary.json under $OUT (or ./gpu-out). Budget: < 8 min on an H200
@@ -42,10 +44,13 @@ step() {
   [ "$limit" -le "$left" ] || limit=$left
   echo "=== $name ($(date -u +%T), limit ${limit}s): $*" | tee -a "$log"
   local t0=$(date +%s) rc
-  # timeout runs programs, not this script's functions: a step that is a function runs in a child
-  # bash that inherits it (export -f) and the variables the steps use.
-  if declare -F "$1" >/dev/null; then export -f "$1"; fi
-  timeout --kill-after=10 "$limit" bash -o pipefail -c '"$@"' step "$@" >>"$log" 2>&1
+  if declare -F "$1" >/dev/null; then
+    # timeout runs programs, not shell functions: run the (exported) function in a child bash.
+    export -f "$1"
+    timeout --kill-after=10 "$limit" bash -o pipefail -c '"$@"' _ "$@" >>"$log" 2>&1
+  else
+    timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
+  fi
   rc=$?
   case $rc in
     0) result[$name]=pass ;;
@@ -63,14 +68,16 @@ step() {
 } >>"$log" 2>&1
 
 jobs=$(nproc)
-export jobs
+export build out log jobs
 step configure 120 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVFLASH_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=native -DKVFLASH_WERROR=ON
 step build 300 cmake --build "$build" -j "$jobs"
 
 # Every CUDA test; a skip here means the GPU was not usable, which is a failure of this check.
 cuda_tests() {
-  ctest --test-dir "$build" -R 'cuda|Cuda' --output-on-failure -j1 --timeout 300 || return 1
+  # In parallel: each gtest case is its own process (CUDA context start-up) and the IFA cases
+  # compute their fp64 reference on the CPU; the GPU serves several processes at once.
+  ctest --test-dir "$build" -R 'cuda|Cuda' --output-on-failure -j "$jobs" --timeout 300 || return 1
   if grep -q "SKIPPED\|Skipped" "$build/Testing/Temporary/LastTest.log"; then
     echo "gpu-check: CUDA tests skipped on a GPU machine"
     return 1
@@ -78,15 +85,15 @@ cuda_tests() {
 }
 step cuda_tests 300 cuda_tests
 
-# compute-sanitizer on the CUDA test executables (small inputs: the tests' own case lists). The SFA
-# case sweep (both kernels, ~40 cases) is left out by default to fit the budget: the SFA fault,
-# determinism and graph tests still run under both tools.
+# compute-sanitizer on the CUDA test executables, on the smoke tier of the case lists (the tools
+# slow kernels down 10-100x). The SFA case sweep (both kernels) is left out by default to fit the
+# budget: the SFA fault, determinism and graph tests still run under both tools.
 sanitize() {
   local tool=$1 rc=0 exe
   command -v compute-sanitizer >/dev/null || { echo "no compute-sanitizer"; return 77; }
   for exe in "$build"/tests/cuda*_test; do
     [ -x "$exe" ] || continue
-    compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" \
+    KVFLASH_TEST_TIER=smoke compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" \
       --gtest_filter="${KVFLASH_SANITIZE_FILTER:-*-*CudaSfaCaseTest*}" || rc=1
   done
   return $rc
@@ -112,6 +119,15 @@ seed_example() {
 step seed_example 120 seed_example
 
 step read_bw 60 bash -o pipefail -c "'$build/kvflash_gpu_read_bw' | tee '$out/read_bw.json'"
+# kvflash IFA on the decode shapes (162 cases, well under the 90 s limit), with the fraction of
+# the read ceiling.
+ifa_bench() {
+  local ceiling
+  ceiling=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["read_gbps"])' \
+    "$out/read_bw.json" 2>/dev/null) || ceiling=0
+  "$build/kvflash_gpu_ifa_bench" --ceiling "$ceiling" | tee "$out/ifa_bench.jsonl"
+}
+step ifa_bench 90 ifa_bench
 
 # The bf16 tensor-core ceiling (a plain GEMM through PyTorch), then SFA at DeepSeek-V3.2 shapes
 # with both ceilings passed in, so each line carries its fractions (issue 10's targets).
@@ -135,6 +151,10 @@ sdpa() {
   python3 bench/gpu_sdpa.py --iters 20 | tee "$out/sdpa.jsonl"
 }
 step sdpa_bench 180 sdpa
+
+# kvflash next to SDPA on the dense shapes both measured (speed-up; the target is >= 1.5x).
+python3 bench/gpu_compare.py "$out/ifa_bench.jsonl" "$out/sdpa.jsonl" >"$out/vs_sdpa.jsonl" \
+  2>>"$log" || true
 
 # The PyTorch ops on CUDA tensors (current stream, no host sync, graph capture): needs the kvflash
 # package built against torch (scripts/setup_python.sh makes .venv); skipped without it.
@@ -163,8 +183,10 @@ step torch_cuda_ops 120 torch_cuda_ops
   echo "  \"read_bw\": $rb,"
   if [ -s "$out/gemm_peak.json" ]; then gp=$(cat "$out/gemm_peak.json"); else gp=null; fi
   echo "  \"gemm_peak\": $gp,"
+  echo "  \"ifa\": [$(paste -sd, "$out/ifa_bench.jsonl" 2>/dev/null)],"
   echo "  \"sfa\": [$(paste -sd, "$out/sfa_bench.jsonl" 2>/dev/null)],"
-  echo "  \"sdpa\": [$(paste -sd, "$out/sdpa.jsonl" 2>/dev/null)]"
+  echo "  \"sdpa\": [$(paste -sd, "$out/sdpa.jsonl" 2>/dev/null)],"
+  echo "  \"vs_sdpa\": [$(paste -sd, "$out/vs_sdpa.jsonl" 2>/dev/null)]"
   echo "}"
 } >"$out/summary.json"
 cat "$out/summary.json"

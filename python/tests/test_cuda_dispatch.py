@@ -73,3 +73,27 @@ def test_sfa_on_cuda_graph_capture_replays_the_eager_result():
     eager = call()
     torch.cuda.synchronize()
     assert torch.equal(captured, eager)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_ifa_on_cuda_matches_cpu():
+    """A Llama-3-8B-shaped decode call (GQA 32/8, BNSD, two chunks of split-KV) on CUDA tensors
+    equals the CPU result within bf16 rounding, on torch's current stream (issue 9; unverified:
+    written without a GPU)."""
+    g = torch.Generator().manual_seed(0)
+    b, n, kvn, s, d = 2, 32, 8, 700, 128
+    q = torch.randn(b, n, 1, d, generator=g).bfloat16()
+    k = torch.randn(b, kvn, s, d, generator=g).bfloat16()
+    v = torch.randn(b, kvn, s, d, generator=g).bfloat16()
+    op = torch.ops.kvflash.npu_incre_flash_attention
+
+    def call(dev):
+        return op(q.to(dev), k.to(dev), v.to(dev), num_heads=n, num_key_value_heads=kvn,
+                  input_layout="BNSD", scale_value=d ** -0.5, actual_seq_lengths=[s, 513])
+
+    cpu = call("cpu")
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        gpu = call("cuda")
+    stream.synchronize()
+    torch.testing.assert_close(gpu.cpu().float(), cpu.float(), rtol=1e-2, atol=1e-2)

@@ -8,6 +8,7 @@
 #include "cpu/sfa_kernel.hpp"
 #if defined(KVFLASH_HAVE_CUDA)
 #include "cuda/device.hpp"
+#include "cuda/ifa_cuda.hpp"
 #include "cuda/sfa_cuda.hpp"
 #endif
 
@@ -47,6 +48,11 @@ constexpr SfaBackend sfa_entry(const char* name) {
 Status sfa_cuda(const core::SfaProblem& p, const SfaArgs& args, int, void* ws, void* stream) {
   return cuda::sfa_run(p, args, ws, stream);
 }
+// IFA on CUDA: queued on the run's stream like SFA; the fault record is posted for the aclnn
+// runtime, and C++ callers read it with cuda::ifa_fault_status (cuda/ifa_cuda.hpp).
+Status ifa_cuda(const core::IfaProblem& p, const IfaArgs& args, int, void* ws, void* stream) {
+  return cuda::ifa_run(p, args, ws, stream);
+}
 #endif
 
 bool always() { return true; }
@@ -58,7 +64,13 @@ Status merge(const core::MergeProblem& p, const MergeArgs& args, int threads, vo
 }  // namespace
 
 std::span<const IfaBackend> ifa_backends() {
+#if defined(KVFLASH_HAVE_CUDA)
+  static constexpr std::array<IfaBackend, 5> kList = {
+      IfaBackend{"cuda", DeviceType::kCuda, cuda::device_present, cuda::ifa_workspace_size,
+                 ifa_cuda},
+#else
   static constexpr std::array<IfaBackend, 4> kList = {
+#endif
       ifa_entry<Isa::kAvx512Bf16>("cpu-avx512bf16"), ifa_entry<Isa::kAvx512>("cpu-avx512"),
       ifa_entry<Isa::kAvx2>("cpu-avx2"), ifa_entry<Isa::kScalar>("cpu-scalar")};
   return kList;

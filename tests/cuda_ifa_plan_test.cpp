@@ -1,0 +1,351 @@
+// The IFA CUDA backend's host side, which is plain C++ and runs here without a GPU
+// (cuda/ifa_cuda_plan.hpp): the split-KV schedule (the CPU's chunks), the chunk -> sequence lookup
+// the kernels use, the workspace layout, the launch geometry's limits, the per-run sequence table
+// (pointer arithmetic checked against the tensors' own addressing) and the fault record's status
+// and message (the CPU backend's, for the same bad data).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ifa_problem.hpp"
+#include "cpu/ifa_workspace.hpp"
+#include "cuda/ifa_cuda_plan.hpp"
+#include "ifa/ifa_validate.hpp"
+#include "kvflash/ifa.hpp"
+#include "support/ifa_cases.hpp"
+
+namespace kvflash {
+namespace {
+
+using testing::IfaCase;
+using testing::IfaCaseData;
+using testing::IfaLayout;
+
+core::IfaProblem problem_of(const IfaArgs& a) {
+  core::IfaProblem p;
+  EXPECT_EQ(ifa::validate_ifa(a, &p), Status::kSuccess) << last_error_message();
+  return p;
+}
+
+IfaCase base_case() {
+  IfaCase c;
+  c.layout = IfaLayout::kBsh;
+  c.batch = 3;
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.head_dim = 64;
+  c.kv_lens = {1000, 0, 513};
+  return c;
+}
+
+TEST(CudaIfaPlan, ChunksAreTheCpus) {
+  for (int64_t len : {int64_t{0}, int64_t{1}, int64_t{511}, int64_t{512}, int64_t{513},
+                      int64_t{131072}, int64_t{131073}}) {
+    EXPECT_EQ(cuda::ifa_cuda_num_chunks(len), cpu::ifa_num_chunks(len)) << len;
+  }
+}
+
+// Every global chunk maps to the sequence that owns it, also around empty sequences (which share
+// their successor's first chunk) at the start, middle and end of the batch.
+TEST(CudaIfaPlan, FindBatchOwnsEveryChunk) {
+  const std::vector<std::vector<int64_t>> batches = {
+      {1}, {0, 5000}, {1000, 0, 0, 513, 0}, {512, 512, 1, 0}, {0, 0, 1}};
+  for (const auto& lens : batches) {
+    std::vector<int64_t> first(lens.size());
+    int64_t total = 0;
+    for (size_t b = 0; b < lens.size(); ++b) {
+      first[b] = total;
+      total += cuda::ifa_cuda_num_chunks(lens[b]);
+    }
+    const auto at = [&](int64_t b) { return first[static_cast<size_t>(b)]; };
+    for (int64_t cg = 0; cg < total; ++cg) {
+      const int64_t b =
+          cuda::ifa_cuda_find_batch(at, static_cast<int64_t>(lens.size()), cg);
+      ASSERT_GE(cg, first[b]);
+      ASSERT_LT(cg, first[b] + cuda::ifa_cuda_num_chunks(lens[b])) << "chunk " << cg;
+    }
+  }
+}
+
+// What the chunk kernel writes and the merge reads, replayed on the host with the kernels' own
+// index functions: every (chunk CTA, head) writes its own slot inside the slots array, the slots
+// cover it exactly, and the merge of (b, h) reads chunk c of b from the slot the CTA of that chunk
+// wrote; the chunk ranges split each attended range at the CPU's points.
+TEST(CudaIfaPlan, ChunkKernelAndMergeAgreeOnSlots) {
+  core::IfaProblem p;
+  p.batch = 5;
+  p.num_kv_heads = 3;
+  p.group = 20;  // two head blocks: 16 + 4 query heads
+  p.num_heads = 60;
+  p.head_dim = 72;
+  p.kv_len = {0, 1500, 512, 0, 1};
+  const std::vector<int64_t> first_pos = {0, 7, 0, 3, 100};  // left padding moves the ranges
+  const cuda::IfaCudaLayout l = cuda::ifa_cuda_layout(p);
+  const cuda::IfaCudaGeometry geo = cuda::ifa_cuda_geometry(p);
+  const int64_t total = cuda::ifa_cuda_problem(p).total_chunks;
+  std::vector<cuda::IfaCudaSeq> seqs(5);
+  int64_t at = 0;
+  for (size_t b = 0; b < 5; ++b) {
+    seqs[b].kv_len = p.kv_len[b];
+    seqs[b].chunk_first = at;
+    at += cuda::ifa_cuda_num_chunks(p.kv_len[b]);
+  }
+  ASSERT_EQ(total, at);
+  const auto first = [&](int64_t b) { return seqs[static_cast<size_t>(b)].chunk_first; };
+  // Writer of every float of the slots array: (b, chunk, h) packed, -1 = nobody.
+  const int64_t floats = total * p.num_kv_heads * p.group * l.head_floats;
+  std::vector<int64_t> writer(static_cast<size_t>(floats), -1);
+  const auto key = [&](int64_t b, int64_t c, int64_t h) { return (b * 1000 + c) * 1000 + h; };
+  std::vector<std::vector<cuda::IfaCudaRange>> ranges(5);
+  for (int64_t x = 0; x < geo.chunk_ctas; ++x) {
+    const int64_t cg = x / p.num_kv_heads, n2 = x % p.num_kv_heads;
+    const int64_t b = cuda::ifa_cuda_find_batch(first, p.batch, cg);
+    const int64_t c = cg - first(b);
+    if (n2 == 0) {
+      ranges[static_cast<size_t>(b)].push_back(
+          cuda::ifa_cuda_chunk_range(first_pos[static_cast<size_t>(b)], p.kv_len[b], c));
+    }
+    for (int hb = 0; hb < geo.head_blocks; ++hb) {
+      const int64_t h_first = int64_t{hb} * geo.heads_per_cta;
+      const int64_t nh = std::min<int64_t>(geo.heads_per_cta, p.group - h_first);
+      for (int64_t i = 0; i < nh; ++i) {
+        const int64_t off = cuda::ifa_cuda_slot(cg, n2, h_first, p.num_kv_heads, p.group,
+                                                l.head_floats) +
+                            i * l.head_floats;
+        ASSERT_GE(off, 0);
+        ASSERT_LE(off + l.head_floats, floats);
+        for (int64_t f = off; f < off + l.head_floats; ++f) {
+          ASSERT_EQ(writer[static_cast<size_t>(f)], -1) << "two writers of float " << f;
+          writer[static_cast<size_t>(f)] = key(b, c, n2 * p.group + h_first + i);
+        }
+      }
+    }
+  }
+  for (int64_t w : writer) ASSERT_NE(w, -1) << "a slot float nobody writes";
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const auto& r = ranges[static_cast<size_t>(b)];
+    ASSERT_EQ(static_cast<int64_t>(r.size()), cpu::ifa_num_chunks(p.kv_len[b]));
+    const int64_t end = first_pos[static_cast<size_t>(b)] + p.kv_len[b];
+    int64_t pos = first_pos[static_cast<size_t>(b)];
+    for (const cuda::IfaCudaRange& x : r) {
+      EXPECT_EQ(x.begin, pos);
+      EXPECT_EQ(x.end - x.begin, std::min(cpu::kIfaChunkLen, end - x.begin));
+      pos = x.end;
+    }
+    EXPECT_EQ(pos, end);
+    for (int64_t h = 0; h < p.num_heads; ++h) {
+      const int64_t n2 = h / p.group, g = h % p.group;
+      for (int64_t c = 0; c < cpu::ifa_num_chunks(p.kv_len[b]); ++c) {
+        const int64_t off = cuda::ifa_cuda_slot(first(b) + c, n2, g, p.num_kv_heads, p.group,
+                                                l.head_floats);
+        ASSERT_EQ(writer[static_cast<size_t>(off)], key(b, c, h)) << "merge of " << b << ", " << h;
+      }
+    }
+  }
+}
+
+TEST(CudaIfaPlan, LayoutIsAlignedAndDisjoint) {
+  for (const int64_t batch : {int64_t{1}, int64_t{3}, int64_t{41}, int64_t{300}}) {
+    core::IfaProblem p;
+    p.batch = batch;
+    p.num_kv_heads = 2;
+    p.group = 4;
+    p.num_heads = 8;
+    p.head_dim = 64;
+    p.kv_len.assign(static_cast<size_t>(batch), 700);
+    p.kv_len[0] = 0;
+    const cuda::IfaCudaLayout l = cuda::ifa_cuda_layout(p);
+    EXPECT_EQ(l.fault, 0u) << "ifa_fault_status finds the record without the plan";
+    const size_t offsets[] = {l.fault, l.seqs, l.kv_begin, l.state, l.bad_slot, l.slots};
+    const size_t nb = static_cast<size_t>(batch);
+    const size_t sizes[] = {sizeof(cuda::IfaCudaFault), sizeof(cuda::IfaCudaSeq) * nb, 8 * nb,
+                            4 * nb, 8 * nb, 0};
+    for (size_t i = 0; i + 1 < std::size(offsets); ++i) {
+      EXPECT_EQ(offsets[i] % 256, 0u);
+      EXPECT_LE(offsets[i] + sizes[i], offsets[i + 1]) << "array " << i << " overlaps the next";
+    }
+    const int64_t chunks = (batch - 1) * 2;  // 700 positions: 2 chunks each
+    EXPECT_EQ(cuda::ifa_cuda_problem(p).total_chunks, chunks);
+    EXPECT_EQ(l.head_floats, 64 + cuda::kIfaCudaHeaderFloats);
+    const size_t slot_bytes = sizeof(float) * chunks * p.num_kv_heads * p.group * l.head_floats;
+    EXPECT_GE(l.bytes, l.slots + slot_bytes + 255) << "alignment slack";
+    EXPECT_EQ(cuda::ifa_cuda_workspace_size(p), l.bytes);
+  }
+}
+
+// Shared memory fits every supported part for every head dim and group the validator accepts,
+// and the head blocks cover the group.
+TEST(CudaIfaPlan, GeometryFitsEveryShape) {
+  for (const DType kv : {DType::kFloat16, DType::kInt8}) {
+    for (int64_t d = 1; d <= cpu::kIfaMaxHeadDim; d += (d < 32 ? 1 : 16)) {
+      for (int64_t g : {int64_t{1}, int64_t{5}, int64_t{8}, int64_t{16}, int64_t{17},
+                        int64_t{64}}) {
+        core::IfaProblem p;
+        p.batch = 2;
+        p.num_kv_heads = 3;
+        p.group = g;
+        p.num_heads = 3 * g;
+        p.head_dim = d;
+        p.k.dtype = p.v.dtype = kv;
+        p.kv_len = {513, 0};
+        const cuda::IfaCudaGeometry geo = cuda::ifa_cuda_geometry(p);
+        ASSERT_LE(geo.smem_bytes, cuda::kIfaCudaMaxSmem) << "D " << d << " G " << g;
+        ASSERT_GE(static_cast<int64_t>(geo.heads_per_cta) * geo.head_blocks, g);
+        ASSERT_LT(static_cast<int64_t>(geo.heads_per_cta) * (geo.head_blocks - 1), g);
+        ASSERT_LE(geo.heads_per_cta, cuda::kIfaCudaMaxHeads);
+        ASSERT_EQ(geo.row_bytes % 16, 0);
+        ASSERT_GE(geo.row_bytes, d * (kv == DType::kInt8 ? 1 : 2) + 16);
+        ASSERT_EQ(geo.chunk_ctas, 2 * 3);
+        ASSERT_EQ(geo.merge_ctas, 2 * 3 * g);
+        ASSERT_EQ(geo.uploads, 1);
+      }
+    }
+  }
+}
+
+// The table's base and strides address the same bytes as the tensor views do, for contiguous,
+// strided, list and paged (both cache layouts) KV; chunk numbering continues across uploads.
+TEST(CudaIfaPlan, SequenceTableAddressesTheTensors) {
+  std::vector<IfaCase> cases;
+  IfaCase c = base_case();
+  cases.push_back(c);
+  c.layout = IfaLayout::kBnsd;
+  c.strided = true;
+  cases.push_back(c);
+  c = base_case();
+  c.layout = IfaLayout::kBsnd;
+  c.list_mode = true;
+  cases.push_back(c);
+  c = base_case();
+  c.paged = true;
+  c.block_size = 16;
+  cases.push_back(c);
+  c.layout = IfaLayout::kBnsd;
+  c.cache_bnsd = true;
+  cases.push_back(c);
+  for (const IfaCase& ic : cases) {
+    SCOPED_TRACE(ic.name());
+    IfaCaseData data(ic);
+    const IfaArgs& a = data.args();
+    const core::IfaProblem p = problem_of(a);
+    std::vector<cuda::IfaCudaSeq> all(static_cast<size_t>(p.batch));
+    cuda::ifa_cuda_seq_entries(p, a, 0, static_cast<int>(p.batch), all.data());
+    int64_t chunks = 0;
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const cuda::IfaCudaSeq& s = all[static_cast<size_t>(b)];
+      EXPECT_EQ(s.kv_len, p.kv_len[b]);
+      EXPECT_EQ(s.chunk_first, chunks);
+      chunks += cuda::ifa_cuda_num_chunks(s.kv_len);
+      cuda::IfaCudaSeq one;
+      cuda::ifa_cuda_seq_entries(p, a, b, 1, &one);
+      EXPECT_EQ(one.chunk_first, s.chunk_first) << "an upload starting at batch " << b;
+      EXPECT_EQ(one.k_base, s.k_base);
+      // Element (b, j=1 or the block's offset 1, n2=1, d=2) of K through the table vs the view.
+      const int64_t n2 = 1, d = 2, j = 1;
+      const TensorView& k = a.key[p.k.list ? static_cast<size_t>(b) : 0];
+      const auto* el = static_cast<const std::byte*>(k.data);
+      const int64_t es = 2;
+      const auto* got = static_cast<const std::byte*>(s.k_base) +
+                        (j * s.k_s_pos + n2 * s.k_s_head + d * s.k_s_dim) * es;
+      int64_t want = k.offset;
+      if (p.k.paged) {
+        // The cache's block 0: (block, pos, h*D) or (block, n2, pos, d).
+        want += k.rank == 3 ? j * k.strides[1] + (n2 * p.head_dim + d) * k.strides[2]
+                            : n2 * k.strides[1] + j * k.strides[2] + d * k.strides[3];
+      } else {
+        const int64_t bi = p.k.list ? 0 : b;
+        switch (ic.layout) {
+          case IfaLayout::kBsh:
+            want += bi * k.strides[0] + j * k.strides[1] + (n2 * p.head_dim + d) * k.strides[2];
+            break;
+          case IfaLayout::kBsnd:
+            want += bi * k.strides[0] + j * k.strides[1] + n2 * k.strides[2] + d * k.strides[3];
+            break;
+          case IfaLayout::kBnsd:
+            want += bi * k.strides[0] + n2 * k.strides[1] + j * k.strides[2] + d * k.strides[3];
+            break;
+        }
+      }
+      EXPECT_EQ(got, el + want * es) << "batch " << b;
+    }
+    EXPECT_EQ(cuda::ifa_cuda_problem(p).total_chunks, chunks);
+  }
+}
+
+// A fault record decodes to the CPU backend's status and message for the same bad data.
+TEST(CudaIfaPlan, FaultRecordGivesTheCpusMessage) {
+  cuda::IfaCudaFault none;
+  EXPECT_EQ(cuda::ifa_cuda_decode_fault(none), Status::kSuccess);
+
+  IfaCase c = base_case();
+  c.kv_lens = {40, 70, 5};
+  c.paged = true;
+  c.block_size = 16;
+  IfaCaseData data(c);
+  IfaArgs& a = data.mutable_args();
+  const TensorView& t = *a.block_table;
+  auto* id = static_cast<int32_t*>(t.data) + t.offset + 1 * t.strides[0] + 3 * t.strides[1];
+  *id = -7;  // batch 1, slot 3: positions 48..63, attended
+  std::unique_ptr<IfaPlan> plan;
+  ASSERT_EQ(IfaPlan::create(a, &plan), Status::kSuccess) << last_error_message();
+  std::vector<std::byte> ws(plan->workspace_size());
+  ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kInvalid);
+  const std::string cpu = last_error_message();
+
+  cuda::IfaCudaFault r;
+  r.kind = core::kIfaBatchFaultBlockId;
+  r.batch = 1;
+  r.len = 70;
+  r.begin = 0;
+  r.slot = 3;
+  r.id = -7;
+  r.num_blocks = data.num_blocks();
+  EXPECT_EQ(cuda::ifa_cuda_decode_fault(r), Status::kInvalid);
+  EXPECT_EQ(std::string(last_error_message()), cpu);
+
+  cuda::IfaCudaFault m;
+  m.kind = core::kIfaBatchFaultMaskRange;
+  m.batch = 2;
+  m.len = 4;
+  m.begin = 10;
+  m.pad = 3;
+  m.mask_cols = 12;
+  EXPECT_EQ(cuda::ifa_cuda_decode_fault(m), Status::kInvalid);
+  EXPECT_NE(std::string(last_error_message()).find("kv_padding_size (3) puts batch 2's 4 positions"
+                                                   " at [10, 14)"),
+            std::string::npos)
+      << last_error_message();
+
+  cuda::IfaCudaFault junk;
+  junk.kind = 9;
+  EXPECT_EQ(cuda::ifa_cuda_decode_fault(junk), Status::kRuntime);
+}
+
+// The kernels' problem carries the validated scalars unchanged.
+TEST(CudaIfaPlan, ProblemCarriesTheScalars) {
+  IfaCase c = base_case();
+  c.lse = true;
+  c.mask = testing::MaskShape::kBS;
+  c.pse = testing::PseShape::kBroadcast;
+  IfaCaseData data(c);
+  const core::IfaProblem p = problem_of(data.args());
+  const cuda::IfaCudaProblem q = cuda::ifa_cuda_problem(p);
+  EXPECT_EQ(q.batch, p.batch);
+  EXPECT_EQ(q.group, p.group);
+  EXPECT_EQ(q.scale, p.scale);
+  EXPECT_TRUE(q.mask.present);
+  EXPECT_EQ(q.mask.s2, p.mask.s2);
+  EXPECT_TRUE(q.pse.present);
+  EXPECT_EQ(q.pse.s0, 0) << "broadcast batch";
+  EXPECT_TRUE(q.has_lse);
+  EXPECT_EQ(q.out_s1, p.out_s1);
+  EXPECT_EQ(q.total_chunks, 2 + 0 + 2);
+}
+
+}  // namespace
+}  // namespace kvflash
