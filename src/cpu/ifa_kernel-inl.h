@@ -951,17 +951,25 @@ void ifa_chunk(const core::IfaProblem& p, const core::IfaData& d, const IfaLayou
   using ifa_detail::KvKind;
   const IfaChunkTask t = ifa_chunk_task(p, d, layout, schedule, base, task);
   // A batch that is empty or whose device data was bad is never read (its merge writes it).
-  if (d.batch_state[t.b] != core::kIfaBatchRun) return;
-  switch (p.k.dtype) {
-    case DType::kInt8:
-      ifa_detail::chunk_impl<KvKind::kInt8>(p, d, layout, base, t);
-      break;
-    case DType::kBFloat16:
-      ifa_detail::chunk_impl<KvKind::kBf16>(p, d, layout, base, t);
-      break;
-    default:
-      ifa_detail::chunk_impl<KvKind::kFp16>(p, d, layout, base, t);
-      break;
+  if (d.batch_state[t.b] == core::kIfaBatchRun) {
+    switch (p.k.dtype) {
+      case DType::kInt8:
+        ifa_detail::chunk_impl<KvKind::kInt8>(p, d, layout, base, t);
+        break;
+      case DType::kBFloat16:
+        ifa_detail::chunk_impl<KvKind::kBf16>(p, d, layout, base, t);
+        break;
+      default:
+        ifa_detail::chunk_impl<KvKind::kFp16>(p, d, layout, base, t);
+        break;
+    }
+  }
+  // A sequence of one chunk is merged by its only chunk task, right after it (ifa_merged_by_chunk):
+  // the same merge of the same slot, so the same bits, without a second pass over the pool.
+  if (ifa_merged_by_chunk(p, t.b)) {
+    for (int64_t n2 = t.n2_begin; n2 < t.n2_end; ++n2) {
+      ifa_detail::merge_impl(p, d, layout, base, t.b * p.num_kv_heads + n2);
+    }
   }
 }
 
