@@ -493,6 +493,10 @@ class KvHeadWork {
     l_ = &l;
     b_ = t.b;
     n2_ = n2;
+    k_bf16_dot_ = false;
+    qbf_ = nullptr;
+    k_sc_ = v_sc_ = k_off_ = v_off_ = nullptr;
+    any_exact_ = false;
     st_ = st;
     any_unmasked_ = any_unmasked;
     k_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.k, t.b);
@@ -536,6 +540,7 @@ class KvHeadWork {
         }
         acc[2 * dp + IfaHeadSlot::kKeyBias] = bias;
       }
+      if constexpr (kKind != KvKind::kInt8) exact_[g] = false;
       st_[g] = SoftmaxState{};
       any_unmasked_[g] = false;
     }
@@ -746,26 +751,29 @@ class KvHeadWork {
     return s_dim == 1 ? p_->head_dim * kv_elem_size<kKind>() : 1;
   }
 
-  const IfaProblem* p_ = nullptr;
-  const IfaData* d_ = nullptr;
-  const IfaLayout* l_ = nullptr;
-  int64_t b_ = 0, n2_ = 0;
-  int64_t k_sdim_ = 1, v_sdim_ = 1;
-  int64_t k_bytes_ = 0, v_bytes_ = 0;
-  bool k_in_place_ = false;  // K rows are contiguous with dp channels: scored without a copy
-  bool k_bf16_dot_ = false;  // ... and scored with bf16 dot products against qbf_
-  const uint16_t* qbf_ = nullptr;
-  bool v_in_place_ = false;  // the same for V rows
-  int64_t k_head_off_ = 0, v_head_off_ = 0;
-  SoftmaxState* st_ = nullptr;
-  bool* any_unmasked_ = nullptr;
-  float* slot_ = nullptr;
-  const float* k_sc_ = nullptr;
-  const float* v_sc_ = nullptr;
-  const float* k_off_ = nullptr;
-  const float* v_off_ = nullptr;
-  bool exact_[kIfaMaxGroup] = {};  // int8 K: heads scored term by term (exact_scores)
-  bool any_exact_ = false;
+  // No default member initializers: chunk_impl keeps kIfaMaxGroup of these on its stack and
+  // initialising them all cost about a quarter of a 16-token call (callgrind: a memset per task);
+  // init() sets every member.
+  const IfaProblem* p_;
+  const IfaData* d_;
+  const IfaLayout* l_;
+  int64_t b_, n2_;
+  int64_t k_sdim_, v_sdim_;
+  int64_t k_bytes_, v_bytes_;
+  bool k_in_place_;  // K rows are contiguous with dp channels: scored without a copy
+  bool k_bf16_dot_;  // ... and scored with bf16 dot products against qbf_
+  const uint16_t* qbf_;
+  bool v_in_place_;  // the same for V rows
+  int64_t k_head_off_, v_head_off_;
+  SoftmaxState* st_;
+  bool* any_unmasked_;
+  float* slot_;
+  const float* k_sc_;
+  const float* v_sc_;
+  const float* k_off_;
+  const float* v_off_;
+  bool exact_[kIfaMaxGroup];  // int8 K: heads [0, group) scored term by term (exact_scores)
+  bool any_exact_;
 };
 
 // How many tiles ahead the K and V rows are prefetched.
@@ -901,7 +909,7 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
   // An empty batch (left padding start < 0) ran no chunk task: it merges like kv_len 0.
   const int64_t num_chunks = state == core::kIfaBatchRun ? ifa_num_chunks(p.kv_len[b]) : 0;
   const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
-  alignas(64) float zeros[kIfaMaxHeadDim] = {};
+  alignas(64) float zeros[kIfaMaxHeadDim];  // filled only where a zero row is written (rare)
   for (int64_t g = 0; g < group; ++g) {
     const int64_t h = n2 * group + g;
     // Overall max (NaN if any part's is) and whether any attended position was unmasked.
@@ -915,6 +923,7 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
     // Empty rows, and fully masked rows when asked: zeros. A row whose scores are all -inf is
     // not empty: it has no softmax and comes out NaN (softmax_final_sum), like NaN rows.
     if (num_chunks == 0 || (p.zero_fully_masked_rows && !any_unmasked)) {
+      for (int64_t i = 0; i < p.head_dim; ++i) zeros[i] = 0.0f;
       write_row(p, dt, l, base, b, h, zeros);
       write_lse(p, dt, b, h, kNegInf);
       continue;
