@@ -139,6 +139,20 @@ inline float view_f32(const core::View3& v, const void* data, int64_t index) {
   return v.dtype == DType::kFloat16 ? fp16_to_f32(h) : bf16_to_f32(h);
 }
 
+// q[0, d) = query row (b, h) widened to fp32: kLanes at a time when its channels are contiguous
+// (a per-element loop cost about a fifth of a 16-token call), else element by element.
+inline void load_query(const IfaProblem& p, const IfaData& data, int64_t b, int64_t h, float* q) {
+  const int64_t d = p.head_dim;
+  int64_t i = 0;
+  if (p.q.s2 == 1) {
+    const uint16_t* src = static_cast<const uint16_t*>(data.q) + p.q.index(b, h, 0);
+    const bool fp16 = p.q.dtype == DType::kFloat16;
+    for (; i + kLanes <= d; i += kLanes)
+      vstore(q + i, fp16 ? vload_fp16(src + i) : vload_bf16(src + i));
+  }
+  for (; i < d; ++i) q[i] = view_f32(p.q, data.q, p.q.index(b, h, i));
+}
+
 // K rows scored together: the rows of a block are widened into kBlockRows fp32 buffers,
 // kIfaMaxHeadDim apart.
 inline constexpr int64_t kBlockRows = 4;
@@ -208,6 +222,34 @@ inline void score_rows_4heads(const float* q, int64_t head_floats, const std::by
   vreduce_add4(d0, d1, d2, d3, s[g + 3] + t0);
 }
 
+// Scores of two K rows k[0..1] against four query heads into s[g + h][t0 .. t0 + 1] (AVX2 with
+// four or more heads: 8 accumulators and 2 rows fit its 16 registers, so each K vector is widened
+// once per four heads instead of once per two). Per (row, head) the same sum as the others.
+template <KvKind kSrc>
+inline void score_rows2_4heads(const float* q, int64_t head_floats, const std::byte* const* k,
+                               int64_t dp, float (*s)[kIfaTile], int64_t g, int64_t t0) {
+  constexpr int64_t es = kv_elem_size<kSrc>();
+  const std::byte *k0 = k[0], *k1 = k[1];
+  const float* qb = q + head_floats;
+  const float* qc = qb + head_floats;
+  const float* qd = qc + head_floats;
+  Vec a0 = vzero(), a1 = vzero(), b0 = vzero(), b1 = vzero();
+  Vec c0 = vzero(), c1 = vzero(), d0 = vzero(), d1 = vzero();
+  for (int64_t i = 0; i < dp; i += kLanes) {
+    const Vec x0 = kv_vector<kSrc>(k0 + i * es), x1 = kv_vector<kSrc>(k1 + i * es);
+    const Vec va = vload(q + i), vb = vload(qb + i), vc = vload(qc + i), vd = vload(qd + i);
+    a0 = vfma(va, x0, a0), a1 = vfma(va, x1, a1), b0 = vfma(vb, x0, b0), b1 = vfma(vb, x1, b1);
+    c0 = vfma(vc, x0, c0), c1 = vfma(vc, x1, c1), d0 = vfma(vd, x0, d0), d1 = vfma(vd, x1, d1);
+  }
+  float r0[4], r1[4];
+  vreduce_add4(a0, b0, c0, d0, r0);
+  vreduce_add4(a1, b1, c1, d1, r1);
+  for (int64_t h = 0; h < 4; ++h) {
+    s[g + h][t0] = r0[h];
+    s[g + h][t0 + 1] = r1[h];
+  }
+}
+
 // s[g][t0 + r] = q_g · k_r for every head g of the group (q_g at q0 + g * head_floats) and the
 // kBlockRows rows k[r] (dp channels each, of kind kSrc). Heads go up to kScoreHeads at a time
 // (as many as the ISA's registers hold), so 4 x kScoreHeads independent FMA chains share each
@@ -219,6 +261,11 @@ inline void score_block(const float* q0, int64_t head_floats, int64_t group, int
   if constexpr (kScoreHeads >= 4) {
     for (; g + 4 <= group; g += 4)
       score_rows_4heads<kSrc>(q0 + g * head_floats, head_floats, k, dp, s, g, t0);
+  } else if constexpr (kScoreHeads == 2) {
+    for (; g + 4 <= group; g += 4) {
+      score_rows2_4heads<kSrc>(q0 + g * head_floats, head_floats, k, dp, s, g, t0);
+      score_rows2_4heads<kSrc>(q0 + g * head_floats, head_floats, k + 2, dp, s, g, t0 + 2);
+    }
   }
   if constexpr (kScoreHeads >= 2) {
     for (; g + 2 <= group; g += 2) {
@@ -376,6 +423,26 @@ inline void pv_rows4_heads4(float* acc, int64_t head_floats, int64_t dp, float (
   }
 }
 
+// The same for the two heads g0, g0 + 1 (AVX2: 8 weights, 4 rows and 2 accumulators fill its 16
+// registers): each V vector widened once per pair of heads instead of once per head.
+template <KvKind kSrc>
+inline void pv_rows4_heads2(float* acc, int64_t head_floats, int64_t dp, float (*s)[kIfaTile],
+                            int64_t g0, int64_t i0, const std::byte* const* v) {
+  constexpr int64_t es = kv_elem_size<kSrc>();
+  const std::byte *v0 = v[0], *v1 = v[1], *v2 = v[2], *v3 = v[3];
+  const float *sa = s[g0] + i0, *sb = s[g0 + 1] + i0;
+  const Vec pa0 = vset1(sa[0]), pa1 = vset1(sa[1]), pa2 = vset1(sa[2]), pa3 = vset1(sa[3]);
+  const Vec pb0 = vset1(sb[0]), pb1 = vset1(sb[1]), pb2 = vset1(sb[2]), pb3 = vset1(sb[3]);
+  float* aa = acc + g0 * head_floats;
+  float* ab = aa + head_floats;
+  for (int64_t c = 0; c < dp; c += kLanes) {
+    const Vec x0 = kv_vector<kSrc>(v0 + c * es), x1 = kv_vector<kSrc>(v1 + c * es);
+    const Vec x2 = kv_vector<kSrc>(v2 + c * es), x3 = kv_vector<kSrc>(v3 + c * es);
+    vstore(aa + c, vfma(pa3, x3, vfma(pa2, x2, vfma(pa1, x1, vfma(pa0, x0, vload(aa + c))))));
+    vstore(ab + c, vfma(pb3, x3, vfma(pb2, x2, vfma(pb1, x1, vfma(pb0, x0, vload(ab + c))))));
+  }
+}
+
 // The same for one head g.
 template <KvKind kSrc>
 inline void pv_rows4_head1(float* acc, int64_t head_floats, int64_t dp, float (*s)[kIfaTile],
@@ -426,6 +493,10 @@ class KvHeadWork {
     l_ = &l;
     b_ = t.b;
     n2_ = n2;
+    k_bf16_dot_ = false;
+    qbf_ = nullptr;
+    k_sc_ = v_sc_ = k_off_ = v_off_ = nullptr;
+    any_exact_ = false;
     st_ = st;
     any_unmasked_ = any_unmasked;
     k_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.k, t.b);
@@ -446,8 +517,8 @@ class KvHeadWork {
       float* acc = slot_ + g * l.head_floats;
       float* q = acc + dp;
       const int64_t h = n2 * p.group + g;
-      for (int64_t i = 0; i < dp; ++i) acc[i] = 0.0f;
-      for (int64_t i = 0; i < d; ++i) q[i] = view_f32(p.q, data.q, p.q.index(t.b, h, i));
+      for (int64_t i = 0; i < dp; i += kLanes) vstore(acc + i, vzero());
+      load_query(p, data, t.b, h, q);
       for (int64_t i = d; i < dp; ++i) q[i] = 0.0f;
       if constexpr (kKind == KvKind::kInt8) {
         // q·((k + off) * sc) = (q * sc)·k + (q * sc)·off: the row dot products then run on the
@@ -469,6 +540,7 @@ class KvHeadWork {
         }
         acc[2 * dp + IfaHeadSlot::kKeyBias] = bias;
       }
+      if constexpr (kKind != KvKind::kInt8) exact_[g] = false;
       st_[g] = SoftmaxState{};
       any_unmasked_[g] = false;
     }
@@ -635,6 +707,9 @@ class KvHeadWork {
         if constexpr (kScoreHeads >= 4) {
           for (; g + 4 <= group; g += 4) pv_rows4_heads4<kKind>(slot_, hf, dp, s, g, i, v);
         }
+        if constexpr (kScoreHeads >= 2) {
+          for (; g + 2 <= group; g += 2) pv_rows4_heads2<kKind>(slot_, hf, dp, s, g, i, v);
+        }
         for (; g < group; ++g) pv_rows4_head1<kKind>(slot_, hf, dp, s, g, i, v);
       }
     }
@@ -676,26 +751,29 @@ class KvHeadWork {
     return s_dim == 1 ? p_->head_dim * kv_elem_size<kKind>() : 1;
   }
 
-  const IfaProblem* p_ = nullptr;
-  const IfaData* d_ = nullptr;
-  const IfaLayout* l_ = nullptr;
-  int64_t b_ = 0, n2_ = 0;
-  int64_t k_sdim_ = 1, v_sdim_ = 1;
-  int64_t k_bytes_ = 0, v_bytes_ = 0;
-  bool k_in_place_ = false;  // K rows are contiguous with dp channels: scored without a copy
-  bool k_bf16_dot_ = false;  // ... and scored with bf16 dot products against qbf_
-  const uint16_t* qbf_ = nullptr;
-  bool v_in_place_ = false;  // the same for V rows
-  int64_t k_head_off_ = 0, v_head_off_ = 0;
-  SoftmaxState* st_ = nullptr;
-  bool* any_unmasked_ = nullptr;
-  float* slot_ = nullptr;
-  const float* k_sc_ = nullptr;
-  const float* v_sc_ = nullptr;
-  const float* k_off_ = nullptr;
-  const float* v_off_ = nullptr;
-  bool exact_[kIfaMaxGroup] = {};  // int8 K: heads scored term by term (exact_scores)
-  bool any_exact_ = false;
+  // No default member initializers: chunk_impl keeps kIfaMaxGroup of these on its stack and
+  // initialising them all cost about a quarter of a 16-token call (callgrind: a memset per task);
+  // init() sets every member.
+  const IfaProblem* p_;
+  const IfaData* d_;
+  const IfaLayout* l_;
+  int64_t b_, n2_;
+  int64_t k_sdim_, v_sdim_;
+  int64_t k_bytes_, v_bytes_;
+  bool k_in_place_;  // K rows are contiguous with dp channels: scored without a copy
+  bool k_bf16_dot_;  // ... and scored with bf16 dot products against qbf_
+  const uint16_t* qbf_;
+  bool v_in_place_;  // the same for V rows
+  int64_t k_head_off_, v_head_off_;
+  SoftmaxState* st_;
+  bool* any_unmasked_;
+  float* slot_;
+  const float* k_sc_;
+  const float* v_sc_;
+  const float* k_off_;
+  const float* v_off_;
+  bool exact_[kIfaMaxGroup];  // int8 K: heads [0, group) scored term by term (exact_scores)
+  bool any_exact_;
 };
 
 // How many tiles ahead the K and V rows are prefetched.
@@ -767,12 +845,29 @@ inline void write_row(const IfaProblem& p, const IfaData& dt, const IfaLayout& l
   }
   if (p.out_dtype == DType::kFloat32) {  // kvflash extension: the fp32 result, unrounded
     auto* out = static_cast<float*>(dt.out);
+    if (p.out_s2 == 1) {
+      std::memcpy(out + row, o, static_cast<size_t>(d) * sizeof(float));
+      return;
+    }
     for (int64_t i = 0; i < d; ++i) out[row + i * p.out_s2] = o[i];
     return;
   }
   auto* out = static_cast<std::byte*>(dt.out);
   const bool fp16 = p.out_dtype == DType::kFloat16;
-  for (int64_t i = 0; i < d; ++i) {
+  int64_t i = 0;
+  if (p.out_s2 == 1) {
+    // Contiguous rows (the usual layouts): kLanes at a time, the same rounding as below. A
+    // per-element loop here was about a third of a 16-token call (callgrind, see docs/perf.md).
+    auto* o16 = reinterpret_cast<uint16_t*>(out) + row;
+    for (; i + kLanes <= d; i += kLanes) {
+      if (fp16) {
+        vstore_fp16(o16 + i, vload(o + i));
+      } else {
+        vstore_bf16(o16 + i, vload(o + i));
+      }
+    }
+  }
+  for (; i < d; ++i) {
     const uint16_t bits = fp16 ? f32_to_fp16(o[i]) : f32_to_bf16(o[i]);
     std::memcpy(out + 2 * (row + i * p.out_s2), &bits, sizeof(bits));
   }
@@ -814,7 +909,7 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
   // An empty batch (left padding start < 0) ran no chunk task: it merges like kv_len 0.
   const int64_t num_chunks = state == core::kIfaBatchRun ? ifa_num_chunks(p.kv_len[b]) : 0;
   const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
-  alignas(64) float zeros[kIfaMaxHeadDim] = {};
+  alignas(64) float zeros[kIfaMaxHeadDim];  // filled only where a zero row is written (rare)
   for (int64_t g = 0; g < group; ++g) {
     const int64_t h = n2 * group + g;
     // Overall max (NaN if any part's is) and whether any attended position was unmasked.
@@ -828,6 +923,7 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
     // Empty rows, and fully masked rows when asked: zeros. A row whose scores are all -inf is
     // not empty: it has no softmax and comes out NaN (softmax_final_sum), like NaN rows.
     if (num_chunks == 0 || (p.zero_fully_masked_rows && !any_unmasked)) {
+      for (int64_t i = 0; i < p.head_dim; ++i) zeros[i] = 0.0f;
       write_row(p, dt, l, base, b, h, zeros);
       write_lse(p, dt, b, h, kNegInf);
       continue;
@@ -864,17 +960,25 @@ void ifa_chunk(const core::IfaProblem& p, const core::IfaData& d, const IfaLayou
   using ifa_detail::KvKind;
   const IfaChunkTask t = ifa_chunk_task(p, d, layout, schedule, base, task);
   // A batch that is empty or whose device data was bad is never read (its merge writes it).
-  if (d.batch_state[t.b] != core::kIfaBatchRun) return;
-  switch (p.k.dtype) {
-    case DType::kInt8:
-      ifa_detail::chunk_impl<KvKind::kInt8>(p, d, layout, base, t);
-      break;
-    case DType::kBFloat16:
-      ifa_detail::chunk_impl<KvKind::kBf16>(p, d, layout, base, t);
-      break;
-    default:
-      ifa_detail::chunk_impl<KvKind::kFp16>(p, d, layout, base, t);
-      break;
+  if (d.batch_state[t.b] == core::kIfaBatchRun) {
+    switch (p.k.dtype) {
+      case DType::kInt8:
+        ifa_detail::chunk_impl<KvKind::kInt8>(p, d, layout, base, t);
+        break;
+      case DType::kBFloat16:
+        ifa_detail::chunk_impl<KvKind::kBf16>(p, d, layout, base, t);
+        break;
+      default:
+        ifa_detail::chunk_impl<KvKind::kFp16>(p, d, layout, base, t);
+        break;
+    }
+  }
+  // A sequence of one chunk is merged by its only chunk task, right after it (ifa_merged_by_chunk):
+  // the same merge of the same slot, so the same bits, without a second pass over the pool.
+  if (ifa_merged_by_chunk(p, t.b)) {
+    for (int64_t n2 = t.n2_begin; n2 < t.n2_end; ++n2) {
+      ifa_detail::merge_impl(p, d, layout, base, t.b * p.num_kv_heads + n2);
+    }
   }
 }
 

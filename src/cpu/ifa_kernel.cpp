@@ -58,9 +58,15 @@ Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, Isa isa, int num_
   parallel_for(schedule.num_tasks, threads, [r = &run](int64_t task, int) {
     r->chunk(*r->p, *r->d, *r->layout, *r->schedule, r->base, task);
   });
-  parallel_for(p.batch * p.num_kv_heads, threads, [r = &run](int64_t task, int) {
-    r->merge(*r->p, *r->d, *r->layout, r->base, task);
-  });
+  // Merge tasks of sequences of one chunk already ran inside their chunk task.
+  bool any_merge = false;
+  for (int64_t b = 0; b < p.batch && !any_merge; ++b) any_merge = !ifa_merged_by_chunk(p, b);
+  if (any_merge) {
+    parallel_for(p.batch * p.num_kv_heads, threads, [r = &run](int64_t task, int) {
+      if (ifa_merged_by_chunk(*r->p, task / r->p->num_kv_heads)) return;
+      r->merge(*r->p, *r->d, *r->layout, r->base, task);
+    });
+  }
   return ifa_report_faults(p, d);
 }
 

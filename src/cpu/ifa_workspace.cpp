@@ -79,6 +79,10 @@ int64_t ifa_num_chunks(int64_t kv_len) {
   return kv_len <= 0 ? 0 : (kv_len + kIfaChunkLen - 1) / kIfaChunkLen;
 }
 
+bool ifa_merged_by_chunk(const core::IfaProblem& p, int64_t b) {
+  return ifa_num_chunks(p.kv_len[b]) == 1;
+}
+
 IfaLayout ifa_layout(const core::IfaProblem& p) {
   IfaLayout l;
   l.dp = (p.head_dim + kIfaDimAlign - 1) / kIfaDimAlign * kIfaDimAlign;

@@ -64,6 +64,14 @@ int64_t ifa_num_chunks(int64_t kv_len);
 
 IfaLayout ifa_layout(const core::IfaProblem& p);
 
+/// Whether the merge tasks (b, *) run inside the chunk tasks of sequence b rather than as merge
+/// tasks: sequences of exactly one chunk, whose merge needs nothing but its own task's slot.
+/// Decodes with only such sequences (up to kIfaChunkLen tokens) then need one pass over the
+/// worker pool per call instead of two (a wake-up of every worker, microseconds). Not inline:
+/// the per-ISA kernels call it, and their copy of an inline function could be the one kept for
+/// plain x86-64 callers.
+bool ifa_merged_by_chunk(const core::IfaProblem& p, int64_t b);
+
 /// ws moved up to kIfaWorkspaceAlign (the layout reserves the slack).
 std::byte* ifa_align(void* ws);
 /// Fills the chunk index (chunk_first) from the plan's lengths.

@@ -43,6 +43,24 @@ inline Vec vload_int8(const int8_t* p) {
   return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b))};
 }
 
+// Narrowing stores of kLanes elements, any alignment, rounding to nearest even exactly like the
+// scalar f32_to_fp16 / f32_to_bf16 (NaN stays a quiet NaN with the same top payload bits). The
+// bf16 rounding is integer arithmetic, not vcvtneps2bf16, which flushes subnormal inputs.
+inline void vstore_fp16(uint16_t* p, Vec a) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                      _mm512_cvtps_ph(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+inline void vstore_bf16(uint16_t* p, Vec a) {
+  const __m512i u = _mm512_castps_si512(a.v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i rne =
+      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  const __mmask16 nan = _mm512_cmp_ps_mask(a.v, a.v, _CMP_UNORD_Q);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                      _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rne, quiet)));
+}
+
 inline Vec vadd(Vec a, Vec b) { return {_mm512_add_ps(a.v, b.v)}; }
 inline Vec vsub(Vec a, Vec b) { return {_mm512_sub_ps(a.v, b.v)}; }
 inline Vec vmul(Vec a, Vec b) { return {_mm512_mul_ps(a.v, b.v)}; }

@@ -35,6 +35,15 @@ inline Vec vload_bf16(const uint16_t* p) {
 }
 inline Vec vload_int8(const int8_t* p) { return {static_cast<float>(*p)}; }
 
+inline void vstore_fp16(uint16_t* p, Vec a) {
+  const uint16_t h = core::float_to_fp16(a.v);
+  std::memcpy(p, &h, sizeof(h));
+}
+inline void vstore_bf16(uint16_t* p, Vec a) {
+  const uint16_t h = core::float_to_bf16(a.v);
+  std::memcpy(p, &h, sizeof(h));
+}
+
 inline Vec vadd(Vec a, Vec b) { return {a.v + b.v}; }
 inline Vec vsub(Vec a, Vec b) { return {a.v - b.v}; }
 inline Vec vmul(Vec a, Vec b) { return {a.v * b.v}; }

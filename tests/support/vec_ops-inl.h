@@ -26,9 +26,13 @@ void vec_int8_to_float(const int8_t* x, float* y, size_t n) {
 }
 
 void vec_float_to_fp16(const float* x, uint16_t* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) vstore_fp16(y + i, vload(x + i));
+  for (; i < n; ++i) y[i] = f32_to_fp16(x[i]);
 }
 
 void vec_float_to_bf16(const float* x, uint16_t* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] = f32_to_bf16(x[i]);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) vstore_bf16(y + i, vload(x + i));
+  for (; i < n; ++i) y[i] = f32_to_bf16(x[i]);
 }

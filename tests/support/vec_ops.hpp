@@ -17,7 +17,8 @@ void vec_exp(Isa isa, const float* x, float* y, size_t n);
 void vec_fp16_to_float(Isa isa, const uint16_t* x, float* y, size_t n);
 void vec_bf16_to_float(Isa isa, const uint16_t* x, float* y, size_t n);
 void vec_int8_to_float(Isa isa, const int8_t* x, float* y, size_t n);
-/// The narrowing conversions kernels use for output (RNE).
+/// The narrowing conversions kernels use for output (RNE): the vector stores (vstore_fp16,
+/// vstore_bf16) for whole vectors, the scalar helpers for the tail.
 void vec_float_to_fp16(Isa isa, const float* x, uint16_t* y, size_t n);
 void vec_float_to_bf16(Isa isa, const float* x, uint16_t* y, size_t n);
 
