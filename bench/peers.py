@@ -88,6 +88,9 @@ def main():
     ap.add_argument("--vllm-python", default=os.environ.get("KVFLASH_VLLM_PYTHON",
                                                             "/work/venv-vllm/bin/python"))
     ap.add_argument("--no-peers", action="store_true", help="kvflash and the probes only")
+    ap.add_argument("--warm-cache", action="store_true",
+                    help="no cache flush before timed calls (kvflash bench --warm-cache; the "
+                         "peers follow the flush_bytes of kvflash's rows)")
     ap.add_argument("--no-bandwidth", action="store_true",
                     help="skip the probes (read bandwidth, bf16 peak): smoke tests only")
     args = ap.parse_args()
@@ -102,7 +105,7 @@ def main():
     if not problems:
         sys.exit("peers.py: no problem (give --sweep or problem strings)")
 
-    common = ["--threads", str(args.threads)]
+    common = ["--threads", str(args.threads)] + (["--warm-cache"] if args.warm_cache else [])
     probe = common + (["--no-bandwidth"] if args.no_bandwidth else [])
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
@@ -151,6 +154,7 @@ def main():
         "commit": git.stdout.strip() if git.returncode == 0 else None,
         "isa": probe_start["isa"], "threads": probe_start["threads"], "iterations": args.iters,
         "read_bandwidth_gbs": bw, "bf16_peak_gflops": peak,
+        "flush_bytes": results[0].get("flush_bytes", 0) if results else 0,
         "probes": [{"read_bandwidth_gbs": r["read_bandwidth_gbs"],
                     "bf16_peak_gflops": r["bf16_peak_gflops"]} for r in probes],
         "peers": {peer.name: peer.info or {"skipped": peer.why} for peer in peers},

@@ -38,7 +38,10 @@ def header(run):
         bw += " (" + " / ".join(f"{p['read_bandwidth_gbs']:.1f}" for p in probes) + \
             " at start / end)"
         peak += " (" + " / ".join(f"{p['bf16_peak_gflops']:.0f}" for p in probes) + ")"
-    line = (f"ISA {run['isa']}, {run['threads']} threads, median of {run['iterations']}; "
+    flush = run.get("flush_bytes", 0)
+    cache = (f"cold caches ({flush / 2**20:.0f} MiB read before every timed call)" if flush
+             else "warm caches (no flush between calls)")
+    line = (f"ISA {run['isa']}, {run['threads']} threads, median of {run['iterations']}, {cache}; "
             f"{bw}, {peak}, same run")
     for name, info in run.get("peers", {}).items():
         label = PEER_NAMES.get(name, name)

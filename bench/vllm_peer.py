@@ -101,7 +101,7 @@ def main():
             check = peer_common.check_first_sequence(q, k, v, out, scale)
             if not check["passed"]:
                 return {"check": check, "error": "output differs from the fp64 reference"}
-            ms = peer_common.median_ms(call, self.iters)
+            ms = peer_common.median_ms(call, self.iters, flush_bytes=req.get("flush_bytes", 0))
             return {"ms_per_call": ms, "gbs": peer_common.kv_bytes(req) / ms / 1e6,
                     "check": check, "layout": f"vLLM paged {bs}, isa {isa}"}
 

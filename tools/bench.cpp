@@ -7,6 +7,7 @@
 
 #include "bench_sfa.hpp"
 #include "bf16_peak.hpp"
+#include "cache_flush.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
 #include "ifa_workload.hpp"
@@ -81,7 +82,8 @@ int threads_of(const CliOptions& o) {
   return o.demo.num_threads ? o.demo.num_threads : cpu::default_num_threads();
 }
 
-bool write_json(const CliOptions& o, double bw, double peak, const std::vector<Row>& rows) {
+bool write_json(const CliOptions& o, const DemoOptions& d, double bw, double peak,
+                const std::vector<Row>& rows) {
   std::FILE* f = std::fopen(o.bench_json.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "kvflash bench: cannot write %s\n", o.bench_json.c_str());
@@ -90,6 +92,8 @@ bool write_json(const CliOptions& o, double bw, double peak, const std::vector<R
   std::fprintf(f, "{\n  \"isa\": \"%s\",\n  \"threads\": %d,\n  \"iterations\": %d,\n",
                cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations);
   std::fprintf(f, "  \"read_bandwidth_gbs\": %.3f,\n  \"bf16_peak_gflops\": %.3f,\n", bw, peak);
+  std::fprintf(f, "  \"cache\": \"%s\",\n  \"flush_bytes\": %zu,\n",
+               d.flush_bytes ? "cold" : "warm", d.flush_bytes);
   std::fprintf(f, "  \"results\": [");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
@@ -98,12 +102,13 @@ bool write_json(const CliOptions& o, double bw, double peak, const std::vector<R
                  "\"kv_dtype\": \"%s\", \"paged\": %lld, \"layout\": \"%s\", \"heads\": %lld, "
                  "\"kv_heads\": %lld, \"head_dim\": %lld, \"top_k\": %lld, \"sparse_block\": %lld, "
                  "\"ms_per_call\": %.6f, \"bytes\": %.0f, \"gbs\": %.4f, \"gflops\": %.4f, "
-                 "\"bw_fraction\": %.4f, \"peak_fraction\": %.4f, \"check_passed\": %s}",
+                 "\"bw_fraction\": %.4f, \"peak_fraction\": %.4f, \"check_passed\": %s, "
+                 "\"flush_bytes\": %zu}",
                  i ? "," : "", json_string(r.problem).c_str(), r.op.c_str(), r.batch, r.kv_len,
                  r.kv_dtype.c_str(), r.paged, r.layout.c_str(), r.heads, r.kv_heads, r.head_dim,
                  r.top_k, r.sparse_block, r.ms_per_call, r.bytes, r.gbs, r.gflops,
                  bw > 0 ? r.gbs / bw : 0.0, peak > 0 ? r.gflops / peak : 0.0,
-                 r.passed ? "true" : "false");
+                 r.passed ? "true" : "false", d.flush_bytes);
   }
   std::fprintf(f, "\n  ]\n}\n");
   return std::fclose(f) == 0;
@@ -142,6 +147,13 @@ bool list_bench(const CliOptions& o) {
 }
 
 bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
+  DemoOptions options = o.demo;
+  options.flush_bytes = o.bench_warm_cache ? 0 : default_flush_bytes();
+  if (options.flush_bytes > 0 && !o.bench.empty()) {
+    std::printf("cold caches: %.0f MiB read before every timed call (last-level cache %.0f MiB)\n",
+                static_cast<double>(options.flush_bytes) / (1 << 20),
+                static_cast<double>(last_level_cache_bytes()) / (1 << 20));
+  }
   // The compute ceiling, measured like the bandwidth (skipped with it by --no-bandwidth).
   const double peak = o.skip_bandwidth ? 0.0 : measure_bf16_peak_gflops(o.demo.num_threads);
   if (peak > 0)
@@ -166,17 +178,17 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
     std::fflush(stdout);
     if (p.op == BenchOp::kIfa) {
       IfaWorkloadResult r;
-      ok = run_ifa_workload(p.ifa, o.demo, read_bandwidth_gbs, /*check_sample=*/true, &r) && ok;
+      ok = run_ifa_workload(p.ifa, options, read_bandwidth_gbs, /*check_sample=*/true, &r) && ok;
       rows.push_back(ifa_row(p, r));
     } else {
       SfaWorkloadResult r;
-      ok = run_sfa_workload(p.sfa, o.demo, read_bandwidth_gbs, &r) && ok;
+      ok = run_sfa_workload(p.sfa, options, read_bandwidth_gbs, &r) && ok;
       if (peak > 0) std::printf("     %.2f of the bf16 peak\n", r.gflops / peak);
       rows.push_back(sfa_row(p, r));
     }
     std::fflush(stdout);
   }
-  if (!o.bench_json.empty()) ok = write_json(o, read_bandwidth_gbs, peak, rows) && ok;
+  if (!o.bench_json.empty()) ok = write_json(o, options, read_bandwidth_gbs, peak, rows) && ok;
   if (!o.bench_csv.empty()) ok = write_csv(o, read_bandwidth_gbs, peak, rows) && ok;
   std::printf("bench: %s\n",
               ok ? n ? "all problems ran and passed their checks" : "probes only (no problem given)"

@@ -154,7 +154,8 @@ bool run_sfa_workload(const SfaWorkloadShape& shape, const DemoOptions& options,
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
   const double seconds =
-      median_seconds(1, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); });
+      median_seconds(1, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); },
+                     flush_before(options));
   if (st != Status::kSuccess) {
     std::printf("%s: run failed: %s\n", shape.name.c_str(), last_error_message());
     return false;

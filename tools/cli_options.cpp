@@ -61,7 +61,7 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
 
   std::vector<std::string> problems;
   std::string bench_json, bench_csv, sweep;
-  bool bench_list = false;
+  bool bench_list = false, bench_warm_cache = false;
   CLI::App* bench_cmd = app.add_subcommand(
       "bench",
       "Time problems like ifa:b8,s4096,n32,kvn8,d128,kv=bf16,paged=128 or "
@@ -77,6 +77,9 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
   bench_cmd->add_option("--json", bench_json, "also write the results to this JSON file");
   bench_cmd->add_flag("--no-bandwidth", skip_bandwidth,
                       "skip the memory read-bandwidth measurement");
+  bench_cmd->add_flag("--warm-cache", bench_warm_cache,
+                      "do not evict the caches before each timed call (default: read 2x the "
+                      "last-level cache first, as a model's other layers would)");
 
   CLI::App* info_cmd =
       app.add_subcommand("info", "Show the version, ISA, threads and measured read bandwidth");
@@ -116,6 +119,7 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
   o->bench_json = bench_json;
   o->bench_csv = bench_csv;
   o->bench_list = bench_list;
+  o->bench_warm_cache = bench_warm_cache;
   if (*bench_cmd) {
     o->command = CliCommand::kBench;
   } else if (*info_cmd) {

@@ -1,12 +1,17 @@
 // The `kvflash demo` workloads: real model shapes, checked against the reference, timed.
 #pragma once
 
+#include <cstddef>
+
 namespace kvflash::tools {
 
 struct DemoOptions {
   int num_threads = 0;  ///< 0 = library default
   int iterations = 10;  ///< timed runs (median reported)
   bool quick = false;   ///< smaller batch, for smoke tests
+  /// Bytes read before every timed call to push the workload out of the caches (tools/
+  /// cache_flush.hpp); 0 = time it with warm caches (the demo).
+  size_t flush_bytes = 0;
 };
 
 /// Llama-3-8B decode step over a paged KV cache (bf16, or int8 with per-channel antiquant).

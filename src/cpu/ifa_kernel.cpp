@@ -2,6 +2,7 @@
 // chunk tasks and the merge tasks of one ISA on the parallel loop.
 #include "cpu/ifa_kernel.hpp"
 
+#include <algorithm>
 #include <cassert>
 
 #include "cpu/ifa_kernel_isa.hpp"
@@ -26,6 +27,20 @@ struct Run {
   MergeFn merge;
 };
 
+// Waking a pool worker costs a futex round trip (~10 us here), about what two cores take to read
+// a few hundred KB of K/V: a problem with less than kMinBytesPerWorker for each worker runs on
+// fewer of them (a 16-token decode step on one). The thread count never changes the bits (tasks
+// and their merge order are fixed), so this only changes the time.
+constexpr double kMinBytesPerWorker = 256 * 1024;
+
+int workers_for(const core::IfaProblem& p, int threads) {
+  int64_t positions = 0;
+  for (int64_t len : p.kv_len) positions += len;
+  const double bytes = 2.0 * static_cast<double>(positions) * static_cast<double>(p.num_kv_heads) *
+                       static_cast<double>(p.head_dim) * static_cast<double>(dtype_size(p.k.dtype));
+  return static_cast<int>(std::clamp(bytes / kMinBytesPerWorker, 1.0, static_cast<double>(threads)));
+}
+
 }  // namespace
 
 size_t ifa_workspace_size(const core::IfaProblem& p) { return ifa_layout(p).bytes; }
@@ -35,7 +50,7 @@ Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, Isa isa, int num_
   const IfaLayout layout = ifa_layout(p);
   core::IfaData d;
   std::byte* base = ifa_prepare(p, args, layout, ws, &d);
-  const int threads = num_threads > 0 ? num_threads : default_num_threads();
+  const int threads = workers_for(p, num_threads > 0 ? num_threads : default_num_threads());
   IfaSchedule schedule = ifa_schedule(p, layout, threads);
   ChunkFn chunk = scalar::ifa_chunk;
   MergeFn merge = scalar::ifa_merge;
