@@ -92,7 +92,7 @@ def main():
                     help="no cache flush before timed calls (kvflash bench --warm-cache; the "
                          "peers follow the flush_bytes of kvflash's rows)")
     ap.add_argument("--no-bandwidth", action="store_true",
-                    help="skip the probes (read bandwidth, bf16 peak): smoke tests only")
+                    help="skip the probes (read bandwidth, compute peaks): smoke tests only")
     args = ap.parse_args()
 
     listing = [args.kvflash, "bench", "--list", *args.problems]
@@ -140,7 +140,7 @@ def main():
 
     probes = [probe_start, probe_end]
     bw = sum(r["read_bandwidth_gbs"] for r in probes) / 2
-    peak = sum(r["bf16_peak_gflops"] for r in probes) / 2
+    peak = sum(r.get("compute_peak_gflops", r["bf16_peak_gflops"]) for r in probes) / 2
     for row in results:  # fractions of the run's ceilings (mean of the two probes)
         row["bw_fraction"] = row["gbs"] / bw if bw > 0 else 0.0
         row["peak_fraction"] = row["gflops"] / peak if peak > 0 else 0.0
@@ -153,10 +153,15 @@ def main():
     run = {
         "commit": git.stdout.strip() if git.returncode == 0 else None,
         "isa": probe_start["isa"], "threads": probe_start["threads"], "iterations": args.iters,
-        "read_bandwidth_gbs": bw, "bf16_peak_gflops": peak,
+        "read_bandwidth_gbs": bw, "compute_peak_gflops": peak,
+        "bf16_peak_gflops": sum(r["bf16_peak_gflops"] for r in probes) / 2,
+        "fma_peak_gflops": sum(r.get("fma_peak_gflops", 0.0) for r in probes) / 2,
         "flush_bytes": results[0].get("flush_bytes", 0) if results else 0,
         "probes": [{"read_bandwidth_gbs": r["read_bandwidth_gbs"],
-                    "bf16_peak_gflops": r["bf16_peak_gflops"]} for r in probes],
+                    "bf16_peak_gflops": r["bf16_peak_gflops"],
+                    "fma_peak_gflops": r.get("fma_peak_gflops", 0.0),
+                    "compute_peak_gflops": r.get("compute_peak_gflops", r["bf16_peak_gflops"])}
+                   for r in probes],
         "peers": {peer.name: peer.info or {"skipped": peer.why} for peer in peers},
         "command": " ".join(sys.argv), "seconds": round(time.time() - started, 1),
         "load_average_at_end": load, "results": results,

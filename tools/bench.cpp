@@ -1,5 +1,6 @@
 #include "bench.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -69,6 +70,13 @@ Row sfa_row(const BenchProblem& p, const SfaWorkloadResult& r) {
   return row;
 }
 
+// The compute ceilings measured in the run: a kernel's is the faster of the two loops (the
+// fractions are taken against it).
+struct Peaks {
+  double bf16 = 0, fma = 0;
+  double compute() const { return std::max(bf16, fma); }
+};
+
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -82,8 +90,9 @@ int threads_of(const CliOptions& o) {
   return o.demo.num_threads ? o.demo.num_threads : cpu::default_num_threads();
 }
 
-bool write_json(const CliOptions& o, const DemoOptions& d, double bw, double peak,
+bool write_json(const CliOptions& o, const DemoOptions& d, double bw, const Peaks& peaks,
                 const std::vector<Row>& rows) {
+  const double peak = peaks.compute();
   std::FILE* f = std::fopen(o.bench_json.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "kvflash bench: cannot write %s\n", o.bench_json.c_str());
@@ -91,7 +100,10 @@ bool write_json(const CliOptions& o, const DemoOptions& d, double bw, double pea
   }
   std::fprintf(f, "{\n  \"isa\": \"%s\",\n  \"threads\": %d,\n  \"iterations\": %d,\n",
                cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations);
-  std::fprintf(f, "  \"read_bandwidth_gbs\": %.3f,\n  \"bf16_peak_gflops\": %.3f,\n", bw, peak);
+  std::fprintf(f,
+               "  \"read_bandwidth_gbs\": %.3f,\n  \"bf16_peak_gflops\": %.3f,\n  "
+               "\"fma_peak_gflops\": %.3f,\n  \"compute_peak_gflops\": %.3f,\n",
+               bw, peaks.bf16, peaks.fma, peak);
   std::fprintf(f, "  \"cache\": \"%s\",\n  \"flush_bytes\": %zu,\n",
                d.flush_bytes ? "cold" : "warm", d.flush_bytes);
   std::fprintf(f, "  \"results\": [");
@@ -114,7 +126,8 @@ bool write_json(const CliOptions& o, const DemoOptions& d, double bw, double pea
   return std::fclose(f) == 0;
 }
 
-bool write_csv(const CliOptions& o, double bw, double peak, const std::vector<Row>& rows) {
+bool write_csv(const CliOptions& o, double bw, const Peaks& peaks, const std::vector<Row>& rows) {
+  const double peak = peaks.compute();
   std::FILE* f = std::fopen(o.bench_csv.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "kvflash bench: cannot write %s\n", o.bench_csv.c_str());
@@ -124,17 +137,19 @@ bool write_csv(const CliOptions& o, double bw, double peak, const std::vector<Ro
   std::fprintf(f,
                "problem,op,batch,kv_len,kv_dtype,paged,layout,heads,kv_heads,head_dim,top_k,"
                "sparse_block,ms_per_call,bytes,gbs,gflops,bw_fraction,peak_fraction,"
-               "check_passed,isa,threads,iterations,read_bandwidth_gbs,bf16_peak_gflops\n");
+               "check_passed,isa,threads,iterations,read_bandwidth_gbs,bf16_peak_gflops,"
+               "fma_peak_gflops,compute_peak_gflops\n");
   for (const Row& r : rows) {
     // Problem strings hold commas: quoted (they hold no quotes: the parser refuses them).
     std::fprintf(f,
                  "\"%s\",%s,%lld,%lld,%s,%lld,%s,%lld,%lld,%lld,%lld,%lld,%.6f,%.0f,%.4f,%.4f,"
-                 "%.4f,%.4f,%s,%s,%d,%d,%.3f,%.3f\n",
+                 "%.4f,%.4f,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.3f\n",
                  r.problem.c_str(), r.op.c_str(), r.batch, r.kv_len, r.kv_dtype.c_str(), r.paged,
                  r.layout.c_str(), r.heads, r.kv_heads, r.head_dim, r.top_k, r.sparse_block,
                  r.ms_per_call, r.bytes, r.gbs, r.gflops, bw > 0 ? r.gbs / bw : 0.0,
                  peak > 0 ? r.gflops / peak : 0.0, r.passed ? "true" : "false",
-                 cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, bw, peak);
+                 cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, bw,
+                 peaks.bf16, peaks.fma, peak);
   }
   return std::fclose(f) == 0;
 }
@@ -155,9 +170,17 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
                 static_cast<double>(last_level_cache_bytes()) / (1 << 20));
   }
   // The compute ceiling, measured like the bandwidth (skipped with it by --no-bandwidth).
-  const double peak = o.skip_bandwidth ? 0.0 : measure_bf16_peak_gflops(o.demo.num_threads);
-  if (peak > 0)
-    std::printf("bf16 dot-product peak (vdpbf16ps loop, measured): %.0f GFLOP/s\n", peak);
+  Peaks peaks;
+  if (!o.skip_bandwidth) {
+    peaks = {measure_bf16_peak_gflops(o.demo.num_threads),
+             measure_fma_peak_gflops(o.demo.num_threads)};
+  }
+  const double peak = peaks.compute();
+  if (peak > 0) {
+    std::printf("compute peak (measured): bf16 vdpbf16ps loop %.0f GFLOP/s, fp32 FMA loop %.0f "
+                "GFLOP/s\n",
+                peaks.bf16, peaks.fma);
+  }
   std::vector<Row> rows;
   bool ok = true;
   const auto start = std::chrono::steady_clock::now();
@@ -183,13 +206,13 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
     } else {
       SfaWorkloadResult r;
       ok = run_sfa_workload(p.sfa, options, read_bandwidth_gbs, &r) && ok;
-      if (peak > 0) std::printf("     %.2f of the bf16 peak\n", r.gflops / peak);
+      if (peak > 0) std::printf("     %.2f of the compute peak\n", r.gflops / peak);
       rows.push_back(sfa_row(p, r));
     }
     std::fflush(stdout);
   }
-  if (!o.bench_json.empty()) ok = write_json(o, options, read_bandwidth_gbs, peak, rows) && ok;
-  if (!o.bench_csv.empty()) ok = write_csv(o, read_bandwidth_gbs, peak, rows) && ok;
+  if (!o.bench_json.empty()) ok = write_json(o, options, read_bandwidth_gbs, peaks, rows) && ok;
+  if (!o.bench_csv.empty()) ok = write_csv(o, read_bandwidth_gbs, peaks, rows) && ok;
   std::printf("bench: %s\n",
               ok ? n ? "all problems ran and passed their checks" : "probes only (no problem given)"
                  : "FAILED");

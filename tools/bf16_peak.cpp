@@ -39,24 +39,70 @@ __attribute__((target("avx512f,avx512bf16"))) float dot_loop(float seed) {
   return total;
 }
 
-}  // namespace
+// The fp32 FMA loop of the kernels' fp32 paths (16 lanes x 2 FLOP per vfmadd231ps).
+__attribute__((target("avx512f"))) float fma512_loop(float seed) {
+  __m512 acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_set1_ps(0.0f);
+  const __m512 a = _mm512_set1_ps(1.0f), b = _mm512_set1_ps(seed);
+  for (int64_t it = 0; it < kIters; ++it) {
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_fmadd_ps(a, b, acc[i]);
+  }
+  __m512 sum = acc[0];
+  for (int i = 1; i < kAcc; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  float total = 0.0f;
+  for (float x : lanes) total += x;
+  return total;
+}
 
-double measure_bf16_peak_gflops(int num_threads) {
-  if (cpu::active_isa() < cpu::Isa::kAvx512Bf16) return 0.0;
+// The same on AVX2 (8 lanes x 2 FLOP per vfmadd231ps).
+__attribute__((target("avx2,fma"))) float fma256_loop(float seed) {
+  __m256 acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_set1_ps(0.0f);
+  const __m256 a = _mm256_set1_ps(1.0f), b = _mm256_set1_ps(seed);
+  for (int64_t it = 0; it < kIters; ++it) {
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_fmadd_ps(a, b, acc[i]);
+  }
+  __m256 sum = acc[0];
+  for (int i = 1; i < kAcc; ++i) sum = _mm256_add_ps(sum, acc[i]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  float total = 0.0f;
+  for (float x : lanes) total += x;
+  return total;
+}
+
+// Median GFLOP/s of loop (flop_per_op per instruction, kAcc x kIters instructions) on every
+// worker at once.
+double measure(int num_threads, float (*loop)(float), double flop_per_op) {
   const int threads = num_threads > 0 ? num_threads : cpu::default_num_threads();
   std::atomic<uint32_t> sink{0};
   std::vector<double> samples;
   for (int pass = 0; pass < 3; ++pass) {
     const auto t0 = std::chrono::steady_clock::now();
     cpu::parallel_for(threads, threads, [&](int64_t w, int) {
-      const float r = dot_loop(1e-30f * static_cast<float>(w + 1));
+      const float r = loop(1e-30f * static_cast<float>(w + 1));
       sink.fetch_add(static_cast<uint32_t>(r != 0.0f), std::memory_order_relaxed);
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    samples.push_back(64.0 * kAcc * kIters * threads / s / 1e9);
+    samples.push_back(flop_per_op * kAcc * kIters * threads / s / 1e9);
   }
   std::sort(samples.begin(), samples.end());
   return samples[samples.size() / 2];
+}
+
+}  // namespace
+
+double measure_bf16_peak_gflops(int num_threads) {
+  if (cpu::active_isa() < cpu::Isa::kAvx512Bf16) return 0.0;
+  return measure(num_threads, dot_loop, 64.0);
+}
+
+double measure_fma_peak_gflops(int num_threads) {
+  if (cpu::active_isa() >= cpu::Isa::kAvx512) return measure(num_threads, fma512_loop, 32.0);
+  if (cpu::active_isa() >= cpu::Isa::kAvx2) return measure(num_threads, fma256_loop, 16.0);
+  return 0.0;
 }
 
 }  // namespace kvflash::tools

@@ -9,4 +9,10 @@ namespace kvflash::tools {
 /// the active ISA has no AVX512-BF16 (KVFLASH_MAX_ISA caps it like the kernels).
 double measure_bf16_peak_gflops(int num_threads);
 
+/// GFLOP/s of a register-only loop of fp32 FMAs (vfmadd231ps: AVX-512, or AVX2 below it) on
+/// num_threads workers; 0 below AVX2. The kernels' fp32 paths run on it, and on some CPUs it
+/// beats vdpbf16ps (measured on a 2-core Xeon VM: 2x), so a kernel's compute ceiling is the
+/// larger of the two.
+double measure_fma_peak_gflops(int num_threads);
+
 }  // namespace kvflash::tools
