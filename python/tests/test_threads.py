@@ -60,28 +60,29 @@ def _cpu_ticks_per_thread():
 
 
 def _cpu_by_thread(fn, seconds=0.5):
-    """(CPU seconds of each thread that ran, wall seconds) over calls of fn for about `seconds`."""
+    """CPU seconds of each thread that ran, over calls of fn for about `seconds` of wall time."""
     fn()
     hz = os.sysconf("SC_CLK_TCK")
     before, t0 = _cpu_ticks_per_thread(), time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         fn()
-    after, wall = _cpu_ticks_per_thread(), time.perf_counter() - t0
+    after = _cpu_ticks_per_thread()
     used = {t: (after[t] - before.get(t, 0)) / hz for t in after}
-    return {t: c for t, c in used.items() if c > 0}, wall
+    return {t: c for t, c in used.items() if c > 0}
 
 
 def test_one_thread_means_one_core(restore_threads):
-    """With one torch thread only the calling thread works; with two, a second one joins."""
+    """With one torch thread only the calling thread works; with two, a second one joins. Shares
+    of the CPU time used, not of the wall time: on a loaded machine each thread runs less."""
     q, k, v, kw = _big_ifa()
-    torch.set_num_threads(1)
-    used, wall = _cpu_by_thread(lambda: IFA(q, k, v, **kw))
     main = str(threading.get_native_id())
+    torch.set_num_threads(1)
+    used = _cpu_by_thread(lambda: IFA(q, k, v, **kw))
     others = sum(c for t, c in used.items() if t != main)
-    assert others <= 0.03 * wall + 0.02, (used, wall)  # clock-tick granularity: 10 ms
+    assert others <= 0.03 * sum(used.values()) + 0.02, used  # clock-tick granularity: 10 ms
     torch.set_num_threads(2)
-    used, wall = _cpu_by_thread(lambda: IFA(q, k, v, **kw))
-    assert sum(c for t, c in used.items() if t != main) > 0.1 * wall, (used, wall)
+    used = _cpu_by_thread(lambda: IFA(q, k, v, **kw))
+    assert sum(c for t, c in used.items() if t != main) > 0.1 * sum(used.values()), used
 
 
 def test_results_do_not_depend_on_the_thread_count(restore_threads):
