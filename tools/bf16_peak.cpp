@@ -17,6 +17,27 @@ namespace {
 constexpr int64_t kIters = int64_t{1} << 23;  // ~10 ms per pass at the expected peak
 constexpr int kAcc = 12;  // independent chains: enough to cover the latency x ports of vdpbf16ps
 
+// The sum of every lane of the kAcc accumulators (so the loops cannot be optimised away), stored
+// and summed in scalar code (GCC 12 warns falsely inside _mm512_reduce_add_ps).
+__attribute__((target("avx512f"))) float total512(const __m512* acc) {
+  __m512 sum = acc[0];
+  for (int i = 1; i < kAcc; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  float total = 0.0f;
+  for (float x : lanes) total += x;
+  return total;
+}
+__attribute__((target("avx2"))) float total256(const __m256* acc) {
+  __m256 sum = acc[0];
+  for (int i = 1; i < kAcc; ++i) sum = _mm256_add_ps(sum, acc[i]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  float total = 0.0f;
+  for (float x : lanes) total += x;
+  return total;
+}
+
 // Only called when the CPU has AVX512-BF16 (checked by the caller), so the target attribute is
 // safe without building the whole file for that ISA.
 __attribute__((target("avx512f,avx512bf16"))) float dot_loop(float seed) {
@@ -29,14 +50,7 @@ __attribute__((target("avx512f,avx512bf16"))) float dot_loop(float seed) {
   for (int64_t it = 0; it < kIters; ++it) {
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], bh_a, bh_b);
   }
-  __m512 sum = acc[0];
-  for (int i = 1; i < kAcc; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  // Stored and summed in scalar code (GCC 12 warns falsely inside _mm512_reduce_add_ps).
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  float total = 0.0f;
-  for (float x : lanes) total += x;
-  return total;
+  return total512(acc);
 }
 
 // The fp32 FMA loop of the kernels' fp32 paths (16 lanes x 2 FLOP per vfmadd231ps).
@@ -47,13 +61,7 @@ __attribute__((target("avx512f"))) float fma512_loop(float seed) {
   for (int64_t it = 0; it < kIters; ++it) {
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_fmadd_ps(a, b, acc[i]);
   }
-  __m512 sum = acc[0];
-  for (int i = 1; i < kAcc; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  float total = 0.0f;
-  for (float x : lanes) total += x;
-  return total;
+  return total512(acc);
 }
 
 // The same on AVX2 (8 lanes x 2 FLOP per vfmadd231ps).
@@ -64,13 +72,7 @@ __attribute__((target("avx2,fma"))) float fma256_loop(float seed) {
   for (int64_t it = 0; it < kIters; ++it) {
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_fmadd_ps(a, b, acc[i]);
   }
-  __m256 sum = acc[0];
-  for (int i = 1; i < kAcc; ++i) sum = _mm256_add_ps(sum, acc[i]);
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, sum);
-  float total = 0.0f;
-  for (float x : lanes) total += x;
-  return total;
+  return total256(acc);
 }
 
 // Median GFLOP/s of loop (flop_per_op per instruction, kAcc x kIters instructions) on every
