@@ -428,6 +428,28 @@ struct AclnnResult {
   std::vector<op::fp16_t> out;
 };
 
+// After phase 1 (its status in r.phase1): the workspace, phase 2, stream sync and the copy of the
+// n fp16 outputs back to r.out, as a CANN program does them.
+void finish_through_aclnn(AclnnResult& r, uint64_t ws_size, aclOpExecutor* executor,
+                          aclnnStatus (*phase2)(void*, uint64_t, aclOpExecutor*, aclrtStream),
+                          aclrtStream stream, const DeviceBuffer& out, size_t n) {
+  r.message = recent();
+  if (r.phase1 != ACLNN_SUCCESS) return;
+  void* ws = nullptr;
+  if (ws_size > 0) {
+    EXPECT_EQ(aclrtMalloc(&ws, ws_size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  }
+  r.phase2 = phase2(ws, ws_size, executor, stream);
+  r.sync = aclrtSynchronizeStream(stream);
+  r.message = recent();
+  r.out.resize(n);
+  EXPECT_EQ(aclrtMemcpy(r.out.data(), n * 2, out.addr, n * 2, ACL_MEMCPY_DEVICE_TO_HOST),
+            ACL_SUCCESS);
+  if (ws) {
+    EXPECT_EQ(aclrtFree(ws), ACL_SUCCESS);
+  }
+}
+
 // The CANN program's sequence on the CUDA runtime: buffers, tensors, the two phases, sync, copy.
 AclnnResult ifa_through_aclnn(const IfaProblem& p) {
   AclnnResult r;
@@ -456,23 +478,8 @@ AclnnResult ifa_through_aclnn(const IfaProblem& p) {
       nullptr, nullptr, nullptr, nullptr, table ? table->tensor : nullptr, p.N,
       1.0 / std::sqrt(static_cast<double>(p.D)), layout, p.KVN, p.block_size, 1, out.tensor,
       &ws_size, &executor);
-  r.message = recent();
-  if (r.phase1 == ACLNN_SUCCESS) {
-    void* ws = nullptr;
-    if (ws_size > 0) {
-      EXPECT_EQ(aclrtMalloc(&ws, ws_size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    }
-    r.phase2 = aclnnIncreFlashAttentionV3(ws, ws_size, executor, stream);
-    r.sync = aclrtSynchronizeStream(stream);
-    r.message = recent();
-    r.out.resize(p.q.size());
-    EXPECT_EQ(aclrtMemcpy(r.out.data(), r.out.size() * 2, out.addr, r.out.size() * 2,
-                          ACL_MEMCPY_DEVICE_TO_HOST),
-              ACL_SUCCESS);
-    if (ws) {
-      EXPECT_EQ(aclrtFree(ws), ACL_SUCCESS);
-    }
-  }
+  finish_through_aclnn(r, ws_size, executor, aclnnIncreFlashAttentionV3, stream, out,
+                       p.q.size());
   aclDestroyTensorList(key_list);
   aclDestroyTensorList(value_list);
   aclDestroyIntArray(lengths);
@@ -638,23 +645,8 @@ AclnnResult sfa_through_aclnn(const SfaProblem& p) {
       kr.tensor, p.scale(), 1, layout_q, layout_kv, 3, std::numeric_limits<int64_t>::max(),
       std::numeric_limits<int64_t>::max(), 2, false, out.tensor, nullptr, nullptr, &ws_size,
       &executor);
-  r.message = recent();
-  if (r.phase1 == ACLNN_SUCCESS) {
-    void* ws = nullptr;
-    if (ws_size > 0) {
-      EXPECT_EQ(aclrtMalloc(&ws, ws_size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    }
-    r.phase2 = aclnnSparseFlashAttention(ws, ws_size, executor, stream);
-    r.sync = aclrtSynchronizeStream(stream);
-    r.message = recent();
-    r.out.resize(p.q.size());
-    EXPECT_EQ(aclrtMemcpy(r.out.data(), r.out.size() * 2, out.addr, r.out.size() * 2,
-                          ACL_MEMCPY_DEVICE_TO_HOST),
-              ACL_SUCCESS);
-    if (ws) {
-      EXPECT_EQ(aclrtFree(ws), ACL_SUCCESS);
-    }
-  }
+  finish_through_aclnn(r, ws_size, executor, aclnnSparseFlashAttention, stream, out,
+                       p.q.size());
   EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
   return r;
 }
