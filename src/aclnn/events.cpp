@@ -49,16 +49,6 @@ std::shared_ptr<CpuEvent> find_event(aclrtEvent event) {
   return it == events().live.end() ? nullptr : it->second;
 }
 
-aclError dead_event(const char* fn, aclrtEvent event) {
-  return rt_fail(ACL_ERROR_INVALID_PARAM,
-                 std::string(fn) + ": " + ptr_str(event) + " is not a live event");
-}
-
-aclError dead_stream(const char* fn, aclrtStream stream) {
-  return rt_fail(ACL_ERROR_INVALID_PARAM,
-                 std::string(fn) + ": " + ptr_str(stream) + " is not a live stream");
-}
-
 // Blocks until the records issued before the call have run.
 void wait_for(CpuEvent& e) {
   std::unique_lock<std::mutex> lock(e.mu);
@@ -94,7 +84,7 @@ aclError aclrtDestroyEvent(aclrtEvent event) {
     std::shared_ptr<CpuEvent> released;  // queued records keep their own reference
     std::lock_guard<std::mutex> lock(events().mu);
     auto it = events().live.find(event);
-    if (it == events().live.end()) return dead_event("aclrtDestroyEvent", event);
+    if (it == events().live.end()) return not_live("aclrtDestroyEvent", event, "event");
     released = std::move(it->second);
     events().live.erase(it);
     return ACL_SUCCESS;
@@ -106,9 +96,9 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
     if (aclError e = runtime_ready("aclrtRecordEvent")) return e;
     ACL_ON_CUDA(cuda_rt::record_event(event, stream));
     std::shared_ptr<CpuEvent> e = find_event(event);
-    if (!e) return dead_event("aclrtRecordEvent", event);
+    if (!e) return not_live("aclrtRecordEvent", event, "event");
     std::shared_ptr<Stream> s = find_stream(stream);
-    if (!s) return dead_stream("aclrtRecordEvent", stream);
+    if (!s) return not_live("aclrtRecordEvent", stream, "stream");
     uint64_t number;
     {
       std::lock_guard<std::mutex> lock(e->mu);
@@ -142,7 +132,7 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
     if (aclError e = runtime_ready("aclrtSynchronizeEvent")) return e;
     ACL_ON_CUDA(cuda_rt::synchronize_event(event));
     std::shared_ptr<CpuEvent> e = find_event(event);
-    if (!e) return dead_event("aclrtSynchronizeEvent", event);
+    if (!e) return not_live("aclrtSynchronizeEvent", event, "event");
     wait_for(*e);
     return ACL_SUCCESS;
   });
@@ -161,7 +151,7 @@ aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus* status) {
     }
 #endif
     std::shared_ptr<CpuEvent> e = find_event(event);
-    if (!e) return dead_event("aclrtQueryEvent", event);
+    if (!e) return not_live("aclrtQueryEvent", event, "event");
     {
       std::lock_guard<std::mutex> lock(e->mu);
       complete = e->completed >= e->recorded;
@@ -176,9 +166,9 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
     if (aclError e = runtime_ready("aclrtStreamWaitEvent")) return e;
     ACL_ON_CUDA(cuda_rt::stream_wait_event(stream, event));
     std::shared_ptr<CpuEvent> e = find_event(event);
-    if (!e) return dead_event("aclrtStreamWaitEvent", event);
+    if (!e) return not_live("aclrtStreamWaitEvent", event, "event");
     std::shared_ptr<Stream> s = find_stream(stream);
-    if (!s) return dead_stream("aclrtStreamWaitEvent", stream);
+    if (!s) return not_live("aclrtStreamWaitEvent", stream, "stream");
     uint64_t target;
     {
       std::lock_guard<std::mutex> lock(e->mu);
@@ -203,7 +193,7 @@ aclError aclrtEventElapsedTime(float* ms, aclrtEvent startEvent, aclrtEvent endE
     const aclrtEvent handles[2] = {startEvent, endEvent};
     for (int i = 0; i < 2; ++i) {
       std::shared_ptr<CpuEvent> e = find_event(handles[i]);
-      if (!e) return dead_event("aclrtEventElapsedTime", handles[i]);
+      if (!e) return not_live("aclrtEventElapsedTime", handles[i], "event");
       std::lock_guard<std::mutex> lock(e->mu);
       if (e->recorded == 0)
         return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtEventElapsedTime: " +

@@ -327,8 +327,7 @@ aclError aclrtDestroyContext(aclrtContext context) {
   return c_entry("aclrtDestroyContext", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     std::lock_guard<std::mutex> lock(rt().mu);
     if (rt().contexts.erase(reinterpret_cast<uintptr_t>(context)) == 0)
-      return rt_fail(ACL_ERROR_INVALID_PARAM,
-                     "aclrtDestroyContext: " + ptr_str(context) + " is not a live context");
+      return not_live("aclrtDestroyContext", context, "context");
     if (t_current_context == context) t_current_context = nullptr;
     return ACL_SUCCESS;
   });
@@ -339,8 +338,7 @@ aclError aclrtSetCurrentContext(aclrtContext context) {
     std::lock_guard<std::mutex> lock(rt().mu);
     auto it = rt().contexts.find(reinterpret_cast<uintptr_t>(context));
     if (it == rt().contexts.end())
-      return rt_fail(ACL_ERROR_INVALID_PARAM,
-                     "aclrtSetCurrentContext: " + ptr_str(context) + " is not a live context");
+      return not_live("aclrtSetCurrentContext", context, "context");
     t_current_context = context;
     rt().current_device = it->second;
     return ACL_SUCCESS;
@@ -390,8 +388,7 @@ aclError aclrtDestroyStream(aclrtStream stream) {
       std::lock_guard<std::mutex> lock(rt().mu);
       auto it = rt().streams.find(stream);
       if (it == rt().streams.end())
-        return rt_fail(ACL_ERROR_INVALID_PARAM,
-                       "aclrtDestroyStream: " + ptr_str(stream) + " is not a live stream");
+        return not_live("aclrtDestroyStream", stream, "stream");
       s = std::move(it->second);
       rt().streams.erase(it);
     }
@@ -406,8 +403,7 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
     ACL_ON_CUDA(cuda_rt::synchronize_stream(stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)
-      return rt_fail(ACL_ERROR_INVALID_PARAM,
-                     "aclrtSynchronizeStream: " + ptr_str(stream) + " is not a live stream");
+      return not_live("aclrtSynchronizeStream", stream, "stream");
     return report("aclrtSynchronizeStream", s->synchronize());
   });
 }
@@ -499,8 +495,7 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
     ACL_ON_CUDA(cuda_rt::memcpy_async(dst, src, count, raw_enum(kind), stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)
-      return rt_fail(ACL_ERROR_INVALID_PARAM,
-                     "aclrtMemcpyAsync: " + ptr_str(stream) + " is not a live stream");
+      return not_live("aclrtMemcpyAsync", stream, "stream");
     if (!s->submit([dst, src, count] {
           if (count > 0) std::memmove(dst, src, count);
           return kvflash::Status::kSuccess;
@@ -518,8 +513,7 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
     ACL_ON_CUDA(cuda_rt::memset_async(devPtr, value, count, stream));
     std::shared_ptr<Stream> s = find_stream(stream);
     if (!s)
-      return rt_fail(ACL_ERROR_INVALID_PARAM,
-                     "aclrtMemsetAsync: " + ptr_str(stream) + " is not a live stream");
+      return not_live("aclrtMemsetAsync", stream, "stream");
     if (!s->submit([devPtr, value, count] {
           if (count > 0) std::memset(devPtr, value, count);
           return kvflash::Status::kSuccess;

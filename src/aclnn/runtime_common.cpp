@@ -27,6 +27,11 @@ std::string ptr_str(const void* p) {
   return buf;
 }
 
+aclError not_live(const char* fn, const void* handle, const char* what) {
+  return rt_fail(ACL_ERROR_INVALID_PARAM,
+                 std::string(fn) + ": " + ptr_str(handle) + " is not a live " + what);
+}
+
 aclError check_malloc_policy(const char* fn, int32_t policy) {
   if (policy != ACL_MEM_MALLOC_HUGE_FIRST && policy != ACL_MEM_MALLOC_HUGE_ONLY &&
       policy != ACL_MEM_MALLOC_NORMAL_ONLY)

@@ -30,6 +30,8 @@ aclError rt_fail(aclError code, const std::string& message);
 aclError runtime_ready(const char* fn);
 /// "%p" of p.
 std::string ptr_str(const void* p);
+/// ACL_ERROR_INVALID_PARAM, recorded as "fn: <handle> is not a live <what>".
+aclError not_live(const char* fn, const void* handle, const char* what);
 /// ACL_ERROR_INVALID_PARAM (recorded) unless policy is an aclrtMemMallocPolicy.
 aclError check_malloc_policy(const char* fn, int32_t policy);
 /// The checks before any allocation: slot not null (then *ptr = nullptr), size > 0.

@@ -319,8 +319,7 @@ aclError destroy_stream(aclrtStream stream) {
     std::lock_guard<std::mutex> lock(rt().mu);
     auto it = rt().streams.find(stream);
     if (it == rt().streams.end())
-      return rt_fail(ACL_ERROR_INVALID_PARAM,
-                     "aclrtDestroyStream: " + ptr_str(stream) + " is not a live stream");
+      return not_live("aclrtDestroyStream", stream, "stream");
     s = std::move(it->second);
     rt().streams.erase(it);
   }
@@ -338,8 +337,7 @@ aclError destroy_stream(aclrtStream stream) {
 aclError synchronize_stream(aclrtStream stream) {
   std::shared_ptr<CudaStream> s = find(stream);
   if (!s)
-    return rt_fail(ACL_ERROR_INVALID_PARAM,
-                   "aclrtSynchronizeStream: " + ptr_str(stream) + " is not a live stream");
+    return not_live("aclrtSynchronizeStream", stream, "stream");
   return sync_and_report("aclrtSynchronizeStream", *s);
 }
 
@@ -425,8 +423,7 @@ aclError memset_sync(void* ptr, int32_t value, size_t count) {
 aclError memcpy_async(void* dst, const void* src, size_t count, int32_t kind, aclrtStream stream) {
   std::shared_ptr<CudaStream> s = find(stream);
   if (!s)
-    return rt_fail(ACL_ERROR_INVALID_PARAM,
-                   "aclrtMemcpyAsync: " + ptr_str(stream) + " is not a live stream");
+    return not_live("aclrtMemcpyAsync", stream, "stream");
   if (count == 0) return ACL_SUCCESS;
   if (aclError e = check_sides("aclrtMemcpyAsync", dst, src, count, kind)) return e;
   ACL_CUDA_TRY("aclrtMemcpyAsync",
@@ -437,8 +434,7 @@ aclError memcpy_async(void* dst, const void* src, size_t count, int32_t kind, ac
 aclError memset_async(void* ptr, int32_t value, size_t count, aclrtStream stream) {
   std::shared_ptr<CudaStream> s = find(stream);
   if (!s)
-    return rt_fail(ACL_ERROR_INVALID_PARAM,
-                   "aclrtMemsetAsync: " + ptr_str(stream) + " is not a live stream");
+    return not_live("aclrtMemsetAsync", stream, "stream");
   if (count == 0) return ACL_SUCCESS;
   if (aclError e = check_device_range("aclrtMemsetAsync", ptr, count)) return e;
   ACL_CUDA_TRY("aclrtMemsetAsync", cudaMemsetAsync(ptr, value, count, s->handle));
@@ -454,14 +450,6 @@ bool find_event(aclrtEvent handle, cudaEvent_t* out) {
   if (it == rt().events.end()) return false;
   *out = it->second;
   return true;
-}
-aclError dead_event(const char* fn, aclrtEvent event) {
-  return rt_fail(ACL_ERROR_INVALID_PARAM,
-                 std::string(fn) + ": " + ptr_str(event) + " is not a live event");
-}
-aclError dead_stream(const char* fn, aclrtStream stream) {
-  return rt_fail(ACL_ERROR_INVALID_PARAM,
-                 std::string(fn) + ": " + ptr_str(stream) + " is not a live stream");
 }
 }  // namespace
 
@@ -481,7 +469,7 @@ aclError destroy_event(aclrtEvent event) {
   {
     std::lock_guard<std::mutex> lock(rt().mu);
     auto it = rt().events.find(event);
-    if (it == rt().events.end()) return dead_event("aclrtDestroyEvent", event);
+    if (it == rt().events.end()) return not_live("aclrtDestroyEvent", event, "event");
     e = it->second;
     rt().events.erase(it);
   }
@@ -492,23 +480,23 @@ aclError destroy_event(aclrtEvent event) {
 
 aclError record_event(aclrtEvent event, aclrtStream stream) {
   cudaEvent_t e = nullptr;
-  if (!find_event(event, &e)) return dead_event("aclrtRecordEvent", event);
+  if (!find_event(event, &e)) return not_live("aclrtRecordEvent", event, "event");
   std::shared_ptr<CudaStream> s = find(stream);
-  if (!s) return dead_stream("aclrtRecordEvent", stream);
+  if (!s) return not_live("aclrtRecordEvent", stream, "stream");
   ACL_CUDA_TRY("aclrtRecordEvent", cudaEventRecord(e, s->handle));
   return ACL_SUCCESS;
 }
 
 aclError synchronize_event(aclrtEvent event) {
   cudaEvent_t e = nullptr;
-  if (!find_event(event, &e)) return dead_event("aclrtSynchronizeEvent", event);
+  if (!find_event(event, &e)) return not_live("aclrtSynchronizeEvent", event, "event");
   ACL_CUDA_TRY("aclrtSynchronizeEvent", cudaEventSynchronize(e));
   return ACL_SUCCESS;
 }
 
 aclError query_event(aclrtEvent event, bool* complete) {
   cudaEvent_t e = nullptr;
-  if (!find_event(event, &e)) return dead_event("aclrtQueryEvent", event);
+  if (!find_event(event, &e)) return not_live("aclrtQueryEvent", event, "event");
   const cudaError_t q = cudaEventQuery(e);
   if (q == cudaErrorNotReady) {
     (void)cudaGetLastError();
@@ -522,17 +510,17 @@ aclError query_event(aclrtEvent event, bool* complete) {
 
 aclError stream_wait_event(aclrtStream stream, aclrtEvent event) {
   cudaEvent_t e = nullptr;
-  if (!find_event(event, &e)) return dead_event("aclrtStreamWaitEvent", event);
+  if (!find_event(event, &e)) return not_live("aclrtStreamWaitEvent", event, "event");
   std::shared_ptr<CudaStream> s = find(stream);
-  if (!s) return dead_stream("aclrtStreamWaitEvent", stream);
+  if (!s) return not_live("aclrtStreamWaitEvent", stream, "stream");
   ACL_CUDA_TRY("aclrtStreamWaitEvent", cudaStreamWaitEvent(s->handle, e, 0));
   return ACL_SUCCESS;
 }
 
 aclError event_elapsed_time(float* ms, aclrtEvent start, aclrtEvent end) {
   cudaEvent_t a = nullptr, b = nullptr;
-  if (!find_event(start, &a)) return dead_event("aclrtEventElapsedTime", start);
-  if (!find_event(end, &b)) return dead_event("aclrtEventElapsedTime", end);
+  if (!find_event(start, &a)) return not_live("aclrtEventElapsedTime", start, "event");
+  if (!find_event(end, &b)) return not_live("aclrtEventElapsedTime", end, "event");
   ACL_CUDA_TRY("aclrtEventElapsedTime", cudaEventElapsedTime(ms, a, b));
   return ACL_SUCCESS;
 }
