@@ -105,6 +105,29 @@ __device__ __forceinline__ float rescale(float m_old, float m_new) {
   return expf(m_old - m_new);
 }
 
+// The end of one (row, head)'s online softmax, as the CPU's run_task: a sink (sink not null)
+// joins the max and the denominator with no value vector; a row whose scores are all -inf gets a
+// NaN sum; an empty selection without a sink gives zeros (max = sum = 0). divide: a sink or any
+// selected position. Returns the factor the accumulated P.V is rescaled by.
+__device__ __forceinline__ float finish_softmax(const float* sink, bool divide, float& m,
+                                                float& sum) {
+  float a = 1.0f;
+  if (sink != nullptr) {
+    const float sigma = *sink;
+    const float ms = max_nan(m, sigma);
+    a = rescale(m, ms);
+    sum = sum * a + expf(sigma - ms);
+    m = ms;
+  }
+  if (divide) {
+    if (m == -INFINITY) sum = __int_as_float(0x7fc00000);
+    return a;
+  }
+  m = 0.0f;
+  sum = 0.0f;
+  return 0.0f;
+}
+
 // Element offset of KV view v's row for batch b's logical token j (block id already checked).
 __device__ __forceinline__ int64_t kv_offset(const SfaDevProblem& p, const SfaDevData& d,
                                              const SfaKvStrides& v, const Batch& bt, int64_t b,

@@ -307,25 +307,11 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
   const bool any_selected = s.any_selected != 0;
   __syncthreads();
   if (tid < nh) {
-    float m = s.fin_m[tid], l = s.fin_l[tid], a = 1.0f;
-    if (d.sinks != nullptr) {
-      // The sink joins the max and the denominator, with no value vector.
-      const float sigma = d.sinks[(h0 + tid) * p.sinks_s0];
-      const float ms = max_nan(m, sigma);
-      a = rescale(m, ms);
-      l = l * a + expf(sigma - ms);
-      m = ms;
-    }
-    if (d.sinks != nullptr || any_selected) {
-      l = m == -INFINITY ? nan : l;  // every score -inf: NaN, like the reference
-    } else {
-      m = 0.0f;  // empty selection without a sink: zeros, max = sum = 0
-      l = 0.0f;
-      a = 0.0f;
-    }
+    float m = s.fin_m[tid], l = s.fin_l[tid];
+    const float* sink = d.sinks != nullptr ? d.sinks + (h0 + tid) * p.sinks_s0 : nullptr;
+    s.alpha[tid] = finish_softmax(sink, d.sinks != nullptr || any_selected, m, l);
     s.fin_m[tid] = m;
     s.fin_l[tid] = l;
-    s.alpha[tid] = a;
     if (d.softmax_max != nullptr) {
       d.softmax_max[row_index(p.softmax_max, r, h0 + tid, 0)] = m;
       d.softmax_sum[row_index(p.softmax_sum, r, h0 + tid, 0)] = l;

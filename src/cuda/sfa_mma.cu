@@ -418,24 +418,10 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
   const bool any_selected = total > 0;
   const bool divide = d.sinks != nullptr || any_selected;
   for (int h = tid; h < nh; h += nt) {
-    float m = s.max[h], sum = s.sum[h], a = 1.0f;
-    if (d.sinks != nullptr) {
-      // The sink joins the max and the denominator, with no value vector.
-      const float sigma = d.sinks[(h0 + h) * p.sinks_s0];
-      const float ms = max_nan(m, sigma);
-      a = rescale(m, ms);
-      sum = sum * a + expf(sigma - ms);
-      m = ms;
-    }
-    if (divide) {
-      sum = m == -INFINITY ? nan : sum;  // every score -inf: NaN, like the reference
-    } else {
-      m = 0.0f;  // empty selection without a sink: zeros, max = sum = 0
-      sum = 0.0f;
-      a = 0.0f;
-    }
+    float m = s.max[h], sum = s.sum[h];
+    const float* sink = d.sinks != nullptr ? d.sinks + (h0 + h) * p.sinks_s0 : nullptr;
+    s.alpha[h] = finish_softmax(sink, divide, m, sum);
     s.sum[h] = sum;
-    s.alpha[h] = a;
     if (d.softmax_max != nullptr) {
       d.softmax_max[row_index(p.softmax_max, r, h0 + h, 0)] = m;
       d.softmax_sum[row_index(p.softmax_sum, r, h0 + h, 0)] = sum;
