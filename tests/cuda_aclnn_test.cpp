@@ -478,8 +478,7 @@ AclnnResult ifa_through_aclnn(const IfaProblem& p) {
       nullptr, nullptr, nullptr, nullptr, table ? table->tensor : nullptr, p.N,
       1.0 / std::sqrt(static_cast<double>(p.D)), layout, p.KVN, p.block_size, 1, out.tensor,
       &ws_size, &executor);
-  finish_through_aclnn(r, ws_size, executor, aclnnIncreFlashAttentionV3, stream, out,
-                       p.q.size());
+  finish_through_aclnn(r, ws_size, executor, aclnnIncreFlashAttentionV3, stream, out, p.q.size());
   aclDestroyTensorList(key_list);
   aclDestroyTensorList(value_list);
   aclDestroyIntArray(lengths);
@@ -645,8 +644,7 @@ AclnnResult sfa_through_aclnn(const SfaProblem& p) {
       kr.tensor, p.scale(), 1, layout_q, layout_kv, 3, std::numeric_limits<int64_t>::max(),
       std::numeric_limits<int64_t>::max(), 2, false, out.tensor, nullptr, nullptr, &ws_size,
       &executor);
-  finish_through_aclnn(r, ws_size, executor, aclnnSparseFlashAttention, stream, out,
-                       p.q.size());
+  finish_through_aclnn(r, ws_size, executor, aclnnSparseFlashAttention, stream, out, p.q.size());
   EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
   return r;
 }

@@ -337,8 +337,7 @@ aclError aclrtSetCurrentContext(aclrtContext context) {
   return c_entry("aclrtSetCurrentContext", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
     std::lock_guard<std::mutex> lock(rt().mu);
     auto it = rt().contexts.find(reinterpret_cast<uintptr_t>(context));
-    if (it == rt().contexts.end())
-      return not_live("aclrtSetCurrentContext", context, "context");
+    if (it == rt().contexts.end()) return not_live("aclrtSetCurrentContext", context, "context");
     t_current_context = context;
     rt().current_device = it->second;
     return ACL_SUCCESS;
@@ -387,8 +386,7 @@ aclError aclrtDestroyStream(aclrtStream stream) {
     {
       std::lock_guard<std::mutex> lock(rt().mu);
       auto it = rt().streams.find(stream);
-      if (it == rt().streams.end())
-        return not_live("aclrtDestroyStream", stream, "stream");
+      if (it == rt().streams.end()) return not_live("aclrtDestroyStream", stream, "stream");
       s = std::move(it->second);
       rt().streams.erase(it);
     }
@@ -402,8 +400,7 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
     if (aclError e = runtime_ready("aclrtSynchronizeStream")) return e;
     ACL_ON_CUDA(cuda_rt::synchronize_stream(stream));
     std::shared_ptr<Stream> s = find_stream(stream);
-    if (!s)
-      return not_live("aclrtSynchronizeStream", stream, "stream");
+    if (!s) return not_live("aclrtSynchronizeStream", stream, "stream");
     return report("aclrtSynchronizeStream", s->synchronize());
   });
 }
@@ -494,8 +491,7 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
     if (aclError e = runtime_ready("aclrtMemcpyAsync")) return e;
     ACL_ON_CUDA(cuda_rt::memcpy_async(dst, src, count, raw_enum(kind), stream));
     std::shared_ptr<Stream> s = find_stream(stream);
-    if (!s)
-      return not_live("aclrtMemcpyAsync", stream, "stream");
+    if (!s) return not_live("aclrtMemcpyAsync", stream, "stream");
     if (!s->submit([dst, src, count] {
           if (count > 0) std::memmove(dst, src, count);
           return kvflash::Status::kSuccess;
@@ -512,8 +508,7 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
     if (aclError e = runtime_ready("aclrtMemsetAsync")) return e;
     ACL_ON_CUDA(cuda_rt::memset_async(devPtr, value, count, stream));
     std::shared_ptr<Stream> s = find_stream(stream);
-    if (!s)
-      return not_live("aclrtMemsetAsync", stream, "stream");
+    if (!s) return not_live("aclrtMemsetAsync", stream, "stream");
     if (!s->submit([devPtr, value, count] {
           if (count > 0) std::memset(devPtr, value, count);
           return kvflash::Status::kSuccess;

@@ -318,8 +318,7 @@ aclError destroy_stream(aclrtStream stream) {
   {
     std::lock_guard<std::mutex> lock(rt().mu);
     auto it = rt().streams.find(stream);
-    if (it == rt().streams.end())
-      return not_live("aclrtDestroyStream", stream, "stream");
+    if (it == rt().streams.end()) return not_live("aclrtDestroyStream", stream, "stream");
     s = std::move(it->second);
     rt().streams.erase(it);
   }
@@ -336,8 +335,7 @@ aclError destroy_stream(aclrtStream stream) {
 
 aclError synchronize_stream(aclrtStream stream) {
   std::shared_ptr<CudaStream> s = find(stream);
-  if (!s)
-    return not_live("aclrtSynchronizeStream", stream, "stream");
+  if (!s) return not_live("aclrtSynchronizeStream", stream, "stream");
   return sync_and_report("aclrtSynchronizeStream", *s);
 }
 
@@ -422,8 +420,7 @@ aclError memset_sync(void* ptr, int32_t value, size_t count) {
 
 aclError memcpy_async(void* dst, const void* src, size_t count, int32_t kind, aclrtStream stream) {
   std::shared_ptr<CudaStream> s = find(stream);
-  if (!s)
-    return not_live("aclrtMemcpyAsync", stream, "stream");
+  if (!s) return not_live("aclrtMemcpyAsync", stream, "stream");
   if (count == 0) return ACL_SUCCESS;
   if (aclError e = check_sides("aclrtMemcpyAsync", dst, src, count, kind)) return e;
   ACL_CUDA_TRY("aclrtMemcpyAsync",
@@ -433,8 +430,7 @@ aclError memcpy_async(void* dst, const void* src, size_t count, int32_t kind, ac
 
 aclError memset_async(void* ptr, int32_t value, size_t count, aclrtStream stream) {
   std::shared_ptr<CudaStream> s = find(stream);
-  if (!s)
-    return not_live("aclrtMemsetAsync", stream, "stream");
+  if (!s) return not_live("aclrtMemsetAsync", stream, "stream");
   if (count == 0) return ACL_SUCCESS;
   if (aclError e = check_device_range("aclrtMemsetAsync", ptr, count)) return e;
   ACL_CUDA_TRY("aclrtMemsetAsync", cudaMemsetAsync(ptr, value, count, s->handle));
