@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cuda/device.hpp"
-#include "cuda/ifa_cuda.hpp"
+#include "cuda/ifa/ifa_cuda.hpp"
 #include "kvflash/ifa.hpp"
 
 namespace {

@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "core/sfa_problem.hpp"
+#include "ops/sfa/sfa_problem.hpp"
 #include "cuda/device.hpp"
-#include "cuda/sfa_cuda.hpp"
+#include "cuda/sfa/sfa_cuda.hpp"
 #include "kvflash/sfa.hpp"
-#include "sfa/sfa_plan_impl.hpp"
+#include "ops/sfa/sfa_plan_impl.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compiles the SFA CUDA kernels (src/cuda/sfa_kernel.cu: the prologue and the SIMT fallback;
-# src/cuda/sfa_mma.cu: the mma.sync path) for sm_80 and sm_90a with every warning an error, as
+# Compiles the SFA CUDA kernels (src/cuda/sfa/sfa_kernel.cu: the prologue and the SIMT fallback;
+# src/cuda/sfa/sfa_mma.cu: the mma.sync path) for sm_80 and sm_90a with every warning an error, as
 # C++20 like the CMake CUDA build (cmake/cuda.cmake), without configuring it, and prints each
 # kernel's registers and spills (ptxas -v). Needs nvcc (CUDA 12.4+); runs nothing.
 # Exit status: nvcc's.
@@ -13,7 +13,7 @@ cuda_include="$(dirname "$(command -v nvcc)")/../include"
 # headers (as CMake passes them), so only kvflash's code is held to the warnings.
 for cxx in g++ clang++; do
   command -v "$cxx" >/dev/null || continue
-  for src in src/cuda/sfa_kernel.cu src/cuda/sfa_mma.cu; do
+  for src in src/cuda/sfa/sfa_kernel.cu src/cuda/sfa/sfa_mma.cu; do
     nvcc -ccbin "$cxx" -std=c++20 -O3 -Werror all-warnings \
       -Xcompiler -Wall,-Wextra,-Wno-unused-parameter -isystem "$cuda_include" \
       -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a -Xptxas -v \

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/ifa_problem.hpp"
-#include "cpu/ifa_workspace.hpp"
+#include "ops/ifa/ifa_problem.hpp"
+#include "cpu/ifa/ifa_workspace.hpp"
 
 namespace kvflash::cpu {
 namespace {

@@ -1,5 +1,5 @@
 // The IFA CUDA backend's host side, which is plain C++ and runs here without a GPU
-// (cuda/ifa_cuda_plan.hpp): the split-KV schedule (the CPU's chunks), the chunk -> sequence lookup
+// (cuda/ifa/ifa_cuda_plan.hpp): the split-KV schedule (the CPU's chunks), the chunk -> sequence lookup
 // the kernels use, the workspace layout, the launch geometry's limits, the per-run sequence table
 // (pointer arithmetic checked against the tensors' own addressing) and the fault record's status
 // and message (the CPU backend's, for the same bad data).
@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "core/ifa_problem.hpp"
-#include "cpu/ifa_workspace.hpp"
-#include "cuda/ifa_cuda_plan.hpp"
-#include "ifa/ifa_validate.hpp"
+#include "ops/ifa/ifa_problem.hpp"
+#include "cpu/ifa/ifa_workspace.hpp"
+#include "cuda/ifa/ifa_cuda_plan.hpp"
+#include "ops/ifa/ifa_validate.hpp"
 #include "kvflash/ifa.hpp"
 #include "support/ifa_cases.hpp"
 

@@ -23,7 +23,7 @@
 #if defined(KVFLASH_HAVE_CUDA)
 #include <cuda_runtime.h>
 
-#include "cuda/ifa_cuda.hpp"
+#include "cuda/ifa/ifa_cuda.hpp"
 #endif
 
 namespace kvflash::testing {

@@ -1,4 +1,4 @@
-// The tensor-core SFA path's host-side numbers (cuda/sfa_mma_geometry.hpp), on the CPU: the
+// The tensor-core SFA path's host-side numbers (cuda/sfa/sfa_mma_geometry.hpp), on the CPU: the
 // shared-memory layout (alignment, no overlap, fits the parts it targets), the launch geometry for
 // DeepSeek-V3.2's head counts, and which kernel each device and tensor layout gets. Runs in every
 // build (plain C++); the kernels themselves are tested on a GPU by cuda_sfa_test.
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/sfa_mma_geometry.hpp"
+#include "cuda/sfa/sfa_mma_geometry.hpp"
 
 namespace kvflash::cuda {
 namespace {

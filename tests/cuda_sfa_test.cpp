@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "core/sfa_problem.hpp"
-#include "cuda/sfa_cuda.hpp"
+#include "ops/sfa/sfa_problem.hpp"
+#include "cuda/sfa/sfa_cuda.hpp"
 #include "kvflash/sfa.hpp"
-#include "sfa/sfa_plan_impl.hpp"
+#include "ops/sfa/sfa_plan_impl.hpp"
 #include "sfa_reference.hpp"
 #include "support/sfa_cases.hpp"
 #include "support/sfa_compare.hpp"

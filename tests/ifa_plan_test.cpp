@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "core/half.hpp"
-#include "core/ifa_problem.hpp"
-#include "cpu/ifa_kernel.hpp"
-#include "ifa/ifa_plan_impl.hpp"
-#include "ifa/ifa_validate.hpp"
+#include "ops/ifa/ifa_problem.hpp"
+#include "cpu/ifa/ifa_kernel.hpp"
+#include "ops/ifa/ifa_plan_impl.hpp"
+#include "ops/ifa/ifa_validate.hpp"
 #include "kvflash/ifa.hpp"
 
 namespace kvflash {

@@ -1,7 +1,7 @@
 // validate_ifa: one test per rejection rule of spec §2.2-2.11 (exact status
 // code, and a message that names the argument), plus the normalised problem every accepted
 // layout and mode produces.
-#include "ifa/ifa_validate.hpp"
+#include "ops/ifa/ifa_validate.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/ifa_problem.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 #include "cuda/device.hpp"
-#include "ifa/ifa_bind.hpp"
+#include "ops/ifa/ifa_bind.hpp"
 #include "kvflash/ifa.hpp"
 
 namespace kvflash {

@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "cpu/sfa_kernel.hpp"
+#include "cpu/sfa/sfa_kernel.hpp"
 #include "kvflash/sfa.hpp"
-#include "sfa/sfa_plan_impl.hpp"
+#include "ops/sfa/sfa_plan_impl.hpp"
 #include "support/sfa_cases.hpp"
 
 namespace kvflash::testing {

@@ -99,7 +99,7 @@ class KVFLASH_API IfaPlan {
 
  private:
   struct Impl;
-  friend struct IfaPlanAccess;  // library-internal access (src/ifa/ifa_plan_impl.hpp)
+  friend struct IfaPlanAccess;  // library-internal access (src/ops/ifa/ifa_plan_impl.hpp)
   explicit IfaPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -86,7 +86,7 @@ class KVFLASH_API MergePlan {
 
  private:
   struct Impl;
-  friend struct MergePlanAccess;  // library-internal access (src/merge/merge_plan_impl.hpp)
+  friend struct MergePlanAccess;  // library-internal access (src/ops/merge/merge_plan_impl.hpp)
   explicit MergePlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

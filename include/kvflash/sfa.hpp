@@ -83,7 +83,7 @@ class KVFLASH_API SfaPlan {
 
  private:
   struct Impl;
-  friend struct SfaPlanAccess;  // library-internal access (src/sfa/sfa_plan_impl.hpp)
+  friend struct SfaPlanAccess;  // library-internal access (src/ops/sfa/sfa_plan_impl.hpp)
   explicit SfaPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

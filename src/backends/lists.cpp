@@ -2,14 +2,14 @@
 
 #include <array>
 
-#include "cpu/ifa_kernel.hpp"
+#include "cpu/ifa/ifa_kernel.hpp"
 #include "cpu/isa.hpp"
-#include "cpu/merge_kernel.hpp"
-#include "cpu/sfa_kernel.hpp"
+#include "cpu/merge/merge_kernel.hpp"
+#include "cpu/sfa/sfa_kernel.hpp"
 #if defined(KVFLASH_HAVE_CUDA)
 #include "cuda/device.hpp"
-#include "cuda/ifa_cuda.hpp"
-#include "cuda/sfa_cuda.hpp"
+#include "cuda/ifa/ifa_cuda.hpp"
+#include "cuda/sfa/sfa_cuda.hpp"
 #endif
 
 namespace kvflash {
@@ -49,7 +49,7 @@ Status sfa_cuda(const core::SfaProblem& p, const SfaArgs& args, int, void* ws, v
   return cuda::sfa_run(p, args, ws, stream);
 }
 // IFA on CUDA: queued on the run's stream like SFA; the fault record is posted for the aclnn
-// runtime, and C++ callers read it with cuda::ifa_fault_status (cuda/ifa_cuda.hpp).
+// runtime, and C++ callers read it with cuda::ifa_fault_status (cuda/ifa/ifa_cuda.hpp).
 Status ifa_cuda(const core::IfaProblem& p, const IfaArgs& args, int, void* ws, void* stream) {
   return cuda::ifa_run(p, args, ws, stream);
 }
@@ -79,7 +79,7 @@ std::span<const IfaBackend> ifa_backends() {
 std::span<const SfaBackend> sfa_backends() {
 #if defined(KVFLASH_HAVE_CUDA)
   // The CUDA entry chooses its kernel per run (mma.sync or the SIMT fallback:
-  // cuda/sfa_mma_geometry.hpp); both share one workspace layout.
+  // cuda/sfa/sfa_mma_geometry.hpp); both share one workspace layout.
   static constexpr std::array<SfaBackend, 5> kList = {
       SfaBackend{"cuda", DeviceType::kCuda, cuda::device_present, cuda::sfa_workspace_size,
                  sfa_cuda},
@@ -95,7 +95,7 @@ std::span<const SfaBackend> sfa_backends() {
 
 // One portable entry: the merge is memory-bound (a few flops per element read), and baseline
 // x86-64 code without FMA gives the same bits on every CPU, so every rank of a context-parallel
-// group merges identically whatever its instruction set (cpu/merge_kernel.hpp).
+// group merges identically whatever its instruction set (cpu/merge/merge_kernel.hpp).
 std::span<const MergeBackend> merge_backends() {
   static constexpr std::array<MergeBackend, 1> kList = {
       MergeBackend{"cpu", DeviceType::kHost, always, no_workspace, merge}};

@@ -6,9 +6,9 @@
 #include <span>
 
 #include "core/backend.hpp"
-#include "core/ifa_problem.hpp"
-#include "core/merge_problem.hpp"
-#include "core/sfa_problem.hpp"
+#include "ops/ifa/ifa_problem.hpp"
+#include "ops/merge/merge_problem.hpp"
+#include "ops/sfa/sfa_problem.hpp"
 #include "kvflash/ifa.hpp"
 #include "kvflash/merge.hpp"
 #include "kvflash/sfa.hpp"

@@ -1,0 +1,88 @@
+// IFA CPU backend: lays out and prepares the workspace (the run's device reads), then runs the
+// chunk tasks and the merge tasks of one ISA on the parallel loop.
+#include "cpu/ifa/ifa_kernel.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+#include "cpu/ifa/ifa_kernel_isa.hpp"
+#include "cpu/ifa/ifa_workspace.hpp"
+#include "cpu/thread_pool.hpp"
+
+namespace kvflash::cpu {
+namespace {
+
+using ChunkFn = void (*)(const core::IfaProblem&, const core::IfaData&, const IfaLayout&,
+                         const IfaSchedule&, std::byte*, int64_t);
+using MergeFn = void (*)(const core::IfaProblem&, const core::IfaData&, const IfaLayout&,
+                         std::byte*, int64_t);
+
+struct Run {
+  const core::IfaProblem* p;
+  const core::IfaData* d;
+  const IfaLayout* layout;
+  const IfaSchedule* schedule;
+  std::byte* base;
+  ChunkFn chunk;
+  MergeFn merge;
+};
+
+// Waking a pool worker costs a futex round trip (~10 us here), about what two cores take to read
+// a few hundred KB of K/V: a problem with less than kMinBytesPerWorker for each worker runs on
+// fewer of them (a 16-token decode step on one). The thread count never changes the bits (tasks
+// and their merge order are fixed), so this only changes the time.
+constexpr double kMinBytesPerWorker = 256 * 1024;
+
+int workers_for(const core::IfaProblem& p, int threads) {
+  int64_t positions = 0;
+  for (int64_t len : p.kv_len) positions += len;
+  const double bytes = 2.0 * static_cast<double>(positions) * static_cast<double>(p.num_kv_heads) *
+                       static_cast<double>(p.head_dim) * static_cast<double>(dtype_size(p.k.dtype));
+  return static_cast<int>(std::clamp(bytes / kMinBytesPerWorker, 1.0, static_cast<double>(threads)));
+}
+
+}  // namespace
+
+size_t ifa_workspace_size(const core::IfaProblem& p) { return ifa_layout(p).bytes; }
+
+Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, Isa isa, int num_threads, void* ws) {
+  assert(p.group <= kIfaMaxGroup && p.head_dim <= kIfaMaxHeadDim);  // validated
+  const IfaLayout layout = ifa_layout(p);
+  core::IfaData d;
+  std::byte* base = ifa_prepare(p, args, layout, ws, &d);
+  const int threads = workers_for(p, num_threads > 0 ? num_threads : default_num_threads());
+  IfaSchedule schedule = ifa_schedule(p, layout, threads);
+  ChunkFn chunk = scalar::ifa_chunk;
+  MergeFn merge = scalar::ifa_merge;
+  schedule.bf16_dot = isa >= Isa::kAvx512Bf16;
+  switch (isa) {
+    case Isa::kAvx512Bf16:
+    case Isa::kAvx512:
+      chunk = avx512::ifa_chunk;
+      merge = avx512::ifa_merge;
+      break;
+    case Isa::kAvx2:
+      chunk = avx2::ifa_chunk;
+      merge = avx2::ifa_merge;
+      break;
+    case Isa::kScalar:
+      break;
+  }
+  // The lambdas capture one pointer, so std::function keeps them inline (no allocation).
+  const Run run{&p, &d, &layout, &schedule, base, chunk, merge};
+  parallel_for(schedule.num_tasks, threads, [r = &run](int64_t task, int) {
+    r->chunk(*r->p, *r->d, *r->layout, *r->schedule, r->base, task);
+  });
+  // Merge tasks of sequences of one chunk already ran inside their chunk task.
+  bool any_merge = false;
+  for (int64_t b = 0; b < p.batch && !any_merge; ++b) any_merge = !ifa_merged_by_chunk(p, b);
+  if (any_merge) {
+    parallel_for(p.batch * p.num_kv_heads, threads, [r = &run](int64_t task, int) {
+      if (ifa_merged_by_chunk(*r->p, task / r->p->num_kv_heads)) return;
+      r->merge(*r->p, *r->d, *r->layout, r->base, task);
+    });
+  }
+  return ifa_report_faults(p, d);
+}
+
+}  // namespace kvflash::cpu

@@ -1,0 +1,17 @@
+// The IFA kernel compiled for the scalar instruction set (see ifa_kernel-inl.h).
+#include <cstdint>
+#include <cstring>
+
+#include "ops/ifa/ifa_problem.hpp"
+#include "cpu/ifa/ifa_kernel_isa.hpp"
+#include "cpu/ifa/ifa_workspace.hpp"
+#include "cpu/simd_scalar.h"
+
+namespace kvflash::cpu::scalar {
+// The order matters: each header uses what the previous ones define.
+// clang-format off
+#include "cpu/simd_math-inl.h"
+#include "cpu/softmax_state.h"
+#include "cpu/ifa/ifa_kernel-inl.h"
+// clang-format on
+}  // namespace kvflash::cpu::scalar

@@ -1,0 +1,188 @@
+// merge_attention_states on the CPU (see merge_kernel.hpp and kvflash/merge.hpp for the math).
+// Compiled with the library's baseline flags: plain fp32 IEEE arithmetic, no FMA contraction
+// possible, kvflash's scalar exp (the IFA/SFA kernels' exp, lane for lane).
+#include "cpu/merge/merge_kernel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "core/half.hpp"
+#include "cpu/simd_scalar.h"
+#include "cpu/thread_pool.hpp"
+#include "ops/merge/merge_validate.hpp"
+
+namespace kvflash::cpu {
+namespace scalar {
+#include "cpu/simd_math-inl.h"
+}  // namespace scalar
+
+namespace {
+
+using core::MergeData;
+using core::MergeProblem;
+using core::MergeRowStrides;
+
+constexpr float kNegInf = -__builtin_inff();
+/// Output values accumulated at once (an fp32 stack buffer).
+constexpr int64_t kChunk = 512;
+/// Part weights kept per row; more parts recompute theirs for each chunk (same bits).
+constexpr int64_t kWeightCache = 256;
+/// Roughly the elements one parallel task reads.
+constexpr int64_t kTaskElements = int64_t{1} << 15;
+
+/// max(a, b) that is NaN when either is (as the attention kernels' softmax max).
+inline float max_nan(float a, float b) { return (a > b || a != a) ? a : b; }
+
+inline float load(const void* base, DType dt, int64_t i) {
+  if (dt == DType::kFloat32) return static_cast<const float*>(base)[i];
+  uint16_t h;
+  std::memcpy(&h, static_cast<const uint16_t*>(base) + i, sizeof(h));
+  return dt == DType::kBFloat16 ? core::bf16_to_float(h) : core::fp16_to_float(h);
+}
+
+inline void store(void* base, DType dt, int64_t i, float x) {
+  if (dt == DType::kFloat32) {
+    static_cast<float*>(base)[i] = x;
+    return;
+  }
+  const uint16_t h = dt == DType::kBFloat16 ? core::float_to_bf16(x) : core::float_to_fp16(x);
+  std::memcpy(static_cast<uint16_t*>(base) + i, &h, sizeof(h));
+}
+
+inline int64_t offset(const int64_t* idx, const MergeRowStrides& s, int rank) {
+  int64_t o = 0;
+  for (int i = 0; i < rank; ++i) o += idx[i] * s.s[i];
+  return o;
+}
+
+class RowMerge {
+ public:
+  RowMerge(const MergeProblem& p, const MergeData& d, int64_t r) : p_(p), d_(d), r_(r) {
+    int64_t idx[core::kMergeMaxRowDims] = {};
+    int64_t rest = r;
+    for (int i = p.row_rank - 1; i >= 0; --i) {
+      idx[i] = rest % p.row_dims[i];
+      rest /= p.row_dims[i];
+    }
+    o_po_ = offset(idx, p.po, p.row_rank);
+    o_pm_ = offset(idx, p.pm, p.row_rank);
+    o_ps_ = offset(idx, p.ps, p.row_rank);
+    o_sink_ = offset(idx, p.sink, p.row_rank);
+  }
+
+  void run() {
+    const MergeProblem& p = p_;
+    // Pass 1: the overall max M over the non-empty parts (and the sink), NaN-keeping.
+    float m = kNegInf;
+    bool any = false;
+    for (int64_t k = 0; k < p.num_parts; ++k) {
+      if (empty(k)) continue;
+      m = max_nan(m, stat(k));
+      any = true;
+    }
+    const float sink = p.has_sink ? d_.sink[o_sink_] : 0.0f;
+    if (p.has_sink) m = max_nan(m, sink);
+    if (!any && !p.has_sink) {
+      write_empty();
+      return;
+    }
+    m_ = m;
+    // Pass 2: the weights and their sum L, in part order; the sink's term last.
+    float l = 0.0f;
+    for (int64_t k = 0; k < p.num_parts; ++k) {
+      if (empty(k)) continue;
+      const float w = weight(k);
+      if (k < kWeightCache) w_[k] = w;
+      l += w;
+    }
+    if (p.has_sink) l += scalar::exp_scalar(sink - m);  // exp(-inf - -inf) = NaN, as SFA's
+    // Pass 3: sum_k w_k * o_k / L, kChunk values at a time.
+    const int64_t dim = p.head_dim;
+    const auto* po = static_cast<const std::byte*>(d_.partial_out);
+    const int64_t esize = static_cast<int64_t>(dtype_size(p.part_dtype));
+    alignas(64) float acc[kChunk];
+    for (int64_t d0 = 0; d0 < dim; d0 += kChunk) {
+      const int64_t n = std::min(kChunk, dim - d0);
+      std::fill(acc, acc + n, 0.0f);
+      for (int64_t k = 0; k < p.num_parts; ++k) {
+        if (empty(k)) continue;
+        const float w = k < kWeightCache ? w_[k] : weight(k);
+        const void* row = po + (k * p.po_k + o_po_ + d0 * p.po_d) * esize;
+        if (p.part_dtype == DType::kFloat32 && p.po_d == 1) {
+          const float* x = static_cast<const float*>(row);
+          for (int64_t i = 0; i < n; ++i) acc[i] += w * x[i];
+        } else {
+          for (int64_t i = 0; i < n; ++i) acc[i] += w * load(row, p.part_dtype, i * p.po_d);
+        }
+      }
+      const int64_t base = r_ * dim + d0;
+      if (p.out_dtype == DType::kFloat32) {
+        float* out = static_cast<float*>(d_.out) + base;
+        for (int64_t i = 0; i < n; ++i) out[i] = acc[i] / l;
+      } else {
+        for (int64_t i = 0; i < n; ++i) store(d_.out, p.out_dtype, base + i, acc[i] / l);
+      }
+    }
+    if (d_.out_lse != nullptr) d_.out_lse[r_] = m + std::log(l);
+    if (d_.out_max != nullptr) {
+      d_.out_max[r_] = m;
+      d_.out_sum[r_] = l;
+    }
+  }
+
+ private:
+  float stat(int64_t k) const { return d_.partial_m[k * p_.pm_k + o_pm_]; }
+  float part_sum(int64_t k) const { return d_.partial_sum[k * p_.ps_k + o_ps_]; }
+  /// An empty part (nothing attended): lse -inf, or sum 0. Never read further.
+  bool empty(int64_t k) const { return p_.lse_form ? stat(k) == kNegInf : part_sum(k) == 0.0f; }
+  float weight(int64_t k) const {
+    const float e = scalar::exp_scalar(stat(k) - m_);
+    return p_.lse_form ? e : part_sum(k) * e;
+  }
+  /// No part attended anything and there is no sink: zeros, lse -inf, max = sum = 0.
+  void write_empty() {
+    for (int64_t i = 0; i < p_.head_dim; ++i) store(d_.out, p_.out_dtype, r_ * p_.head_dim + i, 0.0f);
+    if (d_.out_lse != nullptr) d_.out_lse[r_] = kNegInf;
+    if (d_.out_max != nullptr) {
+      d_.out_max[r_] = 0.0f;
+      d_.out_sum[r_] = 0.0f;
+    }
+  }
+
+  const MergeProblem& p_;
+  const MergeData& d_;
+  const int64_t r_;
+  int64_t o_po_ = 0, o_pm_ = 0, o_ps_ = 0, o_sink_ = 0;
+  float m_ = kNegInf;
+  float w_[kWeightCache];
+};
+
+struct Run {
+  const MergeProblem* p;
+  const MergeData* d;
+  int64_t rows_per_task;
+};
+
+}  // namespace
+
+Status merge_run(const MergeProblem& p, const MergeArgs& args, int num_threads) {
+  if (p.num_rows == 0) return Status::kSuccess;
+  MergeData d;
+  merge::bind_data(p, args, &d);
+  const int64_t per_row = std::max<int64_t>(1, p.num_parts * p.head_dim);
+  const int64_t rows_per_task = std::max<int64_t>(1, kTaskElements / per_row);
+  const int64_t tasks = (p.num_rows + rows_per_task - 1) / rows_per_task;
+  const int threads = num_threads > 0 ? num_threads : default_num_threads();
+  const Run run{&p, &d, rows_per_task};
+  // The lambda captures one pointer, so std::function keeps it inline (no allocation).
+  parallel_for(tasks, threads, [r = &run](int64_t task, int) {
+    const int64_t begin = task * r->rows_per_task;
+    const int64_t end = std::min(r->p->num_rows, begin + r->rows_per_task);
+    for (int64_t row = begin; row < end; ++row) RowMerge(*r->p, *r->d, row).run();
+  });
+  return Status::kSuccess;
+}
+
+}  // namespace kvflash::cpu

@@ -1,0 +1,212 @@
+// SFA CPU backend: workspace layout, schedule, the run's device reads (lengths), dispatch to the
+// per-ISA task function, and the report of bad device data. ISA-independent.
+#include "cpu/sfa/sfa_kernel.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "core/error.hpp"
+#include "cpu/sfa/sfa_kernel_isa.hpp"
+#include "cpu/thread_pool.hpp"
+#include "ops/sfa/sfa_bind.hpp"
+#include "ops/sfa/sfa_validate.hpp"
+
+namespace kvflash::cpu {
+namespace {
+
+using core::SfaProblem;
+
+// Below this many heads per task, re-gathering each KV row for every head block costs more than
+// the extra parallelism gains (each gathered row feeds head_block x 1088 FLOP).
+constexpr int64_t kMinHeadBlock = 8;
+constexpr int64_t kQk = SfaProblem::kNopeDim + SfaProblem::kRopeDim;
+constexpr size_t kAlign = 64;  // one cache line, one zmm
+
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Heads per task for P participants: split heads only while there are too few rows to give every
+// participant two tasks. N1 is a power of two, so halving keeps the blocks equal.
+int64_t head_block(const SfaProblem& p, int participants) {
+  int64_t hb = std::max<int64_t>(p.num_heads, 1);
+  while (hb > kMinHeadBlock && p.num_rows * ((p.num_heads + hb - 1) / hb) < 2 * participants) {
+    hb /= 2;
+  }
+  return hb;
+}
+
+// Byte offsets from the aligned workspace base. Lane w's tiles are at tiles + w * tile_bytes; its
+// heads are rows [w * head_block, (w + 1) * head_block) of the per-head arrays.
+struct SfaLayout {
+  int lanes = 1;
+  int64_t head_rows = 0;  // enough for every participant count the schedule can choose
+  size_t batches = 0, rows = 0, row_fault = 0, tiles = 0, tile_bytes = 0;
+  size_t q = 0, s = 0, acc = 0, st = 0, bytes = 0;
+};
+
+SfaLayout sfa_layout(const SfaProblem& p) {
+  SfaLayout l;
+  const int64_t min_hb = std::min<int64_t>(std::max<int64_t>(p.num_heads, 1), kMinHeadBlock);
+  const int64_t max_tasks = p.num_rows * ((p.num_heads + min_hb - 1) / min_hb);
+  l.lanes = static_cast<int>(std::clamp<int64_t>(max_tasks, 1, kSfaMaxLanes));
+  for (int w = 1; w <= l.lanes; ++w) l.head_rows = std::max(l.head_rows, w * head_block(p, w));
+  const size_t hr = static_cast<size_t>(l.head_rows);
+  size_t at = 0;
+  const auto take = [&at](size_t bytes) {
+    const size_t o = at;
+    at = round_up(at + bytes);
+    return o;
+  };
+  l.batches = take(sizeof(core::SfaBatch) * static_cast<size_t>(p.batch));
+  l.rows = take(sizeof(core::SfaRow) * static_cast<size_t>(p.num_rows));
+  l.row_fault = take(static_cast<size_t>(p.num_rows));
+  l.tile_bytes = round_up(sizeof(float) * kSfaTile * kQk) +
+                 round_up(sizeof(float) * kSfaTile * SfaProblem::kNopeDim) +
+                 round_up(sizeof(int64_t) * 2 * kSfaTile);
+  l.tiles = take(l.tile_bytes * static_cast<size_t>(l.lanes));
+  l.q = take(sizeof(float) * hr * kQk);
+  l.s = take(sizeof(float) * hr * kSfaTile);
+  l.acc = take(sizeof(float) * hr * SfaProblem::kNopeDim);
+  l.st = take(sizeof(float) * hr * 2);
+  l.bytes = at + kAlign;  // slack to align the caller's pointer
+  return l;
+}
+
+SfaScratch lane_scratch(const SfaLayout& l, std::byte* base, int lane, int64_t hb) {
+  std::byte* t = base + l.tiles + l.tile_bytes * static_cast<size_t>(lane);
+  const int64_t h0 = lane * hb;
+  SfaScratch w;
+  w.kt = reinterpret_cast<float*>(t);
+  w.vt = reinterpret_cast<float*>(t + round_up(sizeof(float) * kSfaTile * kQk));
+  w.pos = reinterpret_cast<int64_t*>(t + round_up(sizeof(float) * kSfaTile * kQk) +
+                                     round_up(sizeof(float) * kSfaTile * SfaProblem::kNopeDim));
+  w.q = reinterpret_cast<float*>(base + l.q) + h0 * kQk;
+  w.s = reinterpret_cast<float*>(base + l.s) + h0 * kSfaTile;
+  w.acc = reinterpret_cast<float*>(base + l.acc) + h0 * SfaProblem::kNopeDim;
+  w.st = reinterpret_cast<float*>(base + l.st) + h0 * 2;
+  return w;
+}
+
+// The documented result of a call whose lengths were bad: every output NaN.
+void write_all_nan(const SfaProblem& p, const core::SfaData& d) {
+  const uint16_t nan16 = p.out_dtype == DType::kFloat16 ? 0x7E00 : 0x7FC0;
+  auto* out = static_cast<uint16_t*>(d.out);
+  auto* out32 = static_cast<float*>(d.out);
+  const float nan = __builtin_nanf("");
+  for (int64_t r = 0; r < p.num_rows; ++r) {
+    for (int64_t h = 0; h < p.num_heads; ++h) {
+      for (int64_t i = 0; i < SfaProblem::kNopeDim; ++i) {
+        if (p.out_dtype == DType::kFloat32) {
+          out32[p.out.index(r, h, i)] = nan;
+        } else {
+          out[p.out.index(r, h, i)] = nan16;
+        }
+      }
+      if (d.softmax_max != nullptr) {
+        d.softmax_max[p.softmax_max.index(r, h, 0)] = nan;
+        d.softmax_sum[p.softmax_sum.index(r, h, 0)] = nan;
+      }
+    }
+  }
+}
+
+// kInvalid naming the first row whose selection used a bad block id, else kSuccess.
+Status report_faults(const SfaProblem& p, const core::SfaData& d, const uint8_t* row_fault) {
+  const auto str = [](int64_t v) { return std::to_string(v); };
+  for (int64_t r = 0; r < p.num_rows; ++r) {
+    if (row_fault[r] == 0) continue;
+    const core::SfaRowLimits lim = core::sfa_row_limits(p, d, r);
+    const int64_t b = d.rows[r].batch;
+    for (int64_t k = 0; k < lim.valid_count; ++k) {
+      int64_t begin, end;
+      if (!core::sfa_selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size,
+                                    lim.thr, &begin, &end)) {
+        break;
+      }
+      if (begin == end) continue;
+      const int64_t slot = core::sfa_bad_slot(p, d, b, begin, end);
+      if (slot < 0) continue;
+      const int32_t id = d.block_table[b * p.bt_s0 + slot * p.bt_s1];
+      return core::fail(Status::kInvalid, sfa::kOpName,
+                        "block_table[" + str(b) + "][" + str(slot) + "] (" + str(id) +
+                            ") is used by query row " + str(r) + " and must be a block id in [0, " +
+                            str(p.num_blocks) + "); the outputs of row " + str(r) + " are NaN");
+    }
+  }
+  return Status::kSuccess;
+}
+
+// The split for `threads` workers on a workspace with `lanes` scratch lanes.
+SfaSchedule schedule_for(const SfaProblem& p, int lanes, int threads) {
+  SfaSchedule s;
+  const int want = std::clamp(threads, 1, lanes);
+  s.head_block = head_block(p, want);
+  s.num_tasks = p.num_rows * ((p.num_heads + s.head_block - 1) / s.head_block);
+  s.participants = static_cast<int>(std::clamp<int64_t>(s.num_tasks, 1, want));
+  return s;
+}
+
+}  // namespace
+
+SfaSchedule sfa_schedule(const SfaProblem& p, int threads) {
+  return schedule_for(p, sfa_layout(p).lanes, threads);
+}
+
+size_t sfa_workspace_size(const SfaProblem& p) { return sfa_layout(p).bytes; }
+
+Status sfa_report_faults(const SfaProblem& p, const core::SfaData& d, const uint8_t* row_fault) {
+  return report_faults(p, d, row_fault);
+}
+
+Status sfa_run(const SfaProblem& p, const SfaArgs& args, Isa isa, int num_threads, void* ws) {
+  const SfaLayout l = sfa_layout(p);
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(ws);
+  std::byte* base = static_cast<std::byte*>(ws) + ((raw + kAlign - 1) / kAlign * kAlign - raw);
+
+  core::SfaData d;
+  sfa::bind_data(p, args, &d);
+  // Device data, read here: in stream order, after everything queued before this run.
+  auto* batches = reinterpret_cast<core::SfaBatch*>(base + l.batches);
+  auto* rows = reinterpret_cast<core::SfaRow*>(base + l.rows);
+  if (Status s = sfa::resolve_lengths(p, d, batches, rows); s != Status::kSuccess) {
+    write_all_nan(p, d);
+    return s;
+  }
+  d.batches = batches;
+  d.rows = rows;
+  auto* row_fault = reinterpret_cast<uint8_t*>(base + l.row_fault);
+  std::memset(row_fault, 0, static_cast<size_t>(p.num_rows));
+
+  SfaTaskFn fn = sfa_task_scalar;
+  switch (isa) {
+    case Isa::kAvx512Bf16:
+    case Isa::kAvx512:
+      fn = sfa_task_avx512;
+      break;
+    case Isa::kAvx2:
+      fn = sfa_task_avx2;
+      break;
+    case Isa::kScalar:
+      break;
+  }
+  const SfaSchedule s =
+      schedule_for(p, l.lanes, num_threads > 0 ? num_threads : default_num_threads());
+  struct Run {
+    const SfaProblem* p;
+    const core::SfaData* d;
+    const SfaSchedule* s;
+    const SfaLayout* l;
+    std::byte* base;
+    uint8_t* row_fault;
+    SfaTaskFn fn;
+  } run{&p, &d, &s, &l, base, row_fault, fn};
+  // The lambda captures one pointer, so std::function keeps it inline (no allocation).
+  parallel_for(s.num_tasks, s.participants, [r = &run](int64_t task, int worker) {
+    r->fn(*r->p, *r->d, *r->s, lane_scratch(*r->l, r->base, worker, r->s->head_block), r->row_fault,
+          task);
+  });
+  return report_faults(p, d, row_fault);
+}
+
+}  // namespace kvflash::cpu

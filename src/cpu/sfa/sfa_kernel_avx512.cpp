@@ -1,0 +1,31 @@
+// SFA kernel, AVX-512 path (16 fp32 lanes). The body is sfa_kernel-inl.h.
+#include <cstdint>
+#include <cstring>
+
+// GCC 12's intrinsic headers trip -W(maybe-)uninitialized on their internal _mm*_undefined
+// operands once inlined here (a known false positive); nothing in this unit is uninitialised.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "ops/sfa/sfa_problem.hpp"
+#include "cpu/sfa/sfa_kernel.hpp"
+#include "cpu/sfa/sfa_kernel_isa.hpp"
+#include "cpu/simd_avx512.h"
+
+namespace kvflash::cpu::avx512 {
+// The order matters: each file uses the ones before it.
+// clang-format off
+#include "cpu/simd_math-inl.h"
+#include "cpu/softmax_state.h"
+#include "cpu/sfa/sfa_kernel-inl.h"
+// clang-format on
+}  // namespace kvflash::cpu::avx512
+
+namespace kvflash::cpu {
+void sfa_task_avx512(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
+                     const SfaScratch& w, uint8_t* row_fault, int64_t task) {
+  avx512::sfa_body::run_one(p, d, s, w, row_fault, task);
+}
+}  // namespace kvflash::cpu

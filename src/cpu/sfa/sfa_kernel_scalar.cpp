@@ -1,0 +1,24 @@
+// SFA kernel, portable scalar path (any x86-64). The body is sfa_kernel-inl.h.
+#include <cstdint>
+#include <cstring>
+
+#include "ops/sfa/sfa_problem.hpp"
+#include "cpu/sfa/sfa_kernel.hpp"
+#include "cpu/sfa/sfa_kernel_isa.hpp"
+#include "cpu/simd_scalar.h"
+
+namespace kvflash::cpu::scalar {
+// The order matters: each file uses the ones before it.
+// clang-format off
+#include "cpu/simd_math-inl.h"
+#include "cpu/softmax_state.h"
+#include "cpu/sfa/sfa_kernel-inl.h"
+// clang-format on
+}  // namespace kvflash::cpu::scalar
+
+namespace kvflash::cpu {
+void sfa_task_scalar(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
+                     const SfaScratch& w, uint8_t* row_fault, int64_t task) {
+  scalar::sfa_body::run_one(p, d, s, w, row_fault, task);
+}
+}  // namespace kvflash::cpu

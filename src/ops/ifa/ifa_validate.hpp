@@ -1,0 +1,18 @@
+// The one place that rejects IncreFlashAttention input (spec §2.2-2.11) and turns accepted
+// arguments into the normalised core::IfaProblem the kernels consume.
+#pragma once
+
+#include "ops/ifa/ifa_problem.hpp"
+#include "kvflash/ifa.hpp"
+#include "kvflash/status.hpp"
+
+namespace kvflash::ifa {
+
+/// Checks every argument and, on success, fills *out. Pure: reads metadata and the host array
+/// actual_seq_lengths only, never a tensor's contents (device data is read by the run). On failure
+/// *out is left unchanged and last_error_message() names the argument: 161001 for a missing
+/// required pointer (query, key, value, attention_out, an empty key/value list, a null tensor in a
+/// list), 161002 otherwise.
+Status validate_ifa(const IfaArgs& args, core::IfaProblem* out);
+
+}  // namespace kvflash::ifa
