@@ -180,6 +180,7 @@ Status sfa_run(const SfaProblem& p, const SfaArgs& args, Isa isa, int num_thread
 
   SfaTaskFn fn = sfa_task_scalar;
   switch (isa) {
+    case Isa::kAmx:  // no AMX kernel yet: the avx512 one (the backend lists never pass kAmx)
     case Isa::kAvx512Bf16:
     case Isa::kAvx512:
       fn = sfa_task_avx512;
