@@ -7,12 +7,16 @@ include(CMakePackageConfigHelpers)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${KVFLASH_GENERATED_INCLUDE}/kvflash/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvflash)
+# The targets installed: scripts/demo.sh builds every one of them, so that `cmake --install` works
+# after it (tests/cli.cmake checks its target list against this one).
+set(KVFLASH_INSTALLED_TARGETS kvflash)
 install(TARGETS kvflash EXPORT kvflashTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(TARGET kvflash_cli)
+  list(APPEND KVFLASH_INSTALLED_TARGETS kvflash_cli)
   install(TARGETS kvflash_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 
