@@ -57,8 +57,8 @@ struct IntKey {
 };
 
 std::string range_of(const IntKey& k) {
-  return std::string(k.key) + " (" + k.what + ") is an integer in [" + std::to_string(k.lo) +
-         ", " + std::to_string(k.hi) + "]";
+  return std::string(k.key) + " (" + k.what + ") is an integer in [" + std::to_string(k.lo) + ", " +
+         std::to_string(k.hi) + "]";
 }
 
 // Every key and its range, for the unknown-key message.
@@ -98,12 +98,12 @@ bool parse_ifa(const std::string& text, std::string_view rest, IfaWorkloadShape*
   s.name = text;
   int64_t batch = 8, kv_len = 4096;
   // A KV length of 0 leaves every sequence empty (no cache block to plan with): s >= 1.
-  const IntKey keys[] = {{"b", "batch", 1, kCliMaxBatch, &batch},
-                         {"s", "KV length", 1, kCliMaxKvLen, &kv_len},
-                         {"n", "query heads", 1, kCliMaxHeads, &s.num_heads},
-                         {"kvn", "KV heads, dividing n, n / kvn <= 64", 1, kCliMaxHeads,
-                          &s.num_kv_heads},
-                         {"d", "head dim", 1, kCliMaxHeadDim, &s.head_dim}};
+  const IntKey keys[] = {
+      {"b", "batch", 1, kCliMaxBatch, &batch},
+      {"s", "KV length", 1, kCliMaxKvLen, &kv_len},
+      {"n", "query heads", 1, kCliMaxHeads, &s.num_heads},
+      {"kvn", "KV heads, dividing n, n / kvn <= 64", 1, kCliMaxHeads, &s.num_kv_heads},
+      {"d", "head dim", 1, kCliMaxHeadDim, &s.head_dim}};
   const bool ok = for_each_item(
       text, rest, error, [&](std::string_view key, std::string_view value, auto fail) {
         bool known = false;
@@ -111,8 +111,10 @@ bool parse_ifa(const std::string& text, std::string_view rest, IfaWorkloadShape*
         if (known) return true;
         if (key == "paged") {
           if (!parse_int(value, 0, kCliMaxBlockSize, &s.block_size) || s.block_size % 16 != 0)
-            return fail("paged (block size) is 0 (a contiguous cache) or a multiple of 16 (32 "
-                        "for kv=int8) up to " + std::to_string(kCliMaxBlockSize));
+            return fail(
+                "paged (block size) is 0 (a contiguous cache) or a multiple of 16 (32 "
+                "for kv=int8) up to " +
+                std::to_string(kCliMaxBlockSize));
         } else if (key == "layout") {
           if (value != "bsnd" && value != "bnsd") return fail("layout is bsnd or bnsd");
           s.paged_bnsd = value == "bnsd";
@@ -134,22 +136,24 @@ bool parse_ifa(const std::string& text, std::string_view rest, IfaWorkloadShape*
   if (!ok) return false;
   // The rules between keys, as the operator applies them when planning.
   if (s.num_heads % s.num_kv_heads != 0)
-    return problem_error(text, "n (" + std::to_string(s.num_heads) + ") must be a multiple of kvn (" +
-                                   std::to_string(s.num_kv_heads) + ")",
+    return problem_error(text,
+                         "n (" + std::to_string(s.num_heads) + ") must be a multiple of kvn (" +
+                             std::to_string(s.num_kv_heads) + ")",
                          error);
   if (s.num_heads / s.num_kv_heads > 64)
-    return problem_error(text, "n / kvn (" + std::to_string(s.num_heads / s.num_kv_heads) +
-                                   ") must be <= 64",
-                         error);
+    return problem_error(
+        text, "n / kvn (" + std::to_string(s.num_heads / s.num_kv_heads) + ") must be <= 64",
+        error);
   if (s.kv_dtype == DType::kInt8 && s.block_size % 32 != 0)
-    return problem_error(text, "paged (" + std::to_string(s.block_size) +
-                                   ") must be a multiple of 32 with kv=int8",
-                         error);
+    return problem_error(
+        text, "paged (" + std::to_string(s.block_size) + ") must be a multiple of 32 with kv=int8",
+        error);
   if (s.paged_bnsd && s.block_size == 0)
     return problem_error(text, "layout=bnsd needs a paged cache (paged > 0)", error);
   if (s.block_size > 0 && !s.paged_bnsd && s.num_kv_heads * s.head_dim > 65535)
-    return problem_error(text, "kvn * d (" + std::to_string(s.num_kv_heads * s.head_dim) +
-                                   ") must be <= 65535 with layout=bsnd (a 3-D paged cache)",
+    return problem_error(text,
+                         "kvn * d (" + std::to_string(s.num_kv_heads * s.head_dim) +
+                             ") must be <= 65535 with layout=bsnd (a 3-D paged cache)",
                          error);
   s.lengths.assign(static_cast<size_t>(batch), kv_len);
   *shape = std::move(s);
@@ -157,7 +161,8 @@ bool parse_ifa(const std::string& text, std::string_view rest, IfaWorkloadShape*
 }
 
 constexpr const char* kSfaOthers =
-    "n (query heads) is a power of 2 in [1, 128]; blk (sparse block size) is a power of 2 in [1, 128] dividing paged; paged (block size) is 0 "
+    "n (query heads) is a power of 2 in [1, 128]; blk (sparse block size) is a power of 2 in [1, "
+    "128] dividing paged; paged (block size) is 0 "
     "(a contiguous cache) or a multiple of 16 up to 1024; kv is bf16 or fp16";
 
 bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape* shape,
@@ -183,8 +188,9 @@ bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape*
         } else if (key == "paged") {
           // The operator's own limits on a paged block size: a multiple of 16 up to 1024.
           if (!parse_int(value, 0, 1024, &s.block_size) || s.block_size % 16 != 0)
-            return fail("paged (block size) is 0 (a contiguous cache) or a multiple of 16 up to "
-                        "1024");
+            return fail(
+                "paged (block size) is 0 (a contiguous cache) or a multiple of 16 up to "
+                "1024");
         } else if (key == "kv") {
           if (value == "bf16") {
             s.dtype = DType::kBFloat16;

@@ -5,11 +5,11 @@
 // cache's layout (bsnd = (blocks, block_size, KV_N*D), bnsd = (blocks, KV_N, block_size, D)).
 //   sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16
 // b batch, topk selected tokens (or blocks) per query, s KV length of every sequence, n query
-// heads (a power of 2 up to 128, sharing the one latent KV head of 512 + 64 rope dims), blk the sparse block size
-// (a power of 2 up to 128 that divides paged), paged the block size (0 = a contiguous BSND cache),
-// kv the dtype of query, cache and output (bf16 | fp16).
-// Keys may come in any order; a key left out keeps the default shown above. Named sweeps expand
-// to lists of such strings (bench_sweep).
+// heads (a power of 2 up to 128, sharing the one latent KV head of 512 + 64 rope dims), blk the
+// sparse block size (a power of 2 up to 128 that divides paged), paged the block size (0 = a
+// contiguous BSND cache), kv the dtype of query, cache and output (bf16 | fp16). Keys may come in
+// any order; a key left out keeps the default shown above. Named sweeps expand to lists of such
+// strings (bench_sweep).
 #pragma once
 
 #include <string>
