@@ -1,6 +1,7 @@
 # `cmake -DDEMO=scripts/demo.sh -DTARGETS=a,b -P tests/scripts/demo_targets.cmake` (tests/cli.cmake):
-# fails unless the `--target` list of demo.sh's build line holds every target in TARGETS (the
-# targets cmake/install.cmake installs), so that `cmake --install` works after demo.sh.
+# fails unless the `--target` list of demo.sh's build line holds every target in TARGETS
+# (kvflash_installed: the installed targets, cmake/install.cmake), so that `cmake --install` works
+# after demo.sh.
 cmake_minimum_required(VERSION 3.25)
 file(STRINGS "${DEMO}" lines REGEX "cmake --build .*--target ")
 if(NOT lines)
