@@ -198,17 +198,17 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
   const size_t n = o.bench.size();
   for (size_t i = 0; i < n; ++i) {
     const BenchProblem& p = o.bench[i];
-    // The progress line goes to stderr, so that stdout stays the results alone.
+    // One progress line per problem, on stdout with the results it heads (a second copy on
+    // stderr interleaved with them when both go to a terminal); the time left after the first.
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (i == 0) {
-      std::fprintf(stderr, "bench %zu/%zu: %s\n", i + 1, n, p.name.c_str());
+      std::printf("bench [%zu/%zu] %s\n", i + 1, n, p.name.c_str());
     } else {
-      std::fprintf(stderr, "bench %zu/%zu (%.0f s so far, about %.0f s left): %s\n", i + 1, n,
-                   elapsed, elapsed / static_cast<double>(i) * static_cast<double>(n - i),
-                   p.name.c_str());
+      std::printf("bench [%zu/%zu] %s  (%.0f s so far, about %.0f s left)\n", i + 1, n,
+                  p.name.c_str(), elapsed,
+                  elapsed / static_cast<double>(i) * static_cast<double>(n - i));
     }
-    std::printf("bench [%zu/%zu] %s\n", i + 1, n, p.name.c_str());
     std::fflush(stdout);
     if (p.op == BenchOp::kIfa) {
       IfaWorkloadResult r;
