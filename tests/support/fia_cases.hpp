@@ -72,6 +72,8 @@ struct FiaCase {
   bool lse = false, sink = false;
   double logit_scale = 1.5;  ///< scale = logit_scale / sqrt(D + Dr)
   std::string tag;
+  /// Most rows legitimately see nothing (a narrow band with a random mask, S1 > S2 in mode 3).
+  bool expect_mostly_empty = false;
 
   int64_t batch() const { return static_cast<int64_t>(q_lens.size()); }
   int64_t dv() const { return value_dim == 0 ? head_dim : value_dim; }
