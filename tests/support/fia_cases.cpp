@@ -446,6 +446,16 @@ std::vector<FiaCase> fia_cases(Tier tier) {
       add(c);
     }
   }
+  if (tier != Tier::kSmoke) {
+    // A band wide enough that some key tiles are whole for every row of a query tile while the
+    // tiles at both edges are cut (the kernel's whole-tile path against its per-row path).
+    FiaCase c;
+    c.layout = FiaLayout::kBsnd;
+    c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 64;
+    c.q_lens = {300, 260}, c.kv_lens = {300, 280};
+    c.sparse_mode = 4, c.mask = FiaMask::kCompressed, c.pre_tokens = 150, c.next_tokens = 10;
+    add(c);
+  }
   if (tier == Tier::kFull) {
     FiaCase c;
     c.layout = FiaLayout::kBsnd;
