@@ -12,10 +12,11 @@
 //      bf16 products are exact in fp32, so every step rounds once (the same bits on every ISA).
 //      avx512bf16 with bf16 inputs (KVFLASH_LI_BF16_DOT): vdpbf16ps adds the pair d = 2p, 2p+1
 //      per step, p = 0..63 (inputs and results below 2^-126 flushed to zero).
-//   2. t[h] = w[h] * relu(dot[h][j]), relu keeping NaN (x86 max returns its second operand when
-//      one is NaN: vmax(0, x)), padding lanes of the last head vector forced to 0.
-//   3. lane-wise sum over head vectors v = 0, 1, ... in order, then the ISA's fixed horizontal
-//      tree (vreduce_add).
+//   2. relu(dot) keeping NaN (x86 max returns its second operand when one is NaN: vmax(0, x)),
+//      padding lanes of the last head vector forced to 0.
+//   3. lane-wise acc = fma(w[v], relu, acc) over head vectors v = 0, 1, ... in order (one rounding
+//      per head; the scalar build, without FMA hardware, rounds the product too), then the ISA's
+//      fixed horizontal tree (vreduce_add).
 // Each key's arithmetic is the same whichever block position or tail path handles it, so equal
 // key rows give equal scores (ties resolve by index) and the bits depend on neither the thread
 // count nor the batch composition.
@@ -114,8 +115,11 @@ alignas(64) inline constexpr float kLaneIds[16] = {0, 1, 2,  3,  4,  5,  6,  7,
                                                    8, 9, 10, 11, 12, 13, 14, 15};
 static_assert(kLanes <= 16);
 
-// tv[j] += w[v] * relu(acc[b][j]) for head vectors v = v0 + b (b in order); lanes at or past
-// `tail` of the last vector (hv - 1) contribute 0 even when their accumulator is NaN.
+// tv[j] = fma(w[v], relu(acc[b][j]), tv[j]) for head vectors v = v0 + b (b in order); lanes at
+// or past `tail` of the last vector (hv - 1) have relu forced to 0 (their weight is 0), so they
+// add 0 even when their accumulator is NaN. One explicit fma, not a multiply and an add: GCC
+// contracts a*b + c in C++ (-ffp-contract=fast is its C++ default) where it sees fit, which made
+// equal keys score differently by their position in the register block.
 template <int HB, int KB>
 inline void fold_heads(const Vec (&acc)[HB][KB], const float* w, int64_t v0, int64_t hv, int tail,
                        Vec* tv) {
@@ -125,9 +129,9 @@ inline void fold_heads(const Vec (&acc)[HB][KB], const float* w, int64_t v0, int
     const bool masked = v0 + b == hv - 1 && tail != kLanes;
 #pragma GCC unroll 16
     for (int j = 0; j < KB; ++j) {
-      Vec t = vmul(wv, vmax(vzero(), acc[b][j]));
-      if (masked) t = vselect_lt(vload(kLaneIds), vset1(static_cast<float>(tail)), t, vzero());
-      tv[j] = vadd(tv[j], t);
+      Vec r = vmax(vzero(), acc[b][j]);
+      if (masked) r = vselect_lt(vload(kLaneIds), vset1(static_cast<float>(tail)), r, vzero());
+      tv[j] = vfma(wv, r, tv[j]);
     }
   }
 }
