@@ -88,6 +88,18 @@ inline void widen_key(const LiParams& p, const uint16_t* src, float* dst) {
   for (int64_t dd = 0; dd < kD; ++dd) dst[dd] = to_float(src, p.dtype, dd * p.k_sd);
 }
 
+// Key rows this far ahead of the block being scored are prefetched into L2: the rows of a paged
+// cache are contiguous only within a block and the hardware prefetchers stop at 4 KiB pages, so
+// without it a cold cache is read at about half the speed the scorer consumes it (measured: 0.32
+// vs 0.16 ms for 4096 keys, cold vs warm, one Zen 5 core). prefetcht1 and asm volatile as in
+// ifa_kernel-inl.h (prefetch_row). Only valid keys (< n, block ids checked) are addressed.
+constexpr int64_t kPrefetchAhead = 32;
+inline void prefetch_key(const LiParams& p, const LiData& d, const LiRowRef& rr, int64_t j) {
+  if (j >= rr.n || p.k_sd != 1) return;
+  const uint16_t* row = kvflash::cpu::li_key_row(p, d, rr.batch, rr.kv_first, j);
+  for (int64_t o = 0; o < kD; o += 32) __asm__ volatile("prefetcht1 %0" : : "m"(*(row + o)));
+}
+
 // acc[b][j] = sum over d of qt[d][(v0 + b) lanes] * k[j][d], in d order.
 template <int HB, int KB>
 inline void dot_f32(const float* qt, int64_t hp, int64_t v0, const float* const* k,
@@ -163,10 +175,11 @@ inline void score_row_f32(const LiParams& p, const LiData& d, const LiRowRef& rr
   const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
   const float* k[kKeyBlock];
   for (int j = 0; j < kKeyBlock; ++j) k[j] = s.kt + j * kD;
+  kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first);
   int64_t j0 = 0;
   for (; j0 + kKeyBlock <= rr.n; j0 += kKeyBlock) {
-    for (int j = 0; j < kKeyBlock; ++j)
-      widen_key(p, kvflash::cpu::li_key_row(p, d, rr.batch, rr.kv_first, j0 + j), s.kt + j * kD);
+    for (int j = 0; j < kKeyBlock; ++j) prefetch_key(p, d, rr, j0 + kPrefetchAhead + j);
+    for (int j = 0; j < kKeyBlock; ++j) widen_key(p, cur.next(), s.kt + j * kD);
     Vec tv[kKeyBlock];
     for (int j = 0; j < kKeyBlock; ++j) tv[j] = vzero();
     score_keys_f32<kKeyBlock>(s.q, s.w, hv, tail, k, tv);
@@ -174,7 +187,7 @@ inline void score_row_f32(const LiParams& p, const LiData& d, const LiRowRef& rr
       keys[j0 + j] = kvflash::cpu::li_order_key(vreduce_add(tv[j]));
   }
   for (; j0 < rr.n; ++j0) {
-    widen_key(p, kvflash::cpu::li_key_row(p, d, rr.batch, rr.kv_first, j0), s.kt);
+    widen_key(p, cur.next(), s.kt);
     Vec tv[1] = {vzero()};
     score_keys_f32<1>(s.q, s.w, hv, tail, k, tv);
     keys[j0] = kvflash::cpu::li_order_key(vreduce_add(tv[0]));
@@ -261,11 +274,11 @@ __attribute__((target("avx512bf16"), noinline)) void score_row_bf16(const LiPara
   const int64_t hv = head_vectors(p.num_heads);
   const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
   const uint16_t* k[kKeyBlock];
+  kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first);
   int64_t j0 = 0;
   for (; j0 + kKeyBlock <= rr.n; j0 += kKeyBlock) {
-    for (int j = 0; j < kKeyBlock; ++j)
-      k[j] = bf16_key(p, kvflash::cpu::li_key_row(p, d, rr.batch, rr.kv_first, j0 + j),
-                      s.kb + j * kD);
+    for (int j = 0; j < kKeyBlock; ++j) prefetch_key(p, d, rr, j0 + kPrefetchAhead + j);
+    for (int j = 0; j < kKeyBlock; ++j) k[j] = bf16_key(p, cur.next(), s.kb + j * kD);
     Vec tv[kKeyBlock];
     for (int j = 0; j < kKeyBlock; ++j) tv[j] = vzero();
     score_keys_bf16<kKeyBlock>(qp, s.w, hv, tail, k, tv);
@@ -273,7 +286,7 @@ __attribute__((target("avx512bf16"), noinline)) void score_row_bf16(const LiPara
       keys[j0 + j] = kvflash::cpu::li_order_key(vreduce_add(tv[j]));
   }
   for (; j0 < rr.n; ++j0) {
-    k[0] = bf16_key(p, kvflash::cpu::li_key_row(p, d, rr.batch, rr.kv_first, j0), s.kb);
+    k[0] = bf16_key(p, cur.next(), s.kb);
     Vec tv[1] = {vzero()};
     score_keys_bf16<1>(qp, s.w, hv, tail, k, tv);
     keys[j0] = kvflash::cpu::li_order_key(vreduce_add(tv[0]));
