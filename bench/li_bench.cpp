@@ -145,8 +145,8 @@ int main(int argc, char** argv) {
   cpu::Isa isa = cpu::detected_isa();
   if (argc > 5) {
     const std::string s = argv[5];
-    isa = s == "scalar" ? cpu::Isa::kScalar
-          : s == "avx2" ? cpu::Isa::kAvx2
+    isa = s == "scalar"   ? cpu::Isa::kScalar
+          : s == "avx2"   ? cpu::Isa::kAvx2
           : s == "avx512" ? cpu::Isa::kAvx512
                           : cpu::Isa::kAvx512Bf16;
     isa = std::min(isa, cpu::detected_isa());
@@ -225,12 +225,15 @@ int main(int argc, char** argv) {
   const bool bf16_dot = isa >= cpu::Isa::kAvx512Bf16;
   const double peak = isa >= cpu::Isa::kAvx512 ? compute_peak(threads, bf16_dot) : 0.0;
   std::printf(
-      "li rows=%lld keys=%lld heads=64 D=128 bf16 K=2048 PA128 threads=%d isa=%s: %.3f ms (wall min "
-      "%.3f, median %.3f), key bytes %.2f GB/s = %.3f of read bandwidth %.2f GB/s; %.1f GFLOP/s = %.3f "
+      "li rows=%lld keys=%lld heads=64 D=128 bf16 K=2048 PA128 threads=%d isa=%s: %.3f ms (wall "
+      "min "
+      "%.3f, median %.3f), key bytes %.2f GB/s = %.3f of read bandwidth %.2f GB/s; %.1f GFLOP/s = "
+      "%.3f "
       "of the %s peak %.1f GFLOP/s\n",
       static_cast<long long>(rows), static_cast<long long>(keys), threads, cpu::isa_name(isa),
-      t * 1e3, times[0] * 1e3, times[times.size() / 2] * 1e3, key_bytes / t / 1e9, key_bytes / t / 1e9 / bw, bw, flops / t / 1e9,
-      peak > 0 ? flops / t / 1e9 / peak : 0.0, bf16_dot ? "vdpbf16ps" : "fp32 FMA", peak);
+      t * 1e3, times[0] * 1e3, times[times.size() / 2] * 1e3, key_bytes / t / 1e9,
+      key_bytes / t / 1e9 / bw, bw, flops / t / 1e9, peak > 0 ? flops / t / 1e9 / peak : 0.0,
+      bf16_dot ? "vdpbf16ps" : "fp32 FMA", peak);
   std::free(kmem);
   return 0;
 }

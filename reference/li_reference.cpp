@@ -50,7 +50,7 @@ LiReference li_reference(const LiCall& c) {
   // Key capacity of one batch: what a per-batch length may be at most.
   const int64_t block_size = paged ? c.key.shape[1] : 0;
   const int64_t num_blocks = paged ? c.key.shape[0] : 0;
-  const int64_t kv_cap = paged ? c.block_table->shape[1] * block_size
+  const int64_t kv_cap = paged   ? c.block_table->shape[1] * block_size
                          : k_tnd ? c.key.shape[0]
                                  : c.key.shape[1];
 

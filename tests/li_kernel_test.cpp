@@ -1,6 +1,8 @@
 // The LightningIndexer CPU kernel (src/cpu/li/): every case of the shared list on every ISA this
 // CPU has, checked slot by slot against the fp64 reference; output bits independent of the thread
 // count; the top-k and the order keys on their own.
+#include "cpu/li/li_kernel.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include "cpu/isa.hpp"
-#include "cpu/li/li_kernel.hpp"
 #include "li_reference.hpp"
 #include "support/li_cases.hpp"
 #include "support/li_compare.hpp"
@@ -106,10 +107,18 @@ INSTANTIATE_TEST_SUITE_P(Cases, LiKernelTest, ::testing::ValuesIn(li_cases_for_r
 TEST(LiOrderKey, RanksLikeTheSelectionOrder) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> v = {nan, -nan, inf, -inf, 0.0f, -0.0f, 1.0f, -1.0f,
+  std::vector<float> v = {nan,
+                          -nan,
+                          inf,
+                          -inf,
+                          0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.0f,
                           std::numeric_limits<float>::denorm_min(),
                           -std::numeric_limits<float>::denorm_min(),
-                          std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()};
+                          std::numeric_limits<float>::max(),
+                          -std::numeric_limits<float>::max()};
   TestRng rng(7);
   for (int i = 0; i < 2000; ++i) v.push_back(static_cast<float>(rng.normal() * 1e3));
   for (float a : v) {

@@ -2,6 +2,8 @@
 // here from the case descriptions (lengths from the LiCase, not from the tensors; selection by
 // repeated arg-max, not a sort), and against small hand-computed cases: ties, NaN, negative
 // weights, causal thresholds, padding rows, value rounding, faults.
+#include "li_reference.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "ifa_reference.hpp"  // ifa_round_to_dtype
-#include "li_reference.hpp"
 #include "support/elements.hpp"
 #include "support/li_cases.hpp"
 
@@ -77,8 +78,8 @@ TEST(LiReference, EqualsBruteForceOnTheCaseList) {
           for (int64_t h = 0; h < c.num_heads; ++h) {
             double dot = 0.0;
             for (int64_t d = 0; d < kD; ++d) dot += qx[h * kD + d] * kx[d];
-            const double w = q_tnd ? load_element(call.weights, {r, h})
-                                   : load_element(call.weights, {b, i, h});
+            const double w =
+                q_tnd ? load_element(call.weights, {r, h}) : load_element(call.weights, {b, i, h});
             acc += w * (dot > 0 || std::isnan(dot) ? dot : 0.0);
           }
           s[j] = acc;
@@ -126,7 +127,8 @@ class Hand {
     bufs_.emplace_back(static_cast<size_t>(n) * dtype_size(dt) + 8);
     TensorView t = TensorView::contiguous(bufs_.back().data(), dt,
                                           std::span<const int64_t>(shape.data(), shape.size()));
-    for (int64_t i = 0; i < n; ++i) store_element(t, i, i < static_cast<int64_t>(v.size()) ? v[i] : 0);
+    for (int64_t i = 0; i < n; ++i)
+      store_element(t, i, i < static_cast<int64_t>(v.size()) ? v[i] : 0);
     return t;
   }
 

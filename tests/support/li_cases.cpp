@@ -439,8 +439,7 @@ LiCaseData::LiCaseData(const LiCase& c) : case_(c) {
       for (int64_t h = 0; h < n1; ++h) {
         double w = rng.normal();
         if (c.values == LiValues::kNonFinite && i == 0 && h == n1 / 2) w = kNaN;
-        store(call_.weights, q_tnd ? std::vector<int64_t>{t, h} : std::vector<int64_t>{b, i, h},
-              w);
+        store(call_.weights, q_tnd ? std::vector<int64_t>{t, h} : std::vector<int64_t>{b, i, h}, w);
         for (int64_t d = 0; d < kD; ++d) {
           store(call_.query,
                 q_tnd ? std::vector<int64_t>{t, h, d} : std::vector<int64_t>{b, i, h, d},
@@ -496,7 +495,8 @@ LiCaseData::LiCaseData(const LiCase& c) : case_(c) {
     }
     case LiFault::kKeyLength:
       if (k_tnd) {
-        store(*call_.actual_seq_lengths_key, {last}, static_cast<double>(sum_kv - c.kv_lens[last] - 1));
+        store(*call_.actual_seq_lengths_key, {last},
+              static_cast<double>(sum_kv - c.kv_lens[last] - 1));
       } else {
         store(*call_.actual_seq_lengths_key, {last},
               static_cast<double>(paged ? max_blocks * c.block_size + 1 : ks[1] + 1));
@@ -504,7 +504,8 @@ LiCaseData::LiCaseData(const LiCase& c) : case_(c) {
       break;
     case LiFault::kQueryLength:
       if (q_tnd) {
-        store(*call_.actual_seq_lengths_query, {0}, static_cast<double>(c.q_lens[0] + c.q_lens[1] + 1));
+        store(*call_.actual_seq_lengths_query, {0},
+              static_cast<double>(c.q_lens[0] + c.q_lens[1] + 1));
       } else {
         store(*call_.actual_seq_lengths_query, {last}, static_cast<double>(s1 + 1));
       }

@@ -36,8 +36,8 @@ enum class LiValues {
 /// rows and name the same entry.
 enum class LiFault {
   kNone,
-  kBlockId,    ///< PA: a used block-table entry of the last batch out of range
-  kKeyLength,  ///< a per-batch key length above the capacity (TND: a decreasing prefix sum)
+  kBlockId,      ///< PA: a used block-table entry of the last batch out of range
+  kKeyLength,    ///< a per-batch key length above the capacity (TND: a decreasing prefix sum)
   kQueryLength,  ///< BSND: a query length above S1; TND: a decreasing query prefix sum
 };
 
@@ -50,8 +50,8 @@ struct LiCase {
   int64_t sparse_count = 64;         ///< K
   std::vector<int64_t> q_lens{1};    ///< per batch (B = size)
   std::vector<int64_t> kv_lens{64};  ///< per batch
-  int64_t q_slack = 0;   ///< BSND: S1 = max q_len + q_slack; TND: rows past the last prefix sum
-  int64_t kv_slack = 3;  ///< BSND: S2 = max kv_len + kv_slack; TND: extra rows; PA: spare blocks
+  int64_t q_slack = 0;      ///< BSND: S1 = max q_len + q_slack; TND: rows past the last prefix sum
+  int64_t kv_slack = 3;     ///< BSND: S2 = max kv_len + kv_slack; TND: extra rows; PA: spare blocks
   int64_t block_size = 16;  ///< PA only
   int64_t sparse_mode = 3;
   bool pass_q_lens = true;   ///< BSND query: give actual_seq_lengths_query (forced for TND)

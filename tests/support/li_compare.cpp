@@ -46,8 +46,7 @@ double li_score_tolerance(double magnitude, int64_t num_heads) {
          0x1p-100;
 }
 
-::testing::AssertionResult compare_li_output(const std::string& name,
-                                             const reference::LiCall& call,
+::testing::AssertionResult compare_li_output(const std::string& name, const reference::LiCall& call,
                                              const reference::LiReference& ref,
                                              bool expect_mostly_empty, LiCompareStats* stats) {
   const bool q_tnd = call.layout_query == "TND";
@@ -86,8 +85,8 @@ double li_score_tolerance(double magnitude, int64_t num_heads) {
         fail.add(INFINITY, where(r, k) + "index " + std::to_string(idx[k]) + ", expected -1");
       }
       if (values) {
-        const bool ok = kind == LiRowKind::kFault ? std::isnan(val[k])
-                                                  : (std::isinf(val[k]) && val[k] < 0);
+        const bool ok =
+            kind == LiRowKind::kFault ? std::isnan(val[k]) : (std::isinf(val[k]) && val[k] < 0);
         if (!ok) {
           fail.add(INFINITY, where(r, k) + "value " + std::to_string(val[k]) + ", expected " +
                                  (kind == LiRowKind::kFault ? "NaN" : "-inf"));
@@ -117,8 +116,8 @@ double li_score_tolerance(double magnitude, int64_t num_heads) {
     std::vector<int64_t> group(n), rank_in_group(n), group_taken;
     for (int64_t p = 0; p < n; ++p) {
       const int64_t j = order[p];
-      const bool same = p > 0 && !reference::li_score_above(ref.key_score(r, order[p - 1]),
-                                                            ref.key_score(r, j));
+      const bool same =
+          p > 0 && !reference::li_score_above(ref.key_score(r, order[p - 1]), ref.key_score(r, j));
       if (!same) group_taken.push_back(0);
       group[j] = static_cast<int64_t>(group_taken.size()) - 1;
       rank_in_group[j] = same ? rank_in_group[order[p - 1]] + 1 : 0;
@@ -174,7 +173,8 @@ double li_score_tolerance(double magnitude, int64_t num_heads) {
       if (lo[j] > min_hi) {
         fail.add(lo[j].first != min_hi.first ? INFINITY : 1.0,
                  where(r, k) + "key " + std::to_string(j) + " (score " +
-                     std::to_string(ref.key_score(r, j)) + ") comes after a key it clearly ranks above");
+                     std::to_string(ref.key_score(r, j)) +
+                     ") comes after a key it clearly ranks above");
       }
       min_hi = std::min(min_hi, hi[j]);
       if (last_in_group[group[j]] > j) {

@@ -18,10 +18,10 @@
 //     within 2u |s| + (1 + 2u) tol(j) of it (u = 2^-8 bf16, 2^-11 fp16, plus its least subnormal).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "li_reference.hpp"
 
@@ -38,8 +38,7 @@ struct LiCompareStats {
 
 /// Checks call's sparse_indices (and sparse_values when return_value) against ref. A reference
 /// without any normal row fails unless expect_mostly_empty (such a case proves little).
-::testing::AssertionResult compare_li_output(const std::string& name,
-                                             const reference::LiCall& call,
+::testing::AssertionResult compare_li_output(const std::string& name, const reference::LiCall& call,
                                              const reference::LiReference& ref,
                                              bool expect_mostly_empty,
                                              LiCompareStats* stats = nullptr);

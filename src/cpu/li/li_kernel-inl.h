@@ -212,8 +212,10 @@ inline void stage_query_pairs(const LiParams& p, const LiData& d, int64_t row, u
 }
 
 template <int HB, int KB>
-__attribute__((target("avx512bf16"), always_inline)) inline void dot_bf16(
-    const uint16_t* qp, int64_t hp, int64_t v0, const uint16_t* const* k, Vec (&acc)[HB][KB]) {
+__attribute__((target("avx512bf16"), always_inline)) inline void dot_bf16(const uint16_t* qp,
+                                                                          int64_t hp, int64_t v0,
+                                                                          const uint16_t* const* k,
+                                                                          Vec (&acc)[HB][KB]) {
   __m512 a[HB][KB];
 #pragma GCC unroll 16
   for (int b = 0; b < HB; ++b)
@@ -263,11 +265,8 @@ inline const uint16_t* bf16_key(const LiParams& p, const uint16_t* src, uint16_t
   return dst;
 }
 
-__attribute__((target("avx512bf16"), noinline)) void score_row_bf16(const LiParams& p,
-                                                                     const LiData& d,
-                                                                     const LiRowRef& rr,
-                                                                     const LiScratch& s,
-                                                                     uint32_t* keys) {
+__attribute__((target("avx512bf16"), noinline)) void score_row_bf16(
+    const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s, uint32_t* keys) {
   uint16_t* qp = reinterpret_cast<uint16_t*>(s.q);
   stage_query_pairs(p, d, rr.row, qp);
   stage_weights(p, d, rr.row, s.w);

@@ -22,7 +22,7 @@ size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // What the prologue derives per batch from the device data.
 struct LiBatch {
-  int64_t q_first = 0, lq = 0;   // first query row, query count
+  int64_t q_first = 0, lq = 0;    // first query row, query count
   int64_t kv_first = 0, lkv = 0;  // first key (TND), key count
   int64_t fault = 0;              // 1: the batch's rows are faulted
 };
@@ -184,8 +184,8 @@ void run_row(const Run& r, int64_t row, int worker) {
   const int64_t i = row - bs.q_first;
   if (i >= bs.lq) return write_empty(p, d, row, 0, false);  // BSND padding row
   // D9: sparse_mode 3 admits j < S2_b - S1_b + i + 1.
-  const int64_t n = std::clamp<int64_t>(p.sparse_mode == 3 ? bs.lkv - bs.lq + i + 1 : bs.lkv, 0,
-                                        bs.lkv);
+  const int64_t n =
+      std::clamp<int64_t>(p.sparse_mode == 3 ? bs.lkv - bs.lq + i + 1 : bs.lkv, 0, bs.lkv);
   if (n == 0) return write_empty(p, d, row, 0, false);
 
   const LiScratch s = lane_scratch(*r.l, r.base, worker);

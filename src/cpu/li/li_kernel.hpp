@@ -31,12 +31,12 @@ enum class LiKeyLayout : int32_t { kBsnd = 0, kTnd = 1, kPaged = 2 };
 /// tensor they describe; every pointer of LiData points at element 0 of its view.
 struct LiParams {
   int64_t batch = 0;
-  int64_t num_heads = 0;     ///< N1, 1..64
-  int64_t sparse_count = 0;  ///< K
-  int64_t sparse_mode = 3;   ///< 0 or 3
-  bool q_tnd = false;        ///< query TND (rows t) or BSND (rows b * s1 + i)
-  int64_t s1 = 0;            ///< BSND query S1
-  int64_t num_rows = 0;      ///< B * S1 or T
+  int64_t num_heads = 0;             ///< N1, 1..64
+  int64_t sparse_count = 0;          ///< K
+  int64_t sparse_mode = 3;           ///< 0 or 3
+  bool q_tnd = false;                ///< query TND (rows t) or BSND (rows b * s1 + i)
+  int64_t s1 = 0;                    ///< BSND query S1
+  int64_t num_rows = 0;              ///< B * S1 or T
   DType dtype = DType::kBFloat16;    ///< query and key: fp16 or bf16
   DType w_dtype = DType::kBFloat16;  ///< weights: fp32 or the query dtype
   /// Query element (b, i, h, d) at b*q_sb + i*q_ss + h*q_sh + d*q_sd (TND: t*q_ss + ...).
@@ -78,13 +78,13 @@ struct LiRowRef {
 
 /// One participant's scratch (64-byte aligned pieces of the workspace).
 struct LiScratch {
-  float* q;         ///< the staged query: 128 x 64 fp32 (or 64 x 64 bf16 pairs)
-  float* w;         ///< the staged weights: 64 fp32
-  float* kt;        ///< key rows widened to fp32: kLiKeyBlock x 128
-  uint16_t* kb;     ///< key rows gathered contiguously (strided key views): kLiKeyBlock x 128
-  uint32_t* keys;   ///< the row's scores as ordered keys: kv_cap
-  uint32_t* hist;   ///< radix-select histogram: kLiRadixBins
-  uint64_t* sel;    ///< the selection being sorted: sparse_count
+  float* q;        ///< the staged query: 128 x 64 fp32 (or 64 x 64 bf16 pairs)
+  float* w;        ///< the staged weights: 64 fp32
+  float* kt;       ///< key rows widened to fp32: kLiKeyBlock x 128
+  uint16_t* kb;    ///< key rows gathered contiguously (strided key views): kLiKeyBlock x 128
+  uint32_t* keys;  ///< the row's scores as ordered keys: kv_cap
+  uint32_t* hist;  ///< radix-select histogram: kLiRadixBins
+  uint64_t* sel;   ///< the selection being sorted: sparse_count
 };
 inline constexpr int64_t kLiKeyBlock = 4;
 inline constexpr int64_t kLiRadixBins = 2048;
@@ -168,10 +168,10 @@ inline float li_order_value(uint32_t key) {
 
 /// The deterministic top-k of one row (ISA-independent; li_topk.cpp): the min(n, k) largest of
 /// keys[0, n) as (key, lower index first on equal keys), in descending order, into idx[0, c);
-/// returns c, and leaves sel[s] = (order key << 32) | (0xffffffff - idx[s]) for s < c. A radix select on the 32-bit keys
-/// (three histogram passes with the scratch's kLiRadixBins bins) finds the k-th largest key, one
-/// pass collects what ranks above it plus the lowest-index keys equal to it, and only the c
-/// selected are sorted: no sort of all n keys. sel: scratch for k entries.
+/// returns c, and leaves sel[s] = (order key << 32) | (0xffffffff - idx[s]) for s < c. A radix
+/// select on the 32-bit keys (three histogram passes with the scratch's kLiRadixBins bins) finds
+/// the k-th largest key, one pass collects what ranks above it plus the lowest-index keys equal to
+/// it, and only the c selected are sorted: no sort of all n keys. sel: scratch for k entries.
 int64_t li_select_topk(const uint32_t* keys, int64_t n, int64_t k, uint32_t* hist, uint64_t* sel,
                        int32_t* idx);
 

@@ -13,12 +13,12 @@ namespace kvflash::cpu {
 using LiScoreRowFn = void (*)(const LiParams& p, const LiData& d, const LiRowRef& rr,
                               const LiScratch& s, uint32_t* keys);
 
-void li_score_row_scalar(const LiParams& p, const LiData& d, const LiRowRef& rr,
-                         const LiScratch& s, uint32_t* keys);
+void li_score_row_scalar(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
+                         uint32_t* keys);
 void li_score_row_avx2(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
                        uint32_t* keys);
-void li_score_row_avx512(const LiParams& p, const LiData& d, const LiRowRef& rr,
-                         const LiScratch& s, uint32_t* keys);
+void li_score_row_avx512(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
+                         uint32_t* keys);
 /// bf16 query and key only (vdpbf16ps); needs Isa::kAvx512Bf16.
 void li_score_row_avx512bf16(const LiParams& p, const LiData& d, const LiRowRef& rr,
                              const LiScratch& s, uint32_t* keys);
