@@ -2,13 +2,14 @@
 // plan-relevant metadata as 64-bit words in native byte order, with its presence and length
 // where those vary, so that two argument sets have equal bytes exactly when every tensor's
 // dtype, rank, dims, strides, offset and device and every attribute are equal. No data pointer.
-// Inline: the PyTorch operators fingerprint every call's arguments to find its plan.
+// The PyTorch operators fingerprint every call's arguments to find its plan, so the words are
+// gathered in a local buffer and appended in a few blocks, not one by one.
 #pragma once
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,53 +18,65 @@
 
 namespace kvflash::core {
 
-inline void append_fingerprint(std::string* out, int64_t value) {
-  char bytes[sizeof value];
-  std::memcpy(bytes, &value, sizeof value);
-  out->append(bytes, sizeof bytes);
-}
+class FingerprintWriter {
+ public:
+  explicit FingerprintWriter(std::string* out) : out_(out) {}
+  FingerprintWriter(const FingerprintWriter&) = delete;
+  FingerprintWriter& operator=(const FingerprintWriter&) = delete;
 
-inline void append_fingerprint(std::string* out, bool value) {
-  append_fingerprint(out, static_cast<int64_t>(value));
-}
+  void word(int64_t w) {
+    if (n_ == kWords) flush();
+    words_[n_++] = w;
+  }
+  void text(const std::string& s) {
+    word(static_cast<int64_t>(s.size()));
+    flush();
+    out_->append(s);
+  }
+  /// Appends what is buffered to the output; call it once at the end.
+  void flush() {
+    out_->append(reinterpret_cast<const char*>(words_), n_ * sizeof(int64_t));
+    n_ = 0;
+  }
 
+ private:
+  static constexpr size_t kWords = 128;
+  int64_t words_[kWords];
+  size_t n_ = 0;
+  std::string* out_;
+};
+
+inline void append_fingerprint(FingerprintWriter& w, int64_t value) { w.word(value); }
+inline void append_fingerprint(FingerprintWriter& w, bool value) { w.word(value); }
 // The bits of the double: a plan compares (float)scale_value, so equal bits are sufficient.
-inline void append_fingerprint(std::string* out, double value) {
-  append_fingerprint(out, std::bit_cast<int64_t>(value));
+inline void append_fingerprint(FingerprintWriter& w, double value) {
+  w.word(std::bit_cast<int64_t>(value));
 }
-
-inline void append_fingerprint(std::string* out, const std::string& value) {
-  append_fingerprint(out, static_cast<int64_t>(value.size()));
-  out->append(value);
-}
-
-inline void append_fingerprint(std::string* out,
+inline void append_fingerprint(FingerprintWriter& w, const std::string& value) { w.text(value); }
+inline void append_fingerprint(FingerprintWriter& w,
                                const std::optional<std::vector<int64_t>>& values) {
-  append_fingerprint(out, values.has_value());
+  w.word(values.has_value());
   if (!values) return;
-  append_fingerprint(out, static_cast<int64_t>(values->size()));
-  for (int64_t v : *values) append_fingerprint(out, v);
+  w.word(static_cast<int64_t>(values->size()));
+  for (int64_t v : *values) w.word(v);
 }
-
-inline void append_fingerprint(std::string* out, const TensorView& v) {
-  append_fingerprint(out, static_cast<int64_t>(v.dtype));
-  append_fingerprint(out, static_cast<int64_t>(v.rank));
+inline void append_fingerprint(FingerprintWriter& w, const TensorView& v) {
+  w.word(static_cast<int64_t>(v.dtype));
+  w.word(v.rank);
   const int rank = std::clamp(v.rank, 0, kMaxRank);
-  for (int i = 0; i < rank; ++i) append_fingerprint(out, v.shape[i]);
-  for (int i = 0; i < rank; ++i) append_fingerprint(out, v.strides[i]);
-  append_fingerprint(out, v.offset);
-  append_fingerprint(out, static_cast<int64_t>(v.device.type));
-  append_fingerprint(out, static_cast<int64_t>(v.device.index));
+  for (int i = 0; i < rank; ++i) w.word(v.shape[i]);
+  for (int i = 0; i < rank; ++i) w.word(v.strides[i]);
+  w.word(v.offset);
+  w.word(static_cast<int64_t>(v.device.type));
+  w.word(v.device.index);
 }
-
-inline void append_fingerprint(std::string* out, const std::optional<TensorView>& v) {
-  append_fingerprint(out, v.has_value());
-  if (v) append_fingerprint(out, *v);
+inline void append_fingerprint(FingerprintWriter& w, const std::optional<TensorView>& v) {
+  w.word(v.has_value());
+  if (v) append_fingerprint(w, *v);
 }
-
-inline void append_fingerprint(std::string* out, const std::vector<TensorView>& views) {
-  append_fingerprint(out, static_cast<int64_t>(views.size()));
-  for (const TensorView& v : views) append_fingerprint(out, v);
+inline void append_fingerprint(FingerprintWriter& w, const std::vector<TensorView>& views) {
+  w.word(static_cast<int64_t>(views.size()));
+  for (const TensorView& v : views) append_fingerprint(w, v);
 }
 
 }  // namespace kvflash::core

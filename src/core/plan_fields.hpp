@@ -73,7 +73,9 @@ Status match_fields(const char* op, const Fields& fields, const Args& plan, cons
 /// Appends the fingerprint bytes of every field of args to *out (core/fingerprint.hpp).
 template <class Args, class Fields>
 void fingerprint_fields(const Fields& fields, const Args& args, std::string* out) {
-  for_each_field(fields, [&](const auto& f) { append_fingerprint(out, args.*f.member); });
+  FingerprintWriter w(out);
+  for_each_field(fields, [&](const auto& f) { append_fingerprint(w, args.*f.member); });
+  w.flush();
 }
 
 }  // namespace kvflash::core

@@ -75,7 +75,6 @@ struct PlanHandle {
     if (bytes == nullptr) return fail(Status::kNullPtr, op(), "bytes (the output pointer) is null");
     try {
       bytes->clear();
-      bytes->reserve(1024);  // every operator's fingerprint so far, in one allocation
       fingerprint_fields(Desc::fields, args, bytes);
     } catch (const std::bad_alloc&) {
       return fail_noalloc(Status::kRuntime, op(), "out of memory while fingerprinting");
