@@ -2,18 +2,23 @@
 // plan-relevant metadata as 64-bit words in native byte order, with its presence and length
 // where those vary, so that two argument sets have equal bytes exactly when every tensor's
 // dtype, rank, dims, strides, offset and device and every attribute are equal. No data pointer.
-// The PyTorch operators fingerprint every call's arguments to find its plan, so the words are
-// gathered in a local buffer and appended in a few blocks, not one by one.
+// The PyTorch operators fingerprint every call's arguments to find its plan (python/src/
+// plan_cache.hpp, which includes this header and writes into a buffer it reuses), so the words
+// are gathered in a local buffer and appended in a few blocks, not one by one, and a string is
+// packed into whole words: the bytes are always a whole number of words, which the cache hashes
+// word by word. Header-only over the public types.
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/fields.hpp"
 #include "kvflash/tensor.hpp"
 
 namespace kvflash::core {
@@ -24,14 +29,24 @@ class FingerprintWriter {
   FingerprintWriter(const FingerprintWriter&) = delete;
   FingerprintWriter& operator=(const FingerprintWriter&) = delete;
 
+  /// Room for n (at most kWords) words: write them at the pointer returned, then commit() the
+  /// end. A view's words go in one block, with no bound check per word.
+  int64_t* reserve(size_t n) {
+    if (n_ + n > kWords) flush();
+    return words_ + n_;
+  }
+  void commit(const int64_t* end) { n_ = static_cast<size_t>(end - words_); }
   void word(int64_t w) {
-    if (n_ == kWords) flush();
-    words_[n_++] = w;
+    *reserve(1) = w;
+    ++n_;
   }
   void text(const std::string& s) {
     word(static_cast<int64_t>(s.size()));
-    flush();
-    out_->append(s);
+    for (size_t i = 0; i < s.size(); i += sizeof(int64_t)) {
+      int64_t w = 0;
+      std::memcpy(&w, s.data() + i, std::min(sizeof w, s.size() - i));
+      word(w);
+    }
   }
   /// Appends what is buffered to the output; call it once at the end.
   void flush() {
@@ -39,8 +54,9 @@ class FingerprintWriter {
     n_ = 0;
   }
 
- private:
   static constexpr size_t kWords = 128;
+
+ private:
   int64_t words_[kWords];
   size_t n_ = 0;
   std::string* out_;
@@ -60,16 +76,25 @@ inline void append_fingerprint(FingerprintWriter& w,
   w.word(static_cast<int64_t>(values->size()));
   for (int64_t v : *values) w.word(v);
 }
-inline void append_fingerprint(FingerprintWriter& w, const TensorView& v) {
-  w.word(static_cast<int64_t>(v.dtype));
-  w.word(v.rank);
+
+// A view's words at p: dtype, rank, dims, strides, offset, device; returns the end.
+inline int64_t* put_view(int64_t* p, const TensorView& v) {
+  *p++ = static_cast<int64_t>(v.dtype);
+  *p++ = v.rank;
   const int rank = std::clamp(v.rank, 0, kMaxRank);
-  for (int i = 0; i < rank; ++i) w.word(v.shape[i]);
-  for (int i = 0; i < rank; ++i) w.word(v.strides[i]);
-  w.word(v.offset);
-  w.word(static_cast<int64_t>(v.device.type));
-  w.word(v.device.index);
+  for (int i = 0; i < rank; ++i) *p++ = v.shape[i];
+  for (int i = 0; i < rank; ++i) *p++ = v.strides[i];
+  *p++ = v.offset;
+  *p++ = static_cast<int64_t>(v.device.type);
+  *p++ = v.device.index;
+  return p;
 }
+inline constexpr size_t kViewWords = 5 + 2 * kMaxRank;
+
+inline void append_fingerprint(FingerprintWriter& w, const TensorView& v) {
+  w.commit(put_view(w.reserve(kViewWords), v));
+}
+// Most optional tensors are absent: that case is one word, small enough to inline at every field.
 inline void append_fingerprint(FingerprintWriter& w, const std::optional<TensorView>& v) {
   w.word(v.has_value());
   if (v) append_fingerprint(w, *v);
@@ -77,6 +102,14 @@ inline void append_fingerprint(FingerprintWriter& w, const std::optional<TensorV
 inline void append_fingerprint(FingerprintWriter& w, const std::vector<TensorView>& views) {
   w.word(static_cast<int64_t>(views.size()));
   for (const TensorView& v : views) append_fingerprint(w, v);
+}
+
+/// Appends the fingerprint bytes of every field of args to *out.
+template <class Args, class Fields>
+void fingerprint_fields(const Fields& fields, const Args& args, std::string* out) {
+  FingerprintWriter w(out);
+  for_each_field(fields, [&](const auto& f) { append_fingerprint(w, args.*f.member); });
+  w.flush();
 }
 
 }  // namespace kvflash::core

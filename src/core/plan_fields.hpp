@@ -1,7 +1,8 @@
 // What a plan does with an operator's field table (core/fields.hpp): keep the creation
 // arguments without their data (strip_fields), match a run against them (match_fields) and
 // describe them as bytes (fingerprint_fields). One generic body for every operator; the messages
-// name the argument by its table name.
+// name the argument by its table name. fingerprint_fields is core/fingerprint.hpp's, which the
+// PyTorch operators include without the rest.
 #pragma once
 
 #include <cstdint>
@@ -68,14 +69,6 @@ Status match_fields(const char* op, const Fields& fields, const Args& plan, cons
         "num_threads (" + std::to_string(run.num_threads) + ") must be >= 0 (0 = library default)");
   }
   return Status::kSuccess;
-}
-
-/// Appends the fingerprint bytes of every field of args to *out (core/fingerprint.hpp).
-template <class Args, class Fields>
-void fingerprint_fields(const Fields& fields, const Args& args, std::string* out) {
-  FingerprintWriter w(out);
-  for_each_field(fields, [&](const auto& f) { append_fingerprint(w, args.*f.member); });
-  w.flush();
 }
 
 }  // namespace kvflash::core
