@@ -1,141 +1,106 @@
-// IncreFlashAttention as torch operators: the CPU kernels (views of the tensors, a cached plan, one
-// run) and the fake kernels (the output shapes, for torch.compile and torch.export).
+// IncreFlashAttention as torch operators, npu_incre_flash_attention and kvflash's
+// incre_flash_attention: the CPU kernels (views of the tensors, a cached plan, one run) and the
+// fake kernels (the output shapes, for torch.compile and torch.export).
 #include <ATen/ATen.h>
 
-#include "args.hpp"
+#include "kvflash/ifa.hpp"
 #include "ops.hpp"
+#include "ops/ifa/ifa_fields.hpp"
+#include "output_rules.hpp"
+#include "plan_cache.hpp"
+#include "schema_args.hpp"
 #include "views.hpp"
 
 namespace kvflash::torch_ext {
 namespace {
 
-constexpr const char* kNpuOp = "kvflash::npu_incre_flash_attention";
-constexpr const char* kExtOp = "kvflash::incre_flash_attention";
-
 // Plans by metadata. A decode loop with fixed shapes and host lengths hits one entry; each new
 // actual_seq_lengths is a new plan (the lengths are part of it, as in aclnn).
-PlanCache<IfaPlan, IfaArgs>& cache() {
-  static PlanCache<IfaPlan, IfaArgs> c(256);
+PlanCache<IfaPlan, IfaArgs, ifa::kFields>& cache() {
+  static PlanCache<IfaPlan, IfaArgs, ifa::kFields> c(256);
   return c;
 }
 
-// attention_out has the query's shape (contiguous), its dtype or int8; the LSE, when asked for,
-// is fp32 (B, N).
-std::pair<at::Tensor, std::optional<at::Tensor>> run(const char* op, const IfaInputs& in) {
-  at::Tensor out = at::empty(in.query.sizes(), in.query.options().dtype(ifa_out_dtype(in)));
-  std::optional<at::Tensor> lse;
-  if (in.return_softmax_lse) {
-    const int64_t b = in.query.dim() > 0 ? in.query.size(0) : 0;
-    lse = at::empty({b, std::max<int64_t>(in.num_heads, 0)}, in.query.options().dtype(at::kFloat));
-  }
-  const IfaArgs args = ifa_args(op, in, out, lse);
-  const auto plan = cache().get(args);
-  run_plan(*plan, args, in.query);
-  return {std::move(out), std::move(lse)};
-}
+// One operator's schema: padding_mask is reserved (torch_npu ignores it too), return_softmax_lse
+// (incre_flash_attention only) asks for the LSE output.
+struct IfaSchema {
+  explicit IfaSchema(const c10::FunctionSchema& s)
+      : args(s, {"padding_mask", "return_softmax_lse"}),
+        quant_scale2(args.index().at("quant_scale2")),
+        num_heads(args.index().at("num_heads")),
+        return_softmax_lse(args.index().find("return_softmax_lse")) {}
+  SchemaArgs<ifa::kFields> args;
+  int quant_scale2, num_heads;
+  int return_softmax_lse;  // -1 in npu_incre_flash_attention's schema
+};
 
-void check_devices(const char* op, const at::Tensor& query, at::TensorList key,
-                   at::TensorList value, std::initializer_list<std::pair<const OptTensor*, const char*>> opt) {
-  const c10::Device d = query.device();
-  for (const auto& k : key) check_same_device(op, d, k, "key");
-  for (const auto& v : value) check_same_device(op, d, v, "value");
-  for (const auto& [t, name] : opt) check_same_device(op, d, *t, name);
-}
-
-at::Tensor meta_out(const at::Tensor& query, const OptTensor& quant_scale2) {
-  const bool quant = quant_scale2.has_value() && quant_scale2->defined();
-  return at::empty_symint(query.sym_sizes(),
-                          query.options().dtype(quant ? at::kChar : query.scalar_type()));
+template <bool kExt>
+const IfaSchema& schema_of(const c10::OperatorHandle& op) {
+  static const IfaSchema s = [&] {
+    IfaSchema made(op.schema());
+    TORCH_CHECK(!kExt || made.return_softmax_lse >= 0, "[", made.args.op(),
+                "] the schema has no return_softmax_lse");
+    return made;
+  }();
+  return s;
 }
 
 }  // namespace
 
-at::Tensor npu_ifa_cpu(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                       const OptTensor& /*padding_mask: reserved*/, const OptTensor& atten_mask,
-                       const OptTensor& pse_shift, at::OptionalIntArrayRef actual_seq_lengths,
-                       const OptTensor& antiquant_scale, const OptTensor& antiquant_offset,
-                       const OptTensor& block_table, const OptTensor& dequant_scale1,
-                       const OptTensor& quant_scale1, const OptTensor& dequant_scale2,
-                       const OptTensor& quant_scale2, const OptTensor& quant_offset2,
-                       const OptTensor& kv_padding_size, int64_t num_heads, double scale_value,
-                       std::string_view input_layout, int64_t num_key_value_heads,
-                       int64_t block_size, int64_t inner_precise) {
-  const IfaInputs in =
-      gather_ifa_inputs(query, {key}, {value}, atten_mask, pse_shift, actual_seq_lengths, antiquant_scale,
-             antiquant_offset, block_table, dequant_scale1, quant_scale1, dequant_scale2,
-             quant_scale2, quant_offset2, kv_padding_size, num_heads, scale_value, input_layout,
-             num_key_value_heads, block_size, inner_precise);
-  return run(kNpuOp, in).first;
-}
-
-std::tuple<at::Tensor, at::Tensor> ifa_cpu(
-    const at::Tensor& query, at::TensorList key, at::TensorList value,
-    const OptTensor& /*padding_mask: reserved*/, const OptTensor& atten_mask,
-    const OptTensor& pse_shift, at::OptionalIntArrayRef actual_seq_lengths,
-    const OptTensor& antiquant_scale, const OptTensor& antiquant_offset,
-    const OptTensor& block_table, const OptTensor& dequant_scale1, const OptTensor& quant_scale1,
-    const OptTensor& dequant_scale2, const OptTensor& quant_scale2, const OptTensor& quant_offset2,
-    const OptTensor& kv_padding_size, int64_t num_heads, double scale_value,
-    std::string_view input_layout, int64_t num_key_value_heads, int64_t block_size,
-    int64_t inner_precise, bool return_softmax_lse, bool zero_fully_masked_rows) {
-  IfaInputs in = gather_ifa_inputs(query, key.vec(), value.vec(), atten_mask, pse_shift, actual_seq_lengths,
-                        antiquant_scale, antiquant_offset, block_table, dequant_scale1,
-                        quant_scale1, dequant_scale2, quant_scale2, quant_offset2,
-                        kv_padding_size, num_heads, scale_value, input_layout,
-                        num_key_value_heads, block_size, inner_precise);
-  in.return_softmax_lse = return_softmax_lse;
-  in.zero_fully_masked_rows = zero_fully_masked_rows;
-  auto [out, lse] = run(kExtOp, in);
-  if (!lse) lse = at::empty({0}, query.options().dtype(at::kFloat));  // not requested
-  return {std::move(out), std::move(*lse)};
-}
-
-at::Tensor npu_ifa_meta(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                        const OptTensor& padding_mask, const OptTensor& atten_mask,
-                        const OptTensor& pse_shift, at::OptionalSymIntArrayRef,
-                        const OptTensor& antiquant_scale, const OptTensor& antiquant_offset,
-                        const OptTensor& block_table, const OptTensor& dequant_scale1,
-                        const OptTensor& quant_scale1, const OptTensor& dequant_scale2,
-                        const OptTensor& quant_scale2, const OptTensor& quant_offset2,
-                        const OptTensor& kv_padding_size, int64_t, double, std::string_view,
-                        int64_t, int64_t, int64_t) {
-  check_devices(kNpuOp, query, key, value,
-                {{&padding_mask, "padding_mask"}, {&atten_mask, "atten_mask"},
-                 {&pse_shift, "pse_shift"}, {&antiquant_scale, "antiquant_scale"},
-                 {&antiquant_offset, "antiquant_offset"}, {&block_table, "block_table"},
-                 {&dequant_scale1, "dequant_scale1"}, {&quant_scale1, "quant_scale1"},
-                 {&dequant_scale2, "dequant_scale2"}, {&quant_scale2, "quant_scale2"},
-                 {&quant_offset2, "quant_offset2"}, {&kv_padding_size, "kv_padding_size"}});
-  return meta_out(query, quant_scale2);
-}
-
-std::tuple<at::Tensor, at::Tensor> ifa_meta(
-    const at::Tensor& query, at::TensorList key, at::TensorList value,
-    const OptTensor& padding_mask, const OptTensor& atten_mask, const OptTensor& pse_shift,
-    at::OptionalSymIntArrayRef, const OptTensor& antiquant_scale,
-    const OptTensor& antiquant_offset, const OptTensor& block_table,
-    const OptTensor& dequant_scale1, const OptTensor& quant_scale1,
-    const OptTensor& dequant_scale2, const OptTensor& quant_scale2,
-    const OptTensor& quant_offset2, const OptTensor& kv_padding_size, int64_t num_heads, double,
-    std::string_view, int64_t, int64_t, int64_t, bool return_softmax_lse, bool) {
-  check_devices(kExtOp, query, key, value,
-                {{&padding_mask, "padding_mask"}, {&atten_mask, "atten_mask"},
-                 {&pse_shift, "pse_shift"}, {&antiquant_scale, "antiquant_scale"},
-                 {&antiquant_offset, "antiquant_offset"}, {&block_table, "block_table"},
-                 {&dequant_scale1, "dequant_scale1"}, {&quant_scale1, "quant_scale1"},
-                 {&dequant_scale2, "dequant_scale2"}, {&quant_scale2, "quant_scale2"},
-                 {&quant_offset2, "quant_offset2"}, {&kv_padding_size, "kv_padding_size"}});
-  at::Tensor out = meta_out(query, quant_scale2);
-  const auto opts = query.options().dtype(at::kFloat);
+// attention_out has the query's shape (contiguous), its dtype or int8; the LSE, when asked for,
+// is fp32 (B, N).
+template <bool kExt>
+void ifa_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const IfaSchema& s = schema_of<kExt>(op);
+  const size_t n = s.args.index().num_arguments();
+  const auto in = arguments(*stack, n);
+  IfaArgs args;
+  s.args.read(in, &args);
+  const at::Tensor& query = in[0].toTensor();
+  const at::Tensor out =
+      at::empty(query.sizes(), query.options().dtype(ifa_out_dtype(query, in[s.quant_scale2])));
+  args.attention_out = view_of(out, s.args.op(), "attention_out");
+  const auto f32 = query.options().dtype(at::kFloat);
   at::Tensor lse;
-  if (return_softmax_lse) {
-    const c10::SymInt b = query.dim() > 0 ? query.sym_size(0) : c10::SymInt(0);
-    lse = at::empty_symint({b, c10::SymInt(std::max<int64_t>(num_heads, 0))}, opts);
-  } else {
-    lse = at::empty({0}, opts);
+  if (kExt && in[s.return_softmax_lse].toBool()) {
+    lse = at::empty(ifa_lse_shape<int64_t>(query.sizes(), args.num_heads), f32);
+    args.softmax_lse = view_of(lse, s.args.op(), "softmax_lse");
   }
-  return {out, lse};
+  run_plan(*cache().get(args), args, query);
+  if constexpr (kExt) {
+    if (!lse.defined()) lse = at::empty({0}, f32);  // not requested
+    finish(stack, n, out, std::move(lse));
+  } else {
+    finish(stack, n, out);
+  }
 }
+
+template <bool kExt>
+void ifa_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const IfaSchema& s = schema_of<kExt>(op);
+  const size_t n = s.args.index().num_arguments();
+  const auto in = arguments(*stack, n);
+  check_same_devices(s.args.index(), in);
+  const at::Tensor& query = in[0].toTensor();
+  const at::Tensor out = at::empty_symint(
+      query.sym_sizes(), query.options().dtype(ifa_out_dtype(query, in[s.quant_scale2])));
+  if constexpr (kExt) {
+    const auto f32 = query.options().dtype(at::kFloat);
+    at::Tensor lse = in[s.return_softmax_lse].toBool()
+                         ? at::empty_symint(ifa_lse_shape<c10::SymInt>(query.sym_sizes(),
+                                                                       in[s.num_heads].toInt()),
+                                            f32)
+                         : at::empty({0}, f32);
+    finish(stack, n, out, std::move(lse));
+  } else {
+    finish(stack, n, out);
+  }
+}
+
+template void ifa_cpu<false>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
+template void ifa_cpu<true>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
+template void ifa_meta<false>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
+template void ifa_meta<true>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
 
 std::tuple<int64_t, int64_t, int64_t> ifa_plan_cache_stats() { return cache().stats(); }
 void clear_ifa_plan_cache() { cache().clear(); }

@@ -5,68 +5,67 @@
 
 #include "kvflash/merge.hpp"
 #include "ops.hpp"
+#include "ops/merge/merge_fields.hpp"
+#include "output_rules.hpp"
+#include "schema_args.hpp"
 #include "views.hpp"
 
 namespace kvflash::torch_ext {
 namespace {
 
-constexpr const char* kOp = "kvflash::merge_attention_states";
+// out_dtype (default partial_out's) is the one argument that is not a field.
+struct MergeSchema {
+  explicit MergeSchema(const c10::FunctionSchema& s)
+      : args(s, {"out_dtype"}), out_dtype(args.index().at("out_dtype")) {}
+  SchemaArgs<merge::kFields> args;
+  int out_dtype;
+};
 
-bool given(const OptTensor& t) { return t.has_value() && t->defined(); }
-
-// out: partial_out's shape without the leading K, in out_dtype (default partial_out's dtype);
-// lse, max, sum: the row dims. Rank < 2 is left to the library's validation (message and status).
-std::vector<int64_t> out_shape(const at::Tensor& po) {
-  if (po.dim() < 2) return {0};
-  return po.sizes().slice(1).vec();
+const MergeSchema& schema_of(const c10::OperatorHandle& op) {
+  static const MergeSchema s(op.schema());
+  return s;
 }
-std::vector<int64_t> lse_shape(const at::Tensor& po) {
-  if (po.dim() < 2) return {0};
-  return po.sizes().slice(1, po.dim() - 2).vec();
+
+at::TensorOptions out_options(const at::Tensor& partial_out, const c10::IValue& out_dtype) {
+  return partial_out.options().dtype(out_dtype.isNone() ? partial_out.scalar_type()
+                                                        : out_dtype.toScalarType());
 }
 
 }  // namespace
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> merge_cpu(const at::Tensor& partial_out,
-                                             const OptTensor& partial_lse,
-                                             const OptTensor& partial_max,
-                                             const OptTensor& partial_sum, const OptTensor& sink,
-                                             std::optional<at::ScalarType> out_dtype) {
-  const c10::Device d = partial_out.device();
-  for (const auto& [t, name] : {std::pair{&partial_lse, "partial_lse"},
-                                {&partial_max, "partial_max"}, {&partial_sum, "partial_sum"},
-                                {&sink, "sink"}})
-    check_same_device(kOp, d, *t, name);
+void merge_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const MergeSchema& s = schema_of(op);
+  const size_t n = s.args.index().num_arguments();
+  const auto in = arguments(*stack, n);
+  check_same_devices(s.args.index(), in);
+  const at::Tensor& partial_out = in[0].toTensor();
   const auto f32 = partial_out.options().dtype(at::kFloat);
-  at::Tensor out = at::empty(out_shape(partial_out),
-                             partial_out.options().dtype(out_dtype.value_or(partial_out.scalar_type())));
-  at::Tensor lse = at::empty(lse_shape(partial_out), f32);
-  at::Tensor mx = at::empty(lse_shape(partial_out), f32);
-  at::Tensor sm = at::empty(lse_shape(partial_out), f32);
+  const auto rows = merge_lse_shape<int64_t>(partial_out.sizes());
+  const at::Tensor out = at::empty(merge_out_shape<int64_t>(partial_out.sizes()),
+                                   out_options(partial_out, in[s.out_dtype]));
+  const at::Tensor lse = at::empty(rows, f32), mx = at::empty(rows, f32), sm = at::empty(rows, f32);
   MergeArgs a;
-  a.partial_out = view_of(partial_out, kOp, "partial_out");
-  if (given(partial_lse)) a.partial_lse = view_of(*partial_lse, kOp, "partial_lse");
-  if (given(partial_max)) a.partial_max = view_of(*partial_max, kOp, "partial_max");
-  if (given(partial_sum)) a.partial_sum = view_of(*partial_sum, kOp, "partial_sum");
-  if (given(sink)) a.sink = view_of(*sink, kOp, "sink");
-  a.out = view_of(out, kOp, "out");
-  a.out_lse = view_of(lse, kOp, "out_lse");
-  a.out_max = view_of(mx, kOp, "out_max");
-  a.out_sum = view_of(sm, kOp, "out_sum");
-  const Status s = merge_attention_states(a);
-  if (s != Status::kSuccess) throw_status(s);
-  return {out, lse, mx, sm};
+  s.args.read(in, &a);
+  a.out = view_of(out, s.args.op(), "out");
+  a.out_lse = view_of(lse, s.args.op(), "out_lse");
+  a.out_max = view_of(mx, s.args.op(), "out_max");
+  a.out_sum = view_of(sm, s.args.op(), "out_sum");
+  const Status status = merge_attention_states(a);
+  if (status != Status::kSuccess) throw_status(status);
+  finish(stack, n, out, lse, mx, sm);
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> merge_meta(const at::Tensor& partial_out, const OptTensor&,
-                                              const OptTensor&, const OptTensor&, const OptTensor&,
-                                              std::optional<at::ScalarType> out_dtype) {
-  const auto sizes = partial_out.sym_sizes();
-  std::vector<c10::SymInt> o(sizes.begin() + (sizes.size() >= 2 ? 1 : 0), sizes.end());
-  std::vector<c10::SymInt> l(o.begin(), o.empty() ? o.end() : o.end() - 1);
+void merge_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const MergeSchema& s = schema_of(op);
+  const size_t n = s.args.index().num_arguments();
+  const auto in = arguments(*stack, n);
+  const at::Tensor& partial_out = in[0].toTensor();
   const auto f32 = partial_out.options().dtype(at::kFloat);
-  return {at::empty_symint(o, partial_out.options().dtype(out_dtype.value_or(partial_out.scalar_type()))),
-          at::empty_symint(l, f32), at::empty_symint(l, f32), at::empty_symint(l, f32)};
+  const auto rows = merge_lse_shape<c10::SymInt>(partial_out.sym_sizes());
+  finish(stack, n,
+         at::empty_symint(merge_out_shape<c10::SymInt>(partial_out.sym_sizes()),
+                          out_options(partial_out, in[s.out_dtype])),
+         at::empty_symint(rows, f32), at::empty_symint(rows, f32), at::empty_symint(rows, f32));
 }
 
 }  // namespace kvflash::torch_ext

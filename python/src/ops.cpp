@@ -15,6 +15,7 @@
 #include "kvflash/parallel.hpp"
 #include "kvflash/status.hpp"
 #include "ops.hpp"
+#include "schemas.hpp"
 
 namespace kvflash::torch_ext {
 namespace {
@@ -93,11 +94,18 @@ void not_differentiable(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
 }  // namespace
 }  // namespace kvflash::torch_ext
 
+namespace {
+template <void (*kernel)(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*)>
+torch::CppFunction boxed() {
+  return torch::CppFunction::makeFromBoxedFunction<kernel>();
+}
+}  // namespace
+
 TORCH_LIBRARY(kvflash, m) {
   using namespace kvflash::torch_ext;
   m.def(kIfaNpuSchema);
   m.def(kSfaNpuSchema);
-  m.def(kIfaExtSchema);
+  m.def(ifa_ext_schema().c_str());
   m.def(kMergeSchema);
   m.def("_plan_cache_info() -> int[]", &plan_cache_info);
   m.def("_clear_plan_cache() -> ()", &clear_plan_cache);
@@ -106,10 +114,10 @@ TORCH_LIBRARY(kvflash, m) {
 
 TORCH_LIBRARY_IMPL(kvflash, CPU, m) {
   using namespace kvflash::torch_ext;
-  m.impl("npu_incre_flash_attention", &npu_ifa_cpu);
-  m.impl("npu_sparse_flash_attention", &npu_sfa_cpu);
-  m.impl("incre_flash_attention", &ifa_cpu);
-  m.impl("merge_attention_states", &merge_cpu);
+  m.impl("npu_incre_flash_attention", boxed<&ifa_cpu<false>>());
+  m.impl("npu_sparse_flash_attention", boxed<&sfa_cpu>());
+  m.impl("incre_flash_attention", boxed<&ifa_cpu<true>>());
+  m.impl("merge_attention_states", boxed<&merge_cpu>());
 }
 
 // CUDA tensors run the same functions (they are device-generic: outputs and workspace are made
@@ -118,22 +126,22 @@ TORCH_LIBRARY_IMPL(kvflash, CPU, m) {
 // plan is refused with 361001 ("no backend runs on ..."), a clear error instead of a missing kernel.
 TORCH_LIBRARY_IMPL(kvflash, CUDA, m) {
   using namespace kvflash::torch_ext;
-  m.impl("npu_incre_flash_attention", &npu_ifa_cpu);
-  m.impl("npu_sparse_flash_attention", &npu_sfa_cpu);
-  m.impl("incre_flash_attention", &ifa_cpu);
+  m.impl("npu_incre_flash_attention", boxed<&ifa_cpu<false>>());
+  m.impl("npu_sparse_flash_attention", boxed<&sfa_cpu>());
+  m.impl("incre_flash_attention", boxed<&ifa_cpu<true>>());
 }
 
 TORCH_LIBRARY_IMPL(kvflash, Autograd, m) {
   using namespace kvflash::torch_ext;
   for (const char* op : {"npu_incre_flash_attention", "npu_sparse_flash_attention",
                          "incre_flash_attention", "merge_attention_states"})
-    m.impl(op, torch::CppFunction::makeFromBoxedFunction<&not_differentiable>());
+    m.impl(op, boxed<&not_differentiable>());
 }
 
 TORCH_LIBRARY_IMPL(kvflash, Meta, m) {
   using namespace kvflash::torch_ext;
-  m.impl("npu_incre_flash_attention", &npu_ifa_meta);
-  m.impl("npu_sparse_flash_attention", &npu_sfa_meta);
-  m.impl("incre_flash_attention", &ifa_meta);
-  m.impl("merge_attention_states", &merge_meta);
+  m.impl("npu_incre_flash_attention", boxed<&ifa_meta<false>>());
+  m.impl("npu_sparse_flash_attention", boxed<&sfa_meta>());
+  m.impl("incre_flash_attention", boxed<&ifa_meta<true>>());
+  m.impl("merge_attention_states", boxed<&merge_meta>());
 }

@@ -2,77 +2,87 @@
 // the fake kernel (the output shapes).
 #include <ATen/ATen.h>
 
-#include "args.hpp"
+#include "kvflash/sfa.hpp"
 #include "ops.hpp"
+#include "ops/sfa/sfa_fields.hpp"
+#include "output_rules.hpp"
+#include "plan_cache.hpp"
+#include "schema_args.hpp"
 #include "views.hpp"
 
 namespace kvflash::torch_ext {
 namespace {
 
-constexpr const char* kOp = "kvflash::npu_sparse_flash_attention";
-
-PlanCache<SfaPlan, SfaArgs>& cache() {
-  static PlanCache<SfaPlan, SfaArgs> c(256);
+PlanCache<SfaPlan, SfaArgs, sfa::kFields>& cache() {
+  static PlanCache<SfaPlan, SfaArgs, sfa::kFields> c(256);
   return c;
+}
+
+// Every argument of the schema is a field of the table.
+struct SfaSchema {
+  explicit SfaSchema(const c10::FunctionSchema& s)
+      : args(s, {}),
+        key(args.index().at("key")),
+        layout_query(args.index().at("layout_query")),
+        return_softmax_lse(args.index().at("return_softmax_lse")) {}
+  SchemaArgs<sfa::kFields> args;
+  int key, layout_query, return_softmax_lse;
+};
+
+const SfaSchema& schema_of(const c10::OperatorHandle& op) {
+  static const SfaSchema s(op.schema());
+  return s;
 }
 
 }  // namespace
 
-SfaResult npu_sfa_cpu(const at::Tensor& query, const at::Tensor& key, const OptTensor& value,
-                      const at::Tensor& sparse_indices, double scale_value,
-                      const OptTensor& block_table, const OptTensor& actual_seq_lengths_query,
-                      const OptTensor& actual_seq_lengths_kv, const OptTensor& query_rope,
-                      const OptTensor& key_rope, int64_t sparse_block_size,
-                      std::string_view layout_query, std::string_view layout_kv,
-                      int64_t sparse_mode, int64_t pre_tokens, int64_t next_tokens,
-                      int64_t attention_mode, bool return_softmax_lse, const OptTensor& sinks) {
-  const SfaInputs in = gather_sfa_inputs(
-      query, key, value, sparse_indices, scale_value, block_table, actual_seq_lengths_query,
-      actual_seq_lengths_kv, query_rope, key_rope, sparse_block_size, layout_query, layout_kv,
-      sparse_mode, pre_tokens, next_tokens, attention_mode, return_softmax_lse, sinks);
-
+void sfa_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const SfaSchema& s = schema_of(op);
+  const size_t n = s.args.index().num_arguments();
+  const auto in = arguments(*stack, n);
+  SfaArgs args;
+  s.args.read(in, &args);
+  const at::Tensor& query = in[0].toTensor();
+  const at::Tensor& key = in[s.key].toTensor();
   const auto f32 = query.options().dtype(at::kFloat);
-  at::Tensor out = at::empty(query.sizes(), query.options());
-  at::Tensor softmax_max, softmax_sum;
+  const at::Tensor out = at::empty(query.sizes(), query.options());
   // With shapes that leave torch_npu's rule undefined the library rejects the call, so empty
   // placeholders are enough.
-  const auto shape = return_softmax_lse
-                         ? sfa_softmax_shape<int64_t>(query.sizes(), key.sizes(), in.layout_query)
+  const auto shape = args.return_softmax_lse
+                         ? sfa_softmax_shape<int64_t>(query.sizes(), key.sizes(), args.layout_query)
                          : std::nullopt;
-  softmax_max = at::empty(shape ? at::IntArrayRef(*shape) : at::IntArrayRef({0}), f32);
-  softmax_sum = at::empty(shape ? at::IntArrayRef(*shape) : at::IntArrayRef({0}), f32);
-  const SfaArgs args = sfa_args(kOp, in, out, softmax_max, softmax_sum);
-  const auto plan = cache().get(args);
-  run_plan(*plan, args, query);
-  return {out, softmax_max, softmax_sum};
+  const std::vector<int64_t> softmax_shape = shape.value_or(std::vector<int64_t>{0});
+  const at::Tensor softmax_max = at::empty(softmax_shape, f32);
+  const at::Tensor softmax_sum = at::empty(softmax_shape, f32);
+  args.attention_out = view_of(out, s.args.op(), "attention_out");
+  if (args.return_softmax_lse) {
+    args.softmax_max = view_of(softmax_max, s.args.op(), "softmax_max");
+    args.softmax_sum = view_of(softmax_sum, s.args.op(), "softmax_sum");
+  }
+  run_plan(*cache().get(args), args, query);
+  finish(stack, n, out, softmax_max, softmax_sum);
 }
 
-SfaResult npu_sfa_meta(const at::Tensor& query, const at::Tensor& key, const OptTensor& value,
-                       const at::Tensor& sparse_indices, double, const OptTensor& block_table,
-                       const OptTensor& actual_seq_lengths_query,
-                       const OptTensor& actual_seq_lengths_kv, const OptTensor& query_rope,
-                       const OptTensor& key_rope, int64_t, std::string_view layout_query,
-                       std::string_view, int64_t, int64_t, int64_t, int64_t,
-                       bool return_softmax_lse, const OptTensor& sinks) {
-  const c10::Device d = query.device();
-  check_same_device(kOp, d, key, "key");
-  check_same_device(kOp, d, value, "value");
-  check_same_device(kOp, d, sparse_indices, "sparse_indices");
-  check_same_device(kOp, d, block_table, "block_table");
-  check_same_device(kOp, d, actual_seq_lengths_query, "actual_seq_lengths_query");
-  check_same_device(kOp, d, actual_seq_lengths_kv, "actual_seq_lengths_kv");
-  check_same_device(kOp, d, query_rope, "query_rope");
-  check_same_device(kOp, d, key_rope, "key_rope");
-  check_same_device(kOp, d, sinks, "sinks");
+void sfa_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const SfaSchema& s = schema_of(op);
+  const size_t n = s.args.index().num_arguments();
+  const auto in = arguments(*stack, n);
+  check_same_devices(s.args.index(), in);
+  const at::Tensor& query = in[0].toTensor();
+  const at::Tensor& key = in[s.key].toTensor();
   const auto f32 = query.options().dtype(at::kFloat);
-  at::Tensor out = at::empty_symint(query.sym_sizes(), query.options());
-  if (!return_softmax_lse) return {out, at::empty({0}, f32), at::empty({0}, f32)};
-  const auto shape =
-      sfa_softmax_shape<c10::SymInt>(query.sym_sizes(), key.sym_sizes(), std::string(layout_query));
-  TORCH_CHECK_VALUE(shape.has_value(), "[", kOp, "] return_softmax_lse: the softmax shape needs a ",
+  const at::Tensor out = at::empty_symint(query.sym_sizes(), query.options());
+  if (!in[s.return_softmax_lse].toBool()) {
+    finish(stack, n, out, at::empty({0}, f32), at::empty({0}, f32));
+    return;
+  }
+  const std::string& layout_query = in[s.layout_query].toStringRef();
+  const auto shape = sfa_softmax_shape<c10::SymInt>(query.sym_sizes(), key.sym_sizes(), layout_query);
+  TORCH_CHECK_VALUE(shape.has_value(), "[", s.args.op(),
+                    "] return_softmax_lse: the softmax shape needs a ",
                     layout_query == "TND" ? "3" : "4", "-D query (", query.sym_sizes(),
                     ") and a key whose head axis (dim -2) is non-zero (", key.sym_sizes(), ")");
-  return {out, at::empty_symint(*shape, f32), at::empty_symint(*shape, f32)};
+  finish(stack, n, out, at::empty_symint(*shape, f32), at::empty_symint(*shape, f32));
 }
 
 std::tuple<int64_t, int64_t, int64_t> sfa_plan_cache_stats() { return cache().stats(); }

@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include <cstring>
+#include <ostream>
 
 namespace kvflash::torch_ext {
 namespace {
@@ -24,7 +25,18 @@ std::optional<DType> dtype_of(at::ScalarType t) {
   }
 }
 
-Device device_of(const c10::Device& d, const char* op, const char* name) {
+// "name" or "name[index]" in a message, formatted only when one is thrown.
+struct ArgName {
+  const char* name;
+  int64_t index;
+};
+std::ostream& operator<<(std::ostream& os, const ArgName& n) {
+  os << n.name;
+  if (n.index >= 0) os << '[' << n.index << ']';
+  return os;
+}
+
+Device device_of(const c10::Device& d, const char* op, const ArgName& name) {
   TORCH_CHECK_VALUE(d.is_cpu() || d.is_cuda(), "[", op, "] ", name, " is on device ", d.str(),
                     ", which kvflash does not run on (cpu)");
   if (d.is_cuda()) return Device{DeviceType::kCuda, d.has_index() ? d.index() : 0};
@@ -33,7 +45,8 @@ Device device_of(const c10::Device& d, const char* op, const char* name) {
 
 }  // namespace
 
-TensorView view_of(const at::Tensor& t, const char* op, const char* name) {
+TensorView view_of(const at::Tensor& t, const char* op, const char* arg, int64_t index) {
+  const ArgName name{arg, index};
   TORCH_CHECK_VALUE(t.defined(), "[", op, "] ", name, " is an undefined tensor");
   const auto dtype = dtype_of(t.scalar_type());
   TORCH_CHECK_VALUE(dtype.has_value(), "[", op, "] ", name, " has dtype torch.",
@@ -65,17 +78,6 @@ void throw_status(Status status) {
   if (message.empty()) message = "kvflash failed with status " + std::to_string(static_cast<int>(status));
   if (status == Status::kInvalid || status == Status::kNullPtr) C10_THROW_ERROR(ValueError, message);
   C10_THROW_ERROR(Error, message);
-}
-
-void check_same_device(const char* op, const c10::Device& device, const at::Tensor& t,
-                       const char* name) {
-  TORCH_CHECK_VALUE(t.device() == device, "[", op, "] ", name, " is on ", t.device().str(),
-                    " but query is on ", device.str(), ": every tensor must be on one device");
-}
-
-void check_same_device(const char* op, const c10::Device& device,
-                       const std::optional<at::Tensor>& t, const char* name) {
-  if (t.has_value() && t->defined()) check_same_device(op, device, *t, name);
 }
 
 namespace {

@@ -1,0 +1,126 @@
+#include "schema_args.hpp"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+namespace kvflash::torch_ext {
+namespace {
+
+// Whether a schema argument's type can be read into a member of the kind.
+bool suits(int kind, const c10::TypePtr& type) {
+  const auto* opt = type->castRaw<c10::OptionalType>();
+  const c10::TypePtr& t = opt ? opt->getElementType() : type;
+  const auto* list = t->castRaw<c10::ListType>();
+  const auto element = [&](c10::TypeKind k) { return list && list->getElementType()->kind() == k; };
+  switch (kind) {
+    case kTensorMember: return t->kind() == c10::TypeKind::TensorType;
+    case kTensorListMember:
+      return !opt && (t->kind() == c10::TypeKind::TensorType || element(c10::TypeKind::TensorType));
+    case kIntListMember: return element(c10::TypeKind::IntType);
+    case kIntMember: return !opt && t->kind() == c10::TypeKind::IntType;
+    case kFloatMember: return !opt && t->kind() == c10::TypeKind::FloatType;
+    case kBoolMember: return !opt && t->kind() == c10::TypeKind::BoolType;
+    case kStringMember: return !opt && t->kind() == c10::TypeKind::StringType;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+SchemaIndex::SchemaIndex(const c10::FunctionSchema& schema, const std::vector<const char*>& fields,
+                         const std::vector<int>& kinds,
+                         std::initializer_list<std::string_view> extras)
+    : op_(schema.name()), num_arguments_(schema.arguments().size()), field_(fields.size(), -1) {
+  for (const c10::Argument& a : schema.arguments()) names_.push_back(a.name());
+  for (size_t i = 0; i < fields.size(); ++i) {
+    field_[i] = find(fields[i]);
+    if (field_[i] < 0) continue;
+    const c10::TypePtr& type = schema.arguments()[static_cast<size_t>(field_[i])].type();
+    TORCH_CHECK(suits(kinds[i], type), "[", op_, "] the schema's argument ", fields[i], " (",
+                type->str(), ") does not suit its field's member type");
+  }
+  for (const std::string& name : names_) {
+    const bool field = std::any_of(fields.begin(), fields.end(),
+                                   [&](const char* f) { return name == f; });
+    const bool extra = std::find(extras.begin(), extras.end(), name) != extras.end();
+    TORCH_CHECK(field || extra, "[", op_, "] the schema's argument ", name,
+                " is neither a field of the operator's table nor read by its kernel");
+  }
+}
+
+int SchemaIndex::find(std::string_view name) const {
+  const auto it = std::find(names_.begin(), names_.end(), name);
+  return it == names_.end() ? -1 : static_cast<int>(it - names_.begin());
+}
+
+int SchemaIndex::at(std::string_view name) const {
+  const int i = find(name);
+  TORCH_CHECK(i >= 0, "[", op_, "] the schema has no argument ", name);
+  return i;
+}
+
+void read_value(const c10::IValue& v, const char* op, const char* name, TensorView* out) {
+  if (!v.isNone()) *out = view_of(v.toTensor(), op, name);
+}
+
+void read_value(const c10::IValue& v, const char* op, const char* name,
+                std::optional<TensorView>* out) {
+  if (v.isNone() || !v.toTensor().defined()) {
+    out->reset();
+    return;
+  }
+  *out = view_of(v.toTensor(), op, name);
+}
+
+// A single tensor is named `name`, list entries name[i].
+void read_value(const c10::IValue& v, const char* op, const char* name,
+                std::vector<TensorView>* out) {
+  out->clear();
+  if (v.isTensor()) {
+    out->push_back(view_of(v.toTensor(), op, name));
+    return;
+  }
+  const auto list = v.toListRef();
+  out->reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const int64_t index = list.size() == 1 ? -1 : static_cast<int64_t>(i);
+    out->push_back(view_of(list[i].toTensor(), op, name, index));
+  }
+}
+
+void read_value(const c10::IValue& v, const char* /*op*/, const char* /*name*/,
+                std::optional<std::vector<int64_t>>* out) {
+  if (v.isNone()) {
+    out->reset();
+    return;
+  }
+  *out = v.toIntVector();
+}
+
+void read_value(const c10::IValue& v, const char*, const char*, int64_t* out) { *out = v.toInt(); }
+void read_value(const c10::IValue& v, const char*, const char*, double* out) {
+  *out = v.toDouble();
+}
+void read_value(const c10::IValue& v, const char*, const char*, bool* out) { *out = v.toBool(); }
+void read_value(const c10::IValue& v, const char*, const char*, std::string* out) {
+  *out = v.toStringRef();
+}
+
+void check_same_devices(const SchemaIndex& index, c10::ArrayRef<c10::IValue> in) {
+  const c10::Device device = in[0].toTensor().device();
+  const auto check = [&](const at::Tensor& t, size_t i) {
+    TORCH_CHECK_VALUE(!t.defined() || t.device() == device, "[", index.op(), "] ", index.name(i),
+                      " is on ", t.device().str(), " but ", index.name(0), " is on ",
+                      device.str(), ": every tensor must be on one device");
+  };
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (in[i].isTensor()) {
+      check(in[i].toTensor(), i);
+    } else if (in[i].isTensorList()) {
+      for (const c10::IValue& t : in[i].toListRef()) check(t.toTensor(), i);
+    }
+  }
+}
+
+}  // namespace kvflash::torch_ext

@@ -1,0 +1,142 @@
+// A boxed call's schema arguments, bound to an operator's field table (core/fields.hpp): the
+// kernels of torch.ops.kvflash and torch.ops.kvflash_testing read every table field the schema
+// has by its name, so an argument is declared by its table line and its schema string, not by
+// kernel parameters and copies. The argument positions are looked up once per operator.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/fields.hpp"
+#include "kvflash/tensor.hpp"
+#include "views.hpp"
+
+namespace kvflash::torch_ext {
+
+/// Where a schema's arguments are, by name; built once per operator from the registered schema.
+class SchemaIndex {
+ public:
+  /// Throws c10::Error (an internal error, at the operator's first call) unless every argument is
+  /// either in `fields` or in `extras` (those the kernel reads itself), and every field's type
+  /// suits its member (`kinds`, parallel to `fields`).
+  SchemaIndex(const c10::FunctionSchema& schema, const std::vector<const char*>& fields,
+              const std::vector<int>& kinds, std::initializer_list<std::string_view> extras);
+
+  /// The operator's name, "kvflash::npu_incre_flash_attention": the prefix of every message.
+  const char* op() const { return op_.c_str(); }
+  size_t num_arguments() const { return num_arguments_; }
+  /// The position of field i of the table, or -1 where the schema does not have it.
+  int field(size_t i) const { return field_[i]; }
+  /// The position of the argument `name`, or -1.
+  int find(std::string_view name) const;
+  /// The position of the argument `name`, which the schema must have (else c10::Error).
+  int at(std::string_view name) const;
+  const char* name(size_t position) const { return names_[position].c_str(); }
+
+ private:
+  std::string op_;
+  size_t num_arguments_;
+  std::vector<std::string> names_;
+  std::vector<int> field_;
+};
+
+/// What kind of member a field fills, for SchemaIndex's type check.
+enum MemberKind : int { kTensorMember, kTensorListMember, kIntListMember, kIntMember,
+                        kFloatMember, kBoolMember, kStringMember };
+
+template <class T>
+constexpr int member_kind() {
+  if constexpr (std::is_same_v<T, std::vector<TensorView>>) return kTensorListMember;
+  else if constexpr (core::kIsTensor<T>) return kTensorMember;
+  else if constexpr (std::is_same_v<T, std::optional<std::vector<int64_t>>>) return kIntListMember;
+  else if constexpr (std::is_same_v<T, bool>) return kBoolMember;
+  else if constexpr (std::is_same_v<T, int64_t>) return kIntMember;
+  else if constexpr (std::is_same_v<T, double>) return kFloatMember;
+  else {
+    static_assert(std::is_same_v<T, std::string>, "a member type the torch binding cannot fill");
+    return kStringMember;
+  }
+}
+
+// One stack value into one member; `name` names it in a message (a dtype kvflash has no name
+// for, a device it does not run on). None leaves the member as it is: absent, or the empty view
+// the library names (SFA's ropes).
+void read_value(const c10::IValue& v, const char* op, const char* name, TensorView* out);
+void read_value(const c10::IValue& v, const char* op, const char* name,
+                std::optional<TensorView>* out);
+void read_value(const c10::IValue& v, const char* op, const char* name,
+                std::vector<TensorView>* out);
+void read_value(const c10::IValue& v, const char* op, const char* name,
+                std::optional<std::vector<int64_t>>* out);
+void read_value(const c10::IValue& v, const char* op, const char* name, int64_t* out);
+void read_value(const c10::IValue& v, const char* op, const char* name, double* out);
+void read_value(const c10::IValue& v, const char* op, const char* name, bool* out);
+void read_value(const c10::IValue& v, const char* op, const char* name, std::string* out);
+
+/// The schema of an operator whose Args are described by kFields.
+template <const auto& kFields>
+class SchemaArgs {
+ public:
+  SchemaArgs(const c10::FunctionSchema& schema, std::initializer_list<std::string_view> extras)
+      : index_(schema, names(), kinds(), extras) {}
+
+  const SchemaIndex& index() const { return index_; }
+  const char* op() const { return index_.op(); }
+
+  /// Fills every field of *args that the schema has from the call's arguments `in` (the last
+  /// index().num_arguments() values of the stack), in table order.
+  template <class Args>
+  void read(c10::ArrayRef<c10::IValue> in, Args* args) const {
+    size_t i = 0;
+    core::for_each_field(kFields, [&](const auto& f) {
+      const int at = index_.field(i++);
+      if (at >= 0) read_value(in[static_cast<size_t>(at)], op(), f.name, &(args->*f.member));
+    });
+  }
+
+ private:
+  static std::vector<const char*> names() {
+    std::vector<const char*> n;
+    core::for_each_field(kFields, [&](const auto& f) { n.push_back(f.name); });
+    return n;
+  }
+  static std::vector<int> kinds() {
+    std::vector<int> k;
+    core::for_each_field(kFields, [&](const auto& f) {
+      k.push_back(member_kind<typename std::remove_cvref_t<decltype(f)>::Type>());
+    });
+    return k;
+  }
+
+  SchemaIndex index_;
+};
+
+/// The call's arguments on the stack (the last n values).
+inline c10::ArrayRef<c10::IValue> arguments(const torch::jit::Stack& stack, size_t n) {
+  return torch::jit::last(stack, n);
+}
+
+/// Throws c10::ValueError unless every tensor argument of the call is on the first argument's
+/// device (the fake kernels check this; a real call reaches the CPU kernel only with CPU tensors),
+/// naming the argument.
+void check_same_devices(const SchemaIndex& index, c10::ArrayRef<c10::IValue> in);
+
+/// Replaces the call's arguments on the stack by its results.
+template <class... T>
+void finish(torch::jit::Stack* stack, size_t num_arguments, T&&... results) {
+  torch::jit::drop(*stack, num_arguments);
+  (stack->emplace_back(std::forward<T>(results)), ...);
+}
+
+}  // namespace kvflash::torch_ext
