@@ -138,6 +138,65 @@ __attribute__((target("avx512bf16"), always_inline)) inline void fia_qk_bf16_blo
     for (int c = 0; c < 4; ++c) _mm512_storeu_ps(s + r * lds + c * 16, _mm512_mul_ps(a[r][c], sc));
 }
 
+/// Packs pairs [0, np) of 16 keys (rows src[0..15], bf16, pair x at src[r] + 2 x; null: a key
+/// past the tile, packed as 0) into dst[(pr0 + x) * 16 + r] (32-bit units). Blocks of 16 pairs
+/// are a 16 x 16 transpose of 32-bit elements in registers (16 vector stores instead of 256
+/// scalar ones: the scalar packing's stores were the task body's largest cost); the remainder
+/// is scalar.
+__attribute__((target("avx512f"), always_inline)) inline void fia_pack16(
+    uint32_t* dst, const uint16_t* const* src, int64_t np) {
+  int64_t x = 0;
+  for (; x + 16 <= np; x += 16) {
+    __m512i r[16], t[16], u[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k)
+      r[k] = src[k] ? _mm512_loadu_si512(src[k] + 2 * x) : _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int k = 0; k < 16; k += 2) {
+      t[k] = _mm512_unpacklo_epi32(r[k], r[k + 1]);
+      t[k + 1] = _mm512_unpackhi_epi32(r[k], r[k + 1]);
+    }
+    // u[4 g + e], lane l: element 4 l + e of keys 4 g .. 4 g + 3.
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+      u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+      u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+      u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+    }
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; ++e) {
+      const __m512i v0 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x88);
+      const __m512i w0 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xDD);
+      const __m512i v1 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x88);
+      const __m512i w1 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xDD);
+      _mm512_storeu_si512(dst + (x + e) * 16, _mm512_shuffle_i32x4(v0, v1, 0x88));
+      _mm512_storeu_si512(dst + (x + 4 + e) * 16, _mm512_shuffle_i32x4(w0, w1, 0x88));
+      _mm512_storeu_si512(dst + (x + 8 + e) * 16, _mm512_shuffle_i32x4(v0, v1, 0xDD));
+      _mm512_storeu_si512(dst + (x + 12 + e) * 16, _mm512_shuffle_i32x4(w0, w1, 0xDD));
+    }
+  }
+  for (; x < np; ++x) {
+    for (int k = 0; k < 16; ++k) {
+      uint32_t v = 0;
+      if (src[k]) __builtin_memcpy(&v, src[k] + 2 * x, 4);
+      dst[x * 16 + k] = v;
+    }
+  }
+}
+
+/// Packs a key tile: keys c = 0..63 (rows k[c] of Dk bf16 and, with rope, kr[c] of Dr; null past
+/// the tile) into kp's [group c / 16][pair][16][2] layout (fia_qk_bf16_block).
+__attribute__((target("avx512f"), noinline)) inline void fia_pack_keys_bf16(
+    uint16_t* kp, const uint16_t* const* k, const uint16_t* const* kr, int64_t Dk, int64_t Dr) {
+  const int64_t pairs = (Dk + Dr) / 2;
+  for (int64_t grp = 0; grp < 4; ++grp) {
+    uint32_t* dst = reinterpret_cast<uint32_t*>(kp) + grp * pairs * 16;
+    fia_pack16(dst, k + grp * 16, Dk / 2);
+    if (Dr) fia_pack16(dst + Dk / 2 * 16, kr + grp * 16, Dr / 2);
+  }
+}
+
 /// s[m][0, 64) = scale * q[m] . k for M rows (q bf16 rows of 2 * pairs elements, ldq apart).
 __attribute__((target("avx512bf16"), noinline)) inline void fia_qk_bf16_tile(
     const uint16_t* q, int64_t ldq, const uint16_t* kp, int64_t pairs, float* s, int64_t lds,
@@ -181,6 +240,16 @@ inline void fia_widen_row(const void* base, DType t, int64_t x, float* dst, int6
     for (int64_t i = 0; i < n; i += kLanes)
       vstore(dst + i, vload_bf16(static_cast<const uint16_t*>(base) + x + i));
   }
+}
+
+/// Software prefetch of a row's cache lines into L2 while the tile before it is computed: K/V
+/// rows of one KV head are 1-4 KB apart in BSH/BSND (and paged blocks scattered), which hardware
+/// prefetchers follow poorly; without it staging V stalled on every row (perf: half the task
+/// body's samples). asm volatile for the reason given at ifa_kernel-inl.h's prefetch_row (GCC
+/// deletes a helper whose only effect is __builtin_prefetch).
+inline void fia_prefetch_row(const void* row, int64_t bytes) {
+  const auto* r = static_cast<const std::byte*>(row);
+  for (int64_t o = 0; o < bytes; o += 64) __asm__ volatile("prefetcht1 %0" : : "m"(*(r + o)));
 }
 
 /// Which K/V tensor fia_kv_row addresses.
@@ -324,8 +393,10 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
   SoftmaxState* st = reinterpret_cast<SoftmaxState*>(acc + Mmax * Dv);
   int64_t* cnt = reinterpret_cast<int64_t*>(st + Mmax);
   // The bf16 path keeps Q as bf16 rows (unscaled) and K as packed pairs in the same buffers.
-  uint16_t* qb = reinterpret_cast<uint16_t*>(qs);
-  uint16_t* kp = reinterpret_cast<uint16_t*>(kt);
+  [[maybe_unused]] uint16_t* qb = reinterpret_cast<uint16_t*>(qs);
+  [[maybe_unused]] uint16_t* kp = reinterpret_cast<uint16_t*>(kt);
+  [[maybe_unused]] const uint16_t* krow[kFiaKeyTile];  // the tile's key / key-rope rows, packed after staging V
+  [[maybe_unused]] const uint16_t* rrow[kFiaKeyTile];
 
   // ---- the query tile: row m = (i - i0) * G + g ----
   for (int64_t ii = 0; ii < nq; ++ii) {
@@ -361,10 +432,7 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
       const int64_t j = j0 + c;
       if (c >= n) {
         if constexpr (kDot) {
-          for (int64_t pr = 0; pr < Dkt / 2; ++pr) {
-            uint16_t* e = kp + ((c / 16 * (Dkt / 2) + pr) * 16 + c % 16) * 2;
-            e[0] = e[1] = 0;
-          }
+          krow[c] = rrow[c] = nullptr;
         } else {
           for (int64_t x = 0; x < Dkt; ++x) kt[x * Bk + c] = 0.0f;
         }
@@ -376,14 +444,16 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
       const void* rb = Dr ? fia_kv_row(p, d, bt, b, FiaKv::kKeyRope, n2, j, &rx) : nullptr;
       const void* vb = fia_kv_row(p, d, bt, b, FiaKv::kValue, n2, j, &vx);
       const int64_t tok = bt.tok_first + (j - P);
+      if (t < t_hi && j + Bk < L) {
+        int64_t nx = 0;
+        const void* nb = fia_kv_row(p, d, bt, b, FiaKv::kKey, n2, j + Bk, &nx);
+        fia_prefetch_row(static_cast<const std::byte*>(nb) + nx * dtype_size(kvt), Dk * dtype_size(kvt));
+        nb = fia_kv_row(p, d, bt, b, FiaKv::kValue, n2, j + Bk, &nx);
+        fia_prefetch_row(static_cast<const std::byte*>(nb) + nx * dtype_size(kvt), Dv * dtype_size(kvt));
+      }
       if constexpr (kDot) {
-        // Pairs (2 pr, 2 pr + 1) of key c go to lane c % 16 of group c / 16.
-        uint32_t* dst = reinterpret_cast<uint32_t*>(kp) + (c / 16) * (Dkt / 2) * 16 + c % 16;
-        const uint16_t* src = static_cast<const uint16_t*>(kb) + kx;
-        for (int64_t pr = 0; pr < Dk / 2; ++pr) __builtin_memcpy(dst + pr * 16, src + 2 * pr, 4);
-        const uint16_t* rsrc = static_cast<const uint16_t*>(rb) + rx;
-        for (int64_t pr = 0; pr < Dr / 2; ++pr)
-          __builtin_memcpy(dst + (Dk / 2 + pr) * 16, rsrc + 2 * pr, 4);
+        krow[c] = static_cast<const uint16_t*>(kb) + kx;
+        rrow[c] = Dr ? static_cast<const uint16_t*>(rb) + rx : nullptr;
       } else {
         for (int64_t x = 0; x < Dk; ++x) kt[x * Bk + c] = fia_load(kb, kvt, kx + x);
         if (p.kv_int8) fia_dequant_row(p.k_dq, d.k_scale, d.k_offset, b, n2, tok, kt + c, Dk, Bk);
@@ -396,7 +466,10 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
     const bool full = !p.has_mask && n == Bk && (i1 - 1) + bt.band_lo <= j0 &&
                       j0 + Bk - 1 <= i0 + bt.band_hi;
 #ifdef KVFLASH_FIA_BF16_DOT
-    if constexpr (kDot) fia_qk_bf16_tile(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+    if constexpr (kDot) {
+      fia_pack_keys_bf16(kp, krow, rrow, Dk, Dr);
+      fia_qk_bf16_tile(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+    }
 #endif
     if constexpr (!kDot) fia_qk_tile(qs, Dkt, kt, Bk, s, Bk, M, Bk, Dkt);
     for (int64_t ii = 0; ii < nq; ++ii) {

@@ -33,7 +33,7 @@ namespace kvflash::cpu {
 /// Key positions per key tile.
 inline constexpr int64_t kFiaKeyTile = 64;
 /// Score-matrix rows (query rows x G heads) a query tile aims at.
-inline constexpr int64_t kFiaTileRows = 128;
+inline constexpr int64_t kFiaTileRows = 256;
 /// Participants a workspace has scratch for (threads beyond it are not used).
 inline constexpr int kFiaMaxParticipants = 64;
 /// A band edge meaning "unbounded" (far beyond any length, small enough that sums never overflow).
