@@ -4,8 +4,9 @@
 //
 // The operator's binding does not exist yet (issue 18's recipe will give it), so bind() below
 // reduces a case to the kernel's FiaParams the way that binding will: per-batch rows, offsets and
-// the visibility band of D3/D4. Cases outside the kernel's subset (pse, int8 KV, int8 output,
-// shared prefix, tensor lists) are counted and skipped by name.
+// the visibility band of D3/D4, pse / mask columns, antiquant and post-quant parameters, the
+// shared prefix and tensor lists. Cases outside the kernel's subset (value D not a multiple of
+// 16) are counted and skipped by name.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,9 +29,16 @@ using cpu::FiaData;
 using cpu::FiaPadRow;
 using cpu::FiaParams;
 
-bool kernel_covers(const FiaCase& c) {
-  return !c.pse && c.kv_dtype == c.q_dtype && c.out_dtype != DType::kInt8 && c.prefix_len == 0 &&
-         !c.list_mode && c.dv() % 16 == 0;
+bool kernel_covers(const FiaCase& c) { return c.dv() % 16 == 0; }
+
+// The element offset of flat (row-major) index `flat` of t.
+int64_t flat_elem(const TensorView& t, int64_t flat) {
+  int64_t e = 0;
+  for (int64_t i = t.rank - 1; i >= 0; --i) {
+    e += flat % t.shape[i] * t.strides[i];
+    flat /= t.shape[i];
+  }
+  return e;
 }
 
 struct Strides {
@@ -53,6 +61,7 @@ struct Bound {
   FiaData d;
   std::vector<FiaBatch> batches;
   std::vector<FiaPadRow> pad;
+  std::vector<const void*> k_list, v_list;
 };
 
 Bound bind(const FiaCase& c, const reference::FiaCall& a) {
@@ -82,6 +91,7 @@ Bound bind(const FiaCase& c, const reference::FiaCall& a) {
   // K / V: the query layout, or a paged cache.
   const TensorView& k = a.key[0];
   const TensorView& v = a.value[0];
+  const bool list = !c.paged && a.key.size() > 1;
   Strides ks, vs, krs;
   p.paged = c.paged;
   if (c.paged) {
@@ -103,6 +113,72 @@ Bound bind(const FiaCase& c, const reference::FiaCall& a) {
     if (Dr) krs = layout_strides(*a.key_rope, lay.in, Dr);
     p.k_pos = ks.row, p.k_head = ks.head, p.v_pos = vs.row, p.v_head = vs.head;
     p.kr_pos = krs.row, p.kr_head = krs.head;
+    if (list) ks.batch = vs.batch = 0;  // batch b is tensor b
+  }
+  int64_t P = 0;
+  if (a.key_shared_prefix) {
+    const TensorView& kp = *a.key_shared_prefix;
+    P = a.actual_shared_prefix_len ? (*a.actual_shared_prefix_len)[0]
+                                   : kp.shape[lay.in == "BNSD" ? 2 : 1];
+    const Strides kps = layout_strides(kp, lay.in, D), vps = layout_strides(*a.value_shared_prefix, lay.in, Dv);
+    p.prefix_len = P, p.kp_pos = kps.row, p.kp_head = kps.head, p.vp_pos = vps.row, p.vp_head = vps.head;
+  }
+  // int8 K/V: the parameters the reference's dequant reads (split ones win).
+  p.kv_int8 = c.kv_dtype == DType::kInt8;
+  const bool split_aq = a.key_antiquant_scale.has_value();
+  auto dequant = [&](int which, const TensorView* sc, const TensorView* of, int64_t mode,
+                     int64_t Dd, cpu::FiaDequant* q) {
+    q->dtype = sc->dtype;
+    q->has_offset = of != nullptr;
+    if (of) {
+      EXPECT_EQ(of->dtype, sc->dtype);
+    }
+    const int64_t per = split_aq ? 1 : 2;
+    if (mode == 1) {
+      q->mode = cpu::FiaDequant::Mode::kToken;
+      const int64_t r = sc->rank;
+      q->tok_batch = sc->strides[r - 2], q->tok_pos = sc->strides[r - 1];
+      q->scale_at = split_aq ? 0 : which * sc->strides[0];
+      q->offset_at = of ? (split_aq ? 0 : which * of->strides[0]) : 0;
+    } else if (sc->numel() == per) {
+      q->mode = cpu::FiaDequant::Mode::kTensor;
+      q->scale_at = flat_elem(*sc, split_aq ? 0 : which);
+      q->offset_at = of ? flat_elem(*of, split_aq ? 0 : which) : 0;
+    } else {
+      q->mode = cpu::FiaDequant::Mode::kChannel;
+      q->chan_head = Dd;  // the builder's parameter tensors are contiguous
+      q->scale_at = split_aq ? 0 : which * KVN * Dd;
+      q->offset_at = of ? q->scale_at : 0;
+    }
+  };
+  if (p.kv_int8) {
+    if (split_aq) {
+      dequant(0, &*a.key_antiquant_scale, a.key_antiquant_offset ? &*a.key_antiquant_offset : nullptr,
+              a.key_antiquant_mode, D, &p.k_dq);
+      dequant(1, &*a.value_antiquant_scale,
+              a.value_antiquant_offset ? &*a.value_antiquant_offset : nullptr,
+              a.value_antiquant_mode, Dv, &p.v_dq);
+    } else {
+      const TensorView* of = a.antiquant_offset ? &*a.antiquant_offset : nullptr;
+      dequant(0, &*a.antiquant_scale, of, a.antiquant_mode, D, &p.k_dq);
+      dequant(1, &*a.antiquant_scale, of, a.antiquant_mode, Dv, &p.v_dq);
+    }
+  }
+  if (c.out_dtype == DType::kInt8) {
+    p.q2_channel = a.quant_scale2->numel() != 1;
+    p.q2_dtype = a.quant_scale2->dtype;
+    p.has_q2_offset = a.quant_offset2.has_value();
+    if (a.quant_offset2) {
+      EXPECT_EQ(a.quant_offset2->dtype, p.q2_dtype);
+    }
+  }
+  int64_t pse_batch = 0;
+  if (a.pse_shift) {
+    const TensorView& ps = *a.pse_shift;
+    p.has_pse = true, p.pse_dtype = ps.dtype;
+    pse_batch = ps.shape[0] == 1 ? 0 : ps.strides[0];
+    p.pse_head = ps.strides[1], p.pse_row = ps.shape[2] == 1 ? 0 : ps.strides[2];
+    p.pse_col = ps.strides[3];
   }
   // Full masks (modes 0/1; the decode branch's (B, S)); the compressed one is never read.
   const bool full_mask = c.mask != FiaMask::kNone && c.mask != FiaMask::kCompressed &&
@@ -129,14 +205,14 @@ Bound bind(const FiaCase& c, const reference::FiaCall& a) {
   for (int64_t b = 0; b < B; ++b) {
     FiaBatch bt;
     bt.q_rows = decode ? 1 : c.q_lens[b];
-    bt.kv_len = c.kv_lens[b];
+    bt.kv_len = P + c.kv_lens[b];
     int64_t q_first = 0, kv_first = 0;
     if (tnd) {
       q_first = qcum, qcum += c.q_lens[b];
       if (!c.paged) kv_first = kcum, kcum += c.kv_lens[b];
     } else {
       if (c.q_padding >= 0 && !decode) q_first = S1 - c.q_padding - bt.q_rows;
-      if (c.kv_padding >= 0 && !c.paged) kv_first = S2 - c.kv_padding - bt.kv_len;
+      if (c.kv_padding >= 0 && !c.paged && !list) kv_first = S2 - c.kv_padding - c.kv_lens[b];
     }
     bt.q_offset = b * qs.batch + q_first * qs.row;
     bt.qr_offset = b * rs.batch + q_first * rs.row;
@@ -168,8 +244,10 @@ Bound bind(const FiaCase& c, const reference::FiaCall& a) {
           break;
       }
     }
-    bt.mask_offset = b * mask_batch + (tnd ? 0 : q_first) * p.mask_row +
-                     (c.paged || tnd ? 0 : kv_first) * p.mask_col;
+    bt.mask_offset = b * mask_batch + (tnd ? 0 : q_first) * p.mask_row;
+    bt.pse_offset = b * pse_batch + (tnd ? 0 : q_first) * p.pse_row;
+    bt.col_shift = c.paged || tnd ? 0 : kv_first;
+    bt.tok_first = c.paged ? 0 : kv_first;
     for (int64_t i = 0; i < bt.q_rows; ++i) covered[tnd ? q_first + i : b * S1 + q_first + i] = 1;
     out.batches.push_back(bt);
   }
@@ -188,6 +266,26 @@ Bound bind(const FiaCase& c, const reference::FiaCall& a) {
   d.q_rope = Dr ? a.query_rope->base() : nullptr;
   d.k = k.base();
   d.v = v.base();
+  if (list) {
+    for (int64_t b = 0; b < B; ++b) out.k_list.push_back(a.key[b].base()), out.v_list.push_back(a.value[b].base());
+    d.k_list = out.k_list.data(), d.v_list = out.v_list.data();
+  }
+  if (P) d.k_prefix = a.key_shared_prefix->base(), d.v_prefix = a.value_shared_prefix->base();
+  if (p.kv_int8) {
+    if (split_aq) {
+      d.k_scale = a.key_antiquant_scale->base(), d.v_scale = a.value_antiquant_scale->base();
+      d.k_offset = a.key_antiquant_offset ? a.key_antiquant_offset->base() : nullptr;
+      d.v_offset = a.value_antiquant_offset ? a.value_antiquant_offset->base() : nullptr;
+    } else {
+      d.k_scale = d.v_scale = a.antiquant_scale->base();
+      d.k_offset = d.v_offset = a.antiquant_offset ? a.antiquant_offset->base() : nullptr;
+    }
+  }
+  if (a.pse_shift) d.pse = a.pse_shift->base();
+  if (c.out_dtype == DType::kInt8) {
+    d.quant_scale2 = a.quant_scale2->base();
+    d.quant_offset2 = a.quant_offset2 ? a.quant_offset2->base() : nullptr;
+  }
   d.k_rope = Dr ? a.key_rope->base() : nullptr;
   d.block_table = c.paged ? static_cast<const int32_t*>(a.block_table->base()) : nullptr;
   d.mask = full_mask ? static_cast<const uint8_t*>(a.atten_mask->base()) : nullptr;
