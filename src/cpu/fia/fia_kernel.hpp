@@ -12,15 +12,15 @@
 // Key tiles outside the band of every row of a query tile are never visited. Tasks run longest
 // first (cost = key tiles visited), claimed one at a time, which balances causal work.
 //
-// Numerics: fp32 throughout (scores, online softmax with src/cpu/softmax_state.h's rules, P kept
-// in fp32, P·V), output rounded once (RNE).
+// Numerics: fp32 throughout (scores: vdpbf16ps on bf16 pairs at the avx512bf16 level, else fp32
+// FMA; online softmax with src/cpu/softmax_state.h's rules; P kept in fp32; P·V in fp32 FMA),
+// output rounded once (RNE; int8: post-quant, half to even, saturated).
 //
-// What it covers so far (docs/fia-semantics.md, "CPU prefill kernel"): fp16/bf16 Q and K/V of the
-// same dtype; fp16/bf16/fp32 output; any layout expressible by row/head strides (BSH, BSND, BNSD,
-// TND, NTD and the output variants); contiguous or paged K/V (BnBsH, BnNBsD); GQA; MLA rope
-// (query_rope / key_rope); bands of sparse modes 0-4 and the decode branch; a full 1-byte mask;
-// LSE; learnable sink; rows written as padding. Not yet: pse, int8 KV antiquant, int8 output,
-// shared prefix, tensor lists.
+// What it covers (docs/fia-semantics.md, "CPU prefill kernel"): fp16/bf16 Q; K/V of Q's dtype or
+// int8 with antiquant; fp16/bf16/fp32/int8 output; any layout expressible by row/head strides
+// (BSH, BSND, BNSD, TND, NTD and the output variants); contiguous, paged (BnBsH, BnNBsD) or
+// tensor-list K/V; shared prefix; GQA; MLA rope (query_rope / key_rope); bands of sparse modes 0-4
+// and the decode branch; a full 1-byte mask; pse; LSE; learnable sink; rows written as padding.
 #pragma once
 
 #include <cstddef>
