@@ -3,7 +3,7 @@
 // contract, run(Params, Data, ...)). Nothing here validates: the caller (the operator's binding)
 // has reduced a valid call to per-batch row ranges, element offsets and a visibility band.
 //
-// Work: tasks are (batch, KV head, query tile). A query tile is kFiaQueryTile(G) consecutive query
+// Work: tasks are (batch, KV head, query tile). A query tile is fia_query_tile(G) consecutive query
 // rows of a batch with all G query heads of the KV head (so K/V tiles are read once for G heads);
 // key tiles are kFiaKeyTile positions. Both are cut at fixed multiples from the batch's first row
 // / position, so every row's arithmetic is a function of its sequence alone: the same bits for any
