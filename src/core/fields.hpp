@@ -67,4 +67,27 @@ Status first_failure(const Fields& fields, F&& f) {
   return s;
 }
 
+/// Calls f(view, name) (returning Status) for every tensor of args in table order until one
+/// fails: each required view, each present optional one, each entry of a list (named by its
+/// field). Args may be const (f takes const TensorView&) or not (f may change the views).
+template <class Fields, class Args, class F>
+Status for_each_view(const Fields& fields, Args& args, F&& f) {
+  return first_failure(fields, [&](const auto& fld) -> Status {
+    auto& v = args.*fld.member;
+    using T = std::remove_cvref_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, TensorView>) {
+      return f(v, fld.name);
+    } else if constexpr (std::is_same_v<T, std::optional<TensorView>>) {
+      return v ? f(*v, fld.name) : Status::kSuccess;
+    } else if constexpr (std::is_same_v<T, std::vector<TensorView>>) {
+      for (auto& e : v) {
+        if (const Status s = f(e, fld.name); s != Status::kSuccess) return s;
+      }
+      return Status::kSuccess;
+    } else {
+      return Status::kSuccess;  // an attribute
+    }
+  });
+}
+
 }  // namespace kvflash::core

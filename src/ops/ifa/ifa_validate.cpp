@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/view_check.hpp"
+#include "ops/ifa/ifa_fields.hpp"
 #include "ops/ifa/ifa_error.hpp"
 #include "ops/ifa/ifa_validate_parts.hpp"
 
@@ -295,15 +296,10 @@ namespace {
 // The arguments with canonical strides (core::canonical_strides) on every view.
 IfaArgs canonical(const IfaArgs& in) {
   IfaArgs a = in;
-  a.query = core::canonical_strides(a.query);
-  a.attention_out = core::canonical_strides(a.attention_out);
-  for (auto* list : {&a.key, &a.value})
-    for (TensorView& t : *list) t = core::canonical_strides(t);
-  for (auto* o : {&a.pse_shift, &a.atten_mask, &a.dequant_scale1, &a.quant_scale1,
-                  &a.dequant_scale2, &a.quant_scale2, &a.quant_offset2, &a.antiquant_scale,
-                  &a.antiquant_offset, &a.block_table, &a.kv_padding_size, &a.softmax_lse}) {
-    if (*o) **o = core::canonical_strides(**o);
-  }
+  core::for_each_view(kFields, a, [](TensorView& v, const char*) {
+    v = core::canonical_strides(v);
+    return Status::kSuccess;
+  });
   return a;
 }
 

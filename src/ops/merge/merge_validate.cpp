@@ -21,20 +21,10 @@ bool float_dtype(DType t) {
   return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
 }
 
-// Every tensor of the call with its name (optional ones when present).
+// Every tensor of the call with its name (optional ones when present), in table order.
 template <typename Fn>
 Status each_view(const MergeArgs& a, Fn fn) {
-  KVFLASH_RETURN_IF_ERROR(fn(a.partial_out, "partial_out"));
-  KVFLASH_RETURN_IF_ERROR(fn(a.out, "out"));
-  const std::pair<const std::optional<TensorView>*, const char*> optionals[] = {
-      {&a.partial_lse, "partial_lse"}, {&a.partial_max, "partial_max"},
-      {&a.partial_sum, "partial_sum"}, {&a.sink, "sink"},
-      {&a.out_lse, "out_lse"},         {&a.out_max, "out_max"},
-      {&a.out_sum, "out_sum"}};
-  for (const auto& [view, name] : optionals) {
-    if (view->has_value()) KVFLASH_RETURN_IF_ERROR(fn(**view, name));
-  }
-  return Status::kSuccess;
+  return core::for_each_view(kFields, a, fn);
 }
 
 // v's dims must be `lead` (when >= 0) followed by the row dims of partial_out, then `tail` (when

@@ -10,6 +10,7 @@
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/view_check.hpp"
+#include "ops/sfa/sfa_fields.hpp"
 
 namespace kvflash::sfa {
 namespace {
@@ -139,13 +140,10 @@ namespace {
 // The arguments with canonical strides (core::canonical_strides) on every view.
 SfaArgs canonical(const SfaArgs& in) {
   SfaArgs a = in;
-  for (TensorView* t :
-       {&a.query, &a.key, &a.sparse_indices, &a.query_rope, &a.key_rope, &a.attention_out})
-    *t = core::canonical_strides(*t);
-  for (auto* o : {&a.value, &a.block_table, &a.actual_seq_lengths_query, &a.actual_seq_lengths_kv,
-                  &a.sinks, &a.softmax_max, &a.softmax_sum}) {
-    if (*o) **o = core::canonical_strides(**o);
-  }
+  core::for_each_view(kFields, a, [](TensorView& v, const char*) {
+    v = core::canonical_strides(v);
+    return Status::kSuccess;
+  });
   return a;
 }
 
