@@ -1,26 +1,31 @@
 // The PyTorch operators' plan lookup per call, in one process (python/src/plan_cache.hpp): the
 // cache hit of a 16-token IFA decode call (query (1, 1, 1024) fp16 BSH, 8 heads, host
-// actual_seq_lengths) as the operators make it, against the two keys it replaced, interleaved,
-// best of 200 short rounds (the minimum is the estimate that a loaded machine disturbs least):
-//   plan_key   the hand-written key of the first torch cache (a std::vector<int64_t> of the
-//              same words, FNV-1a over them): the baseline the fingerprint had to match;
-//   public     IfaPlan::fingerprint into a new std::string, std::hash over it;
-//   before     the cache before python/src/plan_cache.hpp: the public fingerprint into a new
-//              std::string per call, std::hash over it, the whole hit (lock, find, LRU splice,
-//              plan copy);
-//   cache      PlanCache::get, the same whole hit;
-// each cache for one shape repeated and for two shapes in turn. Run it with LD_LIBRARY_PATH
-// naming another build's libkvflash.so.0 to time that build's public fingerprint.
+// actual_seq_lengths) as the operators make it, against what it replaced, interleaved, best of
+// 200 short rounds (the minimum is the estimate a loaded machine disturbs least), and the
+// allocations per call:
+//   plan_key  the hand-written key of the first torch cache (a std::vector<int64_t> of the same
+//             words, FNV-1a over them): the baseline the fingerprint had to match;
+//   public    IfaPlan::fingerprint into a new std::string, std::hash over it;
+//   before    the cache before python/src/plan_cache.hpp (BeforeCache): the public fingerprint
+//             into a new std::string per call and an unordered_map<std::string> (which compares
+//             the keys in turn below 20 plans, hashes above), the whole hit (lock, find, LRU
+//             splice, plan copy);
+//   cache     PlanCache::get, the same whole hit;
+// the caches for one shape repeated and for two shapes in turn. With LD_LIBRARY_PATH naming
+// another build's libkvflash.so.0, plan_key, public and before use that build's fingerprint.
 // Build: cmake --build <build> --target kvflash_plan_cache_bench (KVFLASH_PYTHON=ON).
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -37,6 +42,16 @@ namespace kvflash::torch_ext {
 // ends the benchmark.
 void throw_status(Status) { throw std::runtime_error(last_error_message()); }
 }  // namespace kvflash::torch_ext
+
+// Every allocation of the process, counted: a hit must allocate nothing.
+std::atomic<int64_t> g_allocations{0};
+void* operator new(size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -162,6 +177,13 @@ double ns_per_call(int n, F&& f) {
          n;
 }
 
+template <class F>
+double allocations_per_call(int n, F&& f) {
+  const int64_t before = g_allocations.load();
+  for (int i = 0; i < n; ++i) f();
+  return static_cast<double>(g_allocations.load() - before) / n;
+}
+
 }  // namespace
 
 int main() {
@@ -198,24 +220,26 @@ int main() {
   double best[kColumns];
   std::fill(best, best + kColumns, 1e9);
   size_t sink = 0;
+  const std::function<void()> column[kColumns] = {
+      [&] { sink += plan_key_hash(a); },
+      [&] { sink += public_fingerprint_hash(a); },
+      [&] { sink += before.get(a) != nullptr; },
+      [&] { sink += before.get(next()) != nullptr; },
+      [&] { sink += cache.get(a) != nullptr; },
+      [&] { sink += cache.get(next()) != nullptr; },
+  };
+  double allocations[kColumns];
+  for (int i = 0; i < kColumns; ++i) allocations[i] = allocations_per_call(1000, column[i]);
   for (int round = 0; round < rounds; ++round) {
-    const double t[kColumns] = {
-        ns_per_call(n, [&] { sink += plan_key_hash(a); }),
-        ns_per_call(n, [&] { sink += public_fingerprint_hash(a); }),
-        ns_per_call(n, [&] { sink += before.get(a) != nullptr; }),
-        ns_per_call(n, [&] { sink += before.get(next()) != nullptr; }),
-        ns_per_call(n, [&] { sink += cache.get(a) != nullptr; }),
-        ns_per_call(n, [&] { sink += cache.get(next()) != nullptr; }),
-    };
-    for (int i = 0; i < kColumns; ++i) best[i] = std::min(best[i], t[i]);
+    for (int i = 0; i < kColumns; ++i) best[i] = std::min(best[i], ns_per_call(n, column[i]));
   }
-  std::printf("plan lookup per call, best of %d x %d (ns):\n", rounds, n);
-  std::printf("  plan_key + FNV-1a (the first torch key)          %7.1f\n", best[0]);
-  std::printf("  IfaPlan::fingerprint + std::hash (new string)    %7.1f\n", best[1]);
-  std::printf("  the cache before, a hit: one shape               %7.1f\n", best[2]);
-  std::printf("  the cache before, a hit: two shapes in turn      %7.1f\n", best[3]);
-  std::printf("  PlanCache::get, a hit: one shape                 %7.1f\n", best[4]);
-  std::printf("  PlanCache::get, a hit: two shapes in turn        %7.1f\n", best[5]);
+  const char* names[kColumns] = {
+      "plan_key + FNV-1a (the first torch key)",       "IfaPlan::fingerprint + std::hash",
+      "the cache before, a hit: one shape",            "the cache before, a hit: two shapes in turn",
+      "PlanCache::get, a hit: one shape",              "PlanCache::get, a hit: two shapes in turn"};
+  std::printf("plan lookup per call, best of %d x %d calls:      ns  allocations\n", rounds, n);
+  for (int i = 0; i < kColumns; ++i)
+    std::printf("  %-45s %7.1f  %4.1f\n", names[i], best[i], allocations[i]);
   std::printf("(sink %zu)\n", sink & 1);
   return 0;
 }

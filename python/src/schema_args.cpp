@@ -8,30 +8,30 @@ namespace kvflash::torch_ext {
 namespace {
 
 // Whether a schema argument's type can be read into a member of the kind.
-bool suits(int kind, const c10::TypePtr& type) {
+bool suits(MemberKind kind, const c10::TypePtr& type) {
   const auto* opt = type->castRaw<c10::OptionalType>();
   const c10::TypePtr& t = opt ? opt->getElementType() : type;
   const auto* list = t->castRaw<c10::ListType>();
   const auto element = [&](c10::TypeKind k) { return list && list->getElementType()->kind() == k; };
   switch (kind) {
-    case kTensorMember: return t->kind() == c10::TypeKind::TensorType;
-    case kTensorListMember:
+    case MemberKind::kTensor: return t->kind() == c10::TypeKind::TensorType;
+    case MemberKind::kTensorList:
       return !opt && (t->kind() == c10::TypeKind::TensorType || element(c10::TypeKind::TensorType));
-    case kIntListMember: return element(c10::TypeKind::IntType);
-    case kIntMember: return !opt && t->kind() == c10::TypeKind::IntType;
-    case kFloatMember: return !opt && t->kind() == c10::TypeKind::FloatType;
-    case kBoolMember: return !opt && t->kind() == c10::TypeKind::BoolType;
-    case kStringMember: return !opt && t->kind() == c10::TypeKind::StringType;
-    default: return false;
+    case MemberKind::kIntList: return element(c10::TypeKind::IntType);
+    case MemberKind::kInt: return !opt && t->kind() == c10::TypeKind::IntType;
+    case MemberKind::kFloat: return !opt && t->kind() == c10::TypeKind::FloatType;
+    case MemberKind::kBool: return !opt && t->kind() == c10::TypeKind::BoolType;
+    case MemberKind::kString: return !opt && t->kind() == c10::TypeKind::StringType;
   }
+  return false;
 }
 
 }  // namespace
 
 SchemaIndex::SchemaIndex(const c10::FunctionSchema& schema, const std::vector<const char*>& fields,
-                         const std::vector<int>& kinds,
+                         const std::vector<MemberKind>& kinds,
                          std::initializer_list<std::string_view> extras)
-    : op_(schema.name()), num_arguments_(schema.arguments().size()), field_(fields.size(), -1) {
+    : op_(schema.name()), field_(fields.size(), -1) {
   for (const c10::Argument& a : schema.arguments()) names_.push_back(a.name());
   for (size_t i = 0; i < fields.size(); ++i) {
     field_[i] = find(fields[i]);

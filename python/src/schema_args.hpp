@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,9 @@
 
 namespace kvflash::torch_ext {
 
+/// What kind of member a field fills, for SchemaIndex's type check.
+enum class MemberKind { kTensor, kTensorList, kIntList, kInt, kFloat, kBool, kString };
+
 /// Where a schema's arguments are, by name; built once per operator from the registered schema.
 class SchemaIndex {
  public:
@@ -31,11 +35,12 @@ class SchemaIndex {
   /// either in `fields` or in `extras` (those the kernel reads itself), and every field's type
   /// suits its member (`kinds`, parallel to `fields`).
   SchemaIndex(const c10::FunctionSchema& schema, const std::vector<const char*>& fields,
-              const std::vector<int>& kinds, std::initializer_list<std::string_view> extras);
+              const std::vector<MemberKind>& kinds,
+              std::initializer_list<std::string_view> extras);
 
   /// The operator's name, "kvflash::npu_incre_flash_attention": the prefix of every message.
   const char* op() const { return op_.c_str(); }
-  size_t num_arguments() const { return num_arguments_; }
+  size_t num_arguments() const { return names_.size(); }
   /// The position of field i of the table, or -1 where the schema does not have it.
   int field(size_t i) const { return field_[i]; }
   /// The position of the argument `name`, or -1.
@@ -46,26 +51,22 @@ class SchemaIndex {
 
  private:
   std::string op_;
-  size_t num_arguments_;
   std::vector<std::string> names_;
   std::vector<int> field_;
 };
 
-/// What kind of member a field fills, for SchemaIndex's type check.
-enum MemberKind : int { kTensorMember, kTensorListMember, kIntListMember, kIntMember,
-                        kFloatMember, kBoolMember, kStringMember };
-
 template <class T>
-constexpr int member_kind() {
-  if constexpr (std::is_same_v<T, std::vector<TensorView>>) return kTensorListMember;
-  else if constexpr (core::kIsTensor<T>) return kTensorMember;
-  else if constexpr (std::is_same_v<T, std::optional<std::vector<int64_t>>>) return kIntListMember;
-  else if constexpr (std::is_same_v<T, bool>) return kBoolMember;
-  else if constexpr (std::is_same_v<T, int64_t>) return kIntMember;
-  else if constexpr (std::is_same_v<T, double>) return kFloatMember;
+constexpr MemberKind member_kind() {
+  using K = MemberKind;
+  if constexpr (std::is_same_v<T, std::vector<TensorView>>) return K::kTensorList;
+  else if constexpr (core::kIsTensor<T>) return K::kTensor;
+  else if constexpr (std::is_same_v<T, std::optional<std::vector<int64_t>>>) return K::kIntList;
+  else if constexpr (std::is_same_v<T, bool>) return K::kBool;
+  else if constexpr (std::is_same_v<T, int64_t>) return K::kInt;
+  else if constexpr (std::is_same_v<T, double>) return K::kFloat;
   else {
     static_assert(std::is_same_v<T, std::string>, "a member type the torch binding cannot fill");
-    return kStringMember;
+    return K::kString;
   }
 }
 
@@ -111,8 +112,8 @@ class SchemaArgs {
     core::for_each_field(kFields, [&](const auto& f) { n.push_back(f.name); });
     return n;
   }
-  static std::vector<int> kinds() {
-    std::vector<int> k;
+  static std::vector<MemberKind> kinds() {
+    std::vector<MemberKind> k;
     core::for_each_field(kFields, [&](const auto& f) {
       k.push_back(member_kind<typename std::remove_cvref_t<decltype(f)>::Type>());
     });
