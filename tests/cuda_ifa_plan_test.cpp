@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/ifa/ifa_bind.hpp"
 #include "ops/ifa/ifa_problem.hpp"
 #include "cpu/ifa/ifa_workspace.hpp"
 #include "cuda/ifa/ifa_cuda_plan.hpp"
@@ -233,8 +234,10 @@ TEST(CudaIfaPlan, SequenceTableAddressesTheTensors) {
     IfaCaseData data(ic);
     const IfaArgs& a = data.args();
     const core::IfaProblem p = problem_of(a);
+    core::IfaData bound;
+    ifa::bind_data(p, a, &bound);
     std::vector<cuda::IfaCudaSeq> all(static_cast<size_t>(p.batch));
-    cuda::ifa_cuda_seq_entries(p, a, 0, static_cast<int>(p.batch), all.data());
+    cuda::ifa_cuda_seq_entries(p, bound, 0, static_cast<int>(p.batch), all.data());
     int64_t chunks = 0;
     for (int64_t b = 0; b < p.batch; ++b) {
       const cuda::IfaCudaSeq& s = all[static_cast<size_t>(b)];
@@ -242,7 +245,7 @@ TEST(CudaIfaPlan, SequenceTableAddressesTheTensors) {
       EXPECT_EQ(s.chunk_first, chunks);
       chunks += cuda::ifa_cuda_num_chunks(s.kv_len);
       cuda::IfaCudaSeq one;
-      cuda::ifa_cuda_seq_entries(p, a, b, 1, &one);
+      cuda::ifa_cuda_seq_entries(p, bound, b, 1, &one);
       EXPECT_EQ(one.chunk_first, s.chunk_first) << "an upload starting at batch " << b;
       EXPECT_EQ(one.k_base, s.k_base);
       // Element (b, j=1 or the block's offset 1, n2=1, d=2) of K through the table vs the view.

@@ -129,7 +129,8 @@ class IfaValidateTest : public ::testing::Test {
     EXPECT_EQ(st, Status::kSuccess) << last_error_message();
     return p;
   }
-  // The accepted problem and the pointers a run of a binds (ifa::bind_data).
+  // The accepted problem and the pointers a run of a binds (ifa::bind_data, and the batch bases
+  // a CPU run derives from them: ifa::bind_batch_bases).
   struct Bound {
     IfaProblem p;
     core::IfaData d;
@@ -140,7 +141,8 @@ class IfaValidateTest : public ::testing::Test {
     r->p = accept(a);
     r->k_seq.resize(static_cast<size_t>(r->p.batch));
     r->v_seq.resize(static_cast<size_t>(r->p.batch));
-    ifa::bind_data(r->p, a, r->k_seq.data(), r->v_seq.data(), &r->d);
+    ifa::bind_data(r->p, a, &r->d);
+    if (!r->p.k.paged) ifa::bind_batch_bases(r->p, r->k_seq.data(), r->v_seq.data(), &r->d);
     return r;
   }
   // The first attended position of every batch for a left-padding value, and which are empty.

@@ -106,6 +106,15 @@ Isa active_isa() {
   return static_cast<Isa>(isa);
 }
 
+bool isa_available(Isa isa, const char** why) {
+  if (active_isa() >= isa) return true;
+  if (why != nullptr) {
+    *why = detected_isa() >= isa ? "capped by KVFLASH_MAX_ISA or cpu::set_isa_cap"
+                                 : "this CPU or OS does not support the instruction set";
+  }
+  return false;
+}
+
 void set_isa_cap(std::optional<Isa> cap) {
   g_cap.store(cap ? static_cast<int>(*cap) : kNoCap, std::memory_order_relaxed);
 }

@@ -34,6 +34,8 @@ inline constexpr int kIfaCudaHeaderFloats = 4;    ///< slot header: max, sum, an
 inline constexpr int kIfaCudaSeqsPerUpload = 40;
 /// The largest dynamic shared memory any supported part gives one CTA (sm_80: 163 KB).
 inline constexpr size_t kIfaCudaMaxSmem = 166912;
+/// Alignment of the workspace base and of each region (IfaCudaLayout).
+inline constexpr size_t kIfaCudaWorkspaceAlign = 256;
 /// bad_slot value of a batch whose block ids were all valid.
 inline constexpr unsigned long long kIfaCudaNoBadSlot = ~0ull;
 
@@ -114,7 +116,7 @@ struct IfaCudaFault {
   int64_t batch = 0, len = 0, begin = 0, slot = 0, id = 0, num_blocks = 0, pad = 0, mask_cols = 0;
 };
 
-/// Byte offsets from the 256-byte-aligned workspace base.
+/// Byte offsets from the kIfaCudaWorkspaceAlign-aligned workspace base.
 struct IfaCudaLayout {
   size_t fault = 0;      ///< IfaCudaFault; always 0, so it is found without the plan
   size_t seqs = 0;       ///< IfaCudaSeq [batch]

@@ -10,7 +10,6 @@
 
 #include "ops/ifa/ifa_problem.hpp"
 #include "cuda/ifa/ifa_cuda_layout.hpp"
-#include "kvflash/ifa.hpp"
 #include "kvflash/status.hpp"
 
 namespace kvflash::cuda {
@@ -27,14 +26,14 @@ IfaCudaGeometry ifa_cuda_geometry(const core::IfaProblem& p);
 /// Workspace bytes of the CUDA backend for p (ifa_cuda_layout(p).bytes).
 size_t ifa_cuda_workspace_size(const core::IfaProblem& p);
 
-/// Table entries [first, first + count) of a run of p on args (matched against the plan): K/V
-/// base pointers and strides of each sequence, its length and first chunk. Pointer arithmetic
-/// only: nothing is read through the pointers, so device tensors are fine.
-void ifa_cuda_seq_entries(const core::IfaProblem& p, const IfaArgs& args, int64_t first,
+/// Table entries [first, first + count) of a run of p on the bound data d: K/V base pointers and
+/// strides of each sequence, its length and first chunk. Pointer arithmetic only: nothing is read
+/// through the pointers, so device tensors are fine.
+void ifa_cuda_seq_entries(const core::IfaProblem& p, const core::IfaData& d, int64_t first,
                           int count, IfaCudaSeq* out);
 
-/// The pointers of a run (element 0 of every present view).
-IfaCudaData ifa_cuda_data(const core::IfaProblem& p, const IfaArgs& args);
+/// The kernels' pointers of a run (IfaData's views other than K/V, which IfaCudaSeq carries).
+IfaCudaData ifa_cuda_data(const core::IfaData& d);
 
 /// kSuccess for a record of kind 0; else kInvalid (161002) with ifa::ifa_fault_message's text,
 /// the message the CPU backend gives for the same bad data.

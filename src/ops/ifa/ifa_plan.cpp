@@ -18,8 +18,9 @@
 namespace kvflash {
 namespace {
 
-constexpr core::PlanOps<core::IfaProblem, IfaArgs> kOps = {
-    ifa::kIfaOp, ifa::validate_ifa, ifa::strip_data, ifa::check_matches_plan, ifa_backends};
+constexpr core::PlanOps<core::IfaProblem, IfaArgs, core::IfaData> kOps = {
+    ifa::kIfaOp, ifa::validate_ifa, ifa::strip_data, ifa::check_matches_plan,
+    ifa::bind_data,   ifa::describe,       ifa_backends};
 
 }  // namespace
 

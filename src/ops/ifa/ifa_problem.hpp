@@ -111,16 +111,18 @@ enum IfaBatchState : uint8_t {
 };
 
 /// The pointers of one run. Each points at element 0 of its view (the tensor's data plus its
-/// offset); absent views are null. A backend fills the derived arrays from device data in stream
-/// order before its kernels read them.
+/// offset); absent views are null. The generic plan run binds them once (ifa::bind_data) for every
+/// backend; a backend fills the derived fields in its own copy, from device data in stream order,
+/// before its kernels read them.
 struct IfaData {
   const void* q = nullptr;
   void* out = nullptr;
   float* lse = nullptr;
-  const void* const* k_seq = nullptr;  ///< non-paged: base(b) of K for every batch
-  const void* const* v_seq = nullptr;
-  const void* k_cache = nullptr;  ///< paged
-  const void* v_cache = nullptr;
+  const void* k_cache = nullptr;  ///< element 0 of key[0] (paged: the cache)
+  const void* v_cache = nullptr;  ///< element 0 of value[0]
+  /// Non-paged list mode: the B tensors of key / value, whose element 0 is each batch's base.
+  const TensorView* k_list = nullptr;
+  const TensorView* v_list = nullptr;
   const int32_t* block_table = nullptr;
   const void* mask = nullptr;
   const void* pse = nullptr;
@@ -129,8 +131,10 @@ struct IfaData {
   const void* quant_scale2 = nullptr;
   const void* quant_offset2 = nullptr;
   const int64_t* kv_padding_size = nullptr;  ///< element 0 read at run time (left padding)
-  const int64_t* kv_begin = nullptr;         ///< derived: first attended position of each batch
-  const uint8_t* batch_state = nullptr;      ///< derived: IfaBatchState of each batch
+  const void* const* k_seq = nullptr;        ///< derived, non-paged: base(b) of K for every batch
+  const void* const* v_seq = nullptr;
+  const int64_t* kv_begin = nullptr;     ///< derived: first attended position of each batch
+  const uint8_t* batch_state = nullptr;  ///< derived: IfaBatchState of each batch
 };
 
 /// The attended range of batch b for a left-padding value read at run time (ignored unless

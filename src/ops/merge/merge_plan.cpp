@@ -14,9 +14,9 @@
 namespace kvflash {
 namespace {
 
-constexpr core::PlanOps<core::MergeProblem, MergeArgs> kOps = {
+constexpr core::PlanOps<core::MergeProblem, MergeArgs, core::MergeData> kOps = {
     merge::kOpName, merge::validate, merge::strip_data, merge::check_matches_plan,
-    merge_backends};
+    merge::bind_data, merge::describe, merge_backends};
 
 }  // namespace
 

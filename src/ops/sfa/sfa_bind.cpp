@@ -1,5 +1,6 @@
 #include "ops/sfa/sfa_bind.hpp"
 
+#include <cstdio>
 #include <string>
 
 #include "core/error.hpp"
@@ -164,6 +165,12 @@ Status resolve_lengths(const core::SfaProblem& p, const core::SfaData& d, core::
     if (p.query_tnd) first += batches[b].lq;
   }
   return Status::kSuccess;
+}
+
+void describe(const core::SfaProblem& p, char* buf, size_t size) {
+  std::snprintf(buf, size, "B=%lld N=%lld K=%lld rows=%lld %s%s", static_cast<long long>(p.batch),
+                static_cast<long long>(p.num_heads), static_cast<long long>(p.sparse_size),
+                static_cast<long long>(p.num_rows), dtype_name(p.dtype), p.paged ? " paged" : "");
 }
 
 }  // namespace kvflash::sfa

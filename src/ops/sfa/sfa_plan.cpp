@@ -15,8 +15,9 @@
 namespace kvflash {
 namespace {
 
-constexpr core::PlanOps<core::SfaProblem, SfaArgs> kOps = {
-    sfa::kOpName, sfa::validate, sfa::strip_data, sfa::check_matches_plan, sfa_backends};
+constexpr core::PlanOps<core::SfaProblem, SfaArgs, core::SfaData> kOps = {
+    sfa::kOpName, sfa::validate, sfa::strip_data, sfa::check_matches_plan,
+    sfa::bind_data, sfa::describe, sfa_backends};
 
 }  // namespace
 
