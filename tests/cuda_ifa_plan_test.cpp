@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ops/ifa/ifa_bind.hpp"
@@ -88,7 +89,7 @@ TEST(CudaIfaPlan, ChunkKernelAndMergeAgreeOnSlots) {
   const std::vector<int64_t> first_pos = {0, 7, 0, 3, 100};  // left padding moves the ranges
   const cuda::IfaCudaLayout l = cuda::ifa_cuda_layout(p);
   const cuda::IfaCudaGeometry geo = cuda::ifa_cuda_geometry(p);
-  const int64_t total = cuda::ifa_cuda_problem(p).total_chunks;
+  const int64_t total = cuda::ifa_cuda_total_chunks(p);
   std::vector<cuda::IfaCudaSeq> seqs(5);
   int64_t at = 0;
   for (size_t b = 0; b < 5; ++b) {
@@ -171,7 +172,7 @@ TEST(CudaIfaPlan, LayoutIsAlignedAndDisjoint) {
       EXPECT_LE(offsets[i] + sizes[i], offsets[i + 1]) << "array " << i << " overlaps the next";
     }
     const int64_t chunks = (batch - 1) * 2;  // 700 positions: 2 chunks each
-    EXPECT_EQ(cuda::ifa_cuda_problem(p).total_chunks, chunks);
+    EXPECT_EQ(cuda::ifa_cuda_total_chunks(p), chunks);
     EXPECT_EQ(l.head_floats, 64 + cuda::kIfaCudaHeaderFloats);
     const size_t slot_bytes = sizeof(float) * chunks * p.num_kv_heads * p.group * l.head_floats;
     EXPECT_GE(l.bytes, l.slots + slot_bytes + 255) << "alignment slack";
@@ -276,7 +277,7 @@ TEST(CudaIfaPlan, SequenceTableAddressesTheTensors) {
       }
       EXPECT_EQ(got, el + want * es) << "batch " << b;
     }
-    EXPECT_EQ(cuda::ifa_cuda_problem(p).total_chunks, chunks);
+    EXPECT_EQ(cuda::ifa_cuda_total_chunks(p), chunks);
   }
 }
 
@@ -329,25 +330,23 @@ TEST(CudaIfaPlan, FaultRecordGivesTheCpusMessage) {
   EXPECT_EQ(cuda::ifa_cuda_decode_fault(junk), Status::kRuntime);
 }
 
-// The kernels' problem carries the validated scalars unchanged.
-TEST(CudaIfaPlan, ProblemCarriesTheScalars) {
+// The kernels take the plan's params by value (the CPU kernels' struct, sliced from the problem):
+// plain data, and the chunk count the grid is sized by.
+TEST(CudaIfaPlan, KernelsTakeThePlansParams) {
+  static_assert(std::is_trivially_copyable_v<core::IfaParams>);
+  static_assert(std::is_trivially_copyable_v<core::IfaData>);
   IfaCase c = base_case();
   c.lse = true;
   c.mask = testing::MaskShape::kBS;
   c.pse = testing::PseShape::kBroadcast;
   IfaCaseData data(c);
   const core::IfaProblem p = problem_of(data.args());
-  const cuda::IfaCudaProblem q = cuda::ifa_cuda_problem(p);
-  EXPECT_EQ(q.batch, p.batch);
-  EXPECT_EQ(q.group, p.group);
-  EXPECT_EQ(q.scale, p.scale);
+  const core::IfaParams& q = p;
   EXPECT_TRUE(q.mask.present);
-  EXPECT_EQ(q.mask.s2, p.mask.s2);
   EXPECT_TRUE(q.pse.present);
   EXPECT_EQ(q.pse.s0, 0) << "broadcast batch";
   EXPECT_TRUE(q.has_lse);
-  EXPECT_EQ(q.out_s1, p.out_s1);
-  EXPECT_EQ(q.total_chunks, 2 + 0 + 2);
+  EXPECT_EQ(cuda::ifa_cuda_total_chunks(p), 2 + 0 + 2);
 }
 
 }  // namespace

@@ -53,8 +53,7 @@ int64_t bad_slot(const core::IfaProblem& p, const int32_t* table, int64_t b, int
   const core::BlockTableView& bt = p.block_table;
   const int64_t last = (begin + p.kv_len[b] - 1) / bt.block_size;
   for (int64_t slot = begin / bt.block_size; slot <= last; ++slot) {
-    const int32_t id = table[b * bt.s0 + slot * bt.s1];
-    if (id < 0 || id >= bt.num_blocks) return slot;
+    if (core::ifa_bad_block_id(p, table[b * bt.s0 + slot * bt.s1])) return slot;
   }
   return -1;
 }
@@ -62,12 +61,9 @@ int64_t bad_slot(const core::IfaProblem& p, const int32_t* table, int64_t b, int
 // What batch b does in this run, from the device data (kv_padding_size, block table).
 uint8_t batch_state(const core::IfaProblem& p, const core::IfaData& d, int64_t b, int64_t begin,
                     bool empty) {
-  if (empty) return core::kIfaBatchEmpty;
   const int64_t len = p.kv_len[b];
-  if (len == 0) return core::kIfaBatchRun;
-  // Left padding moves the range right by a run-time amount: never read a mask column beyond the
-  // mask (validation could only bound the unpadded ranges).
-  if (p.mask.present && begin + len > p.mask_cols) return core::kIfaBatchFaultMaskRange;
+  const core::IfaBatchState s = core::ifa_range_state(p, empty, begin, len);
+  if (s != core::kIfaBatchRun || len == 0) return s;
   if (p.k.paged && bad_slot(p, d.block_table, b, begin) >= 0) return core::kIfaBatchFaultBlockId;
   return core::kIfaBatchRun;
 }

@@ -51,7 +51,7 @@ Status ifa_run(const core::IfaProblem& p, const core::IfaData& d, const core::Ru
       return launch_failed(e);
     }
   }
-  const int e = ifa_cuda_launch(ifa_cuda_problem(p), ifa_cuda_data(d), layout, geometry,
+  const int e = ifa_cuda_launch(p, d, layout, geometry,
                                 base, stream);
   if (e != 0) return launch_failed(e);
   // For the aclnn CUDA runtime (core/device_fault.hpp): the record, copied in stream order and

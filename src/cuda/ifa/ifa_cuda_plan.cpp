@@ -18,16 +18,6 @@ static_assert(kIfaCudaChunkLen == cpu::kIfaChunkLen);
 static_assert(kIfaCudaMaxDimsPerThread * kIfaCudaThreads >= cpu::kIfaMaxHeadDim);
 
 
-IfaCudaView view(const core::View3& v) {
-  IfaCudaView c;
-  c.present = v.present;
-  c.dtype = static_cast<int32_t>(v.dtype);
-  c.s0 = v.s0;
-  c.s1 = v.s1;
-  c.s2 = v.s2;
-  return c;
-}
-
 int64_t total_chunks(const core::IfaProblem& p) {
   int64_t n = 0;
   for (int64_t b = 0; b < p.batch; ++b) n += ifa_cuda_num_chunks(p.kv_len[b]);
@@ -36,47 +26,7 @@ int64_t total_chunks(const core::IfaProblem& p) {
 
 }  // namespace
 
-IfaCudaProblem ifa_cuda_problem(const core::IfaProblem& p) {
-  IfaCudaProblem c;
-  c.batch = p.batch;
-  c.num_heads = p.num_heads;
-  c.num_kv_heads = p.num_kv_heads;
-  c.group = p.group;
-  c.head_dim = p.head_dim;
-  c.q_dtype = static_cast<int32_t>(p.q_dtype);
-  c.kv_dtype = static_cast<int32_t>(p.k.dtype);
-  c.out_dtype = static_cast<int32_t>(p.out_dtype);
-  c.scale = p.scale;
-  c.q = view(p.q);
-  c.out_s0 = p.out_s0;
-  c.out_s1 = p.out_s1;
-  c.out_s2 = p.out_s2;
-  c.paged = p.k.paged;
-  if (c.paged) {
-    c.k_s_block = p.k.s_block;
-    c.v_s_block = p.v.s_block;
-    c.bt_s0 = p.block_table.s0;
-    c.bt_s1 = p.block_table.s1;
-    c.block_size = p.block_table.block_size;
-    c.num_blocks = p.block_table.num_blocks;
-  }
-  c.left_padding = p.left_padding;
-  c.kv_seq_len = p.kv_seq_len;
-  c.mask = view(p.mask);
-  c.mask_cols = p.mask_cols;
-  c.pse = view(p.pse);
-  c.antiquant = p.antiquant == core::AntiquantMode::kNone ? 0 : 1;
-  c.antiquant_scale = view(p.antiquant_scale);
-  c.antiquant_offset = view(p.antiquant_offset);
-  c.quant_scale2 = view(p.quant_scale2);
-  c.quant_offset2 = view(p.quant_offset2);
-  c.has_lse = p.has_lse;
-  c.lse_s0 = p.lse_s0;
-  c.lse_s1 = p.lse_s1;
-  c.zero_fully_masked_rows = p.zero_fully_masked_rows;
-  c.total_chunks = total_chunks(p);
-  return c;
-}
+int64_t ifa_cuda_total_chunks(const core::IfaProblem& p) { return total_chunks(p); }
 
 IfaCudaLayout ifa_cuda_layout(const core::IfaProblem& p) {
   IfaCudaLayout l;
@@ -131,10 +81,10 @@ void ifa_cuda_seq_entries(const core::IfaProblem& p, const core::IfaData& d, int
       s.v_s_head = p.v.s_head;
       s.v_s_dim = p.v.s_dim;
     } else {
-      const core::KvCacheView::Seq& ks = p.k.seqs[b];
-      const core::KvCacheView::Seq& vs = p.v.seqs[b];
-      s.k_base = ifa::kv_batch_base(p.k, d.k_cache, d.k_list, b);
-      s.v_base = ifa::kv_batch_base(p.v, d.v_cache, d.v_list, b);
+      const core::KvCacheView::Seq& ks = p.k_seqs[b];
+      const core::KvCacheView::Seq& vs = p.v_seqs[b];
+      s.k_base = ifa::kv_batch_base(p.k, ks, d.k_cache, d.k_list, b);
+      s.v_base = ifa::kv_batch_base(p.v, vs, d.v_cache, d.v_list, b);
       s.k_s_pos = ks.s_pos;
       s.k_s_head = ks.s_head;
       s.k_s_dim = ks.s_dim;
@@ -147,22 +97,6 @@ void ifa_cuda_seq_entries(const core::IfaProblem& p, const core::IfaData& d, int
     chunk_first += ifa_cuda_num_chunks(s.kv_len);
     out[i] = s;
   }
-}
-
-IfaCudaData ifa_cuda_data(const core::IfaData& d) {
-  IfaCudaData c;
-  c.q = d.q;
-  c.out = d.out;
-  c.lse = d.lse;
-  c.block_table = d.block_table;
-  c.mask = d.mask;
-  c.pse = d.pse;
-  c.antiquant_scale = d.antiquant_scale;
-  c.antiquant_offset = d.antiquant_offset;
-  c.quant_scale2 = d.quant_scale2;
-  c.quant_offset2 = d.quant_offset2;
-  c.kv_padding_size = d.kv_padding_size;
-  return c;
 }
 
 Status ifa_cuda_decode_fault(const IfaCudaFault& r) {

@@ -1,7 +1,6 @@
-// The IFA CUDA backend's host side that is plain C++ (no CUDA runtime): core::IfaProblem to the
-// kernels' IfaCudaProblem, the workspace layout, the launch geometry, a run's per-sequence table
-// and the decoding of the device's fault record into the CPU's status and message. Built in every
-// configuration, so the CPU tests (tests/cuda_ifa_plan_test.cpp) check it on machines without a
+// The IFA CUDA backend's host side that is plain C++ (no CUDA runtime): the workspace layout, the
+// launch geometry, a run's per-sequence table and the decoding of the device's fault record into
+// the CPU's status and message. Built in every configuration, so the CPU tests (tests/cuda_ifa_plan_test.cpp) check it on machines without a
 // GPU.
 #pragma once
 
@@ -14,8 +13,8 @@
 
 namespace kvflash::cuda {
 
-/// The kernels' view of p (strides and scalars; total_chunks from p.kv_len).
-IfaCudaProblem ifa_cuda_problem(const core::IfaProblem& p);
+/// Chunks of every sequence of p (from p.kv_len); the chunk CTAs are this times the kv heads.
+int64_t ifa_cuda_total_chunks(const core::IfaProblem& p);
 
 /// Workspace layout for p (offsets 256-byte aligned; bytes includes 256 bytes of alignment slack).
 IfaCudaLayout ifa_cuda_layout(const core::IfaProblem& p);
@@ -31,9 +30,6 @@ size_t ifa_cuda_workspace_size(const core::IfaProblem& p);
 /// through the pointers, so device tensors are fine.
 void ifa_cuda_seq_entries(const core::IfaProblem& p, const core::IfaData& d, int64_t first,
                           int count, IfaCudaSeq* out);
-
-/// The kernels' pointers of a run (IfaData's views other than K/V, which IfaCudaSeq carries).
-IfaCudaData ifa_cuda_data(const core::IfaData& d);
 
 /// kSuccess for a record of kind 0; else kInvalid (161002) with ifa::ifa_fault_message's text,
 /// the message the CPU backend gives for the same bad data.

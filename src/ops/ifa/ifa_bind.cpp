@@ -118,19 +118,19 @@ void bind_data(const core::IfaProblem& p, const IfaArgs& a, core::IfaData* d) {
   d->kv_padding_size = static_cast<const int64_t*>(base(a.kv_padding_size, p.left_padding));
 }
 
-const void* kv_batch_base(const core::KvCacheView& kv, const void* base0, const TensorView* list,
-                          int64_t b) {
+const void* kv_batch_base(const core::KvCacheView& kv, const core::KvCacheView::Seq& seq,
+                          const void* base0, const TensorView* list, int64_t b) {
   if (kv.list) return base(list[b]);
   if (base0 == nullptr) return nullptr;
   return static_cast<const char*>(base0) +
-         b * kv.seqs[b].s_batch * static_cast<int64_t>(dtype_size(kv.dtype));
+         b * seq.s_batch * static_cast<int64_t>(dtype_size(kv.dtype));
 }
 
 void bind_batch_bases(const core::IfaProblem& p, const void** k_seq, const void** v_seq,
                       core::IfaData* d) {
   for (int64_t b = 0; b < p.batch; ++b) {
-    k_seq[b] = kv_batch_base(p.k, d->k_cache, d->k_list, b);
-    v_seq[b] = kv_batch_base(p.v, d->v_cache, d->v_list, b);
+    k_seq[b] = kv_batch_base(p.k, p.k_seqs[b], d->k_cache, d->k_list, b);
+    v_seq[b] = kv_batch_base(p.v, p.v_seqs[b], d->v_cache, d->v_list, b);
   }
   d->k_seq = k_seq;
   d->v_seq = v_seq;

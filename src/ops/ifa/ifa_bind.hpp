@@ -23,11 +23,11 @@ Status check_matches_plan(const IfaArgs& plan, const IfaArgs& args);
 /// derived fields stay null.
 void bind_data(const core::IfaProblem& p, const IfaArgs& args, core::IfaData* d);
 
-/// Where batch b's rows of a non-paged K (kv = p.k, base0 = d.k_cache, list = d.k_list) or V
-/// start: element 0 of list tensor b, or of the one tensor advanced b * s_batch elements. Null for
-/// an empty tensor, whose rows nothing reads. Pointer arithmetic only.
-const void* kv_batch_base(const core::KvCacheView& kv, const void* base0, const TensorView* list,
-                          int64_t b);
+/// Where batch b's rows of a non-paged K (kv = p.k, seq = p.k_seqs[b], base0 = d.k_cache, list =
+/// d.k_list) or V start: element 0 of list tensor b, or of the one tensor advanced b * s_batch
+/// elements. Null for an empty tensor, whose rows nothing reads. Pointer arithmetic only.
+const void* kv_batch_base(const core::KvCacheView& kv, const core::KvCacheView::Seq& seq,
+                          const void* base0, const TensorView* list, int64_t b);
 
 /// Non-paged p: writes every batch's K and V bases to k_seq / v_seq (p.batch entries each) and
 /// points d's k_seq / v_seq at them.
