@@ -13,12 +13,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "ops/ifa/ifa_bind.hpp"
-#include "ops/ifa/ifa_problem.hpp"
 #include "cpu/ifa/ifa_workspace.hpp"
 #include "cuda/ifa/ifa_cuda_plan.hpp"
-#include "ops/ifa/ifa_validate.hpp"
 #include "kvflash/ifa.hpp"
+#include "ops/ifa/ifa_bind.hpp"
+#include "ops/ifa/ifa_problem.hpp"
+#include "ops/ifa/ifa_validate.hpp"
 #include "support/ifa_cases.hpp"
 
 namespace kvflash {

@@ -1,6 +1,8 @@
 // merge_attention_states beyond the backend sweep (backend_ops_test runs the shared case list,
 // support/merge_cases.hpp, against the fp64 oracle): bitwise independence of the thread count,
 // NaN inputs, validation.
+#include "kvflash/merge.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,9 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "kvflash/merge.hpp"
-#include "support/merge_cases.hpp"
 #include "merge_reference.hpp"
+#include "support/merge_cases.hpp"
 #include "support/merge_compare.hpp"
 
 namespace kvflash {

@@ -50,6 +50,8 @@ size_t no_workspace(const core::MergeProblem&) { return 0; }
 // C++ callers read it with cuda::ifa_fault_status / cuda::sfa_fault_status. The SFA entry chooses
 // its kernel per run (mma.sync or the SIMT fallback: cuda/sfa/sfa_mma_geometry.hpp); both share
 // one workspace layout.
+// (clang-format would indent the entry after a KVFLASH_CUDA_ENTRY.)
+// clang-format off
 constexpr IfaBackend kIfaList[] = {
     KVFLASH_CUDA_ENTRY(IfaBackend{"cuda", DeviceType::kCuda, cuda::device_available,
                                   cuda::ifa_workspace_size, cuda::ifa_run})
@@ -58,9 +60,11 @@ constexpr IfaBackend kIfaList[] = {
     cpu_ifa<Isa::kAvx2, &cpu::avx2::kIfaKernels>("cpu-avx2"),
     cpu_ifa<Isa::kScalar, &cpu::scalar::kIfaKernels>("cpu-scalar"),
 };
+// clang-format on
 
 // avx512bf16 runs the avx512 task: SFA has no BF16 dot-product path, the entry keeps the levels of
 // the two operators alike.
+// clang-format off
 constexpr SfaBackend kSfaList[] = {
     KVFLASH_CUDA_ENTRY(SfaBackend{"cuda", DeviceType::kCuda, cuda::device_available,
                                   cuda::sfa_workspace_size, cuda::sfa_run})
@@ -69,6 +73,7 @@ constexpr SfaBackend kSfaList[] = {
     cpu_sfa<Isa::kAvx2, &cpu::avx2::kSfaKernels>("cpu-avx2"),
     cpu_sfa<Isa::kScalar, &cpu::scalar::kSfaKernels>("cpu-scalar"),
 };
+// clang-format on
 
 // One portable entry: the merge is memory-bound (a few flops per element read), and baseline
 // x86-64 code without FMA gives the same bits on every CPU, so every rank of a context-parallel

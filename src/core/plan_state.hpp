@@ -77,8 +77,9 @@ Status plan_create(const PlanOps<Problem, Args, Data>& ops, const Args& args,
 }
 
 template <typename Problem, typename Args, typename Data>
-Status plan_run_checked(const PlanOps<Problem, Args, Data>& ops, const PlanState<Problem, Args>& state,
-                        const Args& args, void* workspace, size_t workspace_size, void* stream) {
+Status plan_run_checked(const PlanOps<Problem, Args, Data>& ops,
+                        const PlanState<Problem, Args>& state, const Args& args, void* workspace,
+                        size_t workspace_size, void* stream) {
   if (workspace_size < state.workspace_size) {
     return fail(Status::kInvalid, ops.op,
                 "workspace_size (" + std::to_string(workspace_size) +

@@ -10,8 +10,9 @@ namespace kvflash::testing {
 
 std::string MergeCase::name() const {
   return "K" + std::to_string(parts) + " R" + std::to_string(rows) + " D" + std::to_string(dim) +
-         (lse_form ? " lse" : " max/sum") + (sink ? " sink" : "") + " in=" +
-         dtype_name(part_dtype) + " out=" + dtype_name(out_dtype) + (strided_out ? " strided" : "");
+         (lse_form ? " lse" : " max/sum") + (sink ? " sink" : "") +
+         " in=" + dtype_name(part_dtype) + " out=" + dtype_name(out_dtype) +
+         (strided_out ? " strided" : "");
 }
 
 void fill_merge_case(const MergeCase& c, MergeCaseData* d, uint32_t seed) {
@@ -35,8 +36,10 @@ void fill_merge_case(const MergeCase& c, MergeCaseData* d, uint32_t seed) {
       d->m[i] = 3.0f * nd(rng);
       d->s[i] = 1.0f + 10.0f * std::fabs(nd(rng));
       if (empty) {
-        if (c.lse_form) d->m[i] = -std::numeric_limits<float>::infinity();
-        else d->s[i] = 0.0f;
+        if (c.lse_form)
+          d->m[i] = -std::numeric_limits<float>::infinity();
+        else
+          d->s[i] = 0.0f;
       }
     }
   }

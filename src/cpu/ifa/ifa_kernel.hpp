@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "core/backend.hpp"
-#include "ops/ifa/ifa_problem.hpp"
 #include "kvflash/status.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::cpu {
 

@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ops/ifa/ifa_problem.hpp"
 #include "kvflash/status.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::cpu {
 

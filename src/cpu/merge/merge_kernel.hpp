@@ -8,8 +8,8 @@
 #pragma once
 
 #include "core/backend.hpp"
-#include "ops/merge/merge_problem.hpp"
 #include "kvflash/status.hpp"
+#include "ops/merge/merge_problem.hpp"
 
 namespace kvflash::cpu {
 

@@ -186,8 +186,8 @@ Status sfa_run(const SfaProblem& p, const core::SfaData& data, const core::RunCo
   } run{&p, &d, &s, &l, base, row_fault, &k};
   // The lambda captures one pointer, so std::function keeps it inline (no allocation).
   parallel_for(s.num_tasks, s.participants, [r = &run](int64_t task, int worker) {
-    r->k->task(*r->p, *r->d, *r->s, lane_scratch(*r->l, r->base, worker, r->s->head_block), r->row_fault,
-          task);
+    r->k->task(*r->p, *r->d, *r->s, lane_scratch(*r->l, r->base, worker, r->s->head_block),
+               r->row_fault, task);
   });
   return report_faults(p, d, row_fault);
 }

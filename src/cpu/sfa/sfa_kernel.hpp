@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ops/sfa/sfa_problem.hpp"
 #include "core/backend.hpp"
 #include "kvflash/status.hpp"
+#include "ops/sfa/sfa_problem.hpp"
 
 namespace kvflash::cpu {
 

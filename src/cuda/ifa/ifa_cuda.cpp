@@ -1,6 +1,6 @@
-// The IFA CUDA backend's adaptor: binds a run's tensors (host pointer arithmetic), sends the
-// per-sequence table with the upload launches and queues the kernels (ifa_kernel.cu). Built only
-// with the CUDA backend (KVFLASH_HAVE_CUDA).
+// The IFA CUDA backend's adaptor: from the run's bound data, sends the per-sequence table with the
+// upload launches and queues the kernels (ifa_kernel.cu). Built only with the CUDA backend
+// (KVFLASH_HAVE_CUDA).
 #include "cuda/ifa/ifa_cuda.hpp"
 
 #include "cuda/ifa/ifa_cuda_plan.hpp"
@@ -51,8 +51,7 @@ Status ifa_run(const core::IfaProblem& p, const core::IfaData& d, const core::Ru
       return launch_failed(e);
     }
   }
-  const int e = ifa_cuda_launch(p, d, layout, geometry,
-                                base, stream);
+  const int e = ifa_cuda_launch(p, d, layout, geometry, base, stream);
   if (e != 0) return launch_failed(e);
   // For the aclnn CUDA runtime (core/device_fault.hpp): the record, copied in stream order and
   // decoded at stream synchronisation into the CPU's status and message (507015 there).

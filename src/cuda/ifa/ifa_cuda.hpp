@@ -18,8 +18,8 @@
 #include <cstddef>
 
 #include "core/backend.hpp"
-#include "ops/ifa/ifa_problem.hpp"
 #include "kvflash/status.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::cuda {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <string>
 
-#include "ops/ifa/ifa_bind.hpp"
 #include "core/workspace_arena.hpp"
 #include "cpu/ifa/ifa_workspace.hpp"
+#include "ops/ifa/ifa_bind.hpp"
 #include "ops/ifa/ifa_error.hpp"
 #include "ops/ifa/ifa_fault.hpp"
 
@@ -16,7 +16,6 @@ namespace {
 // of the batch composition on either; equal split points also keep their roundings alike).
 static_assert(kIfaCudaChunkLen == cpu::kIfaChunkLen);
 static_assert(kIfaCudaMaxDimsPerThread * kIfaCudaThreads >= cpu::kIfaMaxHeadDim);
-
 
 int64_t total_chunks(const core::IfaProblem& p) {
   int64_t n = 0;

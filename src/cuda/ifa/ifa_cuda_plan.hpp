@@ -1,15 +1,15 @@
 // The IFA CUDA backend's host side that is plain C++ (no CUDA runtime): the workspace layout, the
 // launch geometry, a run's per-sequence table and the decoding of the device's fault record into
-// the CPU's status and message. Built in every configuration, so the CPU tests (tests/cuda_ifa_plan_test.cpp) check it on machines without a
-// GPU.
+// the CPU's status and message. Built in every configuration, so the CPU tests
+// (tests/cuda_ifa_plan_test.cpp) check it on machines without a GPU.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "ops/ifa/ifa_problem.hpp"
 #include "cuda/ifa/ifa_cuda_layout.hpp"
 #include "kvflash/status.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::cuda {
 

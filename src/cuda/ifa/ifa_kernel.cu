@@ -218,7 +218,8 @@ __device__ void issue_tile(const P& p, const D& d, const IfaCudaSeq& seq, int64_
     int64_t ko, vo;
     if (p.k.paged) {
       // The ids of this range were checked before any tile was issued.
-      const int64_t blk = d.block_table[b * p.block_table.s0 + (j / p.block_table.block_size) * p.block_table.s1];
+      const int64_t blk =
+          d.block_table[b * p.block_table.s0 + (j / p.block_table.block_size) * p.block_table.s1];
       const int64_t o = j % p.block_table.block_size;
       ko = blk * p.k.s_block + o * seq.k_s_pos + n2 * seq.k_s_head;
       vo = blk * p.v.s_block + o * seq.v_s_pos + n2 * seq.v_s_head;
@@ -292,8 +293,8 @@ __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
     // batch's lowest bad slot over all its chunks is what the report names (the CPU's first).
     if (tid == 0) bad = 0;
     __syncthreads();
-    for (int64_t slot = begin / p.block_table.block_size + tid; slot <= (end - 1) / p.block_table.block_size;
-         slot += kIfaCudaThreads) {
+    for (int64_t slot = begin / p.block_table.block_size + tid;
+         slot <= (end - 1) / p.block_table.block_size; slot += kIfaCudaThreads) {
       const int32_t id = d.block_table[b * p.block_table.s0 + slot * p.block_table.s1];
       if (core::ifa_bad_block_id(p, id)) {
         atomicMin(&w.bad_slot[b], static_cast<unsigned long long>(slot));
@@ -630,8 +631,8 @@ int ifa_cuda_upload(const IfaCudaSeqUpload& u, const IfaCudaLayout& l, void* bas
   return static_cast<int>(cudaGetLastError());
 }
 
-int ifa_cuda_launch(const P& p, const D& d, const IfaCudaLayout& l,
-                    const IfaCudaGeometry& g, void* base, void* stream) {
+int ifa_cuda_launch(const P& p, const D& d, const IfaCudaLayout& l, const IfaCudaGeometry& g,
+                    void* base, void* stream) {
   if (g.chunk_ctas > 0x7fffffff || g.merge_ctas > 0x7fffffff) {
     return static_cast<int>(cudaErrorInvalidConfiguration);
   }

@@ -1,6 +1,6 @@
 // The IFA CUDA kernels' entry points (defined in ifa_kernel.cu). Plain C++: ifa_cuda.cpp calls
-// them with the plan's params, the run's bound data and the structs of ifa_cuda_layout.hpp. Each returns 0 or the cudaError_t of the failed
-// launch; none synchronises.
+// them with the plan's params, the run's bound data and the structs of ifa_cuda_layout.hpp. Each
+// returns 0 or the cudaError_t of the failed launch; none synchronises.
 #pragma once
 
 #include "cuda/ifa/ifa_cuda_layout.hpp"

@@ -8,10 +8,10 @@
 #include <cstddef>
 
 #include "core/backend.hpp"
-#include "ops/sfa/sfa_problem.hpp"
 #include "cuda/sfa/sfa_mma_geometry.hpp"
 #include "kvflash/sfa.hpp"
 #include "kvflash/status.hpp"
+#include "ops/sfa/sfa_problem.hpp"
 
 namespace kvflash::cuda {
 

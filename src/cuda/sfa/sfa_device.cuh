@@ -35,9 +35,9 @@ struct Ws {
   int32_t* list;    // MMA path: row r's positions at list[r * list_cap ...], gather order
 };
 
-// Byte offsets of the prologue's tables in the (kSfaCudaWorkspaceAlign-aligned) workspace: batches, rows, the
-// per-row fault flags, the fault word, the MMA path's lists. sfa_launch_workspace_size and
-// sfa_fault_status (host) use the same layout; bytes includes the base's alignment slack.
+// Byte offsets of the prologue's tables in the (kSfaCudaWorkspaceAlign-aligned) workspace: batches,
+// rows, the per-row fault flags, the fault word, the MMA path's lists. sfa_launch_workspace_size
+// and sfa_fault_status (host) use the same layout; bytes includes the base's alignment slack.
 struct WsAt {
   size_t batches, rows, row_fault, fault, counts, list, bytes;
 };
@@ -78,7 +78,8 @@ __device__ __forceinline__ uint16_t from_f32(float x, bool bf16) {
 
 // attention_out element i = x in the output dtype (fp16 / bf16 as the inputs, or fp32). A NaN is
 // stored as the canonical quiet NaN, as the CPU's conversions do.
-__device__ __forceinline__ void store_out(const SfaLaunchProblem& p, void* out, int64_t i, float x) {
+__device__ __forceinline__ void store_out(const SfaLaunchProblem& p, void* out, int64_t i,
+                                          float x) {
   if (p.out_f32) {
     static_cast<float*>(out)[i] = x;
     return;
@@ -180,8 +181,8 @@ __device__ __forceinline__ RowLimits row_limits(const SfaLaunchProblem& p, const
 // row is read: the first -1 bounds the entries looked at (found with an atomicMin), then every
 // thread checks a stride of the entries before it. `scratch` is two ints of shared memory. The
 // answer (a bool) does not depend on the order, so it is deterministic.
-__device__ inline bool row_has_bad_block(const SfaLaunchProblem& p, const core::SfaData& d, int64_t r,
-                                         const RowLimits& l, int* scratch) {
+__device__ inline bool row_has_bad_block(const SfaLaunchProblem& p, const core::SfaData& d,
+                                         int64_t r, const RowLimits& l, int* scratch) {
   if (!p.paged) return false;
   const int tid = static_cast<int>(threadIdx.x), n = static_cast<int>(blockDim.x);
   if (tid == 0) {

@@ -41,7 +41,8 @@ constexpr int kDimsPerThread = kNope / kThreads;
 
 static_assert(kThreads / 32 * 2 == kHeads && kNope % kThreads == 0);
 
-// ---- prologue: spec §3.3 on the device (sfa::resolve_lengths without the messages) -------------
+// ---- prologue: spec §3.3 on the device (sfa::resolve_lengths without the messages; the limits
+// and the row map are its functions, ops/sfa/sfa_problem.hpp) ---------------------------------
 
 __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
   *w.fault = 0;
@@ -52,28 +53,29 @@ __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
     if (p.has_lengths_query) {
       const int64_t x = d.lengths_query[b * p.lengths_query_s0];
       if (p.query_tnd) {
-        bad = bad || x < prev_q || x > p.num_rows;
+        bad = bad || x < prev_q || x > core::sfa_query_length_limit(p);
         bt.lq = x - prev_q;
         prev_q = x;
       } else {
-        bad = bad || x < 0 || x > p.s1;
+        bad = bad || x < 0 || x > core::sfa_query_length_limit(p);
         bt.lq = x;
       }
     }
     if (p.has_lengths_kv) {
       const int64_t x = d.lengths_kv[b * p.lengths_kv_s0];
       if (p.kv_tnd) {
-        bad = bad || x < prev_kv || x > p.kv_rows;
+        bad = bad || x < prev_kv || x > core::sfa_kv_length_limit(p);
         bt.kv_row0 = prev_kv;
         bt.lkv = x - prev_kv;
         prev_kv = x;
       } else {
-        bad = bad || x < 0 || x > (p.paged ? p.kv_capacity : p.kv_rows);
+        bad = bad || x < 0 || x > core::sfa_kv_length_limit(p);
         bt.lkv = x;
       }
     }
     w.batches[b] = bt;
   }
+  // Uncovered rows also when the lengths are bad: the MMA path reads the map before the fault word.
   for (int64_t r = 0; r < p.num_rows; ++r) {
     w.rows[r] = Row{};
     w.row_fault[r] = 0;
@@ -82,14 +84,7 @@ __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
     *w.fault = kFaultLengths;
     return;
   }
-  int64_t first = 0;
-  for (int64_t b = 0; b < p.batch; ++b) {
-    if (!p.query_tnd) first = b * p.s1;
-    for (int64_t i = 0; i < w.batches[b].lq; ++i) {
-      w.rows[first + i] = Row{static_cast<int32_t>(b), i};
-    }
-    if (p.query_tnd) first += w.batches[b].lq;
-  }
+  core::sfa_map_rows(p, w.batches, w.rows);
 }
 
 // ---- the attention kernel ----------------------------------------------------------------------
@@ -171,9 +166,9 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
     if (h < nh) {
       x = dd < kNope
               ? to_f32(static_cast<const uint16_t*>(d.q)[p.q.index(r, h0 + h, dd)], bf16)
-              : to_f32(static_cast<const uint16_t*>(
-                           d.q_rope)[p.q_rope.index(r, h0 + h, dd - kNope)],
-                       bf16);
+              : to_f32(
+                    static_cast<const uint16_t*>(d.q_rope)[p.q_rope.index(r, h0 + h, dd - kNope)],
+                    bf16);
     }
     s.q[h][dd] = x;
   }

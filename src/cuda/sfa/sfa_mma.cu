@@ -175,8 +175,8 @@ constexpr int kExpandThreads = 256;
 // it, one exclusive scan (thread 0, 256 values) gives each chunk its start, and each thread
 // writes its chunk's positions. Reads only the indices (block ids are the main kernel's, checked
 // before any row is read); the list is the same whatever the schedule.
-__global__ void __launch_bounds__(kExpandThreads) sfa_expand_kernel(SfaLaunchProblem p, core::SfaData d,
-                                                                    Ws w) {
+__global__ void __launch_bounds__(kExpandThreads)
+    sfa_expand_kernel(SfaLaunchProblem p, core::SfaData d, Ws w) {
   __shared__ int first_end;
   __shared__ int64_t start[kExpandThreads];
   const int tid = static_cast<int>(threadIdx.x);
@@ -198,8 +198,7 @@ __global__ void __launch_bounds__(kExpandThreads) sfa_expand_kernel(SfaLaunchPro
   int64_t mine = 0;
   for (int64_t k = k0; k < k1; ++k) {
     int64_t bg, en;
-    selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size, lim.thr, &bg,
-                   &en);
+    selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size, lim.thr, &bg, &en);
     mine += en - bg;
   }
   start[tid] = mine;
@@ -219,8 +218,7 @@ __global__ void __launch_bounds__(kExpandThreads) sfa_expand_kernel(SfaLaunchPro
   int64_t at = start[tid];
   for (int64_t k = k0; k < k1; ++k) {
     int64_t bg, en;
-    selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size, lim.thr, &bg,
-                   &en);
+    selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size, lim.thr, &bg, &en);
     for (int64_t j = bg; j < en && at < p.list_cap; ++j) out[at++] = static_cast<int32_t>(j);
   }
 }

@@ -23,8 +23,8 @@ struct Desc {
   using Args = IfaArgs;
   static constexpr const auto& fields = ifa::kFields;
   static constexpr core::PlanOps<core::IfaProblem, IfaArgs, core::IfaData> ops = {
-      ifa::kIfaOp, ifa::validate_ifa, ifa::strip_data, ifa::check_matches_plan,
-      ifa::bind_data, ifa::describe, ifa_backends};
+      ifa::kIfaOp,    ifa::validate_ifa, ifa::strip_data, ifa::check_matches_plan,
+      ifa::bind_data, ifa::describe,     ifa_backends};
 };
 using Handle = core::PlanHandle<Desc>;
 

@@ -21,7 +21,7 @@ struct Desc {
   using Args = MergeArgs;
   static constexpr const auto& fields = merge::kFields;
   static constexpr core::PlanOps<core::MergeProblem, MergeArgs, core::MergeData> ops = {
-      merge::kOpName, merge::validate, merge::strip_data, merge::check_matches_plan,
+      merge::kOpName,   merge::validate, merge::strip_data, merge::check_matches_plan,
       merge::bind_data, merge::describe, merge_backends};
 };
 using Handle = core::PlanHandle<Desc>;

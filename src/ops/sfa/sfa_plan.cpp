@@ -22,7 +22,7 @@ struct Desc {
   using Args = SfaArgs;
   static constexpr const auto& fields = sfa::kFields;
   static constexpr core::PlanOps<core::SfaProblem, SfaArgs, core::SfaData> ops = {
-      sfa::kOpName, sfa::validate, sfa::strip_data, sfa::check_matches_plan,
+      sfa::kOpName,   sfa::validate, sfa::strip_data, sfa::check_matches_plan,
       sfa::bind_data, sfa::describe, sfa_backends};
 };
 using Handle = core::PlanHandle<Desc>;
