@@ -73,10 +73,12 @@ class PlanCache {
       hits_.fetch_add(1, std::memory_order_relaxed);
       return recent.plan;
     }
-    std::shared_ptr<const Plan> plan = find_or_create(args, recent.bytes, &recent.generation);
+    uint64_t generation = 0;
+    std::shared_ptr<const Plan> plan = find_or_create(args, recent.bytes, &generation);
     recent.last.swap(recent.bytes);  // the next call writes into the old buffer
     recent.plan = plan;
     recent.cache = this;
+    recent.generation = generation;
     return plan;
   }
 

@@ -42,6 +42,22 @@ def test_plans_are_cached_by_metadata():
     assert (info["sfa_misses"], info["sfa_hits"]) == (1, 4)
 
 
+def test_clearing_forgets_each_threads_last_plan():
+    """A repeat of a thread's last call is answered without the index (plan_cache.hpp); a clear
+    still makes the next call a miss, and two shapes in turn are hits of the index."""
+    q, k, v, kw = build_ifa(IfaSpec("cache_clear", heads=4, kv_heads=2, kvn_attr=2))
+    other = dict(kw, actual_seq_lengths=[n - 1 for n in kw["actual_seq_lengths"]])
+    IFA(q, k, v, **kw)
+    torch.ops.kvflash._clear_plan_cache()
+    IFA(q, k, v, **kw)
+    assert (_cache_info()["ifa_misses"], _cache_info()["ifa_hits"]) == (1, 0)
+    IFA(q, k, v, **other)
+    for _ in range(3):
+        IFA(q, k, v, **kw)
+        IFA(q, k, v, **other)
+    info = _cache_info()
+    assert (info["ifa_misses"], info["ifa_hits"], info["ifa_plans"]) == (2, 6, 2)
+
 def test_the_kv_cache_is_never_copied():
     """Inside the operator torch allocates only the output and the workspace: far less than the
     (non-contiguous) KV cache it reads."""

@@ -2,11 +2,11 @@
 // plan-relevant metadata as 64-bit words in native byte order, with its presence and length
 // where those vary, so that two argument sets have equal bytes exactly when every tensor's
 // dtype, rank, dims, strides, offset and device and every attribute are equal. No data pointer.
-// The PyTorch operators fingerprint every call's arguments to find its plan (python/src/
-// plan_cache.hpp, which includes this header and writes into a buffer it reuses), so the words
-// are gathered in a local buffer and appended in a few blocks, not one by one, and a string is
-// packed into whole words: the bytes are always a whole number of words, which the cache hashes
-// word by word. Header-only over the public types.
+// The PyTorch operators fingerprint every call's arguments to find its plan
+// (python/src/plan_cache.hpp includes this header and writes into a buffer it reuses), so the
+// words are gathered in a local buffer and appended in a few blocks, not one by one, and a string
+// is packed into whole words: the bytes are always a whole number of words, which the cache
+// hashes word by word. Header-only over the public types.
 #pragma once
 
 #include <algorithm>
