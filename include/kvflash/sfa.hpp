@@ -1,6 +1,6 @@
 // SparseFlashAttention (DeepSeek-V3.2 sparse MLA, absorbed form) — the C++ API.
 //
-// Semantics are those of aclnnSparseFlashAttention / V2 (spec §3, docs/conventions.md): each query
+// Semantics are those of aclnnSparseFlashAttention / V2 (docs/semantics.md §3, docs/conventions.md): each query
 // row attends only the KV tokens its sparse_indices select (token or block indices relative to its
 // own sequence), with an optional causal limit (sparse_mode 3) and optional attention sinks.
 //

@@ -175,7 +175,7 @@ def context_parallel_incre_flash_attention(query, key, value, *, group=None, sha
 
 
 def _sfa_rows(query, layout_query, actual_seq_lengths_query, lkv):
-    """Per query row: its batch and its causal threshold for sparse_mode 3 (spec §3.4)."""
+    """Per query row: its batch and its causal threshold for sparse_mode 3 (docs/semantics.md §3.4)."""
     if layout_query == "TND":
         cum = [int(x) for x in actual_seq_lengths_query]
         batch, thr_i = [], []
@@ -248,7 +248,7 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
     else:
         raise ValueError(f"sharding must be ContiguousShards or RoundRobinBlocks, got {sharding!r}")
 
-    # Global selection (spec §3.4), expanded to tokens, restricted to this shard.
+    # Global selection (docs/semantics.md §3.4), expanded to tokens, restricted to this shard.
     idx_shape = sparse_indices.shape
     k = idx_shape[-1]
     rows = sparse_indices.reshape(-1, k).long()  # (B*S1 | T) x KV_N(=1) rows
@@ -342,7 +342,7 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
     merged = merged.reshape(out.shape)
     if not return_softmax_lse:
         return merged, mx.new_empty(0), sm.new_empty(0)
-    # Invalid rows (threshold <= 0) report max = sum = 0 even with a sink (spec §3.4).
+    # Invalid rows (threshold <= 0) report max = sum = 0 even with a sink (docs/semantics.md §3.4).
     invalid = (((thr_t <= 0) & (sparse_mode == 3)) | pad_row).repeat_interleave(n1)
     mmax = torch.where(invalid, torch.zeros_like(mmax), mmax)
     msum = torch.where(invalid, torch.zeros_like(msum), msum)

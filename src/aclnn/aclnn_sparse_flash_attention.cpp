@@ -1,8 +1,8 @@
 // aclnnSparseFlashAttention{,V2}: argument conversion to kvflash::SfaArgs, SfaPlan::create (which
-// does all validation) and a single-use executor whose phase-2 check is SfaPlan::check_run (the
-// block-table entries of the selected positions). Nothing is computed here.
+// does all validation) and a single-use executor whose phase 2 queues SfaPlan::run (which reads
+// the block table and the selected positions in stream order). Nothing is computed here.
 //
-// Wrapper facts (spec §3.1): value == nullptr means key; returnSoftmaxLse with a null softmax
+// Wrapper facts (docs/semantics.md §3.1): value == nullptr means key; returnSoftmaxLse with a null softmax
 // output is 161001 (decision #20); V1 is V2 without sinks. Sinks are accepted on every layout
 // (decision #16), matching the DAV_3510 that aclnn/opdev/platform.h reports, so the 361001 that
 // upstream returns for sinks on A2/A3 never arises.

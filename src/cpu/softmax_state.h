@@ -12,7 +12,7 @@
 //  - a rescale from max -inf is exp(-inf) = 0 (and 0 * acc is exact because acc is 0);
 //  - a rescale by exactly 1 is skipped, which does not change any bit.
 //
-// Non-finite inputs (spec §0.2 item 6, docs/conventions.md "Non-finite inputs"). A finished row
+// Non-finite inputs (docs/semantics.md §0.2 item 6, docs/conventions.md "Non-finite inputs"). A finished row
 // equals the reference's IEEE arithmetic of max, exp(s - max), sum and sum/acc:
 //  - NaN score: max, sum, acc, LSE and the whole row are NaN. The max is kept NaN explicitly
 //    (softmax_max_nan): x86 max returns its second operand when either is NaN, so the vector max

@@ -347,7 +347,7 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
   }
   std::memset(w.acc, 0, sizeof(float) * nh * kNope);
 
-  // Stream the selection (spec §3.4 step 2) in gather order, kSfaTile positions at a time, one
+  // Stream the selection (docs/semantics.md §3.4 step 2) in gather order, kSfaTile positions at a time, one
   // tile ahead (so its rows can be prefetched). The block ids of a selected range are checked
   // before any of its rows is read: a bad one ends the row (NaN outputs, reported after the run),
   // whatever was accumulated.

@@ -1,4 +1,4 @@
-// IFA on CUDA: the whole CPU feature set (src/cpu/ifa/ifa_kernel-inl.h, spec §2) for device tensors.
+// IFA on CUDA: the whole CPU feature set (src/cpu/ifa/ifa_kernel-inl.h, docs/semantics.md §2) for device tensors.
 // STATUS: compiled (sm_80, sm_90a), never run: no GPU was available when it was written
 // (docs/gpu.md lists what remains to verify).
 //
@@ -164,7 +164,7 @@ __device__ __forceinline__ float row_elem(const unsigned char* row, int64_t dd) 
 }
 
 // q_i . k_t over D channels in channel order (one fp32 accumulator). int8 K: each element
-// dequantised as (x + off) * sc before its product (spec §2.9), so non-finite scales behave as in
+// dequantised as (x + off) * sc before its product (docs/semantics.md §2.9), so non-finite scales behave as in
 // the reference.
 template <int32_t kKv>
 __device__ __forceinline__ float dot_row(const float* q, const unsigned char* krow, int64_t dim,
@@ -292,7 +292,7 @@ __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
   const int64_t begin = range.begin, end = range.end;
 
   if (p.paged) {
-    // Block ids of this chunk, before anything is read through them (spec decision 13b). The
+    // Block ids of this chunk, before anything is read through them (docs/semantics.md decision 13b). The
     // batch's lowest bad slot over all its chunks is what the report names (the CPU's first).
     if (tid == 0) bad = 0;
     __syncthreads();

@@ -1,6 +1,6 @@
 // SFA on CUDA: the correctness path (SIMT fp32), the same arithmetic contract as the CPU kernel
 // (src/cpu/sfa/sfa_kernel-inl.h): fp32 scores, an online softmax in fp32 with softmax_state.h's
-// non-finite rules, fp32 P.V accumulation, every index rule of spec §3.4.
+// non-finite rules, fp32 P.V accumulation, every index rule of docs/semantics.md §3.4.
 //
 // One CTA = one query row r and a block of up to kHeads heads. The row's selection is expanded
 // (by one thread, in gather order) into tiles of kTile = 32 positions; each tile's latent+rope rows
@@ -41,7 +41,7 @@ constexpr int kDimsPerThread = kNope / kThreads;
 
 static_assert(kThreads / 32 * 2 == kHeads && kNope % kThreads == 0);
 
-// ---- prologue: spec §3.3 on the device (sfa::resolve_lengths without the messages) -------------
+// ---- prologue: docs/semantics.md §3.3 on the device (sfa::resolve_lengths without the messages) -------------
 
 __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
   *w.fault = 0;
@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
   const uint16_t* krp = static_cast<const uint16_t*>(d.k_rope);
   const uint16_t* vp = static_cast<const uint16_t*>(d.v);
   for (;;) {
-    // Thread 0 expands the selection into the next tile (spec §3.4 step 2, gather order).
+    // Thread 0 expands the selection into the next tile (docs/semantics.md §3.4 step 2, gather order).
     if (tid == 0) {
       int n = 0;
       while (n < kTile) {

@@ -3,7 +3,7 @@
 // sfa_mma_geometry.hpp. Semantics: exactly the SIMT kernel's (sfa_kernel.cu) and the CPU's
 // (src/cpu/sfa/sfa_kernel-inl.h), with one difference in arithmetic: P is rounded to the input dtype
 // for the P.V product (the softmax sum uses the fp32 P), which the output tolerance covers
-// (spec §0.2.3: rtol * max|V| with rtol 2^-7 bf16 / 2^-10 fp16, P's rounding is 2^-9 / 2^-11).
+// (docs/semantics.md §0.2 item 3: rtol * max|V| with rtol 2^-7 bf16 / 2^-10 fp16, P's rounding is 2^-9 / 2^-11).
 //
 // Per CTA (one query row r, heads [h0, h0 + 16 * m_tiles)):
 //   prologue  bad lengths: NaN; uncovered / causally empty row: zeros; PA_BSND: every selected
@@ -169,7 +169,7 @@ __device__ __forceinline__ void gather(const SfaDevProblem& p, const SfaDevData&
 
 constexpr int kExpandThreads = 256;
 
-// Row r's selection (spec §3.4 step 2) expanded in gather order into list[r * list_cap ...] and
+// Row r's selection (docs/semantics.md §3.4 step 2) expanded in gather order into list[r * list_cap ...] and
 // its length into counts[r]: the first -1 before valid_count ends the row (found with an
 // atomicMin), every thread then counts the positions of a contiguous chunk of the entries before
 // it, one exclusive scan (thread 0, 256 values) gives each chunk its start, and each thread

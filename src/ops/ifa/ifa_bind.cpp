@@ -53,7 +53,7 @@ const void* batch_base(const TensorView& t, int64_t offset) {
 
 IfaArgs strip_data(const IfaArgs& args, const core::IfaProblem& problem) {
   IfaArgs m = args;
-  // An inactive kv_padding_size (no lengths, a list or a paged cache; spec §2.7) is ignored by
+  // An inactive kv_padding_size (no lengths, a list or a paged cache; docs/semantics.md §2.7) is ignored by
   // create, unvalidated: runs ignore it too, whatever they pass.
   if (!problem.left_padding) m.kv_padding_size.reset();
   m.query.data = nullptr;

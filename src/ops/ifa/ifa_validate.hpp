@@ -1,4 +1,4 @@
-// The one place that rejects IncreFlashAttention input (spec §2.2-2.11) and turns accepted
+// The one place that rejects IncreFlashAttention input (docs/semantics.md §2.2-2.11) and turns accepted
 // arguments into the normalised core::IfaProblem the kernels consume.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Key/value validation (spec §2.2, §2.3, §2.8, §2.11 rules 6-7): the three KV modes
+// Key/value validation (docs/semantics.md §2.2, §2.3, §2.8, §2.11 rules 6-7): the three KV modes
 // (batch-contiguous, tensor list, paged cache) and the (pos, head, dim) strides of each.
 #include <string>
 

@@ -1,4 +1,4 @@
-// Per-batch KV lengths (spec §2.4, §2.7, §2.8): actualSeqLengths (a host array), paged capacity
+// Per-batch KV lengths (docs/semantics.md §2.4, §2.7, §2.8): actualSeqLengths (a host array), paged capacity
 // and whether KV left padding applies. The padding value itself lives in device memory and is read
 // by the run (core::ifa_kv_range).
 #include <algorithm>
@@ -81,7 +81,7 @@ Status check_paged_capacity(const IfaArgs& a, const std::vector<int64_t>& lens, 
 }
 
 // V4 KV left padding: active only with actual_seq_lengths and a batch-contiguous KV; otherwise
-// kv_padding_size is ignored (spec §2.7, decision #12).
+// kv_padding_size is ignored (docs/semantics.md §2.7, decision #12).
 Status resolve_left_padding(const IfaArgs& a, const IfaShape& s, bool* active) {
   *active = false;
   const bool given = a.actual_seq_lengths.has_value() && !a.actual_seq_lengths->empty();

@@ -1,4 +1,4 @@
-// attenMask and pseShift (spec §2.2, §2.3, §2.6): shapes, dtypes, bounds, and their (b, h, j)
+// attenMask and pseShift (docs/semantics.md §2.2, §2.3, §2.6): shapes, dtypes, bounds, and their (b, h, j)
 // views with stride 0 on broadcast dims.
 #include <string>
 

@@ -1,4 +1,4 @@
-// KV antiquant (spec §2.9), output post-quant (§2.10) and the softmax_lse extension.
+// KV antiquant (docs/semantics.md §2.9), output post-quant (§2.10) and the softmax_lse extension.
 #include <string>
 
 #include "core/view_check.hpp"

@@ -1,4 +1,4 @@
-// Every SFA rejection lives here, in the order of spec §3.5 (null pointers first), so that one
+// Every SFA rejection lives here, in the order of docs/semantics.md §3.5 (null pointers first), so that one
 // invalid argument always produces the same code and message whatever else is wrong.
 #include "ops/sfa/sfa_validate.hpp"
 
