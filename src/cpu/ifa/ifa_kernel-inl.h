@@ -11,8 +11,9 @@
 // are first widened into a small fp32 buffer padded with zeros to dp. int8 rows stay raw
 // integers: the antiquant scale and offset are folded into the query, a per-head score bias and
 // the final accumulator (fp32, so rounding differs slightly from dequantising each element).
-// Scores follow docs/semantics.md §2.5: s = fl32(q·k * scale), + pse, then mask replacement by kMaskedScore.
-// Only positions in [begin, end) of the chunk are ever addressed (prefetches included).
+// Scores follow docs/semantics.md §2.5: s = fl32(q·k * scale), + pse, then mask replacement by
+// kMaskedScore. Only positions in [begin, end) of the chunk are ever addressed (prefetches
+// included).
 //
 // Everything here calls only functions of its own ISA namespace or non-inline library functions:
 // an inline function from a shared header, compiled with this translation unit's ISA flags, could
@@ -646,8 +647,8 @@ class KvHeadWork {
     }
   }
 
-  // Scale, bias, mask (docs/semantics.md §2.5 steps 3-5) of the n scores of the tile at positions [j0, ..),
-  // then folds them into each head's state: s becomes the weights p.
+  // Scale, bias, mask (docs/semantics.md §2.5 steps 3-5) of the n scores of the tile at positions
+  // [j0, ..), then folds them into each head's state: s becomes the weights p.
   void fold(int64_t j0, int64_t n, float (*s)[kIfaTile]) {
     const IfaProblem& p = *p_;
     const int64_t group = p.group, dp = l_->dp, hf = l_->head_floats;
@@ -917,7 +918,7 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
     bool any_unmasked = false;
     for (int64_t c = 0; c < num_chunks; ++c) {
       const float* hdr = ifa_slot(l, base, first, b, n2, c, num_chunks) + g * hf + 2 * dp;
-      m_total = softmax_max_nan(m_total, hdr[IfaHeadSlot::kMax]);
+      m_total = core::softmax_max_nan(m_total, hdr[IfaHeadSlot::kMax]);
       any_unmasked = any_unmasked || hdr[IfaHeadSlot::kAnyUnmasked] != 0.0f;
     }
     // Empty rows, and fully masked rows when asked: zeros. A row whose scores are all -inf is
@@ -934,7 +935,8 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
     SoftmaxState total{m_total, 0.0f};
     for (int64_t c = 0; c < num_chunks; ++c) {
       const float* part = ifa_slot(l, base, first, b, n2, c, num_chunks) + g * hf;
-      const float w = softmax_merge_weight(part[2 * dp + IfaHeadSlot::kMax], m_total);
+      const float w =
+          core::softmax_merge_weight(part[2 * dp + IfaHeadSlot::kMax], m_total, SoftmaxExp{});
       total.sum += w * part[2 * dp + IfaHeadSlot::kSum];
       if (c == 0) {
         softmax_scale_acc(acc, dp, w);
@@ -945,11 +947,11 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
         }
       }
     }
-    total.sum = softmax_final_sum(total);
+    total.sum = core::softmax_final_sum(total.max, total.sum);
     const Vec inv_div = vset1(total.sum);
     for (int64_t i = 0; i < dp; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), inv_div));
     write_row(p, dt, l, base, b, h, acc);
-    write_lse(p, dt, b, h, softmax_lse(total));
+    write_lse(p, dt, b, h, core::softmax_lse(total.max, total.sum, SoftmaxLog{}));
   }
 }
 
