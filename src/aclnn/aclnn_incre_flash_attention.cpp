@@ -48,35 +48,33 @@ struct IfaCall {
   const aclTensor* attention_out = nullptr;
 };
 
-#define KVFLASH_ACLNN_TRY(expr)                                                          \
-  do {                                                                                   \
-    if (Status s_ = (expr); s_ != Status::kSuccess) return static_cast<aclnnStatus>(s_); \
-  } while (0)
-
-aclnnStatus convert(const IfaCall& c, IfaArgs* a) {
-  KVFLASH_ACLNN_TRY(tensor_view(kOp, "query", c.query, &a->query));
-  KVFLASH_ACLNN_TRY(tensor_list_views(kOp, "key", c.key, &a->key));
-  KVFLASH_ACLNN_TRY(tensor_list_views(kOp, "value", c.value, &a->value));
-  KVFLASH_ACLNN_TRY(optional_view(kOp, "pseShift", c.pse_shift, &a->pse_shift));
-  KVFLASH_ACLNN_TRY(optional_view(kOp, "attenMask", c.atten_mask, &a->atten_mask));
-  KVFLASH_ACLNN_TRY(
+Status convert(const IfaCall& c, IfaArgs* a) {
+  KVFLASH_RETURN_IF_ERROR(tensor_view(kOp, "query", c.query, &a->query));
+  KVFLASH_RETURN_IF_ERROR(tensor_list_views(kOp, "key", c.key, &a->key));
+  KVFLASH_RETURN_IF_ERROR(tensor_list_views(kOp, "value", c.value, &a->value));
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "pseShift", c.pse_shift, &a->pse_shift));
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "attenMask", c.atten_mask, &a->atten_mask));
+  KVFLASH_RETURN_IF_ERROR(
       optional_int_array(kOp, "actualSeqLengths", c.actual_seq_lengths, &a->actual_seq_lengths));
-  KVFLASH_ACLNN_TRY(optional_view(kOp, "dequantScale1", c.dequant_scale1, &a->dequant_scale1));
-  KVFLASH_ACLNN_TRY(optional_view(kOp, "quantScale1", c.quant_scale1, &a->quant_scale1));
-  KVFLASH_ACLNN_TRY(optional_view(kOp, "dequantScale2", c.dequant_scale2, &a->dequant_scale2));
-  KVFLASH_ACLNN_TRY(optional_view(kOp, "quantScale2", c.quant_scale2, &a->quant_scale2));
-  KVFLASH_ACLNN_TRY(optional_view(kOp, "quantOffset2", c.quant_offset2, &a->quant_offset2));
-  KVFLASH_ACLNN_TRY(optional_view(kOp, "antiquantScale", c.antiquant_scale, &a->antiquant_scale));
-  KVFLASH_ACLNN_TRY(
+  KVFLASH_RETURN_IF_ERROR(
+      optional_view(kOp, "dequantScale1", c.dequant_scale1, &a->dequant_scale1));
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "quantScale1", c.quant_scale1, &a->quant_scale1));
+  KVFLASH_RETURN_IF_ERROR(
+      optional_view(kOp, "dequantScale2", c.dequant_scale2, &a->dequant_scale2));
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "quantScale2", c.quant_scale2, &a->quant_scale2));
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "quantOffset2", c.quant_offset2, &a->quant_offset2));
+  KVFLASH_RETURN_IF_ERROR(
+      optional_view(kOp, "antiquantScale", c.antiquant_scale, &a->antiquant_scale));
+  KVFLASH_RETURN_IF_ERROR(
       optional_view(kOp, "antiquantOffset", c.antiquant_offset, &a->antiquant_offset));
-  KVFLASH_ACLNN_TRY(optional_view(kOp, "blocktable", c.block_table, &a->block_table));
-  KVFLASH_ACLNN_TRY(optional_view(kOp, "kvPaddingSize", c.kv_padding_size, &a->kv_padding_size));
-  KVFLASH_ACLNN_TRY(tensor_view(kOp, "attentionOut", c.attention_out, &a->attention_out));
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "blocktable", c.block_table, &a->block_table));
+  KVFLASH_RETURN_IF_ERROR(
+      optional_view(kOp, "kvPaddingSize", c.kv_padding_size, &a->kv_padding_size));
+  KVFLASH_RETURN_IF_ERROR(tensor_view(kOp, "attentionOut", c.attention_out, &a->attention_out));
   // An fp32 output is an extension of kvflash's C++ API; aclnn keeps upstream's dtype table.
   if (a->attention_out.dtype == DType::kFloat32) {
-    return static_cast<aclnnStatus>(core::fail(
-        Status::kInvalid, kOp,
-        "attentionOut dtype fp32 is not supported; expected the query dtype or int8"));
+    return core::fail(Status::kInvalid, kOp,
+                      "attentionOut dtype fp32 is not supported; expected the query dtype or int8");
   }
   a->num_heads = c.num_heads;
   a->scale_value = c.scale_value;
@@ -84,7 +82,7 @@ aclnnStatus convert(const IfaCall& c, IfaArgs* a) {
   a->num_key_value_heads = c.num_key_value_heads;
   a->block_size = c.block_size;
   a->inner_precise = c.inner_precise;
-  return ACLNN_SUCCESS;
+  return Status::kSuccess;
 }
 
 aclnnStatus get_workspace_size(const IfaCall& c, uint64_t* workspace_size,
@@ -102,7 +100,7 @@ aclnnStatus get_workspace_size(const IfaCall& c, uint64_t* workspace_size,
     if (c.attention_out == nullptr) return null_arg(kOp, "attentionOut");
     if (c.input_layout == nullptr) return null_arg(kOp, "inputLayout");
     IfaArgs args;
-    if (aclnnStatus s = convert(c, &args); s != ACLNN_SUCCESS) return s;
+    if (Status s = convert(c, &args); s != Status::kSuccess) return to_aclnn(s);
     return plan_executor<IfaPlan>(kOp, std::move(args), workspace_size, executor);
   });
 }

@@ -2,10 +2,10 @@
 // does all validation) and a single-use executor whose phase 2 queues SfaPlan::run (which reads
 // the block table and the selected positions in stream order). Nothing is computed here.
 //
-// Wrapper facts (docs/semantics.md §3.1): value == nullptr means key; returnSoftmaxLse with a null softmax
-// output is 161001 (decision #20); V1 is V2 without sinks. Sinks are accepted on every layout
-// (decision #16), matching the DAV_3510 that aclnn/opdev/platform.h reports, so the 361001 that
-// upstream returns for sinks on A2/A3 never arises.
+// Wrapper facts (docs/semantics.md §3.1): value == nullptr means key; returnSoftmaxLse with a null
+// softmax output is 161001 (decision #20); V1 is V2 without sinks. Sinks are accepted on every
+// layout (decision #16), matching the DAV_3510 that aclnn/opdev/platform.h reports, so the 361001
+// that upstream returns for sinks on A2/A3 never arises.
 #include "aclnnop/aclnn_sparse_flash_attention.h"
 
 #include <memory>
@@ -48,43 +48,38 @@ struct SfaCall {
   const aclTensor* softmax_sum = nullptr;
 };
 
-aclnnStatus to_aclnn(Status s) { return static_cast<aclnnStatus>(s); }
-
-aclnnStatus convert(const SfaCall& c, SfaArgs* a) {
-  Status s = tensor_view(kOp, "query", c.query, &a->query);
-  if (s == Status::kSuccess) s = tensor_view(kOp, "key", c.key, &a->key);
-  if (s == Status::kSuccess) s = optional_view(kOp, "value", c.value, &a->value);
-  if (s == Status::kSuccess)
-    s = tensor_view(kOp, "sparseIndices", c.sparse_indices, &a->sparse_indices);
-  if (s == Status::kSuccess) s = optional_view(kOp, "blockTable", c.block_table, &a->block_table);
-  if (s == Status::kSuccess)
-    s = optional_view(kOp, "actualSeqLengthsQuery", c.actual_seq_lengths_query,
-                      &a->actual_seq_lengths_query);
-  if (s == Status::kSuccess)
-    s = optional_view(kOp, "actualSeqLengthsKv", c.actual_seq_lengths_kv,
-                      &a->actual_seq_lengths_kv);
+Status convert(const SfaCall& c, SfaArgs* a) {
+  KVFLASH_RETURN_IF_ERROR(tensor_view(kOp, "query", c.query, &a->query));
+  KVFLASH_RETURN_IF_ERROR(tensor_view(kOp, "key", c.key, &a->key));
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "value", c.value, &a->value));
+  KVFLASH_RETURN_IF_ERROR(tensor_view(kOp, "sparseIndices", c.sparse_indices, &a->sparse_indices));
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "blockTable", c.block_table, &a->block_table));
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "actualSeqLengthsQuery", c.actual_seq_lengths_query,
+                                        &a->actual_seq_lengths_query));
+  KVFLASH_RETURN_IF_ERROR(
+      optional_view(kOp, "actualSeqLengthsKv", c.actual_seq_lengths_kv, &a->actual_seq_lengths_kv));
   // The ropes are required by attentionMode 2, but their absence is an invalid combination
   // (161002, rule 1), which the validator reports when their views stay empty.
   std::optional<TensorView> rope;
-  if (s == Status::kSuccess) s = optional_view(kOp, "queryRope", c.query_rope, &rope);
-  if (s == Status::kSuccess && rope) a->query_rope = *rope;
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "queryRope", c.query_rope, &rope));
+  if (rope) a->query_rope = *rope;
   rope.reset();
-  if (s == Status::kSuccess) s = optional_view(kOp, "keyRope", c.key_rope, &rope);
-  if (s == Status::kSuccess && rope) a->key_rope = *rope;
-  if (s == Status::kSuccess) s = optional_view(kOp, "sinks", c.sinks, &a->sinks);
-  if (s == Status::kSuccess)
-    s = tensor_view(kOp, "attentionOut", c.attention_out, &a->attention_out);
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "keyRope", c.key_rope, &rope));
+  if (rope) a->key_rope = *rope;
+  KVFLASH_RETURN_IF_ERROR(optional_view(kOp, "sinks", c.sinks, &a->sinks));
+  KVFLASH_RETURN_IF_ERROR(tensor_view(kOp, "attentionOut", c.attention_out, &a->attention_out));
   // An fp32 output is an extension of kvflash's C++ API; aclnn keeps upstream's dtype rule.
-  if (s == Status::kSuccess && a->attention_out.dtype == DType::kFloat32)
-    s = core::fail(Status::kInvalid, kOp,
-                   "attentionOut dtype fp32 is not supported; expected the query dtype");
-  if (s == Status::kSuccess && c.return_softmax_lse) {
-    // Decision #18: without returnSoftmaxLse the softmax outputs are not even looked at.
-    s = tensor_view(kOp, "softmaxMaxOut", c.softmax_max, &a->softmax_max.emplace());
-    if (s == Status::kSuccess)
-      s = tensor_view(kOp, "softmaxSumOut", c.softmax_sum, &a->softmax_sum.emplace());
+  if (a->attention_out.dtype == DType::kFloat32) {
+    return core::fail(Status::kInvalid, kOp,
+                      "attentionOut dtype fp32 is not supported; expected the query dtype");
   }
-  if (s != Status::kSuccess) return to_aclnn(s);
+  if (c.return_softmax_lse) {
+    // Decision #18: without returnSoftmaxLse the softmax outputs are not even looked at.
+    KVFLASH_RETURN_IF_ERROR(
+        tensor_view(kOp, "softmaxMaxOut", c.softmax_max, &a->softmax_max.emplace()));
+    KVFLASH_RETURN_IF_ERROR(
+        tensor_view(kOp, "softmaxSumOut", c.softmax_sum, &a->softmax_sum.emplace()));
+  }
   a->scale_value = c.scale_value;
   a->sparse_block_size = c.sparse_block_size;
   a->layout_query = c.layout_query;
@@ -94,7 +89,7 @@ aclnnStatus convert(const SfaCall& c, SfaArgs* a) {
   a->next_tokens = c.next_tokens;
   a->attention_mode = c.attention_mode;
   a->return_softmax_lse = c.return_softmax_lse;
-  return ACLNN_SUCCESS;
+  return Status::kSuccess;
 }
 
 aclnnStatus get_workspace_size(const SfaCall& c, uint64_t* workspace_size,
@@ -115,7 +110,7 @@ aclnnStatus get_workspace_size(const SfaCall& c, uint64_t* workspace_size,
     if (c.return_softmax_lse && c.softmax_max == nullptr) return null_arg(kOp, "softmaxMaxOut");
     if (c.return_softmax_lse && c.softmax_sum == nullptr) return null_arg(kOp, "softmaxSumOut");
     SfaArgs args;
-    if (aclnnStatus s = convert(c, &args); s != ACLNN_SUCCESS) return s;
+    if (Status s = convert(c, &args); s != Status::kSuccess) return to_aclnn(s);
     return plan_executor<SfaPlan>(kOp, std::move(args), workspace_size, executor);
   });
 }

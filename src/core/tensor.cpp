@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <span>
+
+#include "core/strings.hpp"
 
 namespace kvflash {
 
@@ -101,14 +104,8 @@ bool TensorView::is_contiguous() const {
 }
 
 std::string TensorView::describe() const {
-  std::string s = dtype_name(dtype);
-  s += "[";
-  for (int i = 0; i < std::clamp(rank, 0, kMaxRank); ++i) {
-    if (i) s += ",";
-    s += std::to_string(shape[i]);
-  }
-  s += "]";
-  return s;
+  return dtype_name(dtype) + core::dims_str(std::span<const int64_t>(
+                                 shape.data(), static_cast<size_t>(std::clamp(rank, 0, kMaxRank))));
 }
 
 }  // namespace kvflash

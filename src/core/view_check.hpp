@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
 

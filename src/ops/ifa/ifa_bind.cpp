@@ -8,7 +8,7 @@
 namespace kvflash::ifa {
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 void clear(std::optional<TensorView>& v) {
   if (v) v->data = nullptr;
@@ -53,8 +53,8 @@ const void* batch_base(const TensorView& t, int64_t offset) {
 
 IfaArgs strip_data(const IfaArgs& args, const core::IfaProblem& problem) {
   IfaArgs m = args;
-  // An inactive kv_padding_size (no lengths, a list or a paged cache; docs/semantics.md §2.7) is ignored by
-  // create, unvalidated: runs ignore it too, whatever they pass.
+  // An inactive kv_padding_size (no lengths, a list or a paged cache; docs/semantics.md §2.7) is
+  // ignored by create, unvalidated: runs ignore it too, whatever they pass.
   if (!problem.left_padding) m.kv_padding_size.reset();
   m.query.data = nullptr;
   m.attention_out.data = nullptr;

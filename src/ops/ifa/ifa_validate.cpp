@@ -1,6 +1,6 @@
-// validate_ifa: the order of the checks follows docs/semantics.md §2.11 (null pointers, emptiness, dtypes,
-// head limits, layout and shapes, then the per-feature rules), so the first message a user sees
-// is the most basic thing wrong with the call.
+// validate_ifa: the order of the checks follows docs/semantics.md §2.11 (null pointers, emptiness,
+// dtypes, head limits, layout and shapes, then the per-feature rules), so the first message a user
+// sees is the most basic thing wrong with the call.
 #include "ops/ifa/ifa_validate.hpp"
 
 #include <string>
@@ -20,12 +20,13 @@ constexpr int64_t kMaxGroup = 64;
 constexpr int64_t kMaxHeadDim = 512;
 constexpr int64_t kMaxBatch = 65536;
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 struct DtypeCombo {
   DType q, kv, out;
 };
-// docs/semantics.md §2.2: the (query, key/value, attention_out) rows of the op definition that IFA supports.
+// docs/semantics.md §2.2: the (query, key/value, attention_out) rows of the op definition that IFA
+// supports.
 constexpr DtypeCombo kAllowedCombos[] = {
     {DType::kFloat16, DType::kFloat16, DType::kFloat16},
     {DType::kBFloat16, DType::kBFloat16, DType::kBFloat16},
@@ -76,8 +77,8 @@ Status check_unsupported_scales(const IfaArgs& a) {
 }
 
 // Calls fn(view, name) on every tensor of the call (optional ones when given) and returns the
-// first failure. kv_padding_size only when with_padding: an inactive one is ignored (docs/semantics.md §2.7),
-// so its geometry is checked where it is used.
+// first failure. kv_padding_size only when with_padding: an inactive one is ignored
+// (docs/semantics.md §2.7), so its geometry is checked where it is used.
 template <typename Fn>
 Status each_view(const IfaArgs& a, bool with_padding, Fn fn) {
   KVFLASH_RETURN_IF_ERROR(fn(a.query, "query"));

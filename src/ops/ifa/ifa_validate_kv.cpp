@@ -15,7 +15,7 @@ constexpr int64_t kBlockAlignFloat = 16;    // fp16/bf16 caches
 constexpr int64_t kBlockAlignInt8 = 32;     // int8 caches
 constexpr int64_t kMaxPagedHidden = 65535;  // upstream copy-stride limit of 3-D caches
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 const char* layout_name(Layout l) {
   switch (l) {

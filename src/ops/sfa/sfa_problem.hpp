@@ -113,8 +113,8 @@ struct SfaData {
 // them with their own ISA flags: a shared inline copy could otherwise be picked by the linker for
 // the baseline code and fault on a CPU without that ISA.
 
-/// The selection rules of docs/semantics.md §3.4 steps 1-2 for one row: thr is the visible prefix, valid_count
-/// the number of index entries examined. Entries are expanded with sfa_selected_range.
+/// The selection rules of docs/semantics.md §3.4 steps 1-2 for one row: thr is the visible prefix,
+/// valid_count the number of index entries examined. Entries are expanded with sfa_selected_range.
 struct SfaRowLimits {
   /// Uncovered rows and sparse_mode 3 rows with thr <= 0: zeros, max = sum = 0 even with sinks.
   /// (A mode-0 row of an empty KV sequence is valid with an empty selection: step 6.)
