@@ -160,7 +160,4 @@ aclnnStatus plan_executor(const char* op, Args args, uint64_t* workspace_size,
 aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
                    aclOpExecutor* executor, aclrtStream stream);
 
-/// Enqueues work on stream (null = the default stream). kInvalid if stream is not live.
-Status enqueue(const char* op, aclrtStream stream, std::function<Status()> work);
-
 }  // namespace kvflash::aclnn
