@@ -12,12 +12,13 @@
 namespace kvflash::reference {
 namespace {
 
-// docs/semantics.md §2.5 step 5: a masked score is *replaced* by -1e12f (the fp32 constant, widened exactly).
+// docs/semantics.md §2.5 step 5: a masked score is *replaced* by -1e12f (the fp32 constant, widened
+// exactly).
 const double kMaskedScoreD = static_cast<double>(-1.0e12f);
 
-// Non-finite inputs (docs/semantics.md §0.2 item 6) go through the plain IEEE arithmetic of the formulas below;
-// the only helper is a max that keeps NaN (std::max and std::max_element drop a NaN unless it
-// comes first, which would make the row's max depend on where the NaN sits).
+// Non-finite inputs (docs/semantics.md §0.2 item 6) go through the plain IEEE arithmetic of the
+// formulas below; the only helper is a max that keeps NaN (std::max and std::max_element drop a NaN
+// unless it comes first, which would make the row's max depend on where the NaN sits).
 double nan_max(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
 
 // ---- reading a view --------------------------------------------------------------------------
@@ -104,7 +105,8 @@ IfaReference ifa_reference(const IfaArgs& a) {
     return at(q, {b, h, 0, d});
   };
 
-  // ---- per-batch candidate positions J_b = [begin_b, begin_b + len_b) (docs/semantics.md §2.4, §2.7) ----
+  // ---- per-batch candidate positions J_b = [begin_b, begin_b + len_b) (docs/semantics.md §2.4,
+  // §2.7) ----
   std::vector<int64_t> seq_cap(B), len(B), begin(B, 0);
   for (int64_t b = 0; b < B; ++b) {
     if (g.paged) {
@@ -198,7 +200,8 @@ IfaReference ifa_reference(const IfaArgs& a) {
     return o * sc + off;
   };
 
-  const double scale = static_cast<double>(static_cast<float>(a.scale_value));  // docs/semantics.md §0.2 item 5
+  const double scale =
+      static_cast<double>(static_cast<float>(a.scale_value));  // docs/semantics.md §0.2 item 5
 
   std::vector<double> kd, vd, s, qv(D);
   for (int64_t b = 0; b < B; ++b) {
@@ -239,9 +242,9 @@ IfaReference ifa_reference(const IfaArgs& a) {
           if (fully_masked && a.zero_fully_masked_rows) {
             zero_row = true;
           } else {
-            // Plain IEEE arithmetic (docs/semantics.md §0.2 item 6): a NaN score makes m, l, the LSE and every
-            // output NaN; a +inf score gives m = +inf and exp(inf - inf) = NaN; a row whose scores
-            // are all -inf gives exp(-inf - -inf) = NaN too (no softmax exists: 0/0).
+            // Plain IEEE arithmetic (docs/semantics.md §0.2 item 6): a NaN score makes m, l, the
+            // LSE and every output NaN; a +inf score gives m = +inf and exp(inf - inf) = NaN; a row
+            // whose scores are all -inf gives exp(-inf - -inf) = NaN too (no softmax exists: 0/0).
             double m = -std::numeric_limits<double>::infinity();
             for (int64_t t = 0; t < L; ++t) m = nan_max(m, s[t]);
             double l = 0.0;

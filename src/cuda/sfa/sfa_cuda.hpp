@@ -19,11 +19,12 @@ namespace kvflash::cuda {
 size_t sfa_workspace_size(const core::SfaProblem& p);
 
 /// Queues p on `stream` (a cudaStream_t; null = the legacy default stream): a one-thread prologue
-/// that reads the actual-length tensors on the device (docs/semantics.md §3.3), then the attention kernel. No
-/// host synchronisation, so it is CUDA-graph capturable. Bad device data is never dereferenced:
-/// bad lengths make every output NaN, a bad block id makes its query row NaN, and the workspace's
-/// fault word / row flags record it (read by the runtime at stream synchronisation). Returns
-/// kRuntime (361001) only when a launch fails. Defined only in builds with the CUDA backend.
+/// that reads the actual-length tensors on the device (docs/semantics.md §3.3), then the attention
+/// kernel. No host synchronisation, so it is CUDA-graph capturable. Bad device data is never
+/// dereferenced: bad lengths make every output NaN, a bad block id makes its query row NaN, and the
+/// workspace's fault word / row flags record it (read by the runtime at stream synchronisation).
+/// Returns kRuntime (361001) only when a launch fails. Defined only in builds with the CUDA
+/// backend.
 Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, void* workspace, void* stream);
 
 /// The device-stream fault contract (the core's Backend::run returns before the device has read
