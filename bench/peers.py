@@ -156,10 +156,12 @@ def main():
         "read_bandwidth_gbs": bw, "compute_peak_gflops": peak,
         "bf16_peak_gflops": sum(r["bf16_peak_gflops"] for r in probes) / 2,
         "fma_peak_gflops": sum(r.get("fma_peak_gflops", 0.0) for r in probes) / 2,
+        "amx_peak_gflops": sum(r.get("amx_peak_gflops", 0.0) for r in probes) / 2,
         "flush_bytes": results[0].get("flush_bytes", 0) if results else 0,
         "probes": [{"read_bandwidth_gbs": r["read_bandwidth_gbs"],
                     "bf16_peak_gflops": r["bf16_peak_gflops"],
                     "fma_peak_gflops": r.get("fma_peak_gflops", 0.0),
+                    "amx_peak_gflops": r.get("amx_peak_gflops", 0.0),
                     "compute_peak_gflops": r.get("compute_peak_gflops", r["bf16_peak_gflops"])}
                    for r in probes],
         "peers": {peer.name: peer.info or {"skipped": peer.why} for peer in peers},

@@ -40,6 +40,8 @@ def header(run):
     bw = f"read bandwidth {run['read_bandwidth_gbs']:.1f} GB/s"
     peak = (f"compute peak {compute_peak(run):.0f} GFLOP/s (the faster of the bf16 vdpbf16ps loop, "
             f"{run['bf16_peak_gflops']:.0f}, and the fp32 FMA loop, {run.get('fma_peak_gflops', 0):.0f})")
+    if run.get("amx_peak_gflops", 0) > 0:
+        peak += f"; AMX tdpbf16ps loop {run['amx_peak_gflops']:.0f} GFLOP/s"
     if probes:
         bw += " (" + " / ".join(f"{p['read_bandwidth_gbs']:.1f}" for p in probes) + \
             " at start / end)"

@@ -14,8 +14,12 @@ way vllm/v1/attention/backends/cpu_attn.py calls it:
   metadata  _C.get_scheduler_metadata (decode: one query token per request, non-causal, no
             window, kv split on as vLLM's default VLLM_CPU_ATTN_SPLIT_KV=1);
   run       _C.cpu_attention_with_kv_cache.
-The isa hint follows vLLM's _get_attn_isa on this CPU: "vec" for a block size that is a multiple
-of 32, "vec16" otherwise ("amx" needs AMX tiles). A contiguous kvflash problem is run on vLLM's
+The isa is the one vLLM's _get_attn_isa picks on the machine (vllm/v1/attention/backends/cpu_attn.py):
+"vec16" for a head size that is not a multiple of 32; "amx" where torch reports AMX tiles (after
+torch.cpu._init_amx(), the tile permission request), the dtype is bf16 and the block size a multiple
+of 32; else "vec" for a block size that is a multiple of 32 and "vec16" otherwise. The same isa goes
+to cpu_attn_reshape_and_cache (the AMX cache layout differs), the scheduler metadata and the kernel,
+and is recorded in each result. A contiguous kvflash problem is run on vLLM's
 paged cache with block size 128 (vLLM has no other cache). Int8 KV and sfa problems are skipped.
 
     $KVFLASH_VLLM_PYTHON bench/vllm_peer.py --serve --threads 2 --iters 10
@@ -47,6 +51,17 @@ def main():
         sys.exit("vllm_peer.py: vllm/_C.abi3.so not found (bash scripts/setup_vllm_peer.sh)")
     torch.ops.load_library(libs[0])
     ops = torch.ops._C
+    # As vLLM's own CPU runner and benchmarks do before any AMX kernel runs.
+    amx = bool(getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)())
+    if amx:
+        amx = bool(torch.cpu._init_amx())
+
+    def attn_isa(head_dim, dtype, block_size):
+        if head_dim % 32 != 0:
+            return "vec16"
+        if amx and dtype == torch.bfloat16 and block_size % 32 == 0:
+            return "amx"
+        return "vec" if block_size % 32 == 0 else "vec16"
 
     class Vllm:
         def __init__(self, iters):
@@ -72,7 +87,7 @@ def main():
             kvn, d = req["kv_heads"], req["head_dim"]
             bs = self.block_size(req)
             dt = q.dtype
-            isa = "vec" if bs % 32 == 0 else "vec16"
+            isa = attn_isa(d, dt, bs)
             per_seq = (s + bs - 1) // bs
             num_blocks = max(1, b * per_seq)
             g = torch.Generator().manual_seed(1)
@@ -100,10 +115,11 @@ def main():
             call()
             check = peer_common.check_first_sequence(q, k, v, out, scale)
             if not check["passed"]:
-                return {"check": check, "error": "output differs from the fp64 reference"}
+                return {"check": check, "isa": isa,
+                        "error": "output differs from the fp64 reference"}
             ms = peer_common.median_ms(call, self.iters, flush_bytes=req.get("flush_bytes", 0))
             return {"ms_per_call": ms, "gbs": peer_common.kv_bytes(req) / ms / 1e6,
-                    "check": check, "layout": f"vLLM paged {bs}, isa {isa}"}
+                    "check": check, "isa": isa, "layout": f"vLLM paged {bs}, isa {isa}"}
 
     peer_common.serve("vllm", Vllm(args.iters))
 

@@ -7,14 +7,22 @@ include(CMakePackageConfigHelpers)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${KVFLASH_GENERATED_INCLUDE}/kvflash/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvflash)
+# The targets installed, and kvflash_installed, which builds them: scripts/demo.sh builds it, so
+# that `cmake --install` works after it (tests/cli.cmake checks). A target of its own, because
+# with Ninja `--target kvflash` names the program's file (OUTPUT_NAME kvflash), not the library.
+set(KVFLASH_INSTALLED_TARGETS kvflash)
 install(TARGETS kvflash EXPORT kvflashTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(TARGET kvflash_cli)
+  list(APPEND KVFLASH_INSTALLED_TARGETS kvflash_cli)
   install(TARGETS kvflash_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+
+add_custom_target(kvflash_installed)
+add_dependencies(kvflash_installed ${KVFLASH_INSTALLED_TARGETS})
 
 # CANN build lines link -lascendcl -lopapi -lnnopbase: make each name resolve to kvflash.
 foreach(alias ascendcl opapi nnopbase)

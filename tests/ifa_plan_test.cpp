@@ -257,6 +257,43 @@ TEST_F(IfaPlanTest, RunRefusesTensorsThatDoNotMatchThePlan) {
   expect_message("stream must be null for host tensors");
 }
 
+// The fingerprint is the metadata a plan matches runs on: equal for new data pointers and thread
+// counts, different for every edit that run() refuses as a mismatch.
+TEST_F(IfaPlanTest, FingerprintIsThePlanMetadata) {
+  const IfaArgs a = contiguous();
+  std::string fa;
+  ASSERT_EQ(IfaPlan::fingerprint(a, &fa), Status::kSuccess);
+  EXPECT_FALSE(fa.empty());
+  IfaArgs same = a;
+  same.query.data = nullptr;
+  same.key[0].data = a.value[0].data;
+  same.num_threads = 3;
+  std::string fs;
+  ASSERT_EQ(IfaPlan::fingerprint(same, &fs), Status::kSuccess);
+  EXPECT_EQ(fs, fa);
+  void (*const edits[])(IfaArgs*) = {
+      [](IfaArgs* x) { x->query.strides[0] += 1; },
+      [](IfaArgs* x) { x->key[0].dtype = DType::kBFloat16; },
+      [](IfaArgs* x) { x->value.push_back(x->value[0]); },
+      [](IfaArgs* x) { x->attention_out.device.type = DeviceType::kCuda; },
+      [](IfaArgs* x) { x->atten_mask = x->query; },
+      [](IfaArgs* x) { x->actual_seq_lengths = {{3}}; },
+      [](IfaArgs* x) { x->num_heads = 2; },
+      [](IfaArgs* x) { x->scale_value = 0.3; },
+      [](IfaArgs* x) { x->input_layout = "BNSD"; },
+      [](IfaArgs* x) { x->zero_fully_masked_rows = true; },
+  };
+  for (size_t i = 0; i < std::size(edits); ++i) {
+    IfaArgs b = a;
+    edits[i](&b);
+    std::string fb;
+    ASSERT_EQ(IfaPlan::fingerprint(b, &fb), Status::kSuccess);
+    EXPECT_NE(fb, fa) << "edit " << i;
+  }
+  EXPECT_EQ(IfaPlan::fingerprint(a, nullptr), Status::kNullPtr);
+  expect_message("bytes (the output pointer) is null");
+}
+
 TEST_F(IfaPlanTest, UnreferencedSlotsMayHoldAnything) {
   IfaArgs a = paged();
   auto* ids = static_cast<int32_t*>(a.block_table->data);

@@ -74,6 +74,7 @@ Row sfa_row(const BenchProblem& p, const SfaWorkloadResult& r) {
 // fractions are taken against it).
 struct Peaks {
   double bf16 = 0, fma = 0;
+  double amx = 0;  // reported only until a kernel runs on tiles (bf16_peak.hpp)
   double compute() const { return std::max(bf16, fma); }
 };
 
@@ -102,8 +103,9 @@ bool write_json(const CliOptions& o, const DemoOptions& d, double bw, const Peak
                cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations);
   std::fprintf(f,
                "  \"read_bandwidth_gbs\": %.3f,\n  \"bf16_peak_gflops\": %.3f,\n  "
-               "\"fma_peak_gflops\": %.3f,\n  \"compute_peak_gflops\": %.3f,\n",
-               bw, peaks.bf16, peaks.fma, peak);
+               "\"fma_peak_gflops\": %.3f,\n  \"compute_peak_gflops\": %.3f,\n"
+               "  \"amx_peak_gflops\": %.3f,\n",
+               bw, peaks.bf16, peaks.fma, peak, peaks.amx);
   std::fprintf(f, "  \"cache\": \"%s\",\n  \"flush_bytes\": %zu,\n",
                d.flush_bytes ? "cold" : "warm", d.flush_bytes);
   std::fprintf(f, "  \"results\": [");
@@ -138,18 +140,18 @@ bool write_csv(const CliOptions& o, double bw, const Peaks& peaks, const std::ve
                "problem,op,batch,kv_len,kv_dtype,paged,layout,heads,kv_heads,head_dim,top_k,"
                "sparse_block,ms_per_call,bytes,gbs,gflops,bw_fraction,peak_fraction,"
                "check_passed,isa,threads,iterations,read_bandwidth_gbs,bf16_peak_gflops,"
-               "fma_peak_gflops,compute_peak_gflops\n");
+               "fma_peak_gflops,compute_peak_gflops,amx_peak_gflops\n");
   for (const Row& r : rows) {
     // Problem strings hold commas: quoted (they hold no quotes: the parser refuses them).
     std::fprintf(f,
                  "\"%s\",%s,%lld,%lld,%s,%lld,%s,%lld,%lld,%lld,%lld,%lld,%.6f,%.0f,%.4f,%.4f,"
-                 "%.4f,%.4f,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.3f\n",
+                 "%.4f,%.4f,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n",
                  r.problem.c_str(), r.op.c_str(), r.batch, r.kv_len, r.kv_dtype.c_str(), r.paged,
                  r.layout.c_str(), r.heads, r.kv_heads, r.head_dim, r.top_k, r.sparse_block,
                  r.ms_per_call, r.bytes, r.gbs, r.gflops, bw > 0 ? r.gbs / bw : 0.0,
                  peak > 0 ? r.gflops / peak : 0.0, r.passed ? "true" : "false",
                  cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, bw,
-                 peaks.bf16, peaks.fma, peak);
+                 peaks.bf16, peaks.fma, peak, peaks.amx);
   }
   return std::fclose(f) == 0;
 }
@@ -172,8 +174,9 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
   // The compute ceiling, measured like the bandwidth (skipped with it by --no-bandwidth).
   Peaks peaks;
   if (!o.skip_bandwidth) {
-    peaks = {measure_bf16_peak_gflops(o.demo.num_threads),
-             measure_fma_peak_gflops(o.demo.num_threads)};
+    peaks.bf16 = measure_bf16_peak_gflops(o.demo.num_threads);
+    peaks.fma = measure_fma_peak_gflops(o.demo.num_threads);
+    peaks.amx = measure_amx_peak_gflops(o.demo.num_threads);
   }
   const double peak = peaks.compute();
   if (peak > 0) {
@@ -181,23 +184,31 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
                 "GFLOP/s\n",
                 peaks.bf16, peaks.fma);
   }
+  if (peaks.amx > 0) {
+    std::printf("matrix engine peak (measured): AMX tdpbf16ps loop %.0f GFLOP/s (no kernel runs on "
+                "tiles yet)\n",
+                peaks.amx);
+  } else if (!o.skip_bandwidth) {
+    std::printf("matrix engine peak: none (isa %s; amx: %s)\n", cpu::isa_name(cpu::active_isa()),
+                cpu::detected_isa() >= cpu::Isa::kAmx ? "capped" : cpu::amx_unavailable_reason());
+  }
   std::vector<Row> rows;
   bool ok = true;
   const auto start = std::chrono::steady_clock::now();
   const size_t n = o.bench.size();
   for (size_t i = 0; i < n; ++i) {
     const BenchProblem& p = o.bench[i];
-    // The progress line goes to stderr, so that stdout stays the results alone.
+    // One progress line per problem, on stdout with the results it heads (a second copy on
+    // stderr interleaved with them when both go to a terminal); the time left after the first.
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (i == 0) {
-      std::fprintf(stderr, "bench %zu/%zu: %s\n", i + 1, n, p.name.c_str());
+      std::printf("bench [%zu/%zu] %s\n", i + 1, n, p.name.c_str());
     } else {
-      std::fprintf(stderr, "bench %zu/%zu (%.0f s so far, about %.0f s left): %s\n", i + 1, n,
-                   elapsed, elapsed / static_cast<double>(i) * static_cast<double>(n - i),
-                   p.name.c_str());
+      std::printf("bench [%zu/%zu] %s  (%.0f s so far, about %.0f s left)\n", i + 1, n,
+                  p.name.c_str(), elapsed,
+                  elapsed / static_cast<double>(i) * static_cast<double>(n - i));
     }
-    std::printf("bench [%zu/%zu] %s\n", i + 1, n, p.name.c_str());
     std::fflush(stdout);
     if (p.op == BenchOp::kIfa) {
       IfaWorkloadResult r;

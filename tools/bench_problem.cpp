@@ -45,78 +45,152 @@ bool for_each_item(const std::string& text, std::string_view rest, std::string* 
   return true;
 }
 
-constexpr const char* kBadValue = "value missing, malformed or out of range";
+// An integer key of a problem string: its valid range, stated by every message about it. The
+// ranges are the operators' own limits (src/ifa/ifa_validate*.cpp, src/ops/sfa/sfa_validate.cpp)
+// where they are narrower than the command line's (cli_options.hpp), so that a string the parser
+// accepts plans.
+struct IntKey {
+  const char* key;
+  const char* what;
+  int64_t lo, hi;
+  int64_t* dst;
+};
+
+std::string range_of(const IntKey& k) {
+  return std::string(k.key) + " (" + k.what + ") is an integer in [" + std::to_string(k.lo) + ", " +
+         std::to_string(k.hi) + "]";
+}
+
+// Every key and its range, for the unknown-key message.
+template <size_t N>
+std::string all_keys(const IntKey (&keys)[N], const char* others) {
+  std::string out;
+  for (const IntKey& k : keys) out += std::string(out.empty() ? "" : "; ") + range_of(k);
+  return out + "; " + others;
+}
+
+// Parses value into the key's destination; false with the key's range in the message otherwise.
+template <size_t N, typename Fail>
+bool parse_int_key(const IntKey (&keys)[N], std::string_view key, std::string_view value,
+                   bool* known, Fail fail) {
+  for (const IntKey& k : keys) {
+    if (key != k.key) continue;
+    *known = true;
+    if (!parse_int(value, k.lo, k.hi, k.dst)) return fail(range_of(k));
+    return true;
+  }
+  *known = false;
+  return true;
+}
+
+bool problem_error(const std::string& text, const std::string& why, std::string* error) {
+  *error = "problem '" + text + "': " + why;
+  return false;
+}
+
+constexpr const char* kIfaOthers =
+    "kv is bf16, fp16 or int8; paged (block size) is 0 (a contiguous cache) or a multiple of 16 "
+    "(32 for kv=int8) up to 512; layout is bsnd or bnsd (bnsd needs paged > 0)";
 
 bool parse_ifa(const std::string& text, std::string_view rest, IfaWorkloadShape* shape,
                std::string* error) {
   IfaWorkloadShape s;
   s.name = text;
   int64_t batch = 8, kv_len = 4096;
-  const bool ok = for_each_item(text, rest, error,
-                                [&](std::string_view key, std::string_view value, auto fail) {
-                                  bool good = true;
-                                  if (key == "b") {
-                                    good = parse_int(value, 1, kCliMaxBatch, &batch);
-                                  } else if (key == "s") {
-                                    good = parse_int(value, 0, kCliMaxKvLen, &kv_len);
-                                  } else if (key == "n") {
-                                    good = parse_int(value, 1, kCliMaxHeads, &s.num_heads);
-                                  } else if (key == "kvn") {
-                                    good = parse_int(value, 1, kCliMaxHeads, &s.num_kv_heads);
-                                  } else if (key == "d") {
-                                    good = parse_int(value, 1, kCliMaxHeadDim, &s.head_dim);
-                                  } else if (key == "paged") {
-                                    good = parse_int(value, 0, kCliMaxBlockSize, &s.block_size);
-                                  } else if (key == "layout") {
-                                    if (value != "bsnd" && value != "bnsd")
-                                      return fail("layout is bsnd or bnsd");
-                                    s.paged_bnsd = value == "bnsd";
-                                  } else if (key == "kv") {
-                                    if (value == "bf16") {
-                                      s.kv_dtype = DType::kBFloat16;
-                                    } else if (value == "fp16") {
-                                      s.kv_dtype = DType::kFloat16;
-                                    } else if (value == "int8") {
-                                      s.kv_dtype = DType::kInt8;
-                                    } else {
-                                      return fail("kv is one of bf16, fp16, int8");
-                                    }
-                                  } else {
-                                    return fail("unknown key (b, s, n, kvn, d, kv, paged, layout)");
-                                  }
-                                  return good || fail(kBadValue);
-                                });
+  // A KV length of 0 leaves every sequence empty (no cache block to plan with): s >= 1.
+  const IntKey keys[] = {
+      {"b", "batch", 1, kCliMaxBatch, &batch},
+      {"s", "KV length", 1, kCliMaxKvLen, &kv_len},
+      {"n", "query heads", 1, kCliMaxHeads, &s.num_heads},
+      {"kvn", "KV heads, dividing n, n / kvn <= 64", 1, kCliMaxHeads, &s.num_kv_heads},
+      {"d", "head dim", 1, kCliMaxHeadDim, &s.head_dim}};
+  const bool ok = for_each_item(
+      text, rest, error, [&](std::string_view key, std::string_view value, auto fail) {
+        bool known = false;
+        if (!parse_int_key(keys, key, value, &known, fail)) return false;
+        if (known) return true;
+        if (key == "paged") {
+          if (!parse_int(value, 0, kCliMaxBlockSize, &s.block_size) || s.block_size % 16 != 0)
+            return fail(
+                "paged (block size) is 0 (a contiguous cache) or a multiple of 16 (32 "
+                "for kv=int8) up to " +
+                std::to_string(kCliMaxBlockSize));
+        } else if (key == "layout") {
+          if (value != "bsnd" && value != "bnsd") return fail("layout is bsnd or bnsd");
+          s.paged_bnsd = value == "bnsd";
+        } else if (key == "kv") {
+          if (value == "bf16") {
+            s.kv_dtype = DType::kBFloat16;
+          } else if (value == "fp16") {
+            s.kv_dtype = DType::kFloat16;
+          } else if (value == "int8") {
+            s.kv_dtype = DType::kInt8;
+          } else {
+            return fail("kv is bf16, fp16 or int8");
+          }
+        } else {
+          return fail("unknown key (" + all_keys(keys, kIfaOthers) + ")");
+        }
+        return true;
+      });
   if (!ok) return false;
-  if (s.paged_bnsd && s.block_size == 0) {
-    *error = "problem '" + text + "': layout=bnsd needs a paged cache (paged > 0)";
-    return false;
-  }
+  // The rules between keys, as the operator applies them when planning.
+  if (s.num_heads % s.num_kv_heads != 0)
+    return problem_error(text,
+                         "n (" + std::to_string(s.num_heads) + ") must be a multiple of kvn (" +
+                             std::to_string(s.num_kv_heads) + ")",
+                         error);
+  if (s.num_heads / s.num_kv_heads > 64)
+    return problem_error(
+        text, "n / kvn (" + std::to_string(s.num_heads / s.num_kv_heads) + ") must be <= 64",
+        error);
+  if (s.kv_dtype == DType::kInt8 && s.block_size % 32 != 0)
+    return problem_error(
+        text, "paged (" + std::to_string(s.block_size) + ") must be a multiple of 32 with kv=int8",
+        error);
+  if (s.paged_bnsd && s.block_size == 0)
+    return problem_error(text, "layout=bnsd needs a paged cache (paged > 0)", error);
+  if (s.block_size > 0 && !s.paged_bnsd && s.num_kv_heads * s.head_dim > 65535)
+    return problem_error(text,
+                         "kvn * d (" + std::to_string(s.num_kv_heads * s.head_dim) +
+                             ") must be <= 65535 with layout=bsnd (a 3-D paged cache)",
+                         error);
   s.lengths.assign(static_cast<size_t>(batch), kv_len);
   *shape = std::move(s);
   return true;
 }
 
+constexpr const char* kSfaOthers =
+    "n (query heads) is a power of 2 in [1, 128]; blk (sparse block size) is a power of 2 in [1, "
+    "128] dividing paged; paged (block size) is 0 "
+    "(a contiguous cache) or a multiple of 16 up to 1024; kv is bf16 or fp16";
+
 bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape* shape,
                std::string* error) {
   SfaWorkloadShape s;
   s.name = text;
+  const IntKey keys[] = {{"b", "batch", 1, kCliMaxBatch, &s.batch},
+                         {"topk", "selected tokens or blocks per query", 1, kCliMaxKvLen, &s.top_k},
+                         {"s", "KV length", 1, kCliMaxKvLen, &s.kv_len}};
   const bool ok = for_each_item(
       text, rest, error, [&](std::string_view key, std::string_view value, auto fail) {
-        bool good = true;
-        if (key == "b") {
-          good = parse_int(value, 1, kCliMaxBatch, &s.batch);
-        } else if (key == "s") {
-          good = parse_int(value, 1, kCliMaxKvLen, &s.kv_len);
-        } else if (key == "topk") {
-          good = parse_int(value, 1, kCliMaxKvLen, &s.top_k);
-        } else if (key == "n") {
-          good = parse_int(value, 1, 128, &s.num_heads);
+        bool known = false;
+        if (!parse_int_key(keys, key, value, &known, fail)) return false;
+        if (known) return true;
+        if (key == "n") {
+          // The heads share the one latent KV head: the group size N1 / 1 is a power of 2.
+          if (!parse_int(value, 1, 128, &s.num_heads) || !is_power_of_two(s.num_heads))
+            return fail("n (query heads) is a power of 2 in [1, 128]");
         } else if (key == "blk") {
-          good = parse_int(value, 1, 128, &s.sparse_block_size) &&
-                 is_power_of_two(s.sparse_block_size);
+          if (!parse_int(value, 1, 128, &s.sparse_block_size) ||
+              !is_power_of_two(s.sparse_block_size))
+            return fail("blk (sparse block size) is a power of 2 in [1, 128]");
         } else if (key == "paged") {
           // The operator's own limits on a paged block size: a multiple of 16 up to 1024.
-          good = parse_int(value, 0, 1024, &s.block_size) && s.block_size % 16 == 0;
+          if (!parse_int(value, 0, 1024, &s.block_size) || s.block_size % 16 != 0)
+            return fail(
+                "paged (block size) is 0 (a contiguous cache) or a multiple of 16 up to "
+                "1024");
         } else if (key == "kv") {
           if (value == "bf16") {
             s.dtype = DType::kBFloat16;
@@ -126,15 +200,13 @@ bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape*
             return fail("kv is bf16 or fp16");
           }
         } else {
-          return fail("unknown key (b, topk, s, n, blk, paged, kv)");
+          return fail("unknown key (" + all_keys(keys, kSfaOthers) + ")");
         }
-        return good || fail(kBadValue);
+        return true;
       });
   if (!ok) return false;
-  if (s.block_size > 0 && s.block_size % s.sparse_block_size != 0) {
-    *error = "problem '" + text + "': blk must divide the paged block size";
-    return false;
-  }
+  if (s.block_size > 0 && s.block_size % s.sparse_block_size != 0)
+    return problem_error(text, "blk must divide the paged block size", error);
   *shape = std::move(s);
   return true;
 }

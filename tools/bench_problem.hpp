@@ -5,11 +5,11 @@
 // cache's layout (bsnd = (blocks, block_size, KV_N*D), bnsd = (blocks, KV_N, block_size, D)).
 //   sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16
 // b batch, topk selected tokens (or blocks) per query, s KV length of every sequence, n query
-// heads (1..128, sharing the one latent KV head of 512 + 64 rope dims), blk the sparse block size
-// (a power of 2 up to 128 that divides paged), paged the block size (0 = a contiguous BSND cache),
-// kv the dtype of query, cache and output (bf16 | fp16).
-// Keys may come in any order; a key left out keeps the default shown above. Named sweeps expand
-// to lists of such strings (bench_sweep).
+// heads (a power of 2 up to 128, sharing the one latent KV head of 512 + 64 rope dims), blk the
+// sparse block size (a power of 2 up to 128 that divides paged), paged the block size (0 = a
+// contiguous BSND cache), kv the dtype of query, cache and output (bf16 | fp16). Keys may come in
+// any order; a key left out keeps the default shown above. Named sweeps expand to lists of such
+// strings (bench_sweep).
 #pragma once
 
 #include <string>
@@ -31,8 +31,10 @@ struct BenchProblem {
 };
 
 /// Parses one problem string into *problem. Returns false with the reason in *error for an
-/// unknown operator or key, a malformed or out-of-range value (the limits of cli_options.hpp and,
-/// for sfa, of the operator: n <= 128, blk a power of 2 <= 128 dividing paged), or a repeated key.
+/// unknown operator or key (the message lists every key's range), a malformed or out-of-range
+/// value (the message states the key's range: the limits of cli_options.hpp, narrowed to what the
+/// operator plans: ifa s >= 1, kvn dividing n with n / kvn <= 64, paged a multiple of 16 (32 for
+/// int8); sfa n a power of 2 <= 128, blk a power of 2 <= 128 dividing paged), or a repeated key.
 bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::string* error);
 
 /// The problem strings of a named sweep ("default": the shapes of docs/perf.md; "quick": a few

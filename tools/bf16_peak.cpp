@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cpu/amx/amx_kernels.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
 
@@ -75,9 +76,14 @@ __attribute__((target("avx2,fma"))) float fma256_loop(float seed) {
   return total256(acc);
 }
 
-// Median GFLOP/s of loop (flop_per_op per instruction, kAcc x kIters instructions) on every
-// worker at once.
-double measure(int num_threads, float (*loop)(float), double flop_per_op) {
+// The matrix engine's loop: kAmxIters x 4 tdpbf16ps of 16 x 16 x 32 (16,384 FLOP each), about
+// 10 ms at the 2 TFLOP/s a core measured on a Xeon with AMX (docs/perf.md, round 3).
+constexpr int64_t kAmxIters = int64_t{1} << 18;
+constexpr double kAmxFlopPerCall = 4.0 * 16 * 16 * 32 * 2 * static_cast<double>(kAmxIters);
+float amx_loop(float) { return cpu::amx::peak_loop(kAmxIters); }
+
+// Median GFLOP/s of loop (flop_per_call FLOP a call) on every worker at once.
+double measure(int num_threads, float (*loop)(float), double flop_per_call) {
   const int threads = num_threads > 0 ? num_threads : cpu::default_num_threads();
   std::atomic<uint32_t> sink{0};
   std::vector<double> samples;
@@ -88,7 +94,7 @@ double measure(int num_threads, float (*loop)(float), double flop_per_op) {
       sink.fetch_add(static_cast<uint32_t>(r != 0.0f), std::memory_order_relaxed);
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    samples.push_back(flop_per_op * kAcc * kIters * threads / s / 1e9);
+    samples.push_back(flop_per_call * threads / s / 1e9);
   }
   std::sort(samples.begin(), samples.end());
   return samples[samples.size() / 2];
@@ -98,12 +104,21 @@ double measure(int num_threads, float (*loop)(float), double flop_per_op) {
 
 double measure_bf16_peak_gflops(int num_threads) {
   if (cpu::active_isa() < cpu::Isa::kAvx512Bf16) return 0.0;
-  return measure(num_threads, dot_loop, 64.0);
+  return measure(num_threads, dot_loop, 64.0 * kAcc * kIters);
+}
+
+double measure_amx_peak_gflops(int num_threads) {
+  if (cpu::active_isa() < cpu::Isa::kAmx) return 0.0;
+  return measure(num_threads, amx_loop, kAmxFlopPerCall);
 }
 
 double measure_fma_peak_gflops(int num_threads) {
-  if (cpu::active_isa() >= cpu::Isa::kAvx512) return measure(num_threads, fma512_loop, 32.0);
-  if (cpu::active_isa() >= cpu::Isa::kAvx2) return measure(num_threads, fma256_loop, 16.0);
+  if (cpu::active_isa() >= cpu::Isa::kAvx512) {
+    return measure(num_threads, fma512_loop, 32.0 * kAcc * kIters);
+  }
+  if (cpu::active_isa() >= cpu::Isa::kAvx2) {
+    return measure(num_threads, fma256_loop, 16.0 * kAcc * kIters);
+  }
   return 0.0;
 }
 

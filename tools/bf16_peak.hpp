@@ -15,4 +15,10 @@ double measure_bf16_peak_gflops(int num_threads);
 /// larger of the two.
 double measure_fma_peak_gflops(int num_threads);
 
+/// GFLOP/s of a register-only loop of AMX tdpbf16ps on full 16 x 16 x 32 tiles (cpu::amx::peak_loop:
+/// 16,384 FLOP each) on num_threads workers; 0 below the amx level (KVFLASH_MAX_ISA caps it like
+/// the kernels). No kernel runs on tiles yet, so it is reported beside the other two, not taken
+/// as a kernel's ceiling.
+double measure_amx_peak_gflops(int num_threads);
+
 }  // namespace kvflash::tools

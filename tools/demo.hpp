@@ -18,7 +18,11 @@ struct DemoOptions {
 /// Returns true when the sample check passed.
 bool run_ifa_demo(const DemoOptions& options, bool int8_kv, double read_bandwidth_gbs);
 
-/// DeepSeek-V3.2 sparse MLA decode step. Returns true when the sample check passed.
-bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs);
+/// DeepSeek-V3.2 sparse MLA decode step. Its line gives the achieved fraction of the ceiling that
+/// binds it: the compute peak when the step needs more time at compute_peak_gflops than at
+/// read_bandwidth_gbs (128 heads share each selected row: it is), else the read bandwidth (0 =
+/// not measured). Returns true when the sample check passed.
+bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs,
+                  double compute_peak_gflops);
 
 }  // namespace kvflash::tools

@@ -104,7 +104,8 @@ SfaWorkload make_workload(bool quick) {
 
 }  // namespace
 
-bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs) {
+bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs,
+                  double compute_peak_gflops) {
   const SfaWorkload w = make_workload(options.quick);
   std::vector<int64_t> all(w.batch());
   std::iota(all.begin(), all.end(), 0);
@@ -161,8 +162,17 @@ bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs) {
       static_cast<long long>(kBlockSize), static_cast<long long>(w.batch()),
       static_cast<long long>(kNumHeads), static_cast<long long>(kTopK), seconds * 1e3,
       flops / seconds / 1e9, bytes / seconds / 1e9);
-  if (read_bandwidth_gbs > 0)
-    std::printf(" (%.0f%% of read bw)", 100.0 * bytes / seconds / 1e9 / read_bandwidth_gbs);
+  // The bound that applies: the larger of the times the step needs at the compute peak and at the
+  // read bandwidth (a ceiling not measured is left out).
+  const double compute_s = compute_peak_gflops > 0 ? flops / (compute_peak_gflops * 1e9) : 0.0;
+  const double memory_s = read_bandwidth_gbs > 0 ? bytes / (read_bandwidth_gbs * 1e9) : 0.0;
+  if (compute_s > 0 && compute_s >= memory_s) {
+    std::printf(" (%.0f%% of the compute peak: compute-bound)",
+                100.0 * flops / seconds / 1e9 / compute_peak_gflops);
+  } else if (memory_s > 0) {
+    std::printf(" (%.0f%% of read bw: memory-bound)",
+                100.0 * bytes / seconds / 1e9 / read_bandwidth_gbs);
+  }
   std::printf("\n");
   check.print("2 sequences");
   return check.passed();

@@ -97,6 +97,13 @@ class KVFLASH_API IfaPlan {
   Status run(const IfaArgs& args, void* workspace, size_t workspace_size,
              void* stream = nullptr) const;
 
+  /// The plan-relevant metadata of args as bytes, for keying a cache of plans: every tensor's
+  /// dtype, dims, strides, offset and device (or its absence), each list's length and
+  /// the attributes and actual_seq_lengths; no data pointer, not num_threads. Arguments with equal bytes are
+  /// run by one plan: a plan created from the one accepts the other's metadata. The bytes are
+  /// stable within one build of kvflash (not a storage format). kRuntime when out of memory.
+  static Status fingerprint(const IfaArgs& args, std::string* bytes);
+
  private:
   struct Impl;
   friend struct IfaPlanAccess;  // library-internal access (src/ops/ifa/ifa_plan_impl.hpp)

@@ -33,6 +33,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
@@ -83,6 +84,13 @@ class KVFLASH_API MergePlan {
   /// differ. Never allocates. Host tensors run synchronously (stream must be null).
   Status run(const MergeArgs& args, void* workspace, size_t workspace_size,
              void* stream = nullptr) const;
+
+  /// The plan-relevant metadata of args as bytes, for keying a cache of plans: every tensor's
+  /// dtype, dims, strides, offset and device (or its absence), each list's length and
+  /// (the merge has no attributes); no data pointer, not num_threads. Arguments with equal bytes are
+  /// run by one plan: a plan created from the one accepts the other's metadata. The bytes are
+  /// stable within one build of kvflash (not a storage format). kRuntime when out of memory.
+  static Status fingerprint(const MergeArgs& args, std::string* bytes);
 
  private:
   struct Impl;

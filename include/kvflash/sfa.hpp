@@ -82,6 +82,13 @@ class KVFLASH_API SfaPlan {
   Status run(const SfaArgs& args, void* workspace, size_t workspace_size,
              void* stream = nullptr) const;
 
+  /// The plan-relevant metadata of args as bytes, for keying a cache of plans: every tensor's
+  /// dtype, dims, strides, offset and device (or its absence), each list's length and
+  /// the attributes; no data pointer, not num_threads. Arguments with equal bytes are
+  /// run by one plan: a plan created from the one accepts the other's metadata. The bytes are
+  /// stable within one build of kvflash (not a storage format). kRuntime when out of memory.
+  static Status fingerprint(const SfaArgs& args, std::string* bytes);
+
  private:
   struct Impl;
   friend struct SfaPlanAccess;  // library-internal access (src/ops/sfa/sfa_plan_impl.hpp)

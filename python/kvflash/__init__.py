@@ -5,8 +5,10 @@
     out = kvflash.npu_incre_flash_attention(q, k, v, num_heads=32, input_layout="BNSD")
 
 The operators are registered in C++ as ``torch.ops.kvflash.*`` (CPU kernels and fake kernels for
-torch.compile / torch.export); nothing is computed in Python. ``kvflash.torch_npu`` exposes them
-under torch_npu's names. See docs/python.md.
+torch.compile / torch.export); nothing is computed in Python. The functions here call them, after
+turning a length tensor given for a host length list (``SymInt[]``) into that list, as torch_npu
+callers such as vllm-ascend pass it. ``kvflash.torch_npu`` exposes them under torch_npu's names.
+See docs/python.md.
 """
 import os as _os
 
@@ -30,10 +32,41 @@ if _release(_torch.__version__) != _release(_build_info.TORCH_VERSION):
 
 _torch.ops.load_library(_os.path.join(_os.path.dirname(__file__), "lib", "libkvflash_torch.so"))
 
-#: torch_npu.npu_incre_flash_attention: returns attention_out (the query's shape; int8 with
-#: quant_scale2).
-npu_incre_flash_attention = _torch.ops.kvflash.npu_incre_flash_attention
-#: torch_npu.npu_sparse_flash_attention: returns (attention_out, softmax_max, softmax_sum).
+
+
+def _host_lengths(value, name, op):
+    """A host length list as the operators' ``SymInt[]?`` arguments take it.
+
+    None and a list or tuple are returned as given (the operator checks the entries, and under
+    torch.compile they may be symbolic). A 1-D integer CPU tensor becomes the list of its values:
+    torch's argument parser cannot take a tensor for ``SymInt[]`` (it fails an internal assert),
+    and vllm-ascend passes its length metadata as tensors. Anything else is a ValueError naming
+    the argument.
+    """
+    if value is None or isinstance(value, (list, tuple)):
+        return value
+    what = type(value).__name__
+    if isinstance(value, _torch.Tensor):
+        dt = value.dtype
+        if value.dim() == 1 and value.device.type == "cpu" and dt != _torch.bool and \
+                not dt.is_floating_point and not dt.is_complex:
+            return value.tolist()
+        what = f"a {value.dim()}-D {str(dt).replace('torch.', '')} tensor on {value.device}"
+    raise ValueError(f"[{op}] {name} must be a list of ints or a 1-D integer CPU tensor, got "
+                     f"{what}")
+
+
+def npu_incre_flash_attention(query, key, value, *, actual_seq_lengths=None, **kwargs):
+    """torch_npu.npu_incre_flash_attention (``torch.ops.kvflash.npu_incre_flash_attention``, with
+    torch_npu's schema and defaults): returns attention_out (the query's shape; int8 with
+    quant_scale2). ``actual_seq_lengths`` may also be a 1-D integer CPU tensor."""
+    return _torch.ops.kvflash.npu_incre_flash_attention(
+        query, key, value, actual_seq_lengths=_host_lengths(
+            actual_seq_lengths, "actual_seq_lengths", "npu_incre_flash_attention"), **kwargs)
+
+
+#: torch_npu.npu_sparse_flash_attention: returns (attention_out, softmax_max, softmax_sum). Its
+#: lengths are tensors in torch_npu's schema already.
 npu_sparse_flash_attention = _torch.ops.kvflash.npu_sparse_flash_attention
 
 
@@ -52,12 +85,16 @@ def incre_flash_attention(query, key, value, *, padding_mask=None, atten_mask=No
       tensor-list form of aclnn, sequences of different lengths without padding);
     - ``return_softmax_lse``: also return the fp32 ``(B, N)`` natural-log softmax LSE of each
       (batch, head) (``-inf`` for rows with nothing to attend);
+    - ``actual_seq_lengths`` may also be a 1-D integer CPU tensor (as for
+      ``npu_incre_flash_attention``);
     - ``zero_fully_masked_rows``: a row whose every position is masked outputs zeros (and LSE
       ``-inf``) instead of the mean of V.
 
     Returns ``(attention_out, softmax_lse)``; ``softmax_lse`` is an empty ``[0]`` tensor unless
     ``return_softmax_lse``.
     """
+    actual_seq_lengths = _host_lengths(actual_seq_lengths, "actual_seq_lengths",
+                                       "incre_flash_attention")
     if isinstance(key, _torch.Tensor):
         key = [key]
     if isinstance(value, _torch.Tensor):

@@ -16,14 +16,19 @@ Sharding descriptions:
 
 Everything else is given as for the single-process op, in global terms (lengths, masks and pse
 over global positions, global sparse indices); each rank slices masks / pse and translates
-lengths, left padding, block tables and sparse indices to its shard.
+lengths, left padding, block tables and sparse indices to its shard. Host length lists (IFA's
+``actual_seq_lengths``, ``ContiguousShards.bounds``) may also be 1-D integer CPU tensors. The
+arguments the sharding arithmetic reads are checked before anything else (and before any
+collective), with a ValueError naming the argument.
 """
+import operator
 from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 import torch.distributed as dist
 
+from . import _host_lengths
 from . import incre_flash_attention as _ifa
 
 __all__ = ["ContiguousShards", "RoundRobinBlocks", "context_parallel_incre_flash_attention",
@@ -32,13 +37,61 @@ __all__ = ["ContiguousShards", "RoundRobinBlocks", "context_parallel_incre_flash
 
 @dataclass(frozen=True)
 class ContiguousShards:
-    """Rank r holds global token positions [bounds[r], bounds[r+1]) (len(bounds) = world + 1)."""
+    """Rank r holds global token positions [bounds[r], bounds[r+1]) (len(bounds) = world + 1).
+
+    ``bounds``: a list / tuple of ints or a 1-D integer CPU tensor; kept as a tuple of ints.
+    """
     bounds: Sequence[int]
+
+    def __post_init__(self):
+        b = _host_lengths(self.bounds, "bounds", "ContiguousShards")
+        if b is None:
+            raise ValueError("[ContiguousShards] bounds must be a list of ints or a 1-D integer "
+                             "CPU tensor, got None")
+        try:
+            b = tuple(operator.index(x) for x in b)
+        except TypeError:
+            raise ValueError(f"[ContiguousShards] bounds must hold ints, got {list(b)!r}") from None
+        object.__setattr__(self, "bounds", b)
 
 
 @dataclass(frozen=True)
 class RoundRobinBlocks:
     """Paged cache: logical block j of every sequence is on rank j % world_size."""
+
+
+def _fail(op, message):
+    raise ValueError(f"[{op}] {message}")
+
+
+def _check_sharding(op, sharding):
+    if not isinstance(sharding, (ContiguousShards, RoundRobinBlocks)):
+        _fail(op, f"sharding must be ContiguousShards or RoundRobinBlocks, got {sharding!r}")
+
+
+def _check_tensor(op, name, t, ranks):
+    if not isinstance(t, torch.Tensor):
+        _fail(op, f"{name} must be a tensor, got a {type(t).__name__}")
+    if t.dim() not in ranks:
+        _fail(op, f"{name} must be {' or '.join(map(str, ranks))}-D, got shape {tuple(t.shape)}")
+
+
+def _host_ints(op, name, value):
+    """A length list (list / tuple / 1-D integer CPU tensor, or None) as a list of ints."""
+    value = _host_lengths(value, name, op)
+    if value is None:
+        return None
+    try:
+        return [operator.index(x) for x in value]
+    except TypeError:
+        _fail(op, f"{name} must hold ints, got {list(value)!r}")
+
+
+def _tensor_ints(op, name, value):
+    """SFA's length tensors (or a list / 1-D integer CPU tensor) as a list of ints, or None."""
+    if isinstance(value, torch.Tensor) and value.dim() == 1 and value.device.type != "cpu":
+        value = value.cpu()
+    return _host_ints(op, name, value)
 
 
 def _world(group):
@@ -105,19 +158,42 @@ def context_parallel_incre_flash_attention(query, key, value, *, group=None, sha
     the same bits on every rank. Not supported: int8 output (quant_scale2; quantise the merged
     output instead), key/value lists.
     """
+    op = "context_parallel_incre_flash_attention"
+    # Everything the sharding arithmetic below reads is checked first (the local op checks the
+    # rest), before any collective.
+    _check_sharding(op, sharding)
     if quant_scale2 is not None:
-        raise ValueError("context-parallel IFA: quant_scale2 (int8 output) is not supported; "
-                         "quantise the merged output")
-    if not isinstance(key, torch.Tensor) or not isinstance(value, torch.Tensor):
-        raise ValueError("context-parallel IFA: key and value must be tensors (this rank's shard)")
+        _fail(op, "quant_scale2 (int8 output) is not supported; quantise the merged output")
+    if input_layout not in ("BSH", "BSND", "BNSD"):
+        _fail(op, f"input_layout must be BSH, BSND or BNSD, got {input_layout!r}")
+    rank_of = 3 if input_layout == "BSH" else 4
+    _check_tensor(op, "query", query, (rank_of,))
+    if isinstance(key, (list, tuple)) or isinstance(value, (list, tuple)):
+        _fail(op, "key and value must be tensors (this rank's shard), not lists")
+    _check_tensor(op, "key", key, (3, 4) if isinstance(sharding, RoundRobinBlocks) else (rank_of,))
+    _check_tensor(op, "value", value, (key.dim(),))
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
+        _fail(op, f"num_heads ({num_heads}) must be a positive int")
+    actual_seq_lengths = _host_ints(op, "actual_seq_lengths", actual_seq_lengths)
+    if isinstance(sharding, RoundRobinBlocks):
+        if block_table is None:
+            _fail(op, "RoundRobinBlocks (a paged cache) needs block_table")
+        if actual_seq_lengths is None:
+            _fail(op, "RoundRobinBlocks (a paged cache) needs actual_seq_lengths")
+        _check_tensor(op, "block_table", block_table, (2,))
+        # The single-process op's range (src/ops/ifa/ifa_validate_kv.cpp); _rr_lengths divides by it.
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or \
+                not 1 <= block_size <= 512:
+            _fail(op, f"block_size ({block_size}) must be in [1, 512] with block_table "
+                      f"(RoundRobinBlocks)")
+    elif block_table is not None:
+        _fail(op, "ContiguousShards describes a non-paged cache; use RoundRobinBlocks with "
+                  "block_table")
     world, rank = _world(group)
     layout = input_layout
     b = query.shape[0]
     kv_pad = None
     if isinstance(sharding, ContiguousShards):
-        if block_table is not None:
-            raise ValueError("ContiguousShards describes a non-paged cache; use RoundRobinBlocks "
-                             "with block_table")
         s_axis = 2 if layout == "BNSD" else 1
         n = key.shape[s_axis]
         off, s_glob = _check_bounds(sharding, world, rank, n)
@@ -135,16 +211,12 @@ def context_parallel_incre_flash_attention(query, key, value, *, group=None, sha
             kv_pad = torch.tensor([n - end], dtype=torch.int64)
         positions = torch.arange(off, off + n)
         local_bt = None
-    elif isinstance(sharding, RoundRobinBlocks):
-        if block_table is None or actual_seq_lengths is None:
-            raise ValueError("RoundRobinBlocks needs block_table and actual_seq_lengths")
+    else:
         local_bt = block_table[:, rank::world].contiguous()
         if local_bt.shape[1] == 0:  # fewer blocks than ranks: one unused column (never read)
             local_bt = torch.zeros((b, 1), dtype=block_table.dtype)
-        local = _rr_lengths(list(actual_seq_lengths), block_size, world, rank)
+        local = _rr_lengths(actual_seq_lengths, block_size, world, rank)
         positions = _rr_positions(local_bt.shape[1], block_size, world, rank)
-    else:
-        raise ValueError(f"sharding must be ContiguousShards or RoundRobinBlocks, got {sharding!r}")
 
     d = query.shape[-1] if layout != "BSH" else query.shape[-1] // num_heads
     if key.numel() == 0:  # an empty shard: an empty partial (lse -inf), no local call
@@ -217,26 +289,51 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
     Returns ``(attention_out, softmax_max, softmax_sum)`` like the single-process op. KV layout
     BSND (ContiguousShards) or PA_BSND (RoundRobinBlocks).
     """
-    world, rank = _world(group)
-    bsz = query.shape[0] if layout_query != "TND" else len(actual_seq_lengths_query)
+    op = "context_parallel_sparse_flash_attention"
+    # Everything the sharding and selection arithmetic below reads is checked first (the local op
+    # checks the rest), before any collective.
+    _check_sharding(op, sharding)
+    if layout_query not in ("BSND", "TND"):
+        _fail(op, f"layout_query must be BSND or TND, got {layout_query!r}")
+    _check_tensor(op, "query", query, (3,) if layout_query == "TND" else (4,))
+    _check_tensor(op, "key", key, (4,))
+    _check_tensor(op, "sparse_indices", sparse_indices, (query.dim(),))
+    q_lens = _tensor_ints(op, "actual_seq_lengths_query", actual_seq_lengths_query)
+    if layout_query == "TND" and q_lens is None:
+        _fail(op, "actual_seq_lengths_query is required with layout_query TND")
+    kv_lens = _tensor_ints(op, "actual_seq_lengths_kv", actual_seq_lengths_kv)
+    sbs = sparse_block_size
+    if isinstance(sbs, bool) or not isinstance(sbs, int) or sbs < 1 or sbs > 128 or sbs & (sbs - 1):
+        _fail(op, f"sparse_block_size ({sbs}) must be a power of two in [1, 128]")
     if isinstance(sharding, ContiguousShards):
         if layout_kv != "BSND":
-            raise ValueError("ContiguousShards: layout_kv must be BSND")
+            _fail(op, f"ContiguousShards needs layout_kv BSND, got {layout_kv!r}")
+    else:
+        if layout_kv != "PA_BSND":
+            _fail(op, f"RoundRobinBlocks (a paged cache) needs layout_kv PA_BSND, got "
+                      f"{layout_kv!r}")
+        if block_table is None:
+            _fail(op, "RoundRobinBlocks (a paged cache) needs block_table")
+        if kv_lens is None:
+            _fail(op, "RoundRobinBlocks (a paged cache) needs actual_seq_lengths_kv")
+        _check_tensor(op, "block_table", block_table, (2,))
+        # The single-process op's rule (src/ops/sfa/sfa_validate.cpp); _rr_lengths divides by it.
+        bs = key.shape[1]
+        if bs < 16 or bs > 1024 or bs % 16:
+            _fail(op, f"key block_size (dim 1 = {bs}) must be a multiple of 16 in [16, 1024]")
+    world, rank = _world(group)
+    bsz = query.shape[0] if layout_query != "TND" else len(q_lens)
+    if isinstance(sharding, ContiguousShards):
         n = key.shape[1]
         off, s_glob = _check_bounds(sharding, world, rank, n)
-        lkv = [int(x) for x in actual_seq_lengths_kv] if actual_seq_lengths_kv is not None \
-            else [s_glob] * bsz
+        lkv = kv_lens if kv_lens is not None else [s_glob] * bsz
         local_lens = [min(max(x - off, 0), n) for x in lkv]
         local_bt = None
 
         def to_local(pos):
             return pos - off, (pos >= off) & (pos < off + n)
-    elif isinstance(sharding, RoundRobinBlocks):
-        if layout_kv != "PA_BSND" or block_table is None or actual_seq_lengths_kv is None:
-            raise ValueError("RoundRobinBlocks: layout_kv PA_BSND with block_table and "
-                             "actual_seq_lengths_kv")
-        bs = key.shape[1]
-        lkv = [int(x) for x in actual_seq_lengths_kv]
+    else:
+        lkv = kv_lens
         local_bt = block_table[:, rank::world].contiguous()
         if local_bt.shape[1] == 0:
             local_bt = torch.zeros((bsz, 1), dtype=block_table.dtype)
@@ -245,21 +342,18 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
         def to_local(pos):
             j = pos // bs
             return (j // world) * bs + pos % bs, (j % world) == rank
-    else:
-        raise ValueError(f"sharding must be ContiguousShards or RoundRobinBlocks, got {sharding!r}")
 
     # Global selection (docs/semantics.md §3.4), expanded to tokens, restricted to this shard.
     idx_shape = sparse_indices.shape
     k = idx_shape[-1]
     rows = sparse_indices.reshape(-1, k).long()  # (B*S1 | T) x KV_N(=1) rows
-    batch, thr = _sfa_rows(query, layout_query, actual_seq_lengths_query, lkv)
+    batch, thr = _sfa_rows(query, layout_query, q_lens, lkv)
     thr_t = torch.tensor(thr, dtype=torch.int64)
     pad_row = torch.zeros(len(batch), dtype=torch.bool)
     if sparse_mode != 3:
         pad_row = thr_t <= 0
         thr_t = torch.tensor([0 if p else lkv[bi] for bi, p in zip(batch, pad_row.tolist())],
                              dtype=torch.int64)
-    sbs = sparse_block_size
     valid_count = torch.clamp(torch.div(thr_t + sbs - 1, sbs, rounding_mode="floor"), max=k)
     r_ix = torch.arange(k)
     ended = torch.cumsum((rows == -1).long(), dim=1) > 0
@@ -312,7 +406,9 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
         # threshold and block clipping were applied above, in global positions.
         out, mx, sm = torch.ops.kvflash.npu_sparse_flash_attention(
             query, key, value, local_idx, scale_value, block_table=local_bt,
-            actual_seq_lengths_query=actual_seq_lengths_query,
+            actual_seq_lengths_query=actual_seq_lengths_query
+            if actual_seq_lengths_query is None or isinstance(actual_seq_lengths_query, torch.Tensor)
+            else torch.tensor(q_lens, dtype=torch.int32),
             actual_seq_lengths_kv=torch.tensor(local_lens, dtype=torch.int32),
             query_rope=query_rope, key_rope=key_rope, sparse_block_size=1,
             layout_query=layout_query, layout_kv=layout_kv, sparse_mode=0,

@@ -1,9 +1,16 @@
 // torch.ops.kvflash: the operator schemas and their kernels (CPU and CUDA: the library; Meta: the
-// shapes, which FakeTensor uses for torch.compile and torch.export), plus private helpers for the
-// tests.
+// shapes, which FakeTensor uses for torch.compile and torch.export; Autograd: outputs whose
+// backward raises "not differentiable"), plus private helpers for the tests.
 // Loading the library also hands kvflash's parallel loops to torch's intra-op threads.
 #include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/basic_ops.h>
+#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
+
+#include <string>
+#include <vector>
 
 #include "kvflash/parallel.hpp"
 #include "kvflash/status.hpp"
@@ -44,6 +51,45 @@ void clear_plan_cache() {
 // kvflash's thread count for a call with num_threads 0 (the backend's: at::get_num_threads()).
 int64_t num_threads() { return kvflash::get_num_threads(); }
 
+// The Autograd kernel of every operator: kvflash computes the forward pass only. Without one,
+// torch runs the CPU kernel, warns that "an autograd kernel was not registered" and returns
+// outputs that do not require grad, so a backward leaves q.grad None. This runs the operator below
+// autograd and, when grad mode is on and an input requires grad, gives the floating-point outputs
+// a grad_fn (torch::autograd::Error) that raises on backward, naming the operator.
+void not_differentiable(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                        torch::jit::Stack* stack) {
+  const c10::FunctionSchema& schema = op.schema();
+  std::vector<at::Tensor> need_grad;
+  if (at::GradMode::is_enabled()) {
+    const auto note = [&](const at::Tensor& t) {
+      if (t.defined() && t.requires_grad()) need_grad.push_back(t);
+    };
+    for (const c10::IValue& v : torch::jit::last(*stack, schema.arguments().size())) {
+      if (v.isTensor()) {
+        note(v.toTensor());
+      } else if (v.isTensorList()) {
+        for (const at::Tensor& t : v.toTensorList()) note(t);
+      }
+    }
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.redispatchBoxed(keys & c10::after_ADInplaceOrView_keyset, stack);
+  }
+  if (need_grad.empty()) return;
+  auto node = c10::make_intrusive<torch::autograd::Error>(
+      schema.operator_name().name +
+          " is not differentiable: kvflash implements the forward pass only (inference); call it "
+          "under torch.no_grad() or torch.inference_mode(), or on detached tensors",
+      torch::autograd::collect_next_edges(need_grad));
+  for (const c10::IValue& v : torch::jit::last(*stack, schema.returns().size())) {
+    if (!v.isTensor()) continue;
+    const at::Tensor& t = v.toTensor();
+    if (t.defined() && torch::autograd::isDifferentiableType(t.scalar_type()))
+      torch::autograd::set_history(t, node);
+  }
+}
+
 }  // namespace
 }  // namespace kvflash::torch_ext
 
@@ -75,6 +121,13 @@ TORCH_LIBRARY_IMPL(kvflash, CUDA, m) {
   m.impl("npu_incre_flash_attention", &npu_ifa_cpu);
   m.impl("npu_sparse_flash_attention", &npu_sfa_cpu);
   m.impl("incre_flash_attention", &ifa_cpu);
+}
+
+TORCH_LIBRARY_IMPL(kvflash, Autograd, m) {
+  using namespace kvflash::torch_ext;
+  for (const char* op : {"npu_incre_flash_attention", "npu_sparse_flash_attention",
+                         "incre_flash_attention", "merge_attention_states"})
+    m.impl(op, torch::CppFunction::makeFromBoxedFunction<&not_differentiable>());
 }
 
 TORCH_LIBRARY_IMPL(kvflash, Meta, m) {

@@ -5,7 +5,6 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
-#include <bit>
 #include <cstring>
 
 namespace kvflash::torch_ext {
@@ -30,27 +29,6 @@ Device device_of(const c10::Device& d, const char* op, const char* name) {
                     ", which kvflash does not run on (cpu)");
   if (d.is_cuda()) return Device{DeviceType::kCuda, d.has_index() ? d.index() : 0};
   return Device{DeviceType::kHost, 0};
-}
-
-void add_view(std::vector<int64_t>& k, const TensorView& v) {
-  k.push_back(static_cast<int64_t>(v.dtype));
-  k.push_back(v.rank);
-  const int r = std::min(std::max(v.rank, 0), kMaxRank);
-  for (int i = 0; i < r; ++i) k.push_back(v.shape[i]);
-  for (int i = 0; i < r; ++i) k.push_back(v.strides[i]);
-  k.push_back(v.offset);
-  k.push_back(static_cast<int64_t>(v.device.type));
-  k.push_back(v.device.index);
-}
-
-void add_view(std::vector<int64_t>& k, const std::optional<TensorView>& v) {
-  k.push_back(v.has_value());
-  if (v) add_view(k, *v);
-}
-
-void add_string(std::vector<int64_t>& k, const std::string& s) {
-  k.push_back(static_cast<int64_t>(s.size()));
-  for (char c : s) k.push_back(static_cast<unsigned char>(c));
 }
 
 }  // namespace
@@ -98,63 +76,6 @@ void check_same_device(const char* op, const c10::Device& device, const at::Tens
 void check_same_device(const char* op, const c10::Device& device,
                        const std::optional<at::Tensor>& t, const char* name) {
   if (t.has_value() && t->defined()) check_same_device(op, device, *t, name);
-}
-
-std::vector<int64_t> plan_key(const IfaArgs& a) {
-  std::vector<int64_t> k;
-  k.reserve(256);
-  add_view(k, a.query);
-  k.push_back(static_cast<int64_t>(a.key.size()));
-  for (const auto& v : a.key) add_view(k, v);
-  k.push_back(static_cast<int64_t>(a.value.size()));
-  for (const auto& v : a.value) add_view(k, v);
-  for (const auto* v : {&a.pse_shift, &a.atten_mask, &a.dequant_scale1, &a.quant_scale1,
-                        &a.dequant_scale2, &a.quant_scale2, &a.quant_offset2, &a.antiquant_scale,
-                        &a.antiquant_offset, &a.block_table, &a.kv_padding_size, &a.softmax_lse}) {
-    add_view(k, *v);
-  }
-  k.push_back(a.actual_seq_lengths.has_value());
-  if (a.actual_seq_lengths) {
-    k.push_back(static_cast<int64_t>(a.actual_seq_lengths->size()));
-    k.insert(k.end(), a.actual_seq_lengths->begin(), a.actual_seq_lengths->end());
-  }
-  k.push_back(a.num_heads);
-  k.push_back(std::bit_cast<int64_t>(a.scale_value));
-  add_string(k, a.input_layout);
-  k.push_back(a.num_key_value_heads);
-  k.push_back(a.block_size);
-  k.push_back(a.inner_precise);
-  add_view(k, a.attention_out);
-  k.push_back(a.zero_fully_masked_rows);
-  return k;
-}
-
-std::vector<int64_t> plan_key(const SfaArgs& a) {
-  std::vector<int64_t> k;
-  k.reserve(192);
-  add_view(k, a.query);
-  add_view(k, a.key);
-  add_view(k, a.value);
-  add_view(k, a.sparse_indices);
-  add_view(k, a.block_table);
-  add_view(k, a.actual_seq_lengths_query);
-  add_view(k, a.actual_seq_lengths_kv);
-  add_view(k, a.query_rope);
-  add_view(k, a.key_rope);
-  add_view(k, a.sinks);
-  k.push_back(std::bit_cast<int64_t>(a.scale_value));
-  k.push_back(a.sparse_block_size);
-  add_string(k, a.layout_query);
-  add_string(k, a.layout_kv);
-  k.push_back(a.sparse_mode);
-  k.push_back(a.pre_tokens);
-  k.push_back(a.next_tokens);
-  k.push_back(a.attention_mode);
-  k.push_back(a.return_softmax_lse);
-  add_view(k, a.attention_out);
-  add_view(k, a.softmax_max);
-  add_view(k, a.softmax_sum);
-  return k;
 }
 
 namespace {

@@ -42,14 +42,9 @@ void check_same_device(const char* op, const c10::Device& device, const at::Tens
 void check_same_device(const char* op, const c10::Device& device,
                        const std::optional<at::Tensor>& t, const char* name);
 
-/// Everything a plan is made from, as integers: every view's dtype, rank, dims, strides, offset
-/// and device (or its absence), the attributes and IFA's actual_seq_lengths. Equal keys mean
-/// IfaPlan/SfaPlan::run accepts the arguments for the plan made from the other.
-std::vector<int64_t> plan_key(const IfaArgs& args);
-std::vector<int64_t> plan_key(const SfaArgs& args);
-
-/// A bounded LRU cache of plans by plan_key, safe to use from several threads. Plans are shared:
-/// one evicted while a call still runs it stays alive until that call ends.
+/// A bounded LRU cache of plans by the library's plan fingerprint (Plan::fingerprint: equal
+/// bytes mean one plan runs both argument sets), safe to use from several threads. Plans are
+/// shared: one evicted while a call still runs it stays alive until that call ends.
 template <class Plan, class Args>
 class PlanCache {
  public:
@@ -57,7 +52,8 @@ class PlanCache {
 
   /// The plan for args' metadata: cached, or created (validated) now. Throws the library's error.
   std::shared_ptr<const Plan> get(const Args& args) {
-    std::vector<int64_t> key = plan_key(args);
+    std::string key;
+    if (const Status s = Plan::fingerprint(args, &key); s != Status::kSuccess) throw_status(s);
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = index_.find(key);
@@ -97,19 +93,12 @@ class PlanCache {
   }
 
  private:
-  struct KeyHash {
-    size_t operator()(const std::vector<int64_t>& k) const {
-      uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
-      for (int64_t w : k) h = (h ^ static_cast<uint64_t>(w)) * 1099511628211ull;
-      return static_cast<size_t>(h);
-    }
-  };
-  using Entry = std::pair<std::vector<int64_t>, std::shared_ptr<const Plan>>;
+  using Entry = std::pair<std::string, std::shared_ptr<const Plan>>;
 
   const size_t capacity_;
   std::mutex mu_;
   std::list<Entry> lru_;
-  std::unordered_map<std::vector<int64_t>, typename std::list<Entry>::iterator, KeyHash> index_;
+  std::unordered_map<std::string, typename std::list<Entry>::iterator> index_;
   int64_t hits_ = 0, misses_ = 0;
 };
 

@@ -114,7 +114,8 @@ def test_concurrent_calls_from_threads():
 
 def test_torch_npu_module_exposes_exactly_the_two_ops():
     import kvflash.torch_npu as torch_npu
-    assert torch_npu.npu_incre_flash_attention is torch.ops.kvflash.npu_incre_flash_attention
+    # IFA: kvflash's function, which turns a length tensor into the host list, then calls the op
+    assert torch_npu.npu_incre_flash_attention is kvflash.npu_incre_flash_attention
     assert torch_npu.npu_sparse_flash_attention is torch.ops.kvflash.npu_sparse_flash_attention
     with pytest.raises(AttributeError, match="npu_fused_infer_attention_score"):
         torch_npu.npu_fused_infer_attention_score

@@ -148,6 +148,18 @@ Status match_view(const char* op, const std::optional<TensorView>& plan,
   return plan ? match_view(op, *plan, *run, name) : Status::kSuccess;
 }
 
+Status match_view(const char* op, const std::vector<TensorView>& plan,
+                  const std::vector<TensorView>& run, const char* name) {
+  if (plan.size() != run.size()) {
+    return invalid(op, std::string("run: ") + name + " has " + std::to_string(run.size()) +
+                           " tensors but the plan has " + std::to_string(plan.size()));
+  }
+  for (size_t i = 0; i < plan.size(); ++i) {
+    KVFLASH_RETURN_IF_ERROR(match_view(op, plan[i], run[i], name, static_cast<int64_t>(i)));
+  }
+  return Status::kSuccess;
+}
+
 bool same_scale(double plan, double run) {
   const float p = static_cast<float>(plan), r = static_cast<float>(run);
   return p == r || (std::isnan(p) && std::isnan(r));

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -53,6 +54,9 @@ Status match_view(const char* op, const TensorView& plan, const TensorView& run,
 /// The same for an optional tensor, which must also be present exactly when it was at planning.
 Status match_view(const char* op, const std::optional<TensorView>& plan,
                   const std::optional<TensorView>& run, const char* name);
+/// The same for a tensor list, which must also have the plan's length ("name[i]" in messages).
+Status match_view(const char* op, const std::vector<TensorView>& plan,
+                  const std::vector<TensorView>& run, const char* name);
 /// True when a run's scale_value is the plan's as the kernels use it, (float)scale_value; a NaN
 /// matches a NaN (a plan made with a NaN scale runs with it, and outputs NaN).
 bool same_scale(double plan, double run);

@@ -26,6 +26,7 @@ Isa usable(Isa isa) {
 
 #define KVFLASH_DISPATCH(fn, ...)     \
   switch (usable(isa)) {              \
+    case Isa::kAmx:                   \
     case Isa::kAvx512Bf16:            \
     case Isa::kAvx512:                \
       return avx512::fn(__VA_ARGS__); \

@@ -56,6 +56,7 @@ Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, Isa isa, int num_
   MergeFn merge = scalar::ifa_merge;
   schedule.bf16_dot = isa >= Isa::kAvx512Bf16;
   switch (isa) {
+    case Isa::kAmx:  // no AMX kernel yet: the avx512 one (the backend lists never pass kAmx)
     case Isa::kAvx512Bf16:
     case Isa::kAvx512:
       chunk = avx512::ifa_chunk;

@@ -1,22 +1,30 @@
-// MergePlan: the generic plan (core/plan_state.hpp) with the merge's validator and backends.
+// MergePlan: the plan handle (core/plan_handle.hpp) over the merge's field table, validator and
+// backends.
 #include <cstddef>
 #include <memory>
-#include <new>
 #include <string>
-#include <vector>
+#include <utility>
 
 #include "backends/lists.hpp"
-#include "core/error.hpp"
+#include "core/plan_handle.hpp"
 #include "kvflash/merge.hpp"
+#include "ops/merge/merge_fields.hpp"
 #include "ops/merge/merge_plan_impl.hpp"
 #include "ops/merge/merge_validate.hpp"
 
 namespace kvflash {
 namespace {
 
-constexpr core::PlanOps<core::MergeProblem, MergeArgs> kOps = {
-    merge::kOpName, merge::validate, merge::strip_data, merge::check_matches_plan,
-    merge_backends};
+struct Desc {
+  using Plan = MergePlan;
+  using Access = MergePlanAccess;
+  using Args = MergeArgs;
+  static constexpr const auto& fields = merge::kFields;
+  static constexpr core::PlanOps<core::MergeProblem, MergeArgs> ops = {
+      merge::kOpName, merge::validate, merge::strip_data, merge::check_matches_plan,
+      merge_backends};
+};
+using Handle = core::PlanHandle<Desc>;
 
 }  // namespace
 
@@ -24,35 +32,20 @@ MergePlan::MergePlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MergePlan::~MergePlan() = default;
 
 Status MergePlan::create(const MergeArgs& args, std::unique_ptr<MergePlan>* plan) {
-  core::clear_error();
-  if (plan == nullptr) return core::fail(Status::kNullPtr, merge::kOpName, "plan is null");
-  plan->reset();
-  std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
-  if (!impl) return core::fail(Status::kRuntime, merge::kOpName, "out of memory while planning");
-  KVFLASH_RETURN_IF_ERROR(core::plan_create(kOps, args, impl.get()));
-  plan->reset(new (std::nothrow) MergePlan(std::move(impl)));
-  if (!*plan) return core::fail(Status::kRuntime, merge::kOpName, "out of memory while planning");
-  return Status::kSuccess;
+  return Handle::create(args, plan);
 }
 
 size_t MergePlan::workspace_size() const { return impl_->workspace_size; }
 
 Status MergePlan::run(const MergeArgs& args, void* workspace, size_t workspace_size,
                       void* stream) const {
-  core::clear_error();
-  return core::plan_run(kOps, *impl_, args, workspace, workspace_size, stream);
+  return Handle::run(*this, args, workspace, workspace_size, stream);
 }
 
-Status merge_attention_states(const MergeArgs& args) {
-  std::unique_ptr<MergePlan> plan;
-  KVFLASH_RETURN_IF_ERROR(MergePlan::create(args, &plan));
-  std::vector<std::byte> ws;
-  try {
-    ws.resize(plan->workspace_size());
-  } catch (const std::bad_alloc&) {
-    return core::fail(Status::kRuntime, merge::kOpName, "out of memory allocating the workspace");
-  }
-  return plan->run(args, ws.data(), ws.size());
+Status MergePlan::fingerprint(const MergeArgs& args, std::string* bytes) {
+  return Handle::fingerprint(args, bytes);
 }
+
+Status merge_attention_states(const MergeArgs& args) { return Handle::one_shot(args); }
 
 }  // namespace kvflash

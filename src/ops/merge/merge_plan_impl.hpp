@@ -2,6 +2,10 @@
 // not part of the public API).
 #pragma once
 
+#include <memory>
+#include <new>
+#include <utility>
+
 #include "ops/merge/merge_problem.hpp"
 #include "core/plan_state.hpp"
 #include "kvflash/merge.hpp"
@@ -11,7 +15,12 @@ namespace kvflash {
 struct MergePlan::Impl : core::PlanState<core::MergeProblem, MergeArgs> {};
 
 struct MergePlanAccess {
-  static const MergePlan::Impl& impl(const MergePlan& plan) { return *plan.impl_; }
+  using Impl = MergePlan::Impl;
+  static const Impl& impl(const MergePlan& plan) { return *plan.impl_; }
+  /// The plan over impl, or null when out of memory (core/plan_handle.hpp).
+  static MergePlan* make(std::unique_ptr<Impl> impl) {
+    return new (std::nothrow) MergePlan(std::move(impl));
+  }
 };
 
 }  // namespace kvflash

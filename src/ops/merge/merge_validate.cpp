@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/plan_fields.hpp"
 #include "core/view_check.hpp"
+#include "ops/merge/merge_fields.hpp"
 
 namespace kvflash::merge {
 namespace {
@@ -76,11 +78,6 @@ core::MergeRowStrides row_strides(const TensorView& v, int first, int row_rank) 
   core::MergeRowStrides s;
   for (int r = 0; r < row_rank; ++r) s.s[r] = v.strides[first + r];
   return s;
-}
-
-Status match_opt(const std::optional<TensorView>& plan, const std::optional<TensorView>& run,
-                 const char* name) {
-  return core::match_view(kOpName, plan, run, name);
 }
 
 }  // namespace
@@ -190,30 +187,11 @@ Status validate(const MergeArgs& a, core::MergeProblem* problem) {
 }
 
 MergeArgs strip_data(const MergeArgs& args, const core::MergeProblem& /*problem: nothing to drop*/) {
-  MergeArgs m = args;
-  m.partial_out.data = nullptr;
-  m.out.data = nullptr;
-  for (auto* v : {&m.partial_lse, &m.partial_max, &m.partial_sum, &m.sink, &m.out_lse, &m.out_max,
-                  &m.out_sum}) {
-    if (*v) (*v)->data = nullptr;
-  }
-  return m;
+  return core::strip_fields(kFields, args);
 }
 
 Status check_matches_plan(const MergeArgs& p, const MergeArgs& a) {
-  KVFLASH_RETURN_IF_ERROR(core::match_view(kOpName, p.partial_out, a.partial_out, "partial_out"));
-  KVFLASH_RETURN_IF_ERROR(match_opt(p.partial_lse, a.partial_lse, "partial_lse"));
-  KVFLASH_RETURN_IF_ERROR(match_opt(p.partial_max, a.partial_max, "partial_max"));
-  KVFLASH_RETURN_IF_ERROR(match_opt(p.partial_sum, a.partial_sum, "partial_sum"));
-  KVFLASH_RETURN_IF_ERROR(match_opt(p.sink, a.sink, "sink"));
-  KVFLASH_RETURN_IF_ERROR(core::match_view(kOpName, p.out, a.out, "out"));
-  KVFLASH_RETURN_IF_ERROR(match_opt(p.out_lse, a.out_lse, "out_lse"));
-  KVFLASH_RETURN_IF_ERROR(match_opt(p.out_max, a.out_max, "out_max"));
-  KVFLASH_RETURN_IF_ERROR(match_opt(p.out_sum, a.out_sum, "out_sum"));
-  if (a.num_threads < 0) {
-    return invalid("num_threads (" + str(a.num_threads) + ") must be >= 0 (0 = library default)");
-  }
-  return Status::kSuccess;
+  return core::match_fields(kOpName, kFields, p, a);
 }
 
 void bind_data(const core::MergeProblem& p, const MergeArgs& a, core::MergeData* d) {

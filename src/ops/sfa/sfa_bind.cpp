@@ -3,7 +3,9 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/plan_fields.hpp"
 #include "core/view_check.hpp"
+#include "ops/sfa/sfa_fields.hpp"
 #include "ops/sfa/sfa_validate.hpp"
 
 namespace kvflash::sfa {
@@ -12,17 +14,6 @@ namespace {
 using core::str;
 
 Status invalid(const std::string& msg) { return core::fail(Status::kInvalid, kOpName, msg); }
-
-void clear(std::optional<TensorView>& v) {
-  if (v) v->data = nullptr;
-}
-
-template <typename View>
-Status match(const View& plan, const View& run, const char* name) {
-  return core::match_view(kOpName, plan, run, name);
-}
-
-Status match_attr(bool same, const char* name) { return core::match_attr(kOpName, same, name); }
 
 // One actual-length tensor: per-batch counts in [0, limit] (BSND, PA_BSND), or prefix sums (TND),
 // non-decreasing from >= 0 up to at most limit. count(b) receives batch b's count, first(b) its
@@ -59,52 +50,17 @@ Status read_lengths(const int32_t* data, int64_t s0, bool prefix, const char* na
 }  // namespace
 
 SfaArgs strip_data(const SfaArgs& args, const core::SfaProblem& /*problem*/) {
-  SfaArgs m = args;
-  for (TensorView* t :
-       {&m.query, &m.key, &m.sparse_indices, &m.query_rope, &m.key_rope, &m.attention_out}) {
-    t->data = nullptr;
-  }
-  for (auto* v : {&m.value, &m.block_table, &m.actual_seq_lengths_query, &m.actual_seq_lengths_kv,
-                  &m.sinks, &m.softmax_max, &m.softmax_sum}) {
-    clear(*v);
+  SfaArgs m = core::strip_fields(kFields, args);
+  // Without return_softmax_lse the softmax outputs are not even looked at: runs ignore them too.
+  if (!m.return_softmax_lse) {
+    m.softmax_max.reset();
+    m.softmax_sum.reset();
   }
   return m;
 }
 
 Status check_matches_plan(const SfaArgs& p, const SfaArgs& a) {
-  KVFLASH_RETURN_IF_ERROR(match(p.query, a.query, "query"));
-  KVFLASH_RETURN_IF_ERROR(match(p.key, a.key, "key"));
-  KVFLASH_RETURN_IF_ERROR(match(p.value, a.value, "value"));
-  KVFLASH_RETURN_IF_ERROR(match(p.sparse_indices, a.sparse_indices, "sparse_indices"));
-  KVFLASH_RETURN_IF_ERROR(match(p.block_table, a.block_table, "block_table"));
-  KVFLASH_RETURN_IF_ERROR(
-      match(p.actual_seq_lengths_query, a.actual_seq_lengths_query, "actual_seq_lengths_query"));
-  KVFLASH_RETURN_IF_ERROR(
-      match(p.actual_seq_lengths_kv, a.actual_seq_lengths_kv, "actual_seq_lengths_kv"));
-  KVFLASH_RETURN_IF_ERROR(match(p.query_rope, a.query_rope, "query_rope"));
-  KVFLASH_RETURN_IF_ERROR(match(p.key_rope, a.key_rope, "key_rope"));
-  KVFLASH_RETURN_IF_ERROR(match(p.sinks, a.sinks, "sinks"));
-  KVFLASH_RETURN_IF_ERROR(match(p.attention_out, a.attention_out, "attention_out"));
-  KVFLASH_RETURN_IF_ERROR(
-      match_attr(p.return_softmax_lse == a.return_softmax_lse, "return_softmax_lse"));
-  if (p.return_softmax_lse) {
-    KVFLASH_RETURN_IF_ERROR(match(p.softmax_max, a.softmax_max, "softmax_max"));
-    KVFLASH_RETURN_IF_ERROR(match(p.softmax_sum, a.softmax_sum, "softmax_sum"));
-  }
-  KVFLASH_RETURN_IF_ERROR(
-      match_attr(core::same_scale(p.scale_value, a.scale_value), "scale_value"));
-  KVFLASH_RETURN_IF_ERROR(
-      match_attr(p.sparse_block_size == a.sparse_block_size, "sparse_block_size"));
-  KVFLASH_RETURN_IF_ERROR(match_attr(p.layout_query == a.layout_query, "layout_query"));
-  KVFLASH_RETURN_IF_ERROR(match_attr(p.layout_kv == a.layout_kv, "layout_kv"));
-  KVFLASH_RETURN_IF_ERROR(match_attr(p.sparse_mode == a.sparse_mode, "sparse_mode"));
-  KVFLASH_RETURN_IF_ERROR(match_attr(p.pre_tokens == a.pre_tokens, "pre_tokens"));
-  KVFLASH_RETURN_IF_ERROR(match_attr(p.next_tokens == a.next_tokens, "next_tokens"));
-  KVFLASH_RETURN_IF_ERROR(match_attr(p.attention_mode == a.attention_mode, "attention_mode"));
-  if (a.num_threads < 0) {
-    return invalid("num_threads (" + str(a.num_threads) + ") must be >= 0 (0 = library default)");
-  }
-  return Status::kSuccess;
+  return core::match_fields(kOpName, kFields, p, a);
 }
 
 void bind_data(const core::SfaProblem& p, const SfaArgs& a, core::SfaData* d) {

@@ -8,8 +8,9 @@
 
 namespace kvflash::sfa {
 
-/// args with every data pointer cleared: what a plan keeps of its creation arguments (the problem
-/// is not needed: SFA ignores no argument it was given).
+/// args with every data pointer cleared, and the softmax outputs dropped without
+/// return_softmax_lse (create ignores them then, so runs do too): what a plan keeps of its
+/// creation arguments.
 SfaArgs strip_data(const SfaArgs& args, const core::SfaProblem& problem);
 
 /// kInvalid unless args has plan's metadata (tensors' dtype, device, dims, strides and offset,

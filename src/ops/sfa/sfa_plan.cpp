@@ -1,22 +1,30 @@
-// SfaPlan: the generic plan (core/plan_state.hpp) with SFA's validator, binder and backends.
+// SfaPlan: the plan handle (core/plan_handle.hpp) over SFA's field table, validator, binder and
+// backends.
 #include <cstddef>
 #include <memory>
-#include <new>
 #include <string>
-#include <vector>
+#include <utility>
 
 #include "backends/lists.hpp"
-#include "core/error.hpp"
+#include "core/plan_handle.hpp"
 #include "kvflash/sfa.hpp"
 #include "ops/sfa/sfa_bind.hpp"
+#include "ops/sfa/sfa_fields.hpp"
 #include "ops/sfa/sfa_plan_impl.hpp"
 #include "ops/sfa/sfa_validate.hpp"
 
 namespace kvflash {
 namespace {
 
-constexpr core::PlanOps<core::SfaProblem, SfaArgs> kOps = {
-    sfa::kOpName, sfa::validate, sfa::strip_data, sfa::check_matches_plan, sfa_backends};
+struct Desc {
+  using Plan = SfaPlan;
+  using Access = SfaPlanAccess;
+  using Args = SfaArgs;
+  static constexpr const auto& fields = sfa::kFields;
+  static constexpr core::PlanOps<core::SfaProblem, SfaArgs> ops = {
+      sfa::kOpName, sfa::validate, sfa::strip_data, sfa::check_matches_plan, sfa_backends};
+};
+using Handle = core::PlanHandle<Desc>;
 
 }  // namespace
 
@@ -24,35 +32,20 @@ SfaPlan::SfaPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SfaPlan::~SfaPlan() = default;
 
 Status SfaPlan::create(const SfaArgs& args, std::unique_ptr<SfaPlan>* plan) {
-  core::clear_error();
-  if (plan == nullptr) return core::fail(Status::kNullPtr, sfa::kOpName, "plan is null");
-  plan->reset();
-  std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
-  if (!impl) return core::fail(Status::kRuntime, sfa::kOpName, "out of memory creating the plan");
-  KVFLASH_RETURN_IF_ERROR(core::plan_create(kOps, args, impl.get()));
-  plan->reset(new (std::nothrow) SfaPlan(std::move(impl)));
-  if (!*plan) return core::fail(Status::kRuntime, sfa::kOpName, "out of memory creating the plan");
-  return Status::kSuccess;
+  return Handle::create(args, plan);
 }
 
 size_t SfaPlan::workspace_size() const { return impl_->workspace_size; }
 
 Status SfaPlan::run(const SfaArgs& args, void* workspace, size_t workspace_size,
                     void* stream) const {
-  core::clear_error();
-  return core::plan_run(kOps, *impl_, args, workspace, workspace_size, stream);
+  return Handle::run(*this, args, workspace, workspace_size, stream);
 }
 
-Status sparse_flash_attention(const SfaArgs& args) {
-  std::unique_ptr<SfaPlan> plan;
-  KVFLASH_RETURN_IF_ERROR(SfaPlan::create(args, &plan));
-  std::vector<std::byte> ws;
-  try {
-    ws.resize(plan->workspace_size());
-  } catch (const std::bad_alloc&) {
-    return core::fail(Status::kRuntime, sfa::kOpName, "out of memory allocating the workspace");
-  }
-  return plan->run(args, ws.data(), ws.size());
+Status SfaPlan::fingerprint(const SfaArgs& args, std::string* bytes) {
+  return Handle::fingerprint(args, bytes);
 }
+
+Status sparse_flash_attention(const SfaArgs& args) { return Handle::one_shot(args); }
 
 }  // namespace kvflash

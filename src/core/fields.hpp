@@ -1,0 +1,70 @@
+// An operator's arguments, declared once: a table with one entry per member of its public Args
+// struct (name, aclnn parameter name, member pointer), in the order of the newest aclnn entry
+// point's parameters. The plan (core/plan_fields.hpp: strip_data, check_matches_plan, the
+// fingerprint) and the aclnn entry points (aclnn/acl_args.hpp) iterate it, so a new argument is
+// one line of the table. Header-only, over the public types.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kvflash/status.hpp"
+#include "kvflash/tensor.hpp"
+
+namespace kvflash::core {
+
+enum FieldFlags : unsigned {
+  kNoFlags = 0,
+  /// An optional tensor the operator's plan may drop from its metadata when it ignores it (IFA's
+  /// inactive kv_padding_size, SFA's softmax outputs without return_softmax_lse): runs are
+  /// matched against it only when the plan kept it.
+  kMatchIfPlanHas = 1u << 0,
+  /// A required tensor that the aclnn entry point may receive as null: its view stays empty and
+  /// the validator names it (SFA's query_rope / key_rope, required by attention_mode 2 only).
+  kAclMayBeNull = 1u << 1,
+};
+
+/// One argument: `name` is the C++ member's (and the PyTorch schema's) name, used in every
+/// message; `acl_name` the aclnn parameter's, or nullptr for a kvflash extension that aclnn does
+/// not have.
+template <class Args, class T>
+struct Field {
+  using Owner = Args;
+  using Type = T;
+  const char* name;
+  const char* acl_name;
+  T Args::*member;
+  unsigned flags;
+};
+
+template <class Args, class T>
+constexpr Field<Args, T> field(const char* name, const char* acl_name, T Args::*member,
+                               unsigned flags = kNoFlags) {
+  return {name, acl_name, member, flags};
+}
+
+/// What kind of argument a member type is.
+template <class T>
+inline constexpr bool kIsTensor =
+    std::is_same_v<T, TensorView> || std::is_same_v<T, std::optional<TensorView>> ||
+    std::is_same_v<T, std::vector<TensorView>>;
+
+/// Calls f(field) for every field of the table, in order.
+template <class Fields, class F>
+constexpr void for_each_field(const Fields& fields, F&& f) {
+  std::apply([&](const auto&... fld) { (f(fld), ...); }, fields);
+}
+
+/// Calls f(field) (returning Status) in table order until one fails; returns that status.
+template <class Fields, class F>
+Status first_failure(const Fields& fields, F&& f) {
+  Status s = Status::kSuccess;
+  std::apply([&](const auto&... fld) { (((s = f(fld)) == Status::kSuccess) && ...); }, fields);
+  return s;
+}
+
+}  // namespace kvflash::core

@@ -1,0 +1,102 @@
+// The AMX microkernels on the CPU's tiles. This translation unit is built with the AVX-512,
+// AVX512-BF16 and AMX flags (CMakeLists.txt, KVFLASH_AMX_FLAGS); only code reached at
+// Isa::kAmx (and pack_values_bf16_avx512, at Isa::kAvx512) runs from it.
+#include <immintrin.h>
+
+#include "cpu/amx/amx_kernels.hpp"
+
+namespace kvflash::cpu::amx {
+
+TileScope::TileScope(int m) { HwTiles::configure(decode_palette(m)); }
+TileScope::~TileScope() { HwTiles::release(); }
+
+void scores(KvType t, const void* k, ptrdiff_t k_stride, int n, int d, const uint16_t* qpack,
+            int m, int qpieces, float* st, ptrdiff_t st_stride) {
+  switch (t) {
+    case KvType::kBf16:
+      return scores<HwTiles, KvType::kBf16>(k, k_stride, n, d, qpack, m, qpieces, st, st_stride);
+    case KvType::kFp16:
+      return scores<HwTiles, KvType::kFp16>(k, k_stride, n, d, qpack, m, qpieces, st, st_stride);
+    case KvType::kInt8:
+      return scores<HwTiles, KvType::kInt8>(k, k_stride, n, d, qpack, m, qpieces, st, st_stride);
+  }
+}
+
+void pv_accumulate(const uint16_t* ppack, int m, int ppieces, const uint16_t* vpack, int vpieces,
+                   int d, float* o, ptrdiff_t o_stride) {
+  pv_accumulate<HwTiles>(ppack, m, ppieces, vpack, vpieces, d, o, o_stride);
+}
+
+bool pack_values_bf16_avx512(const uint16_t* v, ptrdiff_t v_stride, int n, int d, uint16_t* out) {
+  // Output element 2c + j of a row is channel c of key 2r + j: the low half of a 32-channel chunk
+  // interleaved from two rows (indices 32 + c pick the second row), then the high half.
+  alignas(64) static constexpr uint16_t kLo[32] = {
+      0, 32, 1, 33, 2, 34, 3, 35, 4,  36, 5,  37, 6,  38, 7,  39,
+      8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static constexpr uint16_t kHi[32] = {
+      16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+      24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i lo_idx = _mm512_load_si512(kLo);
+  const __m512i hi_idx = _mm512_load_si512(kHi);
+  const __m512i magnitude = _mm512_set1_epi16(0x7fff);
+  const __m512i inf = _mm512_set1_epi16(0x7f80);
+  __mmask32 infinite = 0;
+  const int groups = num_groups(d);
+  for (int r = 0; r < kTileRows; ++r) {
+    const int k0 = 2 * r, k1 = 2 * r + 1;
+    for (int x0 = 0; x0 < d; x0 += kTileK) {
+      const int width = d - x0 < kTileK ? d - x0 : kTileK;
+      const __mmask32 mask = width == kTileK ? ~__mmask32{0} : (__mmask32{1} << width) - 1;
+      const __m512i a = k0 < n ? _mm512_maskz_loadu_epi16(mask, v + k0 * v_stride + x0)
+                               : _mm512_setzero_si512();
+      const __m512i b = k1 < n ? _mm512_maskz_loadu_epi16(mask, v + k1 * v_stride + x0)
+                               : _mm512_setzero_si512();
+      infinite |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(a, magnitude), inf) |
+                  _mm512_cmpeq_epi16_mask(_mm512_and_si512(b, magnitude), inf);
+      const int g = x0 / 16;
+      _mm512_storeu_si512(out + (g * kTileRows + r) * kTileK,
+                          _mm512_permutex2var_epi16(a, lo_idx, b));
+      if (g + 1 < groups) {
+        _mm512_storeu_si512(out + ((g + 1) * kTileRows + r) * kTileK,
+                            _mm512_permutex2var_epi16(a, hi_idx, b));
+      }
+    }
+  }
+  return infinite == 0;
+}
+
+float peak_loop(int64_t iters) {
+  TileConfig c;
+  for (int t = 0; t < kNumTiles; ++t) {
+    c.rows[t] = kTileRows;
+    c.colsb[t] = kTileRowBytes;
+  }
+  alignas(64) uint16_t ones[kTileRows * kTileK];
+  for (uint16_t& x : ones) x = 0x3f80;  // bf16 1.0: the sums stay finite (32 a step)
+  alignas(64) float out[kTileRows * 16];
+  BasicTileScope<HwTiles> scope(c);
+  HwTiles::zero<0>();
+  HwTiles::zero<1>();
+  HwTiles::zero<2>();
+  HwTiles::zero<3>();
+  HwTiles::load<4>(ones, kTileRowBytes);
+  HwTiles::load<5>(ones, kTileRowBytes);
+  HwTiles::load<6>(ones, kTileRowBytes);
+  HwTiles::load<7>(ones, kTileRowBytes);
+  // Four independent accumulators, each A and B tile used twice: the dependency chains of one
+  // accumulator do not limit the issue rate.
+  for (int64_t i = 0; i < iters; ++i) {
+    HwTiles::dpbf16ps<0, 4, 6>();
+    HwTiles::dpbf16ps<1, 4, 7>();
+    HwTiles::dpbf16ps<2, 5, 6>();
+    HwTiles::dpbf16ps<3, 5, 7>();
+  }
+  float sum = 0.0f;
+  HwTiles::store<0>(out, kTileRowBytes);
+  sum += out[0];
+  HwTiles::store<3>(out, kTileRowBytes);
+  sum += out[255];
+  return sum;
+}
+
+}  // namespace kvflash::cpu::amx

@@ -1,0 +1,21 @@
+// The FIA prefill kernel compiled for the avx2 instruction set (see fia_kernel-inl.h).
+#include <algorithm>
+#include <cstdint>
+
+#include "cpu/fia/fia_kernel.hpp"
+#include "cpu/fia/fia_kernel_isa.hpp"
+#include "cpu/simd_avx2.h"
+
+namespace kvflash::cpu::avx2 {
+// The order matters: each header uses what the previous ones define.
+// clang-format off
+#include "cpu/simd_math-inl.h"
+#include "cpu/softmax_state.h"
+#include "cpu/fia/fia_kernel-inl.h"
+// clang-format on
+
+void fia_task_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2,
+                    int64_t qt) {
+  fia_task(p, d, scratch, b, n2, qt);
+}
+}  // namespace kvflash::cpu::avx2

@@ -1,0 +1,23 @@
+// The FIA prefill kernel compiled for the scalar instruction set (see fia_kernel-inl.h).
+#include <algorithm>
+#include <cstdint>
+
+#include "cpu/fia/fia_kernel.hpp"
+#include "cpu/fia/fia_kernel_isa.hpp"
+#include "cpu/simd_scalar.h"
+
+namespace kvflash::cpu::scalar {
+// The order matters: each header uses what the previous ones define.
+// clang-format off
+#include "cpu/simd_math-inl.h"
+#include "cpu/softmax_state.h"
+#include "cpu/fia/fia_kernel-inl.h"
+// clang-format on
+
+void fia_task_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2,
+                    int64_t qt) {
+  fia_task(p, d, scratch, b, n2, qt);
+}
+
+int64_t fia_scratch_floats_entry(const FiaParams& p) { return fia_scratch_floats(p); }
+}  // namespace kvflash::cpu::scalar

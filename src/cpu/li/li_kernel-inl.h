@@ -1,0 +1,296 @@
+// The LightningIndexer scoring body, written once against a vector-traits type and compiled per
+// ISA (li_kernel_{scalar,avx2,avx512}.cpp include it inside their own namespace with their flags).
+//
+// score_row computes, for one query row and each of its n valid keys j, the order key
+// (li_order_key) of
+//   score[j] = sum_h w[h] * relu(q[h] . k[j])
+// in one pass over the key rows: heads sit in vector lanes (head vector v holds heads
+// v*kLanes .. v*kLanes + kLanes - 1), a register block of kHeadBlock head vectors x kKeyBlock keys
+// accumulates over d, then ReLU, the weight and the head sum are applied to the accumulators
+// before the next block of keys is read. The arithmetic, fixed for a given ISA level:
+//   1. dot[h][j]: d = 0, 1, ..., 127 in order, acc = fma(q[h][d], k[j][d], acc) in fp32. fp16 and
+//      bf16 products are exact in fp32, so every step rounds once (the same bits on every ISA).
+//      avx512bf16 with bf16 inputs (KVFLASH_LI_BF16_DOT): vdpbf16ps adds the pair d = 2p, 2p+1
+//      per step, p = 0..63 (inputs and results below 2^-126 flushed to zero).
+//   2. relu(dot) keeping NaN (x86 max returns its second operand when one is NaN: vmax(0, x)),
+//      padding lanes of the last head vector forced to 0.
+//   3. lane-wise acc = fma(w[v], relu, acc) over head vectors v = 0, 1, ... in order (one rounding
+//      per head; the scalar build, without FMA hardware, rounds the product too), then the ISA's
+//      fixed horizontal tree (vreduce_add).
+// Each key's arithmetic is the same whichever block position or tail path handles it, so equal
+// key rows give equal scores (ties resolve by index) and the bits depend on neither the thread
+// count nor the batch composition.
+//
+// This is the seam for a matrix-engine scorer (AMX tiles of 16 keys x 16 heads, branch amx): it
+// replaces score_row for an ISA level of its own, with the same inputs and the same order keys
+// out; the selection (li_select_topk) and the driver (li_kernel.cpp) stay as they are.
+//
+// Include it only from a per-ISA translation unit, inside that ISA's namespace
+// (kvflash::cpu::<isa>) after simd_<isa>.h and simd_math-inl.h, and after <cstring> and
+// "cpu/li/li_kernel.hpp" at file scope.
+
+namespace li_body {
+
+using kvflash::DType;
+using kvflash::cpu::kLiHeadDim;
+using kvflash::cpu::kLiKeyBlock;
+using kvflash::cpu::LiData;
+using kvflash::cpu::LiParams;
+using kvflash::cpu::LiRowRef;
+using kvflash::cpu::LiScratch;
+
+constexpr int64_t kD = kLiHeadDim;
+// Register block: kHeadBlock head vectors x kKeyBlock keys of accumulators. AVX-512 (32 registers)
+// holds 4 x 4 plus the operands; AVX2's 16 registers hold 4 x 2; the scalar build uses the same
+// shape as AVX2. The blocking never changes a result (each (head, key) keeps its own order).
+constexpr int kHeadBlock = 4;
+constexpr int kKeyBlock = kLanes >= 16 ? 4 : 2;
+static_assert(kKeyBlock <= kLiKeyBlock);
+
+inline int64_t head_vectors(int64_t n1) { return (n1 + kLanes - 1) / kLanes; }
+
+inline float to_float(const void* base, DType dt, int64_t i) {
+  if (dt == DType::kFloat32) return static_cast<const float*>(base)[i];
+  const uint16_t h = static_cast<const uint16_t*>(base)[i];
+  return dt == DType::kBFloat16 ? bf16_to_f32(h) : fp16_to_f32(h);
+}
+
+// The weights of the row, fp32, heads [n1, hv * kLanes) zero.
+inline void stage_weights(const LiParams& p, const LiData& d, int64_t row, float* w) {
+  const int64_t off = kvflash::cpu::li_weight_offset(p, row);
+  const int64_t hp = head_vectors(p.num_heads) * kLanes;
+  for (int64_t h = 0; h < hp; ++h)
+    w[h] = h < p.num_heads ? to_float(d.weights, p.w_dtype, off + h * p.w_sh) : 0.0f;
+}
+
+// The query transposed to qt[d * hp + h] (fp32), heads past n1 zero.
+inline void stage_query_f32(const LiParams& p, const LiData& d, int64_t row, float* qt) {
+  const int64_t off = kvflash::cpu::li_query_offset(p, row);
+  const int64_t hp = head_vectors(p.num_heads) * kLanes;
+  for (int64_t h = 0; h < hp; ++h) {
+    for (int64_t dd = 0; dd < kD; ++dd) {
+      qt[dd * hp + h] =
+          h < p.num_heads ? to_float(d.query, p.dtype, off + h * p.q_sh + dd * p.q_sd) : 0.0f;
+    }
+  }
+}
+
+// Key row j widened to fp32 (any d stride).
+inline void widen_key(const LiParams& p, const uint16_t* src, float* dst) {
+  if (p.k_sd == 1) {
+    if (p.dtype == DType::kBFloat16) {
+      for (int64_t dd = 0; dd < kD; dd += kLanes) vstore(dst + dd, vload_bf16(src + dd));
+    } else {
+      for (int64_t dd = 0; dd < kD; dd += kLanes) vstore(dst + dd, vload_fp16(src + dd));
+    }
+    return;
+  }
+  for (int64_t dd = 0; dd < kD; ++dd) dst[dd] = to_float(src, p.dtype, dd * p.k_sd);
+}
+
+// Key rows this far ahead of the block being scored are prefetched into L2: the rows of a paged
+// cache are contiguous only within a block and the hardware prefetchers stop at 4 KiB pages, so
+// without it a cold cache is read at about half the speed the scorer consumes it (measured: 0.32
+// vs 0.16 ms for 4096 keys, cold vs warm, one Zen 5 core). prefetcht1 and asm volatile as in
+// ifa_kernel-inl.h (prefetch_row). Only valid keys (< n, block ids checked) are addressed.
+constexpr int64_t kPrefetchAhead = 32;
+inline void prefetch_key(const LiParams& p, const LiData& d, const LiRowRef& rr, int64_t j) {
+  if (j >= rr.n || p.k_sd != 1) return;
+  const uint16_t* row = kvflash::cpu::li_key_row(p, d, rr.batch, rr.kv_first, j);
+  for (int64_t o = 0; o < kD; o += 32) __asm__ volatile("prefetcht1 %0" : : "m"(*(row + o)));
+}
+
+// acc[b][j] = sum over d of qt[d][(v0 + b) lanes] * k[j][d], in d order.
+template <int HB, int KB>
+inline void dot_f32(const float* qt, int64_t hp, int64_t v0, const float* const* k,
+                    Vec (&acc)[HB][KB]) {
+#pragma GCC unroll 16
+  for (int b = 0; b < HB; ++b)
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) acc[b][j] = vzero();
+  const float* q = qt + v0 * kLanes;
+  for (int64_t dd = 0; dd < kD; ++dd, q += hp) {
+    Vec qv[HB];
+#pragma GCC unroll 16
+    for (int b = 0; b < HB; ++b) qv[b] = vload(q + b * kLanes);
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) {
+      const Vec kv = vset1(k[j][dd]);
+#pragma GCC unroll 16
+      for (int b = 0; b < HB; ++b) acc[b][j] = vfma(qv[b], kv, acc[b][j]);
+    }
+  }
+}
+
+// Lane indices 0, 1, ... as floats (for the padding-lane mask of the last head vector).
+alignas(64) inline constexpr float kLaneIds[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                   8, 9, 10, 11, 12, 13, 14, 15};
+static_assert(kLanes <= 16);
+
+// tv[j] = fma(w[v], relu(acc[b][j]), tv[j]) for head vectors v = v0 + b (b in order); lanes at
+// or past `tail` of the last vector (hv - 1) have relu forced to 0 (their weight is 0), so they
+// add 0 even when their accumulator is NaN. One explicit fma, not a multiply and an add: GCC
+// contracts a*b + c in C++ (-ffp-contract=fast is its C++ default) where it sees fit, which made
+// equal keys score differently by their position in the register block.
+template <int HB, int KB>
+inline void fold_heads(const Vec (&acc)[HB][KB], const float* w, int64_t v0, int64_t hv, int tail,
+                       Vec* tv) {
+#pragma GCC unroll 16
+  for (int b = 0; b < HB; ++b) {
+    const Vec wv = vload(w + (v0 + b) * kLanes);
+    const bool masked = v0 + b == hv - 1 && tail != kLanes;
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) {
+      Vec r = vmax(vzero(), acc[b][j]);
+      if (masked) r = vselect_lt(vload(kLaneIds), vset1(static_cast<float>(tail)), r, vzero());
+      tv[j] = vfma(wv, r, tv[j]);
+    }
+  }
+}
+
+// The head loop for KB keys whose fp32 rows are k[0..KB): tv[j] as fold_heads defines it.
+template <int KB>
+inline void score_keys_f32(const float* qt, const float* w, int64_t hv, int tail,
+                           const float* const* k, Vec* tv) {
+  const int64_t hp = hv * kLanes;
+  int64_t v0 = 0;
+  for (; v0 + kHeadBlock <= hv; v0 += kHeadBlock) {
+    Vec acc[kHeadBlock][KB];
+    dot_f32<kHeadBlock, KB>(qt, hp, v0, k, acc);
+    fold_heads<kHeadBlock, KB>(acc, w, v0, hv, tail, tv);
+  }
+  for (; v0 < hv; ++v0) {
+    Vec acc[1][KB];
+    dot_f32<1, KB>(qt, hp, v0, k, acc);
+    fold_heads<1, KB>(acc, w, v0, hv, tail, tv);
+  }
+}
+
+// Order keys of the row's n valid keys into keys[0, n), fp32 path.
+inline void score_row_f32(const LiParams& p, const LiData& d, const LiRowRef& rr,
+                          const LiScratch& s, uint32_t* keys) {
+  stage_query_f32(p, d, rr.row, s.q);
+  stage_weights(p, d, rr.row, s.w);
+  const int64_t hv = head_vectors(p.num_heads);
+  const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
+  const float* k[kKeyBlock];
+  for (int j = 0; j < kKeyBlock; ++j) k[j] = s.kt + j * kD;
+  kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first);
+  int64_t j0 = 0;
+  for (; j0 + kKeyBlock <= rr.n; j0 += kKeyBlock) {
+    for (int j = 0; j < kKeyBlock; ++j) prefetch_key(p, d, rr, j0 + kPrefetchAhead + j);
+    for (int j = 0; j < kKeyBlock; ++j) widen_key(p, cur.next(), s.kt + j * kD);
+    Vec tv[kKeyBlock];
+    for (int j = 0; j < kKeyBlock; ++j) tv[j] = vzero();
+    score_keys_f32<kKeyBlock>(s.q, s.w, hv, tail, k, tv);
+    for (int j = 0; j < kKeyBlock; ++j)
+      keys[j0 + j] = kvflash::cpu::li_order_key(vreduce_add(tv[j]));
+  }
+  for (; j0 < rr.n; ++j0) {
+    widen_key(p, cur.next(), s.kt);
+    Vec tv[1] = {vzero()};
+    score_keys_f32<1>(s.q, s.w, hv, tail, k, tv);
+    keys[j0] = kvflash::cpu::li_order_key(vreduce_add(tv[0]));
+  }
+}
+
+#ifdef KVFLASH_LI_BF16_DOT
+// The bf16 pair path (avx512 translation unit only). The query as pairs: qp[(p * hp + h) * 2 + e]
+// = q[h][2p + e] (bf16 bits), heads past n1 zero; one 64-byte load is 16 heads' pair p.
+inline void stage_query_pairs(const LiParams& p, const LiData& d, int64_t row, uint16_t* qp) {
+  const int64_t off = kvflash::cpu::li_query_offset(p, row);
+  const int64_t hp = head_vectors(p.num_heads) * kLanes;
+  const uint16_t* q = static_cast<const uint16_t*>(d.query);
+  for (int64_t pr = 0; pr < kD / 2; ++pr) {
+    for (int64_t h = 0; h < hp; ++h) {
+      for (int64_t e = 0; e < 2; ++e) {
+        qp[(pr * hp + h) * 2 + e] =
+            h < p.num_heads ? q[off + h * p.q_sh + (2 * pr + e) * p.q_sd] : uint16_t{0};
+      }
+    }
+  }
+}
+
+template <int HB, int KB>
+__attribute__((target("avx512bf16"), always_inline)) inline void dot_bf16(const uint16_t* qp,
+                                                                          int64_t hp, int64_t v0,
+                                                                          const uint16_t* const* k,
+                                                                          Vec (&acc)[HB][KB]) {
+  __m512 a[HB][KB];
+#pragma GCC unroll 16
+  for (int b = 0; b < HB; ++b)
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) a[b][j] = _mm512_setzero_ps();
+  const uint16_t* q = qp + v0 * kLanes * 2;
+  for (int64_t pr = 0; pr < kD / 2; ++pr, q += hp * 2) {
+    __m512bh qv[HB];
+#pragma GCC unroll 16
+    for (int b = 0; b < HB; ++b) qv[b] = (__m512bh)_mm512_loadu_si512(q + b * kLanes * 2);
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) {
+      uint32_t pair;
+      std::memcpy(&pair, k[j] + 2 * pr, sizeof(pair));
+      const __m512bh kv = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
+#pragma GCC unroll 16
+      for (int b = 0; b < HB; ++b) a[b][j] = _mm512_dpbf16_ps(a[b][j], qv[b], kv);
+    }
+  }
+#pragma GCC unroll 16
+  for (int b = 0; b < HB; ++b)
+#pragma GCC unroll 16
+    for (int j = 0; j < KB; ++j) acc[b][j] = Vec{a[b][j]};
+}
+
+template <int KB>
+__attribute__((target("avx512bf16"), always_inline)) inline void score_keys_bf16(
+    const uint16_t* qp, const float* w, int64_t hv, int tail, const uint16_t* const* k, Vec* tv) {
+  const int64_t hp = hv * kLanes;
+  int64_t v0 = 0;
+  for (; v0 + kHeadBlock <= hv; v0 += kHeadBlock) {
+    Vec acc[kHeadBlock][KB];
+    dot_bf16<kHeadBlock, KB>(qp, hp, v0, k, acc);
+    fold_heads<kHeadBlock, KB>(acc, w, v0, hv, tail, tv);
+  }
+  for (; v0 < hv; ++v0) {
+    Vec acc[1][KB];
+    dot_bf16<1, KB>(qp, hp, v0, k, acc);
+    fold_heads<1, KB>(acc, w, v0, hv, tail, tv);
+  }
+}
+
+// Key row j as contiguous bf16: the cache row itself when d is contiguous, else gathered to dst.
+inline const uint16_t* bf16_key(const LiParams& p, const uint16_t* src, uint16_t* dst) {
+  if (p.k_sd == 1) return src;
+  for (int64_t dd = 0; dd < kD; ++dd) dst[dd] = src[dd * p.k_sd];
+  return dst;
+}
+
+__attribute__((target("avx512bf16"), noinline)) void score_row_bf16(
+    const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s, uint32_t* keys) {
+  uint16_t* qp = reinterpret_cast<uint16_t*>(s.q);
+  stage_query_pairs(p, d, rr.row, qp);
+  stage_weights(p, d, rr.row, s.w);
+  const int64_t hv = head_vectors(p.num_heads);
+  const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
+  const uint16_t* k[kKeyBlock];
+  kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first);
+  int64_t j0 = 0;
+  for (; j0 + kKeyBlock <= rr.n; j0 += kKeyBlock) {
+    for (int j = 0; j < kKeyBlock; ++j) prefetch_key(p, d, rr, j0 + kPrefetchAhead + j);
+    for (int j = 0; j < kKeyBlock; ++j) k[j] = bf16_key(p, cur.next(), s.kb + j * kD);
+    Vec tv[kKeyBlock];
+    for (int j = 0; j < kKeyBlock; ++j) tv[j] = vzero();
+    score_keys_bf16<kKeyBlock>(qp, s.w, hv, tail, k, tv);
+    for (int j = 0; j < kKeyBlock; ++j)
+      keys[j0 + j] = kvflash::cpu::li_order_key(vreduce_add(tv[j]));
+  }
+  for (; j0 < rr.n; ++j0) {
+    k[0] = bf16_key(p, cur.next(), s.kb);
+    Vec tv[1] = {vzero()};
+    score_keys_bf16<1>(qp, s.w, hv, tail, k, tv);
+    keys[j0] = kvflash::cpu::li_order_key(vreduce_add(tv[0]));
+  }
+}
+#endif  // KVFLASH_LI_BF16_DOT
+
+}  // namespace li_body

@@ -1,0 +1,251 @@
+// LightningIndexer CPU driver: workspace layout, the run's device reads (lengths, block ids) and
+// their faults, one task per query row on the parallel loop, the per-ISA scorer, the top-k and
+// the output writes. ISA-independent.
+#include "cpu/li/li_kernel.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/half.hpp"
+#include "core/strings.hpp"
+#include "cpu/li/li_kernel_isa.hpp"
+#include "cpu/thread_pool.hpp"
+
+namespace kvflash::cpu {
+namespace {
+
+constexpr size_t kAlign = 64;  // one cache line, one zmm
+
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// What the prologue derives per batch from the device data.
+struct LiBatch {
+  int64_t q_first = 0, lq = 0;    // first query row, query count
+  int64_t kv_first = 0, lkv = 0;  // first key (TND), key count
+  int64_t fault = 0;              // 1: the batch's rows are faulted
+};
+
+// Byte offsets from the aligned workspace base.
+struct LiLayout {
+  int lanes = 1;
+  size_t batches = 0, row_batch = 0, lanes_at = 0, lane_bytes = 0, bytes = 0;
+  size_t q = 0, w = 0, kt = 0, kb = 0, keys = 0, hist = 0, sel = 0;  // within a lane
+};
+
+LiLayout li_layout(const LiParams& p) {
+  LiLayout l;
+  l.lanes = static_cast<int>(std::clamp<int64_t>(p.num_rows, 1, kLiMaxLanes));
+  size_t at = 0;
+  const auto take = [](size_t* cursor, size_t bytes) {
+    const size_t o = *cursor;
+    *cursor = round_up(*cursor + bytes);
+    return o;
+  };
+  l.batches = take(&at, sizeof(LiBatch) * static_cast<size_t>(p.batch));
+  l.row_batch = take(&at, sizeof(int32_t) * static_cast<size_t>(p.q_tnd ? p.num_rows : 0));
+  size_t lane = 0;
+  l.q = take(&lane, sizeof(float) * kLiHeadDim * kLiMaxHeads);
+  l.w = take(&lane, sizeof(float) * kLiMaxHeads);
+  l.kt = take(&lane, sizeof(float) * kLiKeyBlock * kLiHeadDim);
+  l.kb = take(&lane, sizeof(uint16_t) * kLiKeyBlock * kLiHeadDim);
+  l.keys = take(&lane, sizeof(uint32_t) * static_cast<size_t>(std::max<int64_t>(p.kv_cap, 1)));
+  l.hist = take(&lane, sizeof(uint32_t) * kLiRadixBins);
+  l.sel = take(&lane, sizeof(uint64_t) * static_cast<size_t>(p.sparse_count));
+  l.lane_bytes = lane;
+  l.lanes_at = take(&at, l.lane_bytes * static_cast<size_t>(l.lanes));
+  l.bytes = at + kAlign;  // slack to align the caller's pointer
+  return l;
+}
+
+LiScratch lane_scratch(const LiLayout& l, std::byte* base, int lane) {
+  std::byte* t = base + l.lanes_at + l.lane_bytes * static_cast<size_t>(lane);
+  LiScratch s;
+  s.q = reinterpret_cast<float*>(t + l.q);
+  s.w = reinterpret_cast<float*>(t + l.w);
+  s.kt = reinterpret_cast<float*>(t + l.kt);
+  s.kb = reinterpret_cast<uint16_t*>(t + l.kb);
+  s.keys = reinterpret_cast<uint32_t*>(t + l.keys);
+  s.hist = reinterpret_cast<uint32_t*>(t + l.hist);
+  s.sel = reinterpret_cast<uint64_t*>(t + l.sel);
+  return s;
+}
+
+using core::str;
+
+// Reads the lengths and block ids (in stream order: this runs as part of the call) into per-batch
+// state. Every check that fails marks what it concerns; the first one's message is the result.
+// The checks and their order are those of reference/li_reference.cpp (D10).
+struct Prologue {
+  bool call_fault = false;  // TND query prefix sums unusable: every row faulted
+  std::string first;        // built only when something is bad
+};
+
+Prologue resolve(const LiParams& p, const LiData& d, LiBatch* batches, int32_t* row_batch) {
+  Prologue pr;
+  const auto note = [&pr](const std::string& what) {
+    if (pr.first.empty()) pr.first = what;
+  };
+  const bool k_tnd = p.key_layout == LiKeyLayout::kTnd;
+  if (p.q_tnd) {
+    int64_t prev = 0;
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const int64_t cur = d.asq[b * p.asq_s];
+      if (cur < prev || cur > p.num_rows) {
+        note("actual_seq_lengths_query[" + str(b) + "] (" + str(cur) +
+             ") must be a prefix sum in [" + str(prev) + ", " + str(p.num_rows) + "]");
+        pr.call_fault = true;
+        return pr;
+      }
+      prev = cur;
+    }
+    std::fill(row_batch, row_batch + p.num_rows, -1);
+  }
+  for (int64_t b = 0; b < p.batch; ++b) {
+    LiBatch& bs = batches[b];
+    if (p.q_tnd) {
+      bs.q_first = b == 0 ? 0 : d.asq[(b - 1) * p.asq_s];
+      bs.lq = d.asq[b * p.asq_s] - bs.q_first;
+      for (int64_t i = 0; i < bs.lq; ++i) row_batch[bs.q_first + i] = static_cast<int32_t>(b);
+    } else {
+      bs.q_first = b * p.s1;
+      bs.lq = p.has_asq ? d.asq[b * p.asq_s] : p.s1;
+    }
+    if (k_tnd) {
+      bs.kv_first = b == 0 ? 0 : d.ask[(b - 1) * p.ask_s];
+      bs.lkv = d.ask[b * p.ask_s] - bs.kv_first;
+    } else {
+      bs.kv_first = 0;
+      bs.lkv = p.has_ask ? d.ask[b * p.ask_s] : p.kv_cap;
+    }
+    bs.fault = 0;
+    if (!p.q_tnd && (bs.lq < 0 || bs.lq > p.s1)) {
+      note("actual_seq_lengths_query[" + str(b) + "] (" + str(bs.lq) + ") must be in [0, " +
+           str(p.s1) + "]");
+      bs.fault = 1;
+    }
+    const bool bad_kv = k_tnd ? (bs.kv_first < 0 || bs.lkv < 0 || bs.kv_first + bs.lkv > p.kv_cap)
+                              : (bs.lkv < 0 || bs.lkv > p.kv_cap);
+    if (bad_kv) {
+      note(k_tnd ? "actual_seq_lengths_key[" + str(b) + "] (" + str(bs.kv_first + bs.lkv) +
+                       ") must be a prefix sum in [" + str(std::max<int64_t>(bs.kv_first, 0)) +
+                       ", " + str(p.kv_cap) + "]"
+                 : "actual_seq_lengths_key[" + str(b) + "] (" + str(bs.lkv) + ") must be in [0, " +
+                       str(p.kv_cap) + "]");
+      bs.fault = 1;
+    }
+    // The blocks the batch's rows read: [0, lkv) when it has a query row (its last row's range).
+    if (bs.fault == 0 && p.key_layout == LiKeyLayout::kPaged && bs.lq > 0) {
+      for (int64_t slot = 0; slot * p.block_size < bs.lkv; ++slot) {
+        const int64_t id = d.block_table[b * p.bt_s0 + slot * p.bt_s1];
+        if (id < 0 || id >= p.num_blocks) {
+          note("block_table[" + str(b) + "][" + str(slot) + "] (" + str(id) +
+               ") must be a block id in [0, " + str(p.num_blocks) + ")");
+          bs.fault = 1;
+          break;
+        }
+      }
+    }
+  }
+  return pr;
+}
+
+// Row outputs for rows without a selection: indices -1, values -inf (or NaN for faulted rows).
+void write_empty(const LiParams& p, const LiData& d, int64_t row, int64_t from, bool fault) {
+  int32_t* idx = d.indices + row * p.sparse_count;
+  std::fill(idx + from, idx + p.sparse_count, -1);
+  if (!p.return_value) return;
+  const bool f16 = p.dtype == DType::kFloat16;
+  const uint16_t fill = fault ? (f16 ? 0x7E00 : 0x7FC0) : (f16 ? 0xFC00 : 0xFF80);
+  uint16_t* val = static_cast<uint16_t*>(d.values) + row * p.sparse_count;
+  std::fill(val + from, val + p.sparse_count, fill);
+}
+
+struct Run {
+  const LiParams* p;
+  const LiData* d;
+  const LiLayout* l;
+  std::byte* base;
+  const LiBatch* batches;
+  const int32_t* row_batch;
+  bool call_fault;
+  LiScoreRowFn score;
+};
+
+void run_row(const Run& r, int64_t row, int worker) {
+  const LiParams& p = *r.p;
+  const LiData& d = *r.d;
+  if (r.call_fault) return write_empty(p, d, row, 0, true);
+  const int64_t b = p.q_tnd ? r.row_batch[row] : row / p.s1;
+  if (b < 0) return write_empty(p, d, row, 0, false);  // past the last prefix sum
+  const LiBatch& bs = r.batches[b];
+  if (bs.fault != 0) return write_empty(p, d, row, 0, true);
+  const int64_t i = row - bs.q_first;
+  if (i >= bs.lq) return write_empty(p, d, row, 0, false);  // BSND padding row
+  // D9: sparse_mode 3 admits j < S2_b - S1_b + i + 1.
+  const int64_t n =
+      std::clamp<int64_t>(p.sparse_mode == 3 ? bs.lkv - bs.lq + i + 1 : bs.lkv, 0, bs.lkv);
+  if (n == 0) return write_empty(p, d, row, 0, false);
+
+  const LiScratch s = lane_scratch(*r.l, r.base, worker);
+  LiRowRef rr;
+  rr.row = row;
+  rr.batch = b;
+  rr.i = i;
+  rr.kv_first = bs.kv_first;
+  rr.n = n;
+  r.score(p, d, rr, s, s.keys);
+  int32_t* idx = d.indices + row * p.sparse_count;
+  const int64_t c = li_select_topk(s.keys, n, p.sparse_count, s.hist, s.sel, idx);
+  if (p.return_value) {
+    // D9: the fp32 score rounded to the query dtype, nearest even.
+    uint16_t* val = static_cast<uint16_t*>(d.values) + row * p.sparse_count;
+    const bool f16 = p.dtype == DType::kFloat16;
+    for (int64_t k = 0; k < c; ++k) {
+      const float v = li_order_value(static_cast<uint32_t>(s.sel[k] >> 32));
+      val[k] = f16 ? core::float_to_fp16(v) : core::float_to_bf16(v);
+    }
+  }
+  write_empty(p, d, row, c, false);
+}
+
+}  // namespace
+
+size_t li_workspace_size(const LiParams& p) { return li_layout(p).bytes; }
+
+Status li_run(const LiParams& p, const LiData& d, Isa isa, int num_threads, void* ws) {
+  const LiLayout l = li_layout(p);
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(ws);
+  std::byte* base = static_cast<std::byte*>(ws) + ((raw + kAlign - 1) / kAlign * kAlign - raw);
+  auto* batches = reinterpret_cast<LiBatch*>(base + l.batches);
+  auto* row_batch = reinterpret_cast<int32_t*>(base + l.row_batch);
+  const Prologue pr = resolve(p, d, batches, row_batch);
+
+  LiScoreRowFn score = li_score_row_scalar;
+  switch (isa) {
+    case Isa::kAvx512Bf16:
+      score = p.dtype == DType::kBFloat16 ? li_score_row_avx512bf16 : li_score_row_avx512;
+      break;
+    case Isa::kAvx512:
+      score = li_score_row_avx512;
+      break;
+    case Isa::kAvx2:
+      score = li_score_row_avx2;
+      break;
+    case Isa::kScalar:
+      break;
+  }
+  const Run run{&p, &d, &l, base, batches, row_batch, pr.call_fault, score};
+  const int threads = num_threads > 0 ? num_threads : default_num_threads();
+  const int participants =
+      static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(threads, p.num_rows), 1, l.lanes));
+  // The lambda captures one pointer, so std::function keeps it inline (no allocation).
+  parallel_for(p.num_rows, participants,
+               [r = &run](int64_t row, int worker) { run_row(*r, row, worker); });
+  if (!pr.first.empty()) return core::fail(Status::kInvalid, kLiOpName, pr.first);
+  return Status::kSuccess;
+}
+
+}  // namespace kvflash::cpu

@@ -1,0 +1,178 @@
+// The LightningIndexer CPU kernel (docs/fia-pfa-indexer.md D9/D10; docs/lightning_indexer.md):
+// pure compute over a plain-old-data problem description (LiParams), the bound pointers of one
+// call (LiData) and a workspace sized up front. It reads the device data (lengths, block table) at
+// run time, faults rows whose data is bad, scores every valid key of a query row for all its
+// heads in one pass over the key rows, and selects the row's top sparse_count deterministically.
+// No validation of arguments (that is the operator's validator), no allocation, no I/O.
+//
+// The interface is written for the backend contract of issue 18 (run(params, data, context)):
+// nothing here depends on a user-level argument struct.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/isa.hpp"
+#include "kvflash/status.hpp"
+#include "kvflash/tensor.hpp"
+
+namespace kvflash::cpu {
+
+inline constexpr const char* kLiOpName = "lightning_indexer";
+inline constexpr int64_t kLiHeadDim = 128;
+inline constexpr int64_t kLiMaxHeads = 64;
+/// At most this many workers run one call: each needs its own scratch lane, and the workspace is
+/// a function of the problem only, never of the thread count.
+inline constexpr int kLiMaxLanes = 64;
+
+enum class LiKeyLayout : int32_t { kBsnd = 0, kTnd = 1, kPaged = 2 };
+
+/// One call's problem: everything known from metadata. Strides and offsets are in elements of the
+/// tensor they describe; every pointer of LiData points at element 0 of its view.
+struct LiParams {
+  int64_t batch = 0;
+  int64_t num_heads = 0;             ///< N1, 1..64
+  int64_t sparse_count = 0;          ///< K
+  int64_t sparse_mode = 3;           ///< 0 or 3
+  bool q_tnd = false;                ///< query TND (rows t) or BSND (rows b * s1 + i)
+  int64_t s1 = 0;                    ///< BSND query S1
+  int64_t num_rows = 0;              ///< B * S1 or T
+  DType dtype = DType::kBFloat16;    ///< query and key: fp16 or bf16
+  DType w_dtype = DType::kBFloat16;  ///< weights: fp32 or the query dtype
+  /// Query element (b, i, h, d) at b*q_sb + i*q_ss + h*q_sh + d*q_sd (TND: t*q_ss + ...).
+  int64_t q_sb = 0, q_ss = 0, q_sh = 0, q_sd = 1;
+  /// Weight element (b, i, h) at b*w_sb + i*w_ss + h*w_sh (TND: t*w_ss + h*w_sh).
+  int64_t w_sb = 0, w_ss = 0, w_sh = 1;
+  /// Key element: BSND (b, j, d) at b*k_s0 + j*k_s1 + d*k_sd; TND (t, d) at t*k_s1 + d*k_sd;
+  /// paged (block, pos, d) at block*k_s0 + pos*k_s1 + d*k_sd.
+  LiKeyLayout key_layout = LiKeyLayout::kBsnd;
+  int64_t k_s0 = 0, k_s1 = 0, k_sd = 1;
+  /// Most keys one batch may have: BSND S2, TND T2, paged block_table columns * block_size.
+  int64_t kv_cap = 0;
+  int64_t block_size = 0, num_blocks = 0, bt_s0 = 0, bt_s1 = 0;  ///< paged only
+  /// Length tensors: per batch (BSND query, BSND / paged key) or prefix sums (TND), int32 with
+  /// the given element stride. Absent: BSND query S1, BSND key S2 (required otherwise).
+  bool has_asq = false, has_ask = false;
+  int64_t asq_s = 1, ask_s = 1;
+  bool return_value = false;
+  // Outputs are contiguous [num_rows, sparse_count]: int32 indices, values in the query dtype.
+};
+
+/// The pointers of one call (element 0 of each view).
+struct LiData {
+  const void* query = nullptr;
+  const void* key = nullptr;
+  const void* weights = nullptr;
+  const int32_t* asq = nullptr;
+  const int32_t* ask = nullptr;
+  const int32_t* block_table = nullptr;
+  int32_t* indices = nullptr;
+  void* values = nullptr;  ///< only when return_value
+};
+
+/// A query row the kernel scores: its batch, where its batch's keys start (TND), and its number
+/// of valid keys n >= 1 (keys 0..n-1 of the batch's logical sequence).
+struct LiRowRef {
+  int64_t row = 0, batch = 0, i = 0, kv_first = 0, n = 0;
+};
+
+/// One participant's scratch (64-byte aligned pieces of the workspace).
+struct LiScratch {
+  float* q;        ///< the staged query: 128 x 64 fp32 (or 64 x 64 bf16 pairs)
+  float* w;        ///< the staged weights: 64 fp32
+  float* kt;       ///< key rows widened to fp32: kLiKeyBlock x 128
+  uint16_t* kb;    ///< key rows gathered contiguously (strided key views): kLiKeyBlock x 128
+  uint32_t* keys;  ///< the row's scores as ordered keys: kv_cap
+  uint32_t* hist;  ///< radix-select histogram: kLiRadixBins
+  uint64_t* sel;   ///< the selection being sorted: sparse_count
+};
+inline constexpr int64_t kLiKeyBlock = 4;
+inline constexpr int64_t kLiRadixBins = 2048;
+
+/// Bytes of workspace li_run needs for p (any alignment accepted): a function of p only.
+size_t li_workspace_size(const LiParams& p);
+
+/// Computes sparse_indices (and sparse_values) of p for d's tensors with isa's kernels (isa must
+/// be supported) on num_threads workers (0 = default). Output bits depend on nothing but the
+/// inputs and the ISA level (never on the thread count). Bad device data (D10) is kInvalid naming
+/// the first bad entry: the rows it concerns are all -1 with NaN values, every other row is
+/// computed.
+Status li_run(const LiParams& p, const LiData& d, Isa isa, int num_threads, void* ws);
+
+/// Element offset of query row `row`'s (h = 0, d = 0) and of its weight (h = 0).
+inline int64_t li_query_offset(const LiParams& p, int64_t row) {
+  return p.q_tnd ? row * p.q_ss : (row / p.s1) * p.q_sb + (row % p.s1) * p.q_ss;
+}
+inline int64_t li_weight_offset(const LiParams& p, int64_t row) {
+  return p.q_tnd ? row * p.w_ss : (row / p.s1) * p.w_sb + (row % p.s1) * p.w_ss;
+}
+
+/// Address of key j (d = 0) of batch b, whose keys start at kv_first (TND). Paged: the block id
+/// was checked by li_run's prologue.
+inline const uint16_t* li_key_row(const LiParams& p, const LiData& d, int64_t b, int64_t kv_first,
+                                  int64_t j) {
+  int64_t off;
+  switch (p.key_layout) {
+    case LiKeyLayout::kPaged: {
+      const int64_t blk = d.block_table[b * p.bt_s0 + (j / p.block_size) * p.bt_s1];
+      off = blk * p.k_s0 + (j % p.block_size) * p.k_s1;
+      break;
+    }
+    case LiKeyLayout::kTnd:
+      off = (kv_first + j) * p.k_s1;
+      break;
+    default:
+      off = b * p.k_s0 + j * p.k_s1;
+      break;
+  }
+  return static_cast<const uint16_t*>(d.key) + off;
+}
+
+/// Walks a batch's key rows 0, 1, 2, ... in order: the next row's address without a division per
+/// key (paged: one block-table read per block).
+class LiKeyCursor {
+ public:
+  LiKeyCursor(const LiParams& p, const LiData& d, int64_t b, int64_t kv_first)
+      : p_(p), d_(d), b_(b), kv_first_(kv_first) {}
+  const uint16_t* next() {
+    if (p_.key_layout != LiKeyLayout::kPaged) return li_key_row(p_, d_, b_, kv_first_, j_++);
+    if (pos_ == 0 || pos_ == p_.block_size) {
+      const int64_t blk = d_.block_table[b_ * p_.bt_s0 + slot_++ * p_.bt_s1];
+      block_ = static_cast<const uint16_t*>(d_.key) + blk * p_.k_s0;
+      pos_ = 0;
+    }
+    return block_ + (pos_++) * p_.k_s1;
+  }
+
+ private:
+  const LiParams& p_;
+  const LiData& d_;
+  int64_t b_, kv_first_, j_ = 0, slot_ = 0, pos_ = 0;
+  const uint16_t* block_ = nullptr;
+};
+
+/// The selection order as unsigned keys: larger key = ranks first. NaN (any payload or sign) is
+/// the largest key, then +inf ... -inf by value; -0 maps to +0's key (they are equal scores).
+inline uint32_t li_order_key(float s) {
+  uint32_t u = __builtin_bit_cast(uint32_t, s);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0xffffffffu;
+  if (u == 0x80000000u) u = 0;
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+/// The score of an order key (NaN for the NaN key; +0 for both zeros).
+inline float li_order_value(uint32_t key) {
+  if (key == 0xffffffffu) return __builtin_nanf("");
+  const uint32_t u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
+  return __builtin_bit_cast(float, u);
+}
+
+/// The deterministic top-k of one row (ISA-independent; li_topk.cpp): the min(n, k) largest of
+/// keys[0, n) as (key, lower index first on equal keys), in descending order, into idx[0, c);
+/// returns c, and leaves sel[s] = (order key << 32) | (0xffffffff - idx[s]) for s < c. A radix
+/// select on the 32-bit keys (three histogram passes with the scratch's kLiRadixBins bins) finds
+/// the k-th largest key, one pass collects what ranks above it plus the lowest-index keys equal to
+/// it, and only the c selected are sorted: no sort of all n keys. sel: scratch for k entries.
+int64_t li_select_topk(const uint32_t* keys, int64_t n, int64_t k, uint32_t* hist, uint64_t* sel,
+                       int32_t* idx);
+
+}  // namespace kvflash::cpu

@@ -1,0 +1,29 @@
+// LightningIndexer scorer, AVX2 + FMA + F16C path (8 fp32 lanes). The body is li_kernel-inl.h.
+#include <cstdint>
+#include <cstring>
+
+// GCC 12's intrinsic headers trip -W(maybe-)uninitialized on their internal _mm*_undefined
+// operands once inlined here (a known false positive); nothing in this unit is uninitialised.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "cpu/li/li_kernel.hpp"
+#include "cpu/li/li_kernel_isa.hpp"
+#include "cpu/simd_avx2.h"
+
+namespace kvflash::cpu::avx2 {
+// The order matters: each file uses the ones before it.
+// clang-format off
+#include "cpu/simd_math-inl.h"
+#include "cpu/li/li_kernel-inl.h"
+// clang-format on
+}  // namespace kvflash::cpu::avx2
+
+namespace kvflash::cpu {
+void li_score_row_avx2(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
+                       uint32_t* keys) {
+  avx2::li_body::score_row_f32(p, d, rr, s, keys);
+}
+}  // namespace kvflash::cpu

@@ -1,0 +1,35 @@
+// LightningIndexer scorer, AVX-512 path (16 fp32 lanes), and its AVX512-BF16 variant for bf16
+// inputs (vdpbf16ps, entered only when the active ISA is avx512bf16). The body is li_kernel-inl.h.
+#include <cstdint>
+#include <cstring>
+
+// GCC 12's intrinsic headers trip -W(maybe-)uninitialized on their internal _mm*_undefined
+// operands once inlined here (a known false positive); nothing in this unit is uninitialised.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "cpu/li/li_kernel.hpp"
+#include "cpu/li/li_kernel_isa.hpp"
+#include "cpu/simd_avx512.h"
+
+#define KVFLASH_LI_BF16_DOT 1
+namespace kvflash::cpu::avx512 {
+// The order matters: each file uses the ones before it.
+// clang-format off
+#include "cpu/simd_math-inl.h"
+#include "cpu/li/li_kernel-inl.h"
+// clang-format on
+}  // namespace kvflash::cpu::avx512
+
+namespace kvflash::cpu {
+void li_score_row_avx512(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
+                         uint32_t* keys) {
+  avx512::li_body::score_row_f32(p, d, rr, s, keys);
+}
+void li_score_row_avx512bf16(const LiParams& p, const LiData& d, const LiRowRef& rr,
+                             const LiScratch& s, uint32_t* keys) {
+  avx512::li_body::score_row_bf16(p, d, rr, s, keys);
+}
+}  // namespace kvflash::cpu

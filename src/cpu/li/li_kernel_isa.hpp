@@ -1,0 +1,26 @@
+// Per-ISA LightningIndexer scorers (li_kernel_{scalar,avx2,avx512}.cpp). Only li_kernel.cpp calls
+// them, after checking that the CPU supports the ISA.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu/li/li_kernel.hpp"
+
+namespace kvflash::cpu {
+
+/// Writes the order keys (li_order_key) of the scores of keys 0..rr.n-1 of row rr into keys, using
+/// the scratch s. The seam of li_kernel-inl.h: a matrix-engine scorer has this signature too.
+using LiScoreRowFn = void (*)(const LiParams& p, const LiData& d, const LiRowRef& rr,
+                              const LiScratch& s, uint32_t* keys);
+
+void li_score_row_scalar(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
+                         uint32_t* keys);
+void li_score_row_avx2(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
+                       uint32_t* keys);
+void li_score_row_avx512(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
+                         uint32_t* keys);
+/// bf16 query and key only (vdpbf16ps); needs Isa::kAvx512Bf16.
+void li_score_row_avx512bf16(const LiParams& p, const LiData& d, const LiRowRef& rr,
+                             const LiScratch& s, uint32_t* keys);
+
+}  // namespace kvflash::cpu

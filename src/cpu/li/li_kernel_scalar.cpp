@@ -1,0 +1,22 @@
+// LightningIndexer scorer, portable scalar path (any x86-64). The body is li_kernel-inl.h.
+#include <cstdint>
+#include <cstring>
+
+#include "cpu/li/li_kernel.hpp"
+#include "cpu/li/li_kernel_isa.hpp"
+#include "cpu/simd_scalar.h"
+
+namespace kvflash::cpu::scalar {
+// The order matters: each file uses the ones before it.
+// clang-format off
+#include "cpu/simd_math-inl.h"
+#include "cpu/li/li_kernel-inl.h"
+// clang-format on
+}  // namespace kvflash::cpu::scalar
+
+namespace kvflash::cpu {
+void li_score_row_scalar(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
+                         uint32_t* keys) {
+  scalar::li_body::score_row_f32(p, d, rr, s, keys);
+}
+}  // namespace kvflash::cpu
