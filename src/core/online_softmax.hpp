@@ -31,6 +31,9 @@
 //  - NaN or inf in V: weights multiply it (0 * NaN = NaN, 0 * inf = NaN, as in the reference); no
 //    step skips a zero weight. Only the columns it reaches are affected.
 #pragma once
+// What src/cpu/softmax_state.h checks for (it is included inside the ISA namespaces, so it cannot
+// include this header itself).
+#define KVFLASH_CORE_ONLINE_SOFTMAX 1
 
 #include "core/hd.hpp"
 

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <span>
 
-#include "core/strings.hpp"
+#include "core/view_check.hpp"
 
 namespace kvflash {
 
@@ -104,8 +103,7 @@ bool TensorView::is_contiguous() const {
 }
 
 std::string TensorView::describe() const {
-  return dtype_name(dtype) + core::dims_str(std::span<const int64_t>(
-                                 shape.data(), static_cast<size_t>(std::clamp(rank, 0, kMaxRank))));
+  return dtype_name(dtype) + core::dims_str(*this);
 }
 
 }  // namespace kvflash

@@ -5,6 +5,9 @@
 // No include guard on purpose: like simd_math-inl.h it is included inside each ISA namespace,
 // after simd_<isa>.h and simd_math-inl.h, in a translation unit that includes
 // core/online_softmax.hpp first.
+#ifndef KVFLASH_CORE_ONLINE_SOFTMAX
+#error "include core/online_softmax.hpp before the ISA namespace that includes softmax_state.h"
+#endif
 
 inline constexpr float kNegInf = core::kSoftmaxNegInf;
 inline constexpr float kPosInf = core::kSoftmaxPosInf;
@@ -21,6 +24,14 @@ struct SoftmaxExp {
 struct SoftmaxLog {
   float operator()(float x) const { return __builtin_logf(x); }
 };
+
+/// The finished row's denominator and LSE (core::softmax_final_sum, core::softmax_lse) of a state.
+inline float softmax_final_sum(const SoftmaxState& st) {
+  return core::softmax_final_sum(st.max, st.sum);
+}
+inline float softmax_lse(const SoftmaxState& st) {
+  return core::softmax_lse(st.max, st.sum, SoftmaxLog{});
+}
 
 /// Whether any of s[0, n) is NaN (the rare path of softmax_fold_tile).
 inline bool softmax_any_nan(const float* s, int64_t n) {

@@ -226,7 +226,7 @@ inline void fia_task(const FiaParams& p, const FiaData& d, float* scratch, int64
       if (p.has_sink) sum += exp_scalar(fia_load(d.sink, p.sink_dtype, h) - st[m].max);  // D8
       const Vec inv = vset1(1.0f / sum);
       for (int64_t x = 0; x < Dv; x += kLanes) vstore(a + x, vmul(vload(a + x), inv));
-      lse = st[m].max + __builtin_logf(sum);
+      lse = core::softmax_lse(st[m].max, sum, SoftmaxLog{});
     }
     if (p.out_dtype == DType::kFloat32) {
       float* o = static_cast<float*>(d.out) + ox;

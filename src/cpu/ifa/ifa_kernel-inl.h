@@ -947,11 +947,11 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
         }
       }
     }
-    total.sum = core::softmax_final_sum(total.max, total.sum);
+    total.sum = softmax_final_sum(total);
     const Vec inv_div = vset1(total.sum);
     for (int64_t i = 0; i < dp; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), inv_div));
     write_row(p, dt, l, base, b, h, acc);
-    write_lse(p, dt, b, h, core::softmax_lse(total.max, total.sum, SoftmaxLog{}));
+    write_lse(p, dt, b, h, softmax_lse(total));
   }
 }
 

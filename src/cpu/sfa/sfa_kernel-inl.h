@@ -274,7 +274,7 @@ inline void finish_row(const SfaProblem& p, const SfaData& d, int64_t r, int64_t
     float l = st.sum;
     if (d.sinks != nullptr || any_selected) {
       // Every score (and the sink) -inf: no softmax, NaN like the reference's exp(-inf - -inf).
-      l = core::softmax_final_sum(st.max, st.sum);
+      l = softmax_final_sum(st);
       const Vec den = vset1(l);
       for (int64_t i = 0; i < kNope; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), den));
     }
