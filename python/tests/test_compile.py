@@ -112,7 +112,7 @@ def decode_step(q, k_cache, v_cache, block_table, lens, sq, s_key, s_idx, s_bt, 
         layout_query="TND", layout_kv="PA_BSND", sparse_mode=3, attention_mode=2,
         return_softmax_lse=True, sinks=s_sinks)
     lse = softmax_max + torch.log(softmax_sum)
-    return attn.float().sum(-1), out.float().mean(-1), lse
+    return attn, out, softmax_max, softmax_sum, attn.float().sum(-1), out.float().mean(-1), lse
 
 
 def _step_args():
@@ -122,20 +122,27 @@ def _step_args():
             skw["query_rope"], skw["key_rope"], skw["sinks"])
 
 
+def _assert_step_matches(got, eager):
+    # The kvflash outputs (the first four) are the same bits compiled or eager. The surrounding
+    # torch ops are inductor's code when compiled: its vectorised log and reductions may differ
+    # from eager's by an ulp on some CPUs (seen on a Zen 5 host), so those get a few ulps.
+    n_ops = 4
+    for i, (e, c) in enumerate(zip(eager, got)):
+        tol = 0 if i < n_ops else 4 * torch.finfo(torch.float32).eps
+        torch.testing.assert_close(c, e, rtol=tol, atol=tol, equal_nan=True)
+
+
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_compiled_decode_step_matches_eager(dynamic):
     torch._dynamo.reset()
     args = _step_args()
     eager = decode_step(*args)
     compiled = torch.compile(decode_step, fullgraph=True, dynamic=dynamic)
-    got = compiled(*args)
-    for e, c in zip(eager, got):
-        torch.testing.assert_close(c, e, rtol=0, atol=0, equal_nan=True)
+    _assert_step_matches(compiled(*args), eager)
     # a second step with other lengths (a decode loop) runs without breaking the graph
     args2 = list(args)
     args2[4] = [n + 1 for n in args[4]]
-    for e, c in zip(decode_step(*args2), compiled(*args2)):
-        torch.testing.assert_close(c, e, rtol=0, atol=0, equal_nan=True)
+    _assert_step_matches(compiled(*args2), decode_step(*args2))
 
 
 class DecodeStep(torch.nn.Module):
@@ -151,6 +158,7 @@ def test_export_matches_eager():
     assert "kvflash.npu_incre_flash_attention" in str(exported.graph)
     assert "kvflash.npu_sparse_flash_attention" in str(exported.graph)
     got = exported.module()(*args)
+    # the exported graph runs torch's eager kernels: every output the same bits
     for e, c in zip(decode_step(*args), got):
         torch.testing.assert_close(c, e, rtol=0, atol=0, equal_nan=True)
     assert lens == args[4]

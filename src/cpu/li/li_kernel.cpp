@@ -225,6 +225,7 @@ Status li_run(const LiParams& p, const LiData& d, Isa isa, int num_threads, void
 
   LiScoreRowFn score = li_score_row_scalar;
   switch (isa) {
+    case Isa::kAmx:  // no AMX tiles in this kernel yet: the AVX-512 BF16 scorer
     case Isa::kAvx512Bf16:
       score = p.dtype == DType::kBFloat16 ? li_score_row_avx512bf16 : li_score_row_avx512;
       break;
