@@ -237,15 +237,21 @@ void run(FuzzInput& in, MergeFuzzCase& f) {
   Guarded ws(static_cast<size_t>(plan->workspace_size()), in.below(64));
   if (in.rare(4)) {  // a run with other metadata: refused, nothing written
     MergeArgs other = a;
-    switch (in.below(3)) {
+    // An empty partial_out matches whatever its strides, offset and pointer: only its dtype then.
+    const uint32_t how = safe_numel(a.partial_out) > 0 ? in.below(4) : 3;
+    switch (how) {
       case 0:
         other.partial_out.strides[0] += 1;
         break;
       case 1:
         other.partial_out.offset += 1;
         break;
-      default:
+      case 2:
         other.partial_out.data = nullptr;
+        break;
+      default:
+        other.partial_out.dtype =
+            a.partial_out.dtype == DType::kFloat32 ? DType::kFloat16 : DType::kFloat32;
         break;
     }
     const Status rs = plan->run(other, ws.data(), ws.size());
