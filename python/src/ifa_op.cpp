@@ -22,6 +22,7 @@ PlanCache<IfaPlan, IfaArgs>& cache() {
 // attention_out has the query's shape (contiguous), its dtype or int8; the LSE, when asked for,
 // is fp32 (B, N).
 std::pair<at::Tensor, std::optional<at::Tensor>> run(const char* op, const IfaInputs& in) {
+  check_defined(in.query, op, "query");
   at::Tensor out = at::empty(in.query.sizes(), in.query.options().dtype(ifa_out_dtype(in)));
   std::optional<at::Tensor> lse;
   if (in.return_softmax_lse) {
@@ -36,6 +37,7 @@ std::pair<at::Tensor, std::optional<at::Tensor>> run(const char* op, const IfaIn
 
 void check_devices(const char* op, const at::Tensor& query, at::TensorList key,
                    at::TensorList value, std::initializer_list<std::pair<const OptTensor*, const char*>> opt) {
+  check_defined(query, op, "query");
   const c10::Device d = query.device();
   for (const auto& k : key) check_same_device(op, d, k, "key");
   for (const auto& v : value) check_same_device(op, d, v, "value");

@@ -32,6 +32,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> merge_cpu(const at::T
                                              const OptTensor& partial_max,
                                              const OptTensor& partial_sum, const OptTensor& sink,
                                              std::optional<at::ScalarType> out_dtype) {
+  check_defined(partial_out, kOp, "partial_out");
   const c10::Device d = partial_out.device();
   for (const auto& [t, name] : {std::pair{&partial_lse, "partial_lse"},
                                 {&partial_max, "partial_max"}, {&partial_sum, "partial_sum"},
@@ -61,6 +62,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> merge_cpu(const at::T
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> merge_meta(const at::Tensor& partial_out, const OptTensor&,
                                               const OptTensor&, const OptTensor&, const OptTensor&,
                                               std::optional<at::ScalarType> out_dtype) {
+  check_defined(partial_out, kOp, "partial_out");
   const auto sizes = partial_out.sym_sizes();
   std::vector<c10::SymInt> o(sizes.begin() + (sizes.size() >= 2 ? 1 : 0), sizes.end());
   std::vector<c10::SymInt> l(o.begin(), o.empty() ? o.end() : o.end() - 1);

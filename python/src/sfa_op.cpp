@@ -30,7 +30,8 @@ SfaResult npu_sfa_cpu(const at::Tensor& query, const at::Tensor& key, const OptT
       query, key, value, sparse_indices, scale_value, block_table, actual_seq_lengths_query,
       actual_seq_lengths_kv, query_rope, key_rope, sparse_block_size, layout_query, layout_kv,
       sparse_mode, pre_tokens, next_tokens, attention_mode, return_softmax_lse, sinks);
-
+  check_defined(query, kOp, "query");
+  check_defined(key, kOp, "key");
   const auto f32 = query.options().dtype(at::kFloat);
   at::Tensor out = at::empty(query.sizes(), query.options());
   at::Tensor softmax_max, softmax_sum;
@@ -54,6 +55,7 @@ SfaResult npu_sfa_meta(const at::Tensor& query, const at::Tensor& key, const Opt
                        const OptTensor& key_rope, int64_t, std::string_view layout_query,
                        std::string_view, int64_t, int64_t, int64_t, int64_t,
                        bool return_softmax_lse, const OptTensor& sinks) {
+  check_defined(query, kOp, "query");
   const c10::Device d = query.device();
   check_same_device(kOp, d, key, "key");
   check_same_device(kOp, d, value, "value");

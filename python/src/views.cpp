@@ -33,8 +33,12 @@ Device device_of(const c10::Device& d, const char* op, const char* name) {
 
 }  // namespace
 
-TensorView view_of(const at::Tensor& t, const char* op, const char* name) {
+void check_defined(const at::Tensor& t, const char* op, const char* name) {
   TORCH_CHECK_VALUE(t.defined(), "[", op, "] ", name, " is an undefined tensor");
+}
+
+TensorView view_of(const at::Tensor& t, const char* op, const char* name) {
+  check_defined(t, op, name);
   const auto dtype = dtype_of(t.scalar_type());
   TORCH_CHECK_VALUE(dtype.has_value(), "[", op, "] ", name, " has dtype torch.",
                     c10::getDtypeNames(t.scalar_type()).first,
@@ -69,6 +73,7 @@ void throw_status(Status status) {
 
 void check_same_device(const char* op, const c10::Device& device, const at::Tensor& t,
                        const char* name) {
+  check_defined(t, op, name);
   TORCH_CHECK_VALUE(t.device() == device, "[", op, "] ", name, " is on ", t.device().str(),
                     " but query is on ", device.str(), ": every tensor must be on one device");
 }
