@@ -25,13 +25,22 @@ struct SoftmaxLog {
   float operator()(float x) const { return __builtin_logf(x); }
 };
 
-/// The finished row's denominator and LSE (core::softmax_final_sum, core::softmax_lse) of a state.
+// The rules of core/online_softmax.hpp with this exp and log, under the names the CPU kernels use.
+using core::softmax_max_nan;
+inline float softmax_rescale(float m_old, float m_new) {
+  return core::softmax_rescale(m_old, m_new, SoftmaxExp{});
+}
+inline float softmax_fold_sink(SoftmaxState& st, float sink) {
+  return core::softmax_fold_sink(st, sink, SoftmaxExp{});
+}
+inline float softmax_merge_weight(float m_part, float m_total) {
+  return core::softmax_merge_weight(m_part, m_total, SoftmaxExp{});
+}
 inline float softmax_final_sum(const SoftmaxState& st) {
   return core::softmax_final_sum(st.max, st.sum);
 }
-inline float softmax_lse(const SoftmaxState& st) {
-  return core::softmax_lse(st.max, st.sum, SoftmaxLog{});
-}
+inline float softmax_lse(float max, float sum) { return core::softmax_lse(max, sum, SoftmaxLog{}); }
+inline float softmax_lse(const SoftmaxState& st) { return softmax_lse(st.max, st.sum); }
 
 /// Whether any of s[0, n) is NaN (the rare path of softmax_fold_tile).
 inline bool softmax_any_nan(const float* s, int64_t n) {

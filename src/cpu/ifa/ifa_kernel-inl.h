@@ -76,8 +76,9 @@ inline void load_row(const std::byte* row, int64_t s_dim, int64_t d, int64_t dp,
 }
 
 // Channel stride of the K or V rows of sequence b.
-inline int64_t kv_dim_stride(const core::KvCacheView& kv, int64_t b) {
-  return kv.paged ? kv.s_dim : kv.seqs[b].s_dim;
+inline int64_t kv_dim_stride(const core::KvCacheView& kv,
+                             const std::vector<core::KvCacheView::Seq>& seqs, int64_t b) {
+  return kv.paged ? kv.s_dim : seqs[b].s_dim;
 }
 
 // Addresses of the K and V rows of kv head n2 for positions [j, j + n) (n >= 1, all attended) of
@@ -88,8 +89,8 @@ inline void kv_rows(const IfaProblem& p, const IfaData& d, int64_t b, int64_t n2
                     int64_t n, const std::byte** k_rows, const std::byte** v_rows) {
   constexpr int64_t es = kv_elem_size<kKind>();
   if (!p.k.paged) {
-    const core::KvCacheView::Seq& ks = p.k.seqs[b];
-    const core::KvCacheView::Seq& vs = p.v.seqs[b];
+    const core::KvCacheView::Seq& ks = p.k_seqs[b];
+    const core::KvCacheView::Seq& vs = p.v_seqs[b];
     const auto* kb =
         static_cast<const std::byte*>(d.k_seq[b]) + (j * ks.s_pos + n2 * ks.s_head) * es;
     const auto* vb =
@@ -462,8 +463,9 @@ inline void pv_rows4_head1(float* acc, int64_t head_floats, int64_t dp, float (*
 
 // Byte distance between the rows of kv heads n2 and n2 + 1 at one position of sequence b.
 template <KvKind kKind>
-inline int64_t kv_head_bytes(const core::KvCacheView& kv, int64_t b) {
-  return (kv.paged ? kv.s_head : kv.seqs[b].s_head) * kv_elem_size<kKind>();
+inline int64_t kv_head_bytes(const core::KvCacheView& kv,
+                             const std::vector<core::KvCacheView::Seq>& seqs, int64_t b) {
+  return (kv.paged ? kv.s_head : seqs[b].s_head) * kv_elem_size<kKind>();
 }
 
 // The row addresses of one tile, for the first kv head of a task: every other head of the task is
@@ -500,8 +502,8 @@ class KvHeadWork {
     any_exact_ = false;
     st_ = st;
     any_unmasked_ = any_unmasked;
-    k_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.k, t.b);
-    v_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.v, t.b);
+    k_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.k, p.k_seqs, t.b);
+    v_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.v, p.v_seqs, t.b);
     const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
     slot_ = ifa_slot(l, base, first, t.b, n2, t.chunk, t.num_chunks);
     if constexpr (kKind == KvKind::kInt8) {
@@ -545,8 +547,8 @@ class KvHeadWork {
       st_[g] = SoftmaxState{};
       any_unmasked_[g] = false;
     }
-    k_sdim_ = kv_dim_stride(p.k, t.b);
-    v_sdim_ = kv_dim_stride(p.v, t.b);
+    k_sdim_ = kv_dim_stride(p.k, p.k_seqs, t.b);
+    v_sdim_ = kv_dim_stride(p.v, p.v_seqs, t.b);
     k_bytes_ = prefetch_bytes(k_sdim_);
     k_in_place_ = k_sdim_ == 1 && d == dp;
     if constexpr (kKind == KvKind::kBf16) {
@@ -918,7 +920,7 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
     bool any_unmasked = false;
     for (int64_t c = 0; c < num_chunks; ++c) {
       const float* hdr = ifa_slot(l, base, first, b, n2, c, num_chunks) + g * hf + 2 * dp;
-      m_total = core::softmax_max_nan(m_total, hdr[IfaHeadSlot::kMax]);
+      m_total = softmax_max_nan(m_total, hdr[IfaHeadSlot::kMax]);
       any_unmasked = any_unmasked || hdr[IfaHeadSlot::kAnyUnmasked] != 0.0f;
     }
     // Empty rows, and fully masked rows when asked: zeros. A row whose scores are all -inf is
@@ -935,8 +937,7 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
     SoftmaxState total{m_total, 0.0f};
     for (int64_t c = 0; c < num_chunks; ++c) {
       const float* part = ifa_slot(l, base, first, b, n2, c, num_chunks) + g * hf;
-      const float w =
-          core::softmax_merge_weight(part[2 * dp + IfaHeadSlot::kMax], m_total, SoftmaxExp{});
+      const float w = softmax_merge_weight(part[2 * dp + IfaHeadSlot::kMax], m_total);
       total.sum += w * part[2 * dp + IfaHeadSlot::kSum];
       if (c == 0) {
         softmax_scale_acc(acc, dp, w);

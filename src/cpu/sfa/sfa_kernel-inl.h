@@ -264,7 +264,7 @@ inline void finish_row(const SfaProblem& p, const SfaData& d, int64_t r, int64_t
     if (d.sinks != nullptr) {
       // The sink joins the max and the denominator but brings no value vector.
       const float sigma = d.sinks[(h0 + h) * p.sinks_s0];
-      softmax_scale_acc(acc, kNope, core::softmax_fold_sink(st, sigma, SoftmaxExp{}));
+      softmax_scale_acc(acc, kNope, softmax_fold_sink(st, sigma));
     } else if (!any_selected) {  // empty selection without a sink: zeros, max = sum = 0
       st.max = 0.0f;
       st.sum = 0.0f;
