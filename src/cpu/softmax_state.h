@@ -27,9 +27,6 @@ struct SoftmaxLog {
 
 // The rules of core/online_softmax.hpp with this exp and log, under the names the CPU kernels use.
 using core::softmax_max_nan;
-inline float softmax_rescale(float m_old, float m_new) {
-  return core::softmax_rescale(m_old, m_new, SoftmaxExp{});
-}
 inline float softmax_fold_sink(SoftmaxState& st, float sink) {
   return core::softmax_fold_sink(st, sink, SoftmaxExp{});
 }
