@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "core/error.hpp"
@@ -155,6 +156,12 @@ Prologue resolve(const LiParams& p, const LiData& d, LiBatch* batches, int32_t* 
 void write_empty(const LiParams& p, const LiData& d, int64_t row, int64_t from, bool fault) {
   int32_t* idx = d.indices + row * p.sparse_count;
   std::fill(idx + from, idx + p.sparse_count, -1);
+  if (d.scores != nullptr) {
+    float* sc = d.scores + row * p.sparse_count;
+    std::fill(sc + from, sc + p.sparse_count,
+              fault ? std::numeric_limits<float>::quiet_NaN()
+                    : -std::numeric_limits<float>::infinity());
+  }
   if (!p.return_value) return;
   const bool f16 = p.dtype == DType::kFloat16;
   const uint16_t fill = fault ? (f16 ? 0x7E00 : 0x7FC0) : (f16 ? 0xFC00 : 0xFF80);
@@ -198,6 +205,10 @@ void run_row(const Run& r, int64_t row, int worker) {
   r.score(p, d, rr, s, s.keys);
   int32_t* idx = d.indices + row * p.sparse_count;
   const int64_t c = li_select_topk(s.keys, n, p.sparse_count, s.hist, s.sel, idx);
+  if (d.scores != nullptr) {
+    float* sc = d.scores + row * p.sparse_count;
+    for (int64_t k = 0; k < c; ++k) sc[k] = li_order_value(static_cast<uint32_t>(s.sel[k] >> 32));
+  }
   if (p.return_value) {
     // D9: the fp32 score rounded to the query dtype, nearest even.
     uint16_t* val = static_cast<uint16_t*>(d.values) + row * p.sparse_count;

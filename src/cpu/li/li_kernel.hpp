@@ -68,6 +68,11 @@ struct LiData {
   const int32_t* block_table = nullptr;
   int32_t* indices = nullptr;
   void* values = nullptr;  ///< only when return_value
+  /// Optional (null: not written): the fp32 scores of the selection, [num_rows, sparse_count],
+  /// -inf in -1 slots, NaN in every slot of a faulted row. What a context-parallel rank hands to
+  /// li_merge_topk: the query-dtype values are rounded, so equal-looking values could order
+  /// differently from the scores they came from.
+  float* scores = nullptr;
 };
 
 /// A query row the kernel scores: its batch, where its batch's keys start (TND), and its number
@@ -174,5 +179,28 @@ inline float li_order_value(uint32_t key) {
 /// it, and only the c selected are sorted: no sort of all n keys. sel: scratch for k entries.
 int64_t li_select_topk(const uint32_t* keys, int64_t n, int64_t k, uint32_t* hist, uint64_t* sel,
                        int32_t* idx);
+
+/// One shard's selection for one query row (li_merge_topk's input): entries (scores[s],
+/// indices[s]) for s < size, in the selection order (descending li_order_key of the score, equal
+/// keys by the lower index), indices global (positions in the row's whole key sequence); the first
+/// index -1 ends the list (what follows is ignored).
+struct LiTopkList {
+  const float* scores = nullptr;
+  const int32_t* indices = nullptr;
+  int64_t size = 0;
+};
+
+/// The exact merge of disjoint shards' selections of one row (context-parallel indexer: rank r
+/// scores the keys it holds and selects its top k of them by global index): the top k of the
+/// union in the selection order, into out_idx[0, k) and out_scores[0, k) (-1 / -inf after the
+/// last), returning how many are valid. Each key's score is the same bits on every rank (it
+/// depends on nothing but the query row and the key row), and the order is a total order on
+/// (key, global index), so the global top k is inside the union of the shards' top k and this
+/// equals one indexer over the whole key sequence: same indices, same score bits, NaN first and
+/// ties to the lower index included. Each output slot takes the largest of the lists' heads: no
+/// allocation, no dependence on the order of the lists. At most 256 lists. Returns -1 (outputs
+/// unspecified) when a list is out of the selection order or two lists hold the same entry.
+int64_t li_merge_topk(const LiTopkList* lists, int num_lists, int64_t k, int32_t* out_idx,
+                      float* out_scores);
 
 }  // namespace kvflash::cpu

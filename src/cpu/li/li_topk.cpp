@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "cpu/li/li_kernel.hpp"
 
@@ -68,6 +69,47 @@ int64_t li_select_topk(const uint32_t* keys, int64_t n, int64_t k, uint32_t* his
   std::sort(sel, sel + c, std::greater<uint64_t>());
   for (int64_t s = 0; s < c; ++s)
     idx[s] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(sel[s]));
+  return c;
+}
+
+int64_t li_merge_topk(const LiTopkList* lists, int num_lists, int64_t k, int32_t* out_idx,
+                      float* out_scores) {
+  // The cursors live on the stack (no allocation), so the number of lists is bounded; a
+  // context-parallel world is far smaller.
+  constexpr int kMaxLists = 256;
+  if (num_lists < 0 || num_lists > kMaxLists) return -1;
+  int64_t pos[kMaxLists];
+  int64_t len[kMaxLists];  // each list's valid length: up to its first -1
+  for (int r = 0; r < num_lists; ++r) {
+    pos[r] = 0;
+    int64_t n = 0;
+    while (n < lists[r].size && lists[r].indices[n] >= 0) ++n;
+    len[r] = n;
+  }
+  const auto head = [&](int r) {
+    const int64_t s = pos[r];
+    return composite(li_order_key(lists[r].scores[s]), lists[r].indices[s]);
+  };
+  int64_t c = 0;
+  for (; c < k; ++c) {
+    int best = -1;
+    uint64_t best_key = 0;
+    for (int r = 0; r < num_lists; ++r) {
+      if (pos[r] == len[r]) continue;
+      const uint64_t h = head(r);
+      if (best >= 0 && h == best_key) return -1;  // the same entry in two lists
+      if (best < 0 || h > best_key) best = r, best_key = h;
+    }
+    if (best < 0) break;
+    out_idx[c] = lists[best].indices[pos[best]];
+    out_scores[c] = lists[best].scores[pos[best]];
+    // The list must rank strictly below what it just gave (its own selection order).
+    if (++pos[best] < len[best] && head(best) >= best_key) return -1;
+  }
+  for (int64_t s = c; s < k; ++s) {
+    out_idx[s] = -1;
+    out_scores[s] = -std::numeric_limits<float>::infinity();
+  }
   return c;
 }
 
