@@ -111,8 +111,8 @@ TEST_P(LiMergeTest, ShardsMergeToTheSingleIndexer) {
         // Rank order must not matter: the lists are handed over in reverse.
         lists[sh.world - 1 - r] = {ls[r].data(), li[r].data(), k};
       }
-      const int64_t got = cpu::li_merge_topk(lists.data(), sh.world, k, out_idx.data(),
-                                             out_sc.data());
+      const int64_t got =
+          cpu::li_merge_topk(lists.data(), sh.world, k, out_idx.data(), out_sc.data());
       ASSERT_GE(got, 0) << "row " << row;
       int64_t want = 0;
       while (want < k && ref_idx[row * k + want] >= 0) ++want;

@@ -158,9 +158,9 @@ void write_empty(const LiParams& p, const LiData& d, int64_t row, int64_t from, 
   std::fill(idx + from, idx + p.sparse_count, -1);
   if (d.scores != nullptr) {
     float* sc = d.scores + row * p.sparse_count;
-    std::fill(sc + from, sc + p.sparse_count,
-              fault ? std::numeric_limits<float>::quiet_NaN()
-                    : -std::numeric_limits<float>::infinity());
+    std::fill(
+        sc + from, sc + p.sparse_count,
+        fault ? std::numeric_limits<float>::quiet_NaN() : -std::numeric_limits<float>::infinity());
   }
   if (!p.return_value) return;
   const bool f16 = p.dtype == DType::kFloat16;
