@@ -2,7 +2,7 @@
 // ISA (li_kernel_{scalar,avx2,avx512}.cpp include it inside their own namespace with their flags).
 //
 // score_row computes, for one query row and each of its n valid keys j, the order key
-// (li_order_key) of
+// (li_order_key; its first radix digit counted into the scratch histogram as it is written) of
 //   score[j] = sum_h w[h] * relu(q[h] . k[j])
 // in one pass over the key rows: heads sit in vector lanes (head vector v holds heads
 // v*kLanes .. v*kLanes + kLanes - 1), a register block of kHeadBlock head vectors x kKeyBlock keys
@@ -88,16 +88,19 @@ inline void widen_key(const LiParams& p, const uint16_t* src, float* dst) {
   for (int64_t dd = 0; dd < kD; ++dd) dst[dd] = to_float(src, p.dtype, dd * p.k_sd);
 }
 
-// Key rows this far ahead of the block being scored are prefetched into L2: the rows of a paged
+// Key rows this far ahead of the block being scored are prefetched into L1: the rows of a paged
 // cache are contiguous only within a block and the hardware prefetchers stop at 4 KiB pages, so
 // without it a cold cache is read at about half the speed the scorer consumes it (measured: 0.32
-// vs 0.16 ms for 4096 keys, cold vs warm, one Zen 5 core). prefetcht1 and asm volatile as in
-// ifa_kernel-inl.h (prefetch_row). Only valid keys (< n, block ids checked) are addressed.
-constexpr int64_t kPrefetchAhead = 32;
+// vs 0.16 ms for 4096 keys, cold vs warm, one Zen 5 core). One 128-token block ahead, prefetcht0:
+// on the loaded Zen 5 it was the best of 32 / 64 / 128 / 256 / 512 rows x t0 / t1 / nta (4 x 8192
+// cold keys, bench/li_bench.cpp: t0 at 128 rows 1.75 ms, t1 at 32 rows 1.84-2.13 ms, t1 at 256 or
+// 512 1.86-2.21 ms). asm volatile as in ifa_kernel-inl.h (prefetch_row). Only valid keys (< n,
+// block ids checked) are addressed.
+constexpr int64_t kPrefetchAhead = 128;
 inline void prefetch_key(const LiParams& p, const LiData& d, const LiRowRef& rr, int64_t j) {
   if (j >= rr.n || p.k_sd != 1) return;
   const uint16_t* row = kvflash::cpu::li_key_row(p, d, rr.batch, rr.kv_first, j);
-  for (int64_t o = 0; o < kD; o += 32) __asm__ volatile("prefetcht1 %0" : : "m"(*(row + o)));
+  for (int64_t o = 0; o < kD; o += 32) __asm__ volatile("prefetcht0 %0" : : "m"(*(row + o)));
 }
 
 // acc[b][j] = sum over d of qt[d][(v0 + b) lanes] * k[j][d], in d order.
@@ -166,6 +169,19 @@ inline void score_keys_f32(const float* qt, const float* w, int64_t hv, int tail
   }
 }
 
+// The selection's first radix pass, fused into scoring: each key's first digit is counted as it
+// is written (li_select_topk with hist_ready), so the selection reads the n keys once less, and
+// the counter updates (a chain through memory when neighbouring keys share a bin) hide behind the
+// dot products instead of forming a pass of their own.
+inline void clear_hist(uint32_t* hist) {
+  std::memset(hist, 0, sizeof(uint32_t) * kvflash::cpu::kLiRadixBins);
+}
+inline void put_key(float score, uint32_t* key, uint32_t* hist) {
+  const uint32_t k = kvflash::cpu::li_order_key(score);
+  *key = k;
+  ++hist[k >> kvflash::cpu::kLiRadixShift0];
+}
+
 // Order keys of the row's n valid keys into keys[0, n), fp32 path.
 inline void score_row_f32(const LiParams& p, const LiData& d, const LiRowRef& rr,
                           const LiScratch& s, uint32_t* keys) {
@@ -176,6 +192,7 @@ inline void score_row_f32(const LiParams& p, const LiData& d, const LiRowRef& rr
   const float* k[kKeyBlock];
   for (int j = 0; j < kKeyBlock; ++j) k[j] = s.kt + j * kD;
   kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first);
+  clear_hist(s.hist);
   int64_t j0 = 0;
   for (; j0 + kKeyBlock <= rr.n; j0 += kKeyBlock) {
     for (int j = 0; j < kKeyBlock; ++j) prefetch_key(p, d, rr, j0 + kPrefetchAhead + j);
@@ -183,14 +200,13 @@ inline void score_row_f32(const LiParams& p, const LiData& d, const LiRowRef& rr
     Vec tv[kKeyBlock];
     for (int j = 0; j < kKeyBlock; ++j) tv[j] = vzero();
     score_keys_f32<kKeyBlock>(s.q, s.w, hv, tail, k, tv);
-    for (int j = 0; j < kKeyBlock; ++j)
-      keys[j0 + j] = kvflash::cpu::li_order_key(vreduce_add(tv[j]));
+    for (int j = 0; j < kKeyBlock; ++j) put_key(vreduce_add(tv[j]), keys + j0 + j, s.hist);
   }
   for (; j0 < rr.n; ++j0) {
     widen_key(p, cur.next(), s.kt);
     Vec tv[1] = {vzero()};
     score_keys_f32<1>(s.q, s.w, hv, tail, k, tv);
-    keys[j0] = kvflash::cpu::li_order_key(vreduce_add(tv[0]));
+    put_key(vreduce_add(tv[0]), keys + j0, s.hist);
   }
 }
 
@@ -274,6 +290,7 @@ __attribute__((target("avx512bf16"), noinline)) void score_row_bf16(
   const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
   const uint16_t* k[kKeyBlock];
   kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first);
+  clear_hist(s.hist);
   int64_t j0 = 0;
   for (; j0 + kKeyBlock <= rr.n; j0 += kKeyBlock) {
     for (int j = 0; j < kKeyBlock; ++j) prefetch_key(p, d, rr, j0 + kPrefetchAhead + j);
@@ -281,14 +298,13 @@ __attribute__((target("avx512bf16"), noinline)) void score_row_bf16(
     Vec tv[kKeyBlock];
     for (int j = 0; j < kKeyBlock; ++j) tv[j] = vzero();
     score_keys_bf16<kKeyBlock>(qp, s.w, hv, tail, k, tv);
-    for (int j = 0; j < kKeyBlock; ++j)
-      keys[j0 + j] = kvflash::cpu::li_order_key(vreduce_add(tv[j]));
+    for (int j = 0; j < kKeyBlock; ++j) put_key(vreduce_add(tv[j]), keys + j0 + j, s.hist);
   }
   for (; j0 < rr.n; ++j0) {
     k[0] = bf16_key(p, cur.next(), s.kb);
     Vec tv[1] = {vzero()};
     score_keys_bf16<1>(qp, s.w, hv, tail, k, tv);
-    keys[j0] = kvflash::cpu::li_order_key(vreduce_add(tv[0]));
+    put_key(vreduce_add(tv[0]), keys + j0, s.hist);
   }
 }
 #endif  // KVFLASH_LI_BF16_DOT

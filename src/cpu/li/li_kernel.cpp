@@ -32,7 +32,8 @@ struct LiBatch {
 struct LiLayout {
   int lanes = 1;
   size_t batches = 0, row_batch = 0, lanes_at = 0, lane_bytes = 0, bytes = 0;
-  size_t q = 0, w = 0, kt = 0, kb = 0, keys = 0, hist = 0, sel = 0;  // within a lane
+  size_t q = 0, w = 0, kt = 0, kb = 0, keys = 0, hist = 0, sel = 0, tmp = 0,
+         cand = 0;  // within a lane
 };
 
 LiLayout li_layout(const LiParams& p) {
@@ -53,7 +54,10 @@ LiLayout li_layout(const LiParams& p) {
   l.kb = take(&lane, sizeof(uint16_t) * kLiKeyBlock * kLiHeadDim);
   l.keys = take(&lane, sizeof(uint32_t) * static_cast<size_t>(std::max<int64_t>(p.kv_cap, 1)));
   l.hist = take(&lane, sizeof(uint32_t) * kLiRadixBins);
-  l.sel = take(&lane, sizeof(uint64_t) * static_cast<size_t>(p.sparse_count));
+  l.sel = take(&lane, sizeof(uint64_t) * static_cast<size_t>(p.sparse_count + 1));
+  l.tmp = take(&lane, sizeof(uint64_t) * static_cast<size_t>(p.sparse_count));
+  l.cand = take(&lane, sizeof(int32_t) *
+                           static_cast<size_t>(li_topk_candidates(p.sparse_count, p.kv_cap) + 1));
   l.lane_bytes = lane;
   l.lanes_at = take(&at, l.lane_bytes * static_cast<size_t>(l.lanes));
   l.bytes = at + kAlign;  // slack to align the caller's pointer
@@ -70,6 +74,8 @@ LiScratch lane_scratch(const LiLayout& l, std::byte* base, int lane) {
   s.keys = reinterpret_cast<uint32_t*>(t + l.keys);
   s.hist = reinterpret_cast<uint32_t*>(t + l.hist);
   s.sel = reinterpret_cast<uint64_t*>(t + l.sel);
+  s.tmp = reinterpret_cast<uint64_t*>(t + l.tmp);
+  s.cand = reinterpret_cast<int32_t*>(t + l.cand);
   return s;
 }
 
@@ -204,7 +210,14 @@ void run_row(const Run& r, int64_t row, int worker) {
   rr.n = n;
   r.score(p, d, rr, s, s.keys);
   int32_t* idx = d.indices + row * p.sparse_count;
-  const int64_t c = li_select_topk(s.keys, n, p.sparse_count, s.hist, s.sel, idx);
+  LiTopkScratch ts;
+  ts.hist = s.hist;
+  ts.sel = s.sel;
+  ts.tmp = s.tmp;
+  ts.cand = s.cand;
+  ts.cand_cap = li_topk_candidates(p.sparse_count, p.kv_cap);
+  // The scorer histogrammed the keys' first radix digit into s.hist.
+  const int64_t c = li_select_topk(s.keys, n, p.sparse_count, ts, true, idx);
   if (d.scores != nullptr) {
     float* sc = d.scores + row * p.sparse_count;
     for (int64_t k = 0; k < c; ++k) sc[k] = li_order_value(static_cast<uint32_t>(s.sel[k] >> 32));

@@ -89,7 +89,9 @@ struct LiScratch {
   uint16_t* kb;    ///< key rows gathered contiguously (strided key views): kLiKeyBlock x 128
   uint32_t* keys;  ///< the row's scores as ordered keys: kv_cap
   uint32_t* hist;  ///< radix-select histogram: kLiRadixBins
-  uint64_t* sel;   ///< the selection being sorted: sparse_count
+  uint64_t* sel;   ///< the selection being sorted: sparse_count + 1
+  uint64_t* tmp;   ///< the radix sort's other buffer: sparse_count
+  int32_t* cand;   ///< the radix select's candidates: li_topk_candidates() + 1
 };
 inline constexpr int64_t kLiKeyBlock = 4;
 inline constexpr int64_t kLiRadixBins = 2048;
@@ -171,14 +173,33 @@ inline float li_order_value(uint32_t key) {
   return __builtin_bit_cast(float, u);
 }
 
+/// The first radix digit of an order key is key >> kLiRadixShift0 (kLiRadixBins values): the
+/// scorers histogram it as they write the keys (the selection's first pass, fused).
+inline constexpr int kLiRadixShift0 = 21;
+
+/// li_select_topk's scratch: hist kLiRadixBins, sel k + 1 entries (its branch-free passes write
+/// one past what they keep), tmp k, cand cand_cap + 1.
+struct LiTopkScratch {
+  uint32_t* hist = nullptr;
+  uint64_t* sel = nullptr;
+  uint64_t* tmp = nullptr;
+  int32_t* cand = nullptr;
+  int64_t cand_cap = 0;
+};
+/// The candidate buffer's capacity for sparse_count k and at most kv_cap keys.
+int64_t li_topk_candidates(int64_t k, int64_t kv_cap);
+
 /// The deterministic top-k of one row (ISA-independent; li_topk.cpp): the min(n, k) largest of
 /// keys[0, n) as (key, lower index first on equal keys), in descending order, into idx[0, c);
 /// returns c, and leaves sel[s] = (order key << 32) | (0xffffffff - idx[s]) for s < c. A radix
-/// select on the 32-bit keys (three histogram passes with the scratch's kLiRadixBins bins) finds
-/// the k-th largest key, one pass collects what ranks above it plus the lowest-index keys equal to
-/// it, and only the c selected are sorted: no sort of all n keys. sel: scratch for k entries.
-int64_t li_select_topk(const uint32_t* keys, int64_t n, int64_t k, uint32_t* hist, uint64_t* sel,
-                       int32_t* idx);
+/// select on the 32-bit keys (11 + 11 + 10 bits) finds the k-th largest key T: the first digit's
+/// histogram (given in hist when hist_ready: the scorer's), then one branch-free pass takes the
+/// keys of higher first digits and lists the positions in T's first-digit bin as candidates, and
+/// the other two digits and the final pick (above T, then the lowest-indexed equal to T) run over
+/// the candidates only (over all keys when the bin exceeds cand_cap: mass ties). Only the c
+/// selected are sorted (a stable radix sort on the key): no sort of all n keys.
+int64_t li_select_topk(const uint32_t* keys, int64_t n, int64_t k, const LiTopkScratch& s,
+                       bool hist_ready, int32_t* idx);
 
 /// One shard's selection for one query row (li_merge_topk's input): entries (scores[s],
 /// indices[s]) for s < size, in the selection order (descending li_order_key of the score, equal

@@ -8,8 +8,10 @@
 
 namespace kvflash::cpu {
 
-/// Writes the order keys (li_order_key) of the scores of keys 0..rr.n-1 of row rr into keys, using
-/// the scratch s. The seam of li_kernel-inl.h: a matrix-engine scorer has this signature too.
+/// Writes the order keys (li_order_key) of the scores of keys 0..rr.n-1 of row rr into keys, and
+/// the histogram of their first radix digits (key >> kLiRadixShift0) into s.hist (the selection's
+/// first pass), using the scratch s. The seam of li_kernel-inl.h: a matrix-engine scorer has this
+/// signature and duty too.
 using LiScoreRowFn = void (*)(const LiParams& p, const LiData& d, const LiRowRef& rr,
                               const LiScratch& s, uint32_t* keys);
 
