@@ -1,7 +1,7 @@
 // The LightningIndexer scoring body, written once against a vector-traits type and compiled per
 // ISA (li_kernel_{scalar,avx2,avx512}.cpp include it inside their own namespace with their flags).
 //
-// score_row computes, for one query row and each of its n valid keys j, the order key
+// score_row computes, for one query row and each of its valid keys j in [j0, j1), the order key
 // (li_order_key; its first radix digit counted into the scratch histogram as it is written) of
 //   score[j] = sum_h w[h] * relu(q[h] . k[j])
 // in one pass over the key rows: heads sit in vector lanes (head vector v holds heads
@@ -98,7 +98,7 @@ inline void widen_key(const LiParams& p, const uint16_t* src, float* dst) {
 // block ids checked) are addressed.
 constexpr int64_t kPrefetchAhead = 128;
 inline void prefetch_key(const LiParams& p, const LiData& d, const LiRowRef& rr, int64_t j) {
-  if (j >= rr.n || p.k_sd != 1) return;
+  if (j >= rr.j1 || p.k_sd != 1) return;
   const uint16_t* row = kvflash::cpu::li_key_row(p, d, rr.batch, rr.kv_first, j);
   for (int64_t o = 0; o < kD; o += 32) __asm__ volatile("prefetcht0 %0" : : "m"(*(row + o)));
 }
@@ -182,19 +182,21 @@ inline void put_key(float score, uint32_t* key, uint32_t* hist) {
   ++hist[k >> kvflash::cpu::kLiRadixShift0];
 }
 
-// Order keys of the row's n valid keys into keys[0, n), fp32 path.
+// Order keys of the row's keys [j0, j1) into keys[j0, j1), fp32 path.
 inline void score_row_f32(const LiParams& p, const LiData& d, const LiRowRef& rr,
                           const LiScratch& s, uint32_t* keys) {
-  stage_query_f32(p, d, rr.row, s.q);
-  stage_weights(p, d, rr.row, s.w);
+  if (rr.stage) {
+    stage_query_f32(p, d, rr.row, s.q);
+    stage_weights(p, d, rr.row, s.w);
+  }
   const int64_t hv = head_vectors(p.num_heads);
   const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
   const float* k[kKeyBlock];
   for (int j = 0; j < kKeyBlock; ++j) k[j] = s.kt + j * kD;
-  kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first);
+  kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first, rr.j0);
   clear_hist(s.hist);
-  int64_t j0 = 0;
-  for (; j0 + kKeyBlock <= rr.n; j0 += kKeyBlock) {
+  int64_t j0 = rr.j0;
+  for (; j0 + kKeyBlock <= rr.j1; j0 += kKeyBlock) {
     for (int j = 0; j < kKeyBlock; ++j) prefetch_key(p, d, rr, j0 + kPrefetchAhead + j);
     for (int j = 0; j < kKeyBlock; ++j) widen_key(p, cur.next(), s.kt + j * kD);
     Vec tv[kKeyBlock];
@@ -202,7 +204,7 @@ inline void score_row_f32(const LiParams& p, const LiData& d, const LiRowRef& rr
     score_keys_f32<kKeyBlock>(s.q, s.w, hv, tail, k, tv);
     for (int j = 0; j < kKeyBlock; ++j) put_key(vreduce_add(tv[j]), keys + j0 + j, s.hist);
   }
-  for (; j0 < rr.n; ++j0) {
+  for (; j0 < rr.j1; ++j0) {
     widen_key(p, cur.next(), s.kt);
     Vec tv[1] = {vzero()};
     score_keys_f32<1>(s.q, s.w, hv, tail, k, tv);
@@ -284,15 +286,17 @@ inline const uint16_t* bf16_key(const LiParams& p, const uint16_t* src, uint16_t
 __attribute__((target("avx512bf16"), noinline)) void score_row_bf16(
     const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s, uint32_t* keys) {
   uint16_t* qp = reinterpret_cast<uint16_t*>(s.q);
-  stage_query_pairs(p, d, rr.row, qp);
-  stage_weights(p, d, rr.row, s.w);
+  if (rr.stage) {
+    stage_query_pairs(p, d, rr.row, qp);
+    stage_weights(p, d, rr.row, s.w);
+  }
   const int64_t hv = head_vectors(p.num_heads);
   const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
   const uint16_t* k[kKeyBlock];
-  kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first);
+  kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first, rr.j0);
   clear_hist(s.hist);
-  int64_t j0 = 0;
-  for (; j0 + kKeyBlock <= rr.n; j0 += kKeyBlock) {
+  int64_t j0 = rr.j0;
+  for (; j0 + kKeyBlock <= rr.j1; j0 += kKeyBlock) {
     for (int j = 0; j < kKeyBlock; ++j) prefetch_key(p, d, rr, j0 + kPrefetchAhead + j);
     for (int j = 0; j < kKeyBlock; ++j) k[j] = bf16_key(p, cur.next(), s.kb + j * kD);
     Vec tv[kKeyBlock];
@@ -300,7 +304,7 @@ __attribute__((target("avx512bf16"), noinline)) void score_row_bf16(
     score_keys_bf16<kKeyBlock>(qp, s.w, hv, tail, k, tv);
     for (int j = 0; j < kKeyBlock; ++j) put_key(vreduce_add(tv[j]), keys + j0 + j, s.hist);
   }
-  for (; j0 < rr.n; ++j0) {
+  for (; j0 < rr.j1; ++j0) {
     k[0] = bf16_key(p, cur.next(), s.kb);
     Vec tv[1] = {vzero()};
     score_keys_bf16<1>(qp, s.w, hv, tail, k, tv);

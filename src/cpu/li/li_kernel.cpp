@@ -32,6 +32,10 @@ struct LiBatch {
 struct LiLayout {
   int lanes = 1;
   size_t batches = 0, row_batch = 0, lanes_at = 0, lane_bytes = 0, bytes = 0;
+  // Split mode (fewer rows than lanes, li_run): the rows' references, and one slot per (row,
+  // share) task of the scratch a share needs of its own (the key staging, a partial histogram).
+  size_t row_refs = 0, shares_at = 0, share_bytes = 0;
+  size_t share_kt = 0, share_kb = 0, share_hist = 0;  // within a share slot
   size_t q = 0, w = 0, kt = 0, kb = 0, keys = 0, hist = 0, sel = 0, tmp = 0,
          cand = 0;  // within a lane
 };
@@ -60,6 +64,15 @@ LiLayout li_layout(const LiParams& p) {
                            static_cast<size_t>(li_topk_candidates(p.sparse_count, p.kv_cap) + 1));
   l.lane_bytes = lane;
   l.lanes_at = take(&at, l.lane_bytes * static_cast<size_t>(l.lanes));
+  if (p.num_rows < kLiMaxLanes) {
+    size_t share = 0;
+    l.share_kt = take(&share, sizeof(float) * kLiKeyBlock * kLiHeadDim);
+    l.share_kb = take(&share, sizeof(uint16_t) * kLiKeyBlock * kLiHeadDim);
+    l.share_hist = take(&share, sizeof(uint32_t) * kLiRadixBins);
+    l.share_bytes = share;
+    l.row_refs = take(&at, sizeof(LiRowRef) * static_cast<size_t>(l.lanes));
+    l.shares_at = take(&at, l.share_bytes * static_cast<size_t>(kLiMaxLanes));
+  }
   l.bytes = at + kAlign;  // slack to align the caller's pointer
   return l;
 }
@@ -186,29 +199,38 @@ struct Run {
   LiScoreRowFn score;
 };
 
-void run_row(const Run& r, int64_t row, int worker) {
+// The row's reference for scoring all of its keys, or false when it selects nothing (its outputs
+// are then written here).
+bool row_ref(const Run& r, int64_t row, LiRowRef* rr) {
   const LiParams& p = *r.p;
   const LiData& d = *r.d;
-  if (r.call_fault) return write_empty(p, d, row, 0, true);
+  if (r.call_fault) return write_empty(p, d, row, 0, true), false;
   const int64_t b = p.q_tnd ? r.row_batch[row] : row / p.s1;
-  if (b < 0) return write_empty(p, d, row, 0, false);  // past the last prefix sum
+  if (b < 0) return write_empty(p, d, row, 0, false), false;  // past the last prefix sum
   const LiBatch& bs = r.batches[b];
-  if (bs.fault != 0) return write_empty(p, d, row, 0, true);
+  if (bs.fault != 0) return write_empty(p, d, row, 0, true), false;
   const int64_t i = row - bs.q_first;
-  if (i >= bs.lq) return write_empty(p, d, row, 0, false);  // BSND padding row
+  if (i >= bs.lq) return write_empty(p, d, row, 0, false), false;  // BSND padding row
   // D9: sparse_mode 3 admits j < S2_b - S1_b + i + 1.
   const int64_t n =
       std::clamp<int64_t>(p.sparse_mode == 3 ? bs.lkv - bs.lq + i + 1 : bs.lkv, 0, bs.lkv);
-  if (n == 0) return write_empty(p, d, row, 0, false);
+  if (n == 0) return write_empty(p, d, row, 0, false), false;
+  rr->row = row;
+  rr->batch = b;
+  rr->i = i;
+  rr->kv_first = bs.kv_first;
+  rr->n = n;
+  rr->j0 = 0;
+  rr->j1 = n;
+  rr->stage = true;
+  return true;
+}
 
-  const LiScratch s = lane_scratch(*r.l, r.base, worker);
-  LiRowRef rr;
-  rr.row = row;
-  rr.batch = b;
-  rr.i = i;
-  rr.kv_first = bs.kv_first;
-  rr.n = n;
-  r.score(p, d, rr, s, s.keys);
+// The selection of a scored row (keys and the first digit's histogram in s) and its outputs.
+void select_row(const Run& r, const LiRowRef& rr, const LiScratch& s) {
+  const LiParams& p = *r.p;
+  const LiData& d = *r.d;
+  const int64_t row = rr.row;
   int32_t* idx = d.indices + row * p.sparse_count;
   LiTopkScratch ts;
   ts.hist = s.hist;
@@ -216,8 +238,7 @@ void run_row(const Run& r, int64_t row, int worker) {
   ts.tmp = s.tmp;
   ts.cand = s.cand;
   ts.cand_cap = li_topk_candidates(p.sparse_count, p.kv_cap);
-  // The scorer histogrammed the keys' first radix digit into s.hist.
-  const int64_t c = li_select_topk(s.keys, n, p.sparse_count, ts, true, idx);
+  const int64_t c = li_select_topk(s.keys, rr.n, p.sparse_count, ts, true, idx);
   if (d.scores != nullptr) {
     float* sc = d.scores + row * p.sparse_count;
     for (int64_t k = 0; k < c; ++k) sc[k] = li_order_value(static_cast<uint32_t>(s.sel[k] >> 32));
@@ -232,6 +253,86 @@ void run_row(const Run& r, int64_t row, int worker) {
     }
   }
   write_empty(p, d, row, c, false);
+}
+
+// One task per row: score all its keys in the worker's lane, select.
+void run_row(const Run& r, int64_t row, int worker) {
+  LiRowRef rr;
+  if (!row_ref(r, row, &rr)) return;
+  const LiScratch s = lane_scratch(*r.l, r.base, worker);
+  r.score(*r.p, *r.d, rr, s, s.keys);
+  select_row(r, rr, s);
+}
+
+// Split mode: fewer rows than threads, so each row's keys are cut into `per_row` shares scored by
+// tasks of their own (row r owns lane r). Phase 1 (per row): the row's reference, the query and
+// weights staged into its lane. Phase 2 (per (row, share)): the share's keys into the row's key
+// buffer, its first-digit histogram into the share's slot. Phase 3 (per row): the histograms
+// summed in share order, the selection. A key's order key does not depend on which share scores
+// it and the histogram is a sum of integers, so the output is the bits of the one-task path.
+struct Split {
+  const Run* run;
+  LiRowRef* refs;
+  std::byte* shares;
+  int64_t per_row;
+};
+
+// The keys [j0, j1) of share `part` of a row of n keys: block-aligned (128 rows) pieces of at
+// least 1024 keys (a smaller share costs more to hand out than it saves).
+void share_range(int64_t n, int64_t part, int64_t shares, int64_t* j0, int64_t* j1) {
+  int64_t len = std::max<int64_t>((n + shares - 1) / shares, 1024);
+  len = (len + 127) / 128 * 128;
+  *j0 = std::min(n, part * len);
+  *j1 = std::min(n, *j0 + len);
+}
+
+void split_stage(const Split& sp, int64_t row) {
+  const Run& r = *sp.run;
+  LiRowRef& rr = sp.refs[row];
+  if (!row_ref(r, row, &rr)) {
+    rr.n = 0;
+    return;
+  }
+  const LiScratch s = lane_scratch(*r.l, r.base, static_cast<int>(row));
+  LiRowRef stage = rr;
+  stage.j1 = 0;  // stage only
+  r.score(*r.p, *r.d, stage, s, s.keys);
+}
+
+LiScratch share_scratch(const Split& sp, int64_t row, int64_t task) {
+  const LiLayout& l = *sp.run->l;
+  LiScratch s = lane_scratch(l, sp.run->base, static_cast<int>(row));
+  std::byte* t = sp.shares + l.share_bytes * static_cast<size_t>(task);
+  s.kt = reinterpret_cast<float*>(t + l.share_kt);
+  s.kb = reinterpret_cast<uint16_t*>(t + l.share_kb);
+  s.hist = reinterpret_cast<uint32_t*>(t + l.share_hist);
+  return s;
+}
+
+void split_score(const Split& sp, int64_t task) {
+  const int64_t row = task / sp.per_row, part = task % sp.per_row;
+  LiRowRef rr = sp.refs[row];
+  if (rr.n == 0) return;
+  const LiScratch s = share_scratch(sp, row, task);
+  share_range(rr.n, part, sp.per_row, &rr.j0, &rr.j1);
+  rr.stage = false;
+  if (rr.j0 < rr.j1) {
+    sp.run->score(*sp.run->p, *sp.run->d, rr, s, s.keys);
+  } else {
+    std::memset(s.hist, 0, sizeof(uint32_t) * kLiRadixBins);
+  }
+}
+
+void split_select(const Split& sp, int64_t row) {
+  const LiRowRef& rr = sp.refs[row];
+  if (rr.n == 0) return;
+  const LiScratch s = lane_scratch(*sp.run->l, sp.run->base, static_cast<int>(row));
+  std::memset(s.hist, 0, sizeof(uint32_t) * kLiRadixBins);
+  for (int64_t part = 0; part < sp.per_row; ++part) {
+    const uint32_t* h = share_scratch(sp, row, row * sp.per_row + part).hist;
+    for (int64_t b = 0; b < kLiRadixBins; ++b) s.hist[b] += h[b];
+  }
+  select_row(*sp.run, rr, s);
 }
 
 }  // namespace
@@ -265,9 +366,25 @@ Status li_run(const LiParams& p, const LiData& d, Isa isa, int num_threads, void
   const int threads = num_threads > 0 ? num_threads : default_num_threads();
   const int participants =
       static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(threads, p.num_rows), 1, l.lanes));
-  // The lambda captures one pointer, so std::function keeps it inline (no allocation).
-  parallel_for(p.num_rows, participants,
-               [r = &run](int64_t row, int worker) { run_row(*r, row, worker); });
+  // Fewer rows than threads: split each row's keys so that every thread has work (at most
+  // kLiMaxLanes share slots in all).
+  const int64_t per_row =
+      p.num_rows > 0 && p.num_rows < threads && p.num_rows < kLiMaxLanes
+          ? std::min<int64_t>((threads + p.num_rows - 1) / p.num_rows, kLiMaxLanes / p.num_rows)
+          : 1;
+  // Each lambda captures one pointer, so std::function keeps it inline (no allocation).
+  if (per_row > 1) {
+    const Split sp{&run, reinterpret_cast<LiRowRef*>(base + l.row_refs), base + l.shares_at,
+                   per_row};
+    const int64_t tasks = p.num_rows * per_row;
+    parallel_for(p.num_rows, participants, [s = &sp](int64_t row, int) { split_stage(*s, row); });
+    parallel_for(tasks, static_cast<int>(std::min<int64_t>(threads, tasks)),
+                 [s = &sp](int64_t task, int) { split_score(*s, task); });
+    parallel_for(p.num_rows, participants, [s = &sp](int64_t row, int) { split_select(*s, row); });
+  } else {
+    parallel_for(p.num_rows, participants,
+                 [r = &run](int64_t row, int worker) { run_row(*r, row, worker); });
+  }
   if (!pr.first.empty()) return core::fail(Status::kInvalid, kLiOpName, pr.first);
   return Status::kSuccess;
 }

@@ -76,9 +76,14 @@ struct LiData {
 };
 
 /// A query row the kernel scores: its batch, where its batch's keys start (TND), and its number
-/// of valid keys n >= 1 (keys 0..n-1 of the batch's logical sequence).
+/// of valid keys n >= 1 (keys 0..n-1 of the batch's logical sequence); and what one scorer call
+/// does with it: the keys [j0, j1) (the whole row, or one thread's share when a row's keys are
+/// split across threads), staging the query row and weights into the scratch first or finding
+/// them staged there.
 struct LiRowRef {
   int64_t row = 0, batch = 0, i = 0, kv_first = 0, n = 0;
+  int64_t j0 = 0, j1 = 0;
+  bool stage = true;
 };
 
 /// One participant's scratch (64-byte aligned pieces of the workspace).
@@ -139,8 +144,16 @@ inline const uint16_t* li_key_row(const LiParams& p, const LiData& d, int64_t b,
 /// key (paged: one block-table read per block).
 class LiKeyCursor {
  public:
-  LiKeyCursor(const LiParams& p, const LiData& d, int64_t b, int64_t kv_first)
-      : p_(p), d_(d), b_(b), kv_first_(kv_first) {}
+  /// Starts at row j0 (a valid key: its block id was checked).
+  LiKeyCursor(const LiParams& p, const LiData& d, int64_t b, int64_t kv_first, int64_t j0 = 0)
+      : p_(p), d_(d), b_(b), kv_first_(kv_first), j_(j0) {
+    if (p_.key_layout != LiKeyLayout::kPaged || j0 == 0) return;
+    slot_ = j0 / p_.block_size;
+    pos_ = j0 % p_.block_size;
+    if (pos_ == 0) return;
+    const int64_t blk = d_.block_table[b_ * p_.bt_s0 + slot_++ * p_.bt_s1];
+    block_ = static_cast<const uint16_t*>(d_.key) + blk * p_.k_s0;
+  }
   const uint16_t* next() {
     if (p_.key_layout != LiKeyLayout::kPaged) return li_key_row(p_, d_, b_, kv_first_, j_++);
     if (pos_ == 0 || pos_ == p_.block_size) {

@@ -8,10 +8,12 @@
 
 namespace kvflash::cpu {
 
-/// Writes the order keys (li_order_key) of the scores of keys 0..rr.n-1 of row rr into keys, and
-/// the histogram of their first radix digits (key >> kLiRadixShift0) into s.hist (the selection's
-/// first pass), using the scratch s. The seam of li_kernel-inl.h: a matrix-engine scorer has this
-/// signature and duty too.
+/// Writes the order keys (li_order_key) of the scores of keys rr.j0..rr.j1-1 of row rr into
+/// keys[rr.j0, rr.j1), and the histogram of their first radix digits (key >> kLiRadixShift0) into
+/// s.hist (the selection's first pass, for those keys), using the scratch s; stages the query row
+/// and weights into s.q, s.w first when rr.stage (else reads them there). A key's order key is
+/// the same bits whichever range, call or thread scores it. The seam of li_kernel-inl.h: a
+/// matrix-engine scorer has this signature and duty too.
 using LiScoreRowFn = void (*)(const LiParams& p, const LiData& d, const LiRowRef& rr,
                               const LiScratch& s, uint32_t* keys);
 
