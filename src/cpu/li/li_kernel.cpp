@@ -35,6 +35,7 @@ struct LiLayout {
   // Split mode (fewer rows than lanes, li_run): the rows' references, and one slot per (row,
   // share) task of the scratch a share needs of its own (the key staging, a partial histogram).
   size_t row_refs = 0, shares_at = 0, share_bytes = 0;
+  size_t groups = 0;                                  // row-group mode: the groups' first rows
   size_t share_kt = 0, share_kb = 0, share_hist = 0;  // within a share slot
   size_t q = 0, w = 0, kt = 0, kb = 0, keys = 0, hist = 0, sel = 0, tmp = 0,
          cand = 0;  // within a lane
@@ -51,11 +52,12 @@ LiLayout li_layout(const LiParams& p) {
   };
   l.batches = take(&at, sizeof(LiBatch) * static_cast<size_t>(p.batch));
   l.row_batch = take(&at, sizeof(int32_t) * static_cast<size_t>(p.q_tnd ? p.num_rows : 0));
+  l.groups = take(&at, sizeof(int32_t) * static_cast<size_t>(p.num_rows + 1));
   size_t lane = 0;
   l.q = take(&lane, sizeof(float) * kLiHeadDim * kLiMaxHeads);
   l.w = take(&lane, sizeof(float) * kLiMaxHeads);
-  l.kt = take(&lane, sizeof(float) * kLiKeyBlock * kLiHeadDim);
-  l.kb = take(&lane, sizeof(uint16_t) * kLiKeyBlock * kLiHeadDim);
+  l.kt = take(&lane, sizeof(float) * kLiKeyChunk * kLiHeadDim);
+  l.kb = take(&lane, sizeof(uint16_t) * kLiKeyChunk * kLiHeadDim);
   l.keys = take(&lane, sizeof(uint32_t) * static_cast<size_t>(std::max<int64_t>(p.kv_cap, 1)));
   l.hist = take(&lane, sizeof(uint32_t) * kLiRadixBins);
   l.sel = take(&lane, sizeof(uint64_t) * static_cast<size_t>(p.sparse_count + 1));
@@ -66,6 +68,7 @@ LiLayout li_layout(const LiParams& p) {
   l.lanes_at = take(&at, l.lane_bytes * static_cast<size_t>(l.lanes));
   if (p.num_rows < kLiMaxLanes) {
     size_t share = 0;
+    // Shares score one row at a time: one register block of keys.
     l.share_kt = take(&share, sizeof(float) * kLiKeyBlock * kLiHeadDim);
     l.share_kb = take(&share, sizeof(uint16_t) * kLiKeyBlock * kLiHeadDim);
     l.share_hist = take(&share, sizeof(uint32_t) * kLiRadixBins);
@@ -196,7 +199,7 @@ struct Run {
   const LiBatch* batches;
   const int32_t* row_batch;
   bool call_fault;
-  LiScoreRowFn score;
+  LiScoreRowsFn score;
 };
 
 // The row's reference for scoring all of its keys, or false when it selects nothing (its outputs
@@ -260,8 +263,49 @@ void run_row(const Run& r, int64_t row, int worker) {
   LiRowRef rr;
   if (!row_ref(r, row, &rr)) return;
   const LiScratch s = lane_scratch(*r.l, r.base, worker);
-  r.score(*r.p, *r.d, rr, s, s.keys);
+  r.score(*r.p, *r.d, &rr, &s, 1);
   select_row(r, rr, s);
+}
+
+// Row-group mode: consecutive query rows of one batch (MTP, prefill) in one task, scored in one
+// pass over the batch's keys (each key block read once for both), in lanes 2w and 2w + 1 of
+// worker w; then each row's selection. groups[g] is the first row of group g, groups[g + 1] the
+// end.
+void run_group(const Run& r, const int32_t* groups, int64_t g, int worker) {
+  LiRowRef rr[kLiRowGroup];
+  LiScratch s[kLiRowGroup];
+  int count = 0;
+  for (int64_t row = groups[g]; row < groups[g + 1]; ++row) {
+    if (!row_ref(r, row, &rr[count])) continue;
+    s[count] = lane_scratch(*r.l, r.base, kLiRowGroup * worker + count);
+    ++count;
+  }
+  if (count == 0) return;
+  r.score(*r.p, *r.d, rr, s, count);
+  for (int i = 0; i < count; ++i) select_row(r, rr[i], s[i]);
+}
+
+struct GroupRun {
+  const Run* run;
+  const int32_t* groups;
+};
+
+// The row groups of the call into groups[0, G] (G + 1 entries); returns G. Pairs of consecutive
+// rows of one batch (device data: the TND row map), everything else alone; a function of the
+// inputs only.
+int64_t make_groups(const LiParams& p, const int32_t* row_batch, bool call_fault, int32_t* groups) {
+  const auto batch_of = [&](int64_t row) -> int64_t {
+    if (call_fault) return -1;
+    return p.q_tnd ? row_batch[row] : row / p.s1;
+  };
+  int64_t g = 0, row = 0;
+  while (row < p.num_rows) {
+    groups[g++] = static_cast<int32_t>(row);
+    const int64_t b = batch_of(row);
+    row += row + 1 < p.num_rows && b >= 0 && batch_of(row + 1) == b ? kLiRowGroup : 1;
+  }
+  groups[g] = static_cast<int32_t>(p.num_rows);
+  return g;
 }
 
 // Split mode: fewer rows than threads, so each row's keys are cut into `per_row` shares scored by
@@ -296,7 +340,7 @@ void split_stage(const Split& sp, int64_t row) {
   const LiScratch s = lane_scratch(*r.l, r.base, static_cast<int>(row));
   LiRowRef stage = rr;
   stage.j1 = 0;  // stage only
-  r.score(*r.p, *r.d, stage, s, s.keys);
+  r.score(*r.p, *r.d, &stage, &s, 1);
 }
 
 LiScratch share_scratch(const Split& sp, int64_t row, int64_t task) {
@@ -317,7 +361,7 @@ void split_score(const Split& sp, int64_t task) {
   share_range(rr.n, part, sp.per_row, &rr.j0, &rr.j1);
   rr.stage = false;
   if (rr.j0 < rr.j1) {
-    sp.run->score(*sp.run->p, *sp.run->d, rr, s, s.keys);
+    sp.run->score(*sp.run->p, *sp.run->d, &rr, &s, 1);
   } else {
     std::memset(s.hist, 0, sizeof(uint32_t) * kLiRadixBins);
   }
@@ -347,17 +391,17 @@ Status li_run(const LiParams& p, const LiData& d, Isa isa, int num_threads, void
   auto* row_batch = reinterpret_cast<int32_t*>(base + l.row_batch);
   const Prologue pr = resolve(p, d, batches, row_batch);
 
-  LiScoreRowFn score = li_score_row_scalar;
+  LiScoreRowsFn score = li_score_rows_scalar;
   switch (isa) {
     case Isa::kAmx:  // no AMX tiles in this kernel yet: the AVX-512 BF16 scorer
     case Isa::kAvx512Bf16:
-      score = p.dtype == DType::kBFloat16 ? li_score_row_avx512bf16 : li_score_row_avx512;
+      score = p.dtype == DType::kBFloat16 ? li_score_rows_avx512bf16 : li_score_rows_avx512;
       break;
     case Isa::kAvx512:
-      score = li_score_row_avx512;
+      score = li_score_rows_avx512;
       break;
     case Isa::kAvx2:
-      score = li_score_row_avx2;
+      score = li_score_rows_avx2;
       break;
     case Isa::kScalar:
       break;
@@ -382,8 +426,19 @@ Status li_run(const LiParams& p, const LiData& d, Isa isa, int num_threads, void
                  [s = &sp](int64_t task, int) { split_score(*s, task); });
     parallel_for(p.num_rows, participants, [s = &sp](int64_t row, int) { split_select(*s, row); });
   } else {
-    parallel_for(p.num_rows, participants,
-                 [r = &run](int64_t row, int worker) { run_row(*r, row, worker); });
+    // Row groups when some rows pair up and the lanes still give every thread its own pair.
+    auto* groups = reinterpret_cast<int32_t*>(base + l.groups);
+    const int64_t num_groups = make_groups(p, row_batch, pr.call_fault, groups);
+    const int64_t group_workers = std::min<int64_t>(threads, num_groups);
+    if (num_groups < p.num_rows && group_workers <= l.lanes / kLiRowGroup) {
+      const GroupRun gr{&run, groups};
+      parallel_for(
+          num_groups, static_cast<int>(group_workers),
+          [g = &gr](int64_t task, int worker) { run_group(*g->run, g->groups, task, worker); });
+    } else {
+      parallel_for(p.num_rows, participants,
+                   [r = &run](int64_t row, int worker) { run_row(*r, row, worker); });
+    }
   }
   if (!pr.first.empty()) return core::fail(Status::kInvalid, kLiOpName, pr.first);
   return Status::kSuccess;

@@ -90,8 +90,8 @@ struct LiRowRef {
 struct LiScratch {
   float* q;        ///< the staged query: 128 x 64 fp32 (or 64 x 64 bf16 pairs)
   float* w;        ///< the staged weights: 64 fp32
-  float* kt;       ///< key rows widened to fp32: kLiKeyBlock x 128
-  uint16_t* kb;    ///< key rows gathered contiguously (strided key views): kLiKeyBlock x 128
+  float* kt;       ///< key rows widened to fp32: kLiKeyChunk x 128 (share slots: kLiKeyBlock)
+  uint16_t* kb;    ///< key rows gathered contiguously (strided key views): the same
   uint32_t* keys;  ///< the row's scores as ordered keys: kv_cap
   uint32_t* hist;  ///< radix-select histogram: kLiRadixBins
   uint64_t* sel;   ///< the selection being sorted: sparse_count + 1
@@ -99,6 +99,11 @@ struct LiScratch {
   int32_t* cand;   ///< the radix select's candidates: li_topk_candidates() + 1
 };
 inline constexpr int64_t kLiKeyBlock = 4;
+/// Query rows of one batch scored together, sharing each key block's read (li_kernel-inl.h): two
+/// staged queries (2 x 16 KiB as bf16 pairs) and a key block stay in a 48 KiB L1D.
+inline constexpr int kLiRowGroup = 2;
+/// Keys a row group fetches per step (li_kernel-inl.h), each row scoring them in turn.
+inline constexpr int64_t kLiKeyChunk = 32;
 inline constexpr int64_t kLiRadixBins = 2048;
 
 /// Bytes of workspace li_run needs for p (any alignment accepted): a function of p only.
