@@ -1,7 +1,9 @@
 // Causal prefill through the CPU FIA kernel (src/cpu/fia/) at Llama-3-8B attention heads:
 // B = 1, N = 32, KV_N = 8, D = 128, bf16, BSND, sparse mode 3 with S1 = S2 (band j <= i).
 //   kvflash_cpu_fia_bench <tokens> <threads> [reps]
-// Prints the best time and the causal FLOP rate (4 * N * D * S * (S + 1) / 2 FLOPs). Compare with
+// Prints the best time and the causal FLOP rate (4 * N * D * S * (S + 1) / 2 FLOPs), and the
+// machine's compute ceiling measured in the same run on the same threads (tools/bf16_peak.hpp: the
+// larger of the vdpbf16ps and fp32 FMA peaks) with the kernel's fraction of it. Compare with
 // bench/sdpa_causal.py (torch SDPA, is_causal=True) on the same threads.
 #include <algorithm>
 #include <chrono>
@@ -13,6 +15,7 @@
 #include "core/half.hpp"
 #include "cpu/fia/fia_kernel.hpp"
 #include "cpu/isa.hpp"
+#include "tools/bf16_peak.hpp"
 
 int main(int argc, char** argv) {
   using namespace kvflash;
@@ -51,8 +54,12 @@ int main(int argc, char** argv) {
     if (r > 0) best = std::min(best, s);
   }
   const double flops = 4.0 * N * D * static_cast<double>(S) * (S + 1) / 2.0;
-  std::printf("fia prefill causal S=%lld threads=%d isa=%s: %.1f ms, %.1f GFLOP/s\n",
-              static_cast<long long>(S), threads, cpu::isa_name(cpu::active_isa()), best * 1e3,
-              flops / best * 1e-9);
+  const double bf16 = tools::measure_bf16_peak_gflops(threads);
+  const double fma = tools::measure_fma_peak_gflops(threads);
+  const double peak = std::max(bf16, fma), gf = flops / best * 1e-9;
+  std::printf("fia prefill causal S=%lld threads=%d isa=%s: %.1f ms, %.1f GFLOP/s; peak bf16 %.1f "
+              "fma %.1f GFLOP/s: %.3f of peak\n",
+              static_cast<long long>(S), threads, cpu::isa_name(cpu::active_isa()), best * 1e3, gf,
+              bf16, fma, peak > 0 ? gf / peak : 0.0);
   return 0;
 }

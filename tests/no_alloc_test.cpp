@@ -13,6 +13,9 @@
 
 #include "kvflash/ifa.hpp"
 #include "kvflash/sfa.hpp"
+#include "cpu/fia/fia_kernel.hpp"
+#include "support/fia_bind.hpp"
+#include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/sfa_cases.hpp"
 
@@ -109,6 +112,23 @@ TEST(NoAllocation, IfaRunOnEveryCase) {
 
 TEST(NoAllocation, SfaRunOnEveryCase) {
   expect_no_allocation<SfaPlan, SfaCaseData>(sfa_cases_for_run());
+}
+
+// The FIA prefill kernel has no plan yet (its operator binding follows the backend contract), so
+// its run is reached directly: fia_run over the kernel test's binding of every case.
+TEST(NoAllocation, FiaKernelRunOnEveryCase) {
+  for (const FiaCase& c : fia_cases_for_run()) {
+    if (!fia_kernel_covers(c)) continue;
+    FiaCaseData data(c);
+    const FiaBound bd = bind(c, data.call());
+    std::vector<std::byte> ws(cpu::fia_workspace_size(bd.p));
+    for (int threads : kThreads) {
+      cpu::fia_run(bd.p, bd.d, ws.data(), ws.size(), threads);  // warm
+      const int64_t n =
+          allocations_during([&] { cpu::fia_run(bd.p, bd.d, ws.data(), ws.size(), threads); });
+      ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
+    }
+  }
 }
 
 }  // namespace

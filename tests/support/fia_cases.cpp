@@ -182,6 +182,30 @@ std::vector<FiaCase> fia_cases(Tier tier) {
     add(c);
   }
 
+  // Long decode rows in mixed batches: the kernel's split-KV path (a batch of <= 16 score rows
+  // that sees more than 8 key tiles runs as chunks of 512 positions, merged). TND mode 3 with a
+  // sink and LSE (prefill branch), and BSND with S1 = 1 (the decode branch) with a mask.
+  {
+    FiaCase c;
+    c.layout = FiaLayout::kTnd;
+    c.q_dtype = c.kv_dtype = c.out_dtype = DType::kBFloat16;
+    c.num_heads = 8, c.num_kv_heads = 2, c.head_dim = 64;
+    c.q_lens = {1, 9, 2}, c.kv_lens = {1100, 20, 700};
+    c.sparse_mode = 3, c.mask = FiaMask::kCompressed;
+    c.lse = true, c.sink = true;
+    c.tag = "split_kv_long_rows";
+    add(c);
+  }
+  {
+    FiaCase c;
+    c.q_dtype = c.kv_dtype = c.out_dtype = DType::kFloat16;
+    c.num_heads = 4, c.num_kv_heads = 1, c.head_dim = 64;
+    c.q_lens = {1, 1}, c.kv_lens = {1300, 40};
+    c.mask = FiaMask::kIfaBS, c.lse = true;
+    c.tag = "split_kv_decode_branch";
+    add(c);
+  }
+
   // 2. vllm-ascend: mixed decode + prefill TND, paged BnBsH, mode 3 (and sinks through v2, mode 4
   //    sliding window), cumulative query lengths, per-request KV lengths.
   for (int64_t bs : {16, 128}) {

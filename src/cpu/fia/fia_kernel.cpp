@@ -1,10 +1,9 @@
-// The FIA prefill driver: workspace layout, the task list (longest first), the ISA entry and the
-// padding rows. See fia_kernel.hpp.
+// The FIA prefill driver: workspace layout, the task list (longest first), split-KV chunks and
+// their merge, the ISA entry and the padding rows. See fia_kernel.hpp.
 #include "cpu/fia/fia_kernel.hpp"
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include "cpu/fia/fia_kernel_isa.hpp"
 #include "cpu/isa.hpp"
@@ -18,45 +17,88 @@ constexpr size_t kAlign = 64;
 struct FiaTask {
   int64_t cost;  ///< key tiles visited
   int64_t b, n2, qt;
+  int64_t t_first, t_last;  ///< key tiles (split chunk), or 0 / INT64_MAX
+  int64_t slot;             ///< first float of its merge slot rows, or -1: rows finished
+};
+
+struct FiaMergeUnit {
+  int64_t b, n2, qt, chunks, slot;
 };
 
 size_t round_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-int64_t num_tasks(const FiaParams& p) {
-  const int64_t tq = fia_query_tile(p.num_heads / p.num_kv_heads);
-  int64_t n = 0;
-  for (int64_t b = 0; b < p.batch; ++b) n += (p.batches[b].q_rows + tq - 1) / tq * p.num_kv_heads;
-  return n;
+int64_t group(const FiaParams& p) { return p.num_heads / p.num_kv_heads; }
+
+// Key tiles [first, last] query tile qt of batch bt visits (first > last: none).
+void tile_range(const FiaParams& p, const FiaBatch& bt, int64_t qt, int64_t* first, int64_t* last) {
+  const int64_t tq = fia_query_tile(group(p));
+  const int64_t i0 = qt * tq, i1 = std::min(bt.q_rows, i0 + tq);
+  const int64_t jlo = std::max<int64_t>(0, i0 + bt.band_lo);
+  const int64_t jhi = std::min<int64_t>(bt.kv_len - 1, (i1 - 1) + bt.band_hi);
+  *first = jlo > jhi ? 1 : jlo / kFiaKeyTile;
+  *last = jlo > jhi ? 0 : jhi / kFiaKeyTile;
+}
+
+// Whether batch bt runs split (a function of the batch alone).
+bool split_batch(const FiaParams& p, const FiaBatch& bt) {
+  if (bt.q_rows * group(p) > kFiaSplitRows || bt.q_rows == 0) return false;
+  int64_t f = 0, l = 0;
+  tile_range(p, bt, 0, &f, &l);
+  return l - f + 1 > kFiaSplitTiles;
+}
+
+// Split chunks of a split batch's (only) query tile.
+int64_t split_chunks(const FiaParams& p, const FiaBatch& bt) {
+  int64_t f = 0, l = 0;
+  tile_range(p, bt, 0, &f, &l);
+  return l / kFiaSplitTiles - f / kFiaSplitTiles + 1;
+}
+
+struct Counts {
+  int64_t tasks = 0, merges = 0, slot_floats = 0;
+};
+
+Counts count(const FiaParams& p) {
+  const int64_t tq = fia_query_tile(group(p));
+  const int64_t rowf = static_cast<int64_t>(scalar::fia_slot_floats_entry(p));
+  Counts c;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const FiaBatch& bt = p.batches[b];
+    if (split_batch(p, bt)) {
+      const int64_t ch = split_chunks(p, bt);
+      c.tasks += ch * p.num_kv_heads;
+      c.merges += p.num_kv_heads;
+      c.slot_floats += ch * bt.q_rows * group(p) * rowf * p.num_kv_heads;
+    } else {
+      c.tasks += (bt.q_rows + tq - 1) / tq * p.num_kv_heads;
+    }
+  }
+  return c;
 }
 
 size_t scratch_bytes(const FiaParams& p) {
   return round_up(static_cast<size_t>(scalar::fia_scratch_floats_entry(p)) * sizeof(float));
 }
 
-// Key tiles task (b, ., qt) visits: the same range rule as fia_task.
-int64_t task_cost(const FiaParams& p, const FiaBatch& bt, int64_t qt) {
-  const int64_t tq = fia_query_tile(p.num_heads / p.num_kv_heads);
-  const int64_t i0 = qt * tq, i1 = std::min(bt.q_rows, i0 + tq);
-  const int64_t jlo = std::max<int64_t>(0, i0 + bt.band_lo);
-  const int64_t jhi = std::min<int64_t>(bt.kv_len - 1, (i1 - 1) + bt.band_hi);
-  return jlo > jhi ? 0 : jhi / kFiaKeyTile - jlo / kFiaKeyTile + 1;
-}
-
-using TaskFn = void (*)(const FiaParams&, const FiaData&, float*, int64_t, int64_t, int64_t);
-
 struct Run {
   const FiaParams* p;
   const FiaData* d;
   const FiaTask* tasks;
+  const FiaMergeUnit* merges;
+  float* slots;
   std::byte* scratch;
   size_t stride;
-  TaskFn fn;
+  FiaTaskFn fn;
+  FiaMergeFn merge;
 };
 
 }  // namespace
 
 size_t fia_workspace_size(const FiaParams& p) {
-  return kAlign + round_up(static_cast<size_t>(num_tasks(p)) * sizeof(FiaTask)) +
+  const Counts c = count(p);
+  return kAlign + round_up(static_cast<size_t>(c.tasks) * sizeof(FiaTask)) +
+         round_up(static_cast<size_t>(c.merges) * sizeof(FiaMergeUnit)) +
+         round_up(static_cast<size_t>(c.slot_floats) * sizeof(float)) +
          static_cast<size_t>(kFiaMaxParticipants) * scratch_bytes(p);
 }
 
@@ -65,60 +107,90 @@ void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t works
   (void)workspace_size;  // the caller sized it with fia_workspace_size(p)
   auto* base = reinterpret_cast<std::byte*>(
       (reinterpret_cast<uintptr_t>(workspace) + kAlign - 1) / kAlign * kAlign);
-  const int64_t nt = num_tasks(p);
+  const Counts c = count(p);
   auto* tasks = reinterpret_cast<FiaTask*>(base);
-  int64_t k = 0;
-  const int64_t tq = fia_query_tile(p.num_heads / p.num_kv_heads);
+  base += round_up(static_cast<size_t>(c.tasks) * sizeof(FiaTask));
+  auto* merges = reinterpret_cast<FiaMergeUnit*>(base);
+  base += round_up(static_cast<size_t>(c.merges) * sizeof(FiaMergeUnit));
+  auto* slots = reinterpret_cast<float*>(base);
+  base += round_up(static_cast<size_t>(c.slot_floats) * sizeof(float));
+
+  const int64_t G = group(p), tq = fia_query_tile(G);
+  const int64_t rowf = static_cast<int64_t>(scalar::fia_slot_floats_entry(p));
+  int64_t k = 0, mu = 0, slot = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
-    const int64_t qts = (p.batches[b].q_rows + tq - 1) / tq;
+    const FiaBatch& bt = p.batches[b];
+    if (split_batch(p, bt)) {
+      int64_t f = 0, l = 0;
+      tile_range(p, bt, 0, &f, &l);
+      const int64_t ch = split_chunks(p, bt), rows = bt.q_rows * G;
+      for (int64_t n2 = 0; n2 < p.num_kv_heads; ++n2) {
+        merges[mu++] = {b, n2, 0, ch, slot};
+        for (int64_t x = 0; x < ch; ++x) {
+          const int64_t c0 = (f / kFiaSplitTiles + x) * kFiaSplitTiles;
+          const int64_t t0 = std::max(f, c0), t1 = std::min(l, c0 + kFiaSplitTiles - 1);
+          tasks[k++] = {t1 - t0 + 1, b, n2, 0, t0, t1, slot};
+          slot += rows * rowf;
+        }
+      }
+      continue;
+    }
+    const int64_t qts = (bt.q_rows + tq - 1) / tq;
     for (int64_t qt = 0; qt < qts; ++qt) {
-      const int64_t cost = task_cost(p, p.batches[b], qt);
-      for (int64_t n2 = 0; n2 < p.num_kv_heads; ++n2) tasks[k++] = {cost, b, n2, qt};
+      int64_t f = 0, l = 0;
+      tile_range(p, bt, qt, &f, &l);
+      for (int64_t n2 = 0; n2 < p.num_kv_heads; ++n2)
+        tasks[k++] = {l - f + 1, b, n2, qt, 0, INT64_MAX, -1};
     }
   }
   // Longest first: with one-at-a-time claiming this balances causal work (late query tiles see
-  // many key tiles). The order never changes a result: each row is computed inside one task.
-  std::sort(tasks, tasks + nt, [](const FiaTask& x, const FiaTask& y) {
+  // many key tiles). The order never changes a result: each row (or split chunk) is computed
+  // inside one task.
+  std::sort(tasks, tasks + c.tasks, [](const FiaTask& x, const FiaTask& y) {
     if (x.cost != y.cost) return x.cost > y.cost;
     if (x.b != y.b) return x.b < y.b;
     if (x.qt != y.qt) return x.qt < y.qt;
-    return x.n2 < y.n2;
+    if (x.n2 != y.n2) return x.n2 < y.n2;
+    return x.t_first < y.t_first;
   });
 
-  TaskFn fn = scalar::fia_task_entry;
+  FiaTaskFn fn = scalar::fia_task_entry;
+  FiaMergeFn merge = scalar::fia_merge_entry;
   switch (active_isa()) {
-    case Isa::kAmx:  // no AMX tiles in this kernel yet: the AVX-512 body
+    case Isa::kAmx:  // no AMX tiles in this kernel yet: the AVX-512 BF16 body
     case Isa::kAvx512Bf16:
+      fn = scalar::fia_bf16_dot_shape_entry(p) ? avx512::fia_task_bf16_entry
+                                                : avx512::fia_task_entry;
+      merge = avx512::fia_merge_entry;
+      break;
     case Isa::kAvx512:
       fn = avx512::fia_task_entry;
+      merge = avx512::fia_merge_entry;
       break;
     case Isa::kAvx2:
       fn = avx2::fia_task_entry;
+      merge = avx2::fia_merge_entry;
       break;
     case Isa::kScalar:
       break;
   }
   const int threads =
       std::min(num_threads > 0 ? num_threads : default_num_threads(), kFiaMaxParticipants);
-  const Run run{&p, &d, tasks, base + round_up(static_cast<size_t>(nt) * sizeof(FiaTask)),
-                scratch_bytes(p), fn};
-  // The lambda captures one pointer, so std::function keeps it inline (no allocation).
-  parallel_for(nt, threads, [r = &run](int64_t task, int worker) {
+  const Run run{&p, &d, tasks, merges, slots, base, scratch_bytes(p), fn, merge};
+  // The lambdas capture one pointer, so std::function keeps them inline (no allocation).
+  parallel_for(c.tasks, threads, [r = &run](int64_t task, int worker) {
     const FiaTask& t = r->tasks[task];
-    r->fn(*r->p, *r->d, reinterpret_cast<float*>(r->scratch + worker * r->stride), t.b, t.n2, t.qt);
+    r->fn(*r->p, *r->d, reinterpret_cast<float*>(r->scratch + worker * r->stride), t.b, t.n2, t.qt,
+          t.t_first, t.t_last, t.slot < 0 ? nullptr : r->slots + t.slot);
   });
-
-  // Padding rows (D5): 0 in every head, LSE +inf.
-  const size_t row_bytes = static_cast<size_t>(p.value_dim) * dtype_size(p.out_dtype);
-  for (int64_t r = 0; r < p.num_pad_rows; ++r) {
-    for (int64_t h = 0; h < p.num_heads; ++h) {
-      const int64_t ox = p.pad_rows[r].out_offset + h * p.o_head;
-      std::memset(static_cast<std::byte*>(d.out) + ox * static_cast<int64_t>(dtype_size(p.out_dtype)),
-                  0, row_bytes);
-      if (p.has_lse)
-        d.lse[p.pad_rows[r].lse_offset + h * p.lse_head] = std::numeric_limits<float>::infinity();
-    }
+  if (c.merges > 0) {
+    parallel_for(c.merges, threads, [r = &run](int64_t unit, int worker) {
+      const FiaMergeUnit& m = r->merges[unit];
+      r->merge(*r->p, *r->d, reinterpret_cast<float*>(r->scratch + worker * r->stride), m.b, m.n2,
+               m.qt, m.chunks, r->slots + m.slot);
+    });
   }
+  scalar::fia_pad_rows_entry(p, d, reinterpret_cast<float*>(base));
 }
 
 }  // namespace kvflash::cpu

@@ -1,6 +1,8 @@
-// The FIA prefill kernel compiled for the avx512 instruction set (see fia_kernel-inl.h).
+// The FIA prefill kernel compiled for the avx512 instruction set (see fia_kernel-inl.h), with the
+// AVX512-BF16 score path (fia_task_bf16_entry), which fia_run enters only at the avx512bf16 level.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu/fia/fia_kernel.hpp"
 #include "cpu/fia/fia_kernel_isa.hpp"
@@ -11,11 +13,22 @@ namespace kvflash::cpu::avx512 {
 // clang-format off
 #include "cpu/simd_math-inl.h"
 #include "cpu/softmax_state.h"
+#define KVFLASH_FIA_BF16_DOT 1  // AVX512-BF16 scores for bf16 inputs where the CPU has them
 #include "cpu/fia/fia_kernel-inl.h"
 // clang-format on
 
 void fia_task_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2,
-                    int64_t qt) {
-  fia_task(p, d, scratch, b, n2, qt);
+                    int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
+  fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+}
+
+void fia_merge_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2,
+                     int64_t qt, int64_t chunks, const float* slots) {
+  fia_merge(p, d, scratch, b, n2, qt, chunks, slots);
+}
+
+void fia_task_bf16_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
+                         int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
+  fia_task_body<true>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
 }
 }  // namespace kvflash::cpu::avx512

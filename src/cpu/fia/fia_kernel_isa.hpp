@@ -8,19 +8,38 @@
 
 namespace kvflash::cpu {
 
-// One task (batch b, KV head n2, query tile qt) with `scratch` of fia_scratch_floats(p) floats.
+/// One task (batch b, KV head n2, query tile qt) over its key tiles in [t_first, t_last], with
+/// `scratch` of fia_scratch_floats(p) floats; slot null: rows finished, else split-KV partials.
+using FiaTaskFn = void (*)(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
+                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot);
+/// The merge of a split task's `chunks` slots (fia_merge in fia_kernel-inl.h).
+using FiaMergeFn = void (*)(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
+                            int64_t n2, int64_t qt, int64_t chunks, const float* slots);
+
+#define KVFLASH_FIA_ENTRIES                                                                    \
+  void fia_task_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,          \
+                      int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot);   \
+  void fia_merge_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,         \
+                       int64_t n2, int64_t qt, int64_t chunks, const float* slots);
 namespace scalar {
-void fia_task_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2,
-                    int64_t qt);
+KVFLASH_FIA_ENTRIES
 int64_t fia_scratch_floats_entry(const FiaParams& p);
+/// Floats of one split-KV merge slot row (fia_slot_floats).
+int64_t fia_slot_floats_entry(const FiaParams& p);
+/// Writes the padding rows (fia_pad_rows; the same bits at every ISA).
+void fia_pad_rows_entry(const FiaParams& p, const FiaData& d, float* scratch);
+/// Whether the bf16 dot entry can run p (fia_bf16_dot_shape).
+bool fia_bf16_dot_shape_entry(const FiaParams& p);
 }  // namespace scalar
 namespace avx2 {
-void fia_task_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2,
-                    int64_t qt);
+KVFLASH_FIA_ENTRIES
 }  // namespace avx2
 namespace avx512 {
-void fia_task_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2,
-                    int64_t qt);
+KVFLASH_FIA_ENTRIES
+/// The task with AVX512-BF16 scores (avx512bf16 level, fia_bf16_dot_shape(p) only).
+void fia_task_bf16_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
+                         int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot);
 }  // namespace avx512
+#undef KVFLASH_FIA_ENTRIES
 
 }  // namespace kvflash::cpu
