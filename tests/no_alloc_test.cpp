@@ -1,7 +1,7 @@
 // The run path never allocates: after a first run (which may start the library's worker threads),
 // IfaPlan::run and SfaPlan::run on every case of the shared lists (and the FIA and LI kernels'
-// runs), at several thread counts, make no call to operator new, on any thread. This executable replaces the global allocation
-// functions to count them.
+// runs), at several thread counts, make no call to operator new, on any thread. This executable
+// replaces the global allocation functions to count them.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,11 +11,11 @@
 #include <new>
 #include <vector>
 
-#include "kvflash/ifa.hpp"
-#include "kvflash/sfa.hpp"
 #include "cpu/fia/fia_kernel.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/li/li_kernel.hpp"
+#include "kvflash/ifa.hpp"
+#include "kvflash/sfa.hpp"
 #include "support/fia_bind.hpp"
 #include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
