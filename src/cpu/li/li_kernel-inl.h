@@ -2,8 +2,8 @@
 // ISA (li_kernel_{scalar,avx2,avx512}.cpp include it inside their own namespace with their flags).
 //
 // score_rows_* compute, for query rows of one batch and each of their valid keys j in [j0, j1),
-// the order key
-// (li_order_key; its first radix digit counted into the scratch histogram as it is written) of
+// the order key (li_order_key; its first radix digit counted into the scratch histogram as it is
+// written) of
 //   score[j] = sum_h w[h] * relu(q[h] . k[j])
 // in one pass over the key rows: heads sit in vector lanes (head vector v holds heads
 // v*kLanes .. v*kLanes + kLanes - 1), a register block of kHeadBlock head vectors x kKeyBlock keys
@@ -183,11 +183,9 @@ inline void put_key(float score, uint32_t* key, uint32_t* hist) {
   ++hist[k >> kvflash::cpu::kLiRadixShift0];
 }
 
-// Keys fetched (and staged) per step: one register block for one row; for a row group a chunk
-// that each row then scores in turn, so a row's staged query stays in L1 across the chunk's
-// blocks while the chunk's keys are reused by the next row (row by row per 4-key block measured
-// 2.1 ms against 1.55 for 4 x 8k rows as 2 requests: the two staged queries kept evicting each
-// other's lines).
+// Keys fetched (and staged) per step: one register block for one row; for a row group a chunk of
+// kLiKeyChunk keys that each row scores in turn, so a row's staged query stays in L1 across the
+// chunk's blocks while the chunk's keys stay there for the other row.
 constexpr int64_t chunk_rows(int count) {
   return count == 1 ? kKeyBlock : kvflash::cpu::kLiKeyChunk;
 }
@@ -199,11 +197,6 @@ inline int64_t group_end(const LiRowRef* rows, int count) {
   return hi;
 }
 
-// Order keys of the keys [j0, j1) of rows[0, count) (rows of one batch, one j0, each its own j1)
-// into s[r].keys[j0, j1), fp32 path. Each chunk of keys is read and widened once (into s[0]'s
-// scratch) and scored for every row whose range covers it: query rows of one request (MTP,
-// prefill) share the key reads. A row whose range ends inside a block takes the one-key path for
-// its keys there, the same arithmetic as the block path.
 // One register block of keys for one row, out of line (see block_bf16).
 __attribute__((noinline)) inline void block_f32(const float* qt, const float* w, int64_t hv,
                                                 int tail, const float* const* k, uint32_t* keys,
@@ -214,6 +207,11 @@ __attribute__((noinline)) inline void block_f32(const float* qt, const float* w,
   for (int i = 0; i < kKeyBlock; ++i) put_key(vreduce_add(tv[i]), keys + i, hist);
 }
 
+// Order keys of the keys [j0, j1) of rows[0, count) (rows of one batch, one j0, each its own j1)
+// into s[r].keys[j0, j1), fp32 path. Each chunk of keys is read and widened once (into s[0]'s
+// scratch) and scored for every row whose range covers it: query rows of one request (MTP,
+// prefill) share the key reads. A row whose range ends inside a block takes the one-key path for
+// its keys there, the same arithmetic as the block path.
 template <int count>
 inline void score_rows_f32_n(const LiParams& p, const LiData& d, const LiRowRef* rows,
                              const LiScratch* s) {
@@ -333,11 +331,10 @@ inline const uint16_t* bf16_key(const LiParams& p, const uint16_t* src, uint16_t
   return dst;
 }
 
-// score_rows_f32 with vdpbf16ps: the key rows are used in place (gathered into s[0]'s scratch
-// when strided).
-// One register block of keys for one row, out of line: inlined into the row-group loop, GCC
-// kept the four query vectors of the block on the stack and reloaded them for every key (2.1 ms
-// against 1.55 for 4 x 8k rows as 2 requests); on its own it allocates them to registers.
+// One register block of keys for one row, out of line: inlined into the two-row loop, GCC kept
+// query vectors of the block on the stack and reloaded them for every key (4 x 8k rows as 2
+// requests x 2 rows: 2.1-2.4 ms against 1.55-1.8 as 4 x 1; out of line, the two are on par). One
+// call per 4 keys (1024 vdpbf16ps at 64 heads).
 __attribute__((target("avx512bf16"), noinline)) void block_bf16(const uint16_t* qp, const float* w,
                                                                 int64_t hv, int tail,
                                                                 const uint16_t* const* k,
@@ -348,6 +345,8 @@ __attribute__((target("avx512bf16"), noinline)) void block_bf16(const uint16_t* 
   for (int i = 0; i < kKeyBlock; ++i) put_key(vreduce_add(tv[i]), keys + i, hist);
 }
 
+// score_rows_f32 with vdpbf16ps: the key rows are used in place (gathered into s[0]'s scratch
+// when strided).
 template <int count>
 __attribute__((target("avx512bf16"), always_inline)) inline void score_rows_bf16_n(
     const LiParams& p, const LiData& d, const LiRowRef* rows, const LiScratch* s) {
