@@ -53,7 +53,8 @@ def _owner(sharding, world, n, block):
                                                   ("round_robin", 3, 1)])
 @pytest.mark.parametrize("k", [1, 7, 64, 300])
 def test_shards_merge_to_the_single_indexer(kind, sharding, world, block, k):
-    gen = torch.Generator().manual_seed(zlib.crc32(repr((kind, sharding, world, block, k)).encode()))
+    seed = zlib.crc32(repr((kind, sharding, world, block, k)).encode())
+    gen = torch.Generator().manual_seed(seed)
     lengths = [0, 5, 64, 250, 1000]  # rows with fewer, about as many and more keys than k
     owner = [_owner(sharding, world, n, block) for n in lengths]
     rows = len(lengths)

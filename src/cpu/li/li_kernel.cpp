@@ -426,11 +426,13 @@ Status li_run(const LiParams& p, const LiData& d, Isa isa, int num_threads, void
                  [s = &sp](int64_t task, int) { split_score(*s, task); });
     parallel_for(p.num_rows, participants, [s = &sp](int64_t row, int) { split_select(*s, row); });
   } else {
-    // Row groups when some rows pair up and the lanes still give every thread its own pair.
+    // Row groups when some rows pair up, as many threads still get work as with one row per task
+    // (two rows of one request on two threads stay apart), and the lanes give each its pair.
     auto* groups = reinterpret_cast<int32_t*>(base + l.groups);
     const int64_t num_groups = make_groups(p, row_batch, pr.call_fault, groups);
     const int64_t group_workers = std::min<int64_t>(threads, num_groups);
-    if (num_groups < p.num_rows && group_workers <= l.lanes / kLiRowGroup) {
+    if (num_groups < p.num_rows && group_workers == participants &&
+        group_workers <= l.lanes / kLiRowGroup) {
       const GroupRun gr{&run, groups};
       parallel_for(
           num_groups, static_cast<int>(group_workers),
