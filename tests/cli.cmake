@@ -134,3 +134,11 @@ set_tests_properties(cli_bench_bad_problem PROPERTIES WILL_FAIL TRUE LABELS cli)
 add_test(NAME cli_bench_bad_problem_message COMMAND kvflash_cli bench ifa:b2,q5 --no-bandwidth)
 set_tests_properties(cli_bench_bad_problem_message PROPERTIES
   PASS_REGULAR_EXPRESSION "problem 'ifa:b2,q5': q5: unknown key" LABELS cli)
+# KVFLASH_VERBOSE=dispatch names the entry a plan ran and why the ones before it were skipped.
+add_test(NAME cli_verbose_dispatch
+  COMMAND kvflash_cli ifa --lengths 200 --heads 8 --kv-heads 2 --dim 64 --block-size 0 --iters 1
+          --no-bandwidth)
+set_tests_properties(cli_verbose_dispatch PROPERTIES
+  ENVIRONMENT "KVFLASH_VERBOSE=dispatch;KVFLASH_MAX_ISA=scalar"
+  PASS_REGULAR_EXPRESSION "kvflash dispatch: incre_flash_attention \\(B=1 N=8 KV_N=2 D=64 [^)]*\\): cpu-avx512bf16 skipped \\([^)]+\\), cpu-avx512 skipped \\([^)]+\\), cpu-avx2 skipped \\([^)]+\\), ran cpu-scalar"
+  TIMEOUT 300 LABELS cli)

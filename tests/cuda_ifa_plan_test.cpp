@@ -10,13 +10,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
-#include "ops/ifa/ifa_problem.hpp"
 #include "cpu/ifa/ifa_workspace.hpp"
 #include "cuda/ifa/ifa_cuda_plan.hpp"
-#include "ops/ifa/ifa_validate.hpp"
 #include "kvflash/ifa.hpp"
+#include "ops/ifa/ifa_bind.hpp"
+#include "ops/ifa/ifa_problem.hpp"
+#include "ops/ifa/ifa_validate.hpp"
 #include "support/ifa_cases.hpp"
 
 namespace kvflash {
@@ -87,7 +89,7 @@ TEST(CudaIfaPlan, ChunkKernelAndMergeAgreeOnSlots) {
   const std::vector<int64_t> first_pos = {0, 7, 0, 3, 100};  // left padding moves the ranges
   const cuda::IfaCudaLayout l = cuda::ifa_cuda_layout(p);
   const cuda::IfaCudaGeometry geo = cuda::ifa_cuda_geometry(p);
-  const int64_t total = cuda::ifa_cuda_problem(p).total_chunks;
+  const int64_t total = cuda::ifa_cuda_total_chunks(p);
   std::vector<cuda::IfaCudaSeq> seqs(5);
   int64_t at = 0;
   for (size_t b = 0; b < 5; ++b) {
@@ -170,7 +172,7 @@ TEST(CudaIfaPlan, LayoutIsAlignedAndDisjoint) {
       EXPECT_LE(offsets[i] + sizes[i], offsets[i + 1]) << "array " << i << " overlaps the next";
     }
     const int64_t chunks = (batch - 1) * 2;  // 700 positions: 2 chunks each
-    EXPECT_EQ(cuda::ifa_cuda_problem(p).total_chunks, chunks);
+    EXPECT_EQ(cuda::ifa_cuda_total_chunks(p), chunks);
     EXPECT_EQ(l.head_floats, 64 + cuda::kIfaCudaHeaderFloats);
     const size_t slot_bytes = sizeof(float) * chunks * p.num_kv_heads * p.group * l.head_floats;
     EXPECT_GE(l.bytes, l.slots + slot_bytes + 255) << "alignment slack";
@@ -233,8 +235,10 @@ TEST(CudaIfaPlan, SequenceTableAddressesTheTensors) {
     IfaCaseData data(ic);
     const IfaArgs& a = data.args();
     const core::IfaProblem p = problem_of(a);
+    core::IfaData bound;
+    ifa::bind_data(p, a, &bound);
     std::vector<cuda::IfaCudaSeq> all(static_cast<size_t>(p.batch));
-    cuda::ifa_cuda_seq_entries(p, a, 0, static_cast<int>(p.batch), all.data());
+    cuda::ifa_cuda_seq_entries(p, bound, 0, static_cast<int>(p.batch), all.data());
     int64_t chunks = 0;
     for (int64_t b = 0; b < p.batch; ++b) {
       const cuda::IfaCudaSeq& s = all[static_cast<size_t>(b)];
@@ -242,7 +246,7 @@ TEST(CudaIfaPlan, SequenceTableAddressesTheTensors) {
       EXPECT_EQ(s.chunk_first, chunks);
       chunks += cuda::ifa_cuda_num_chunks(s.kv_len);
       cuda::IfaCudaSeq one;
-      cuda::ifa_cuda_seq_entries(p, a, b, 1, &one);
+      cuda::ifa_cuda_seq_entries(p, bound, b, 1, &one);
       EXPECT_EQ(one.chunk_first, s.chunk_first) << "an upload starting at batch " << b;
       EXPECT_EQ(one.k_base, s.k_base);
       // Element (b, j=1 or the block's offset 1, n2=1, d=2) of K through the table vs the view.
@@ -273,7 +277,7 @@ TEST(CudaIfaPlan, SequenceTableAddressesTheTensors) {
       }
       EXPECT_EQ(got, el + want * es) << "batch " << b;
     }
-    EXPECT_EQ(cuda::ifa_cuda_problem(p).total_chunks, chunks);
+    EXPECT_EQ(cuda::ifa_cuda_total_chunks(p), chunks);
   }
 }
 
@@ -326,25 +330,23 @@ TEST(CudaIfaPlan, FaultRecordGivesTheCpusMessage) {
   EXPECT_EQ(cuda::ifa_cuda_decode_fault(junk), Status::kRuntime);
 }
 
-// The kernels' problem carries the validated scalars unchanged.
-TEST(CudaIfaPlan, ProblemCarriesTheScalars) {
+// The kernels take the plan's params by value (the CPU kernels' struct, sliced from the problem):
+// plain data, and the chunk count the grid is sized by.
+TEST(CudaIfaPlan, KernelsTakeThePlansParams) {
+  static_assert(std::is_trivially_copyable_v<core::IfaParams>);
+  static_assert(std::is_trivially_copyable_v<core::IfaData>);
   IfaCase c = base_case();
   c.lse = true;
   c.mask = testing::MaskShape::kBS;
   c.pse = testing::PseShape::kBroadcast;
   IfaCaseData data(c);
   const core::IfaProblem p = problem_of(data.args());
-  const cuda::IfaCudaProblem q = cuda::ifa_cuda_problem(p);
-  EXPECT_EQ(q.batch, p.batch);
-  EXPECT_EQ(q.group, p.group);
-  EXPECT_EQ(q.scale, p.scale);
+  const core::IfaParams& q = p;
   EXPECT_TRUE(q.mask.present);
-  EXPECT_EQ(q.mask.s2, p.mask.s2);
   EXPECT_TRUE(q.pse.present);
   EXPECT_EQ(q.pse.s0, 0) << "broadcast batch";
   EXPECT_TRUE(q.has_lse);
-  EXPECT_EQ(q.out_s1, p.out_s1);
-  EXPECT_EQ(q.total_chunks, 2 + 0 + 2);
+  EXPECT_EQ(cuda::ifa_cuda_total_chunks(p), 2 + 0 + 2);
 }
 
 }  // namespace

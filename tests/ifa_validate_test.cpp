@@ -129,7 +129,8 @@ class IfaValidateTest : public ::testing::Test {
     EXPECT_EQ(st, Status::kSuccess) << last_error_message();
     return p;
   }
-  // The accepted problem and the pointers a run of a binds (ifa::bind_data).
+  // The accepted problem and the pointers a run of a binds (ifa::bind_data, and the batch bases
+  // a CPU run derives from them: ifa::bind_batch_bases).
   struct Bound {
     IfaProblem p;
     core::IfaData d;
@@ -140,7 +141,8 @@ class IfaValidateTest : public ::testing::Test {
     r->p = accept(a);
     r->k_seq.resize(static_cast<size_t>(r->p.batch));
     r->v_seq.resize(static_cast<size_t>(r->p.batch));
-    ifa::bind_data(r->p, a, r->k_seq.data(), r->v_seq.data(), &r->d);
+    ifa::bind_data(r->p, a, &r->d);
+    if (!r->p.k.paged) ifa::bind_batch_bases(r->p, r->k_seq.data(), r->v_seq.data(), &r->d);
     return r;
   }
   // The first attended position of every batch for a left-padding value, and which are empty.
@@ -1121,15 +1123,15 @@ TEST_F(IfaValidateTest, BshProblem) {
   EXPECT_EQ(p.out_s0, 64);
   EXPECT_EQ(p.out_s1, 16);
   EXPECT_EQ(p.out_s2, 1);
-  ASSERT_EQ(p.k.seqs.size(), 2u);
-  ASSERT_EQ(p.v.seqs.size(), 2u);
+  ASSERT_EQ(p.k_seqs.size(), 2u);
+  ASSERT_EQ(p.v_seqs.size(), 2u);
   EXPECT_FALSE(p.k.paged);
   for (int b = 0; b < 2; ++b) {
     EXPECT_EQ(d.k_seq[b], at(a.key[0], b * 8 * 32));
     EXPECT_EQ(d.v_seq[b], at(a.value[0], b * 8 * 32));
-    EXPECT_EQ(p.k.seqs[b].s_pos, 32);
-    EXPECT_EQ(p.k.seqs[b].s_head, 16);
-    EXPECT_EQ(p.k.seqs[b].s_dim, 1);
+    EXPECT_EQ(p.k_seqs[b].s_pos, 32);
+    EXPECT_EQ(p.k_seqs[b].s_head, 16);
+    EXPECT_EQ(p.k_seqs[b].s_dim, 1);
   }
   EXPECT_FALSE(p.left_padding);
   EXPECT_EQ(p.kv_len, (std::vector<int64_t>{8, 8}));
@@ -1151,9 +1153,9 @@ TEST_F(IfaValidateTest, BsndProblem) {
   EXPECT_EQ(p.q.s1, 16);
   EXPECT_EQ(p.q.s2, 1);
   EXPECT_EQ(d.k_seq[1], at(a.key[0], 8 * 2 * 16));
-  EXPECT_EQ(p.k.seqs[1].s_pos, 32);
-  EXPECT_EQ(p.k.seqs[1].s_head, 16);
-  EXPECT_EQ(p.k.seqs[1].s_dim, 1);
+  EXPECT_EQ(p.k_seqs[1].s_pos, 32);
+  EXPECT_EQ(p.k_seqs[1].s_head, 16);
+  EXPECT_EQ(p.k_seqs[1].s_dim, 1);
 }
 
 TEST_F(IfaValidateTest, BnsdProblem) {
@@ -1165,9 +1167,9 @@ TEST_F(IfaValidateTest, BnsdProblem) {
   EXPECT_EQ(p.q.s1, 16);
   EXPECT_EQ(p.q.s2, 1);
   EXPECT_EQ(d.v_seq[1], at(a.value[0], 2 * 8 * 16));
-  EXPECT_EQ(p.v.seqs[1].s_head, 8 * 16);
-  EXPECT_EQ(p.v.seqs[1].s_pos, 16);
-  EXPECT_EQ(p.v.seqs[1].s_dim, 1);
+  EXPECT_EQ(p.v_seqs[1].s_head, 8 * 16);
+  EXPECT_EQ(p.v_seqs[1].s_pos, 16);
+  EXPECT_EQ(p.v_seqs[1].s_dim, 1);
   EXPECT_EQ(p.out_s0, 64);
   EXPECT_EQ(p.out_s1, 16);
 }
@@ -1186,8 +1188,8 @@ TEST_F(IfaValidateTest, StridedInputsProblem) {
   EXPECT_EQ(p.q.s1, 40);
   EXPECT_EQ(p.q.s2, 2);
   EXPECT_EQ(d.k_seq[1], at(a.key[0], 11 + 1000));
-  EXPECT_EQ(p.k.seqs[1].s_head, 300);
-  EXPECT_EQ(p.k.seqs[1].s_pos, 33);
+  EXPECT_EQ(p.k_seqs[1].s_head, 300);
+  EXPECT_EQ(p.k_seqs[1].s_pos, 33);
   EXPECT_EQ(d.v_seq[0], d.v_seq[1]);
 }
 
@@ -1198,9 +1200,9 @@ TEST_F(IfaValidateTest, StridedBshQueryAndKey) {
   const IfaProblem p = accept(a);
   EXPECT_EQ(p.q.s1, 32);  // head = D * channel stride
   EXPECT_EQ(p.q.s2, 2);
-  EXPECT_EQ(p.k.seqs[1].s_pos, 70);
-  EXPECT_EQ(p.k.seqs[1].s_head, 32);
-  EXPECT_EQ(p.k.seqs[1].s_dim, 2);
+  EXPECT_EQ(p.k_seqs[1].s_pos, 70);
+  EXPECT_EQ(p.k_seqs[1].s_head, 32);
+  EXPECT_EQ(p.k_seqs[1].s_dim, 2);
 }
 
 TEST_F(IfaValidateTest, ListModeWithDifferingS) {
@@ -1218,7 +1220,7 @@ TEST_F(IfaValidateTest, ListModeWithDifferingS) {
   EXPECT_EQ(d.k_seq[1], nullptr);
   EXPECT_EQ(d.k_seq[2], a.key[2].data);
   EXPECT_EQ(d.v_seq[2], a.value[2].data);
-  EXPECT_EQ(p.k.seqs[2].s_pos, 32);
+  EXPECT_EQ(p.k_seqs[2].s_pos, 32);
 
   a.actual_seq_lengths = std::vector<int64_t>{4, 0, 9};
   const IfaProblem q = accept(a);
@@ -1231,8 +1233,8 @@ TEST_F(IfaValidateTest, ListModeBnsd) {
   a.value = a.key;
   const IfaProblem p = accept(a);
   EXPECT_EQ(p.kv_len, (std::vector<int64_t>{3, 7}));
-  EXPECT_EQ(p.k.seqs[1].s_head, 7 * 16);
-  EXPECT_EQ(p.k.seqs[0].s_head, 3 * 16);
+  EXPECT_EQ(p.k_seqs[1].s_head, 7 * 16);
+  EXPECT_EQ(p.k_seqs[0].s_head, 3 * 16);
 }
 
 TEST_F(IfaValidateTest, EmptyKvWithHugeStridesIsNeverAddressed) {

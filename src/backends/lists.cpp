@@ -1,15 +1,17 @@
 #include "backends/lists.hpp"
 
-#include <array>
-
-#include "cpu/ifa/ifa_kernel.hpp"
+#include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/merge/merge_kernel.hpp"
-#include "cpu/sfa/sfa_kernel.hpp"
+#include "cpu/sfa/sfa_kernel_isa.hpp"
 #if defined(KVFLASH_HAVE_CUDA)
 #include "cuda/device.hpp"
 #include "cuda/ifa/ifa_cuda.hpp"
 #include "cuda/sfa/sfa_cuda.hpp"
+// An entry of a list in builds with the CUDA backend only.
+#define KVFLASH_CUDA_ENTRY(...) __VA_ARGS__,
+#else
+#define KVFLASH_CUDA_ENTRY(...)
 #endif
 
 namespace kvflash {
@@ -18,88 +20,72 @@ namespace {
 using cpu::Isa;
 
 template <Isa kIsa>
-bool available() {
-  return cpu::active_isa() >= kIsa;
+bool cpu_available(const char** why) {
+  return cpu::isa_available(kIsa, why);
 }
 
-// Host tensors run synchronously: the stream is null (IfaPlan/SfaPlan::run checks it).
-template <Isa kIsa>
-Status ifa(const core::IfaProblem& p, const IfaArgs& args, int threads, void* ws, void*) {
-  return cpu::ifa_run(p, args, kIsa, threads, ws);
+// A CPU entry: available when the CPU supports kIsa, running kKernels (so nothing inside the run
+// chooses an instruction set again). Host tensors run synchronously: the stream is null
+// (core::plan_run checks it).
+template <Isa kIsa, const cpu::IfaKernels* kKernels>
+constexpr IfaBackend cpu_ifa(const char* name) {
+  return {name, DeviceType::kHost, cpu_available<kIsa>, cpu::ifa_workspace_size,
+          [](const core::IfaProblem& p, const core::IfaData& d, const core::RunContext& ctx) {
+            return cpu::ifa_run(p, d, ctx, *kKernels);
+          }};
 }
-template <Isa kIsa>
-Status sfa(const core::SfaProblem& p, const SfaArgs& args, int threads, void* ws, void*) {
-  return cpu::sfa_run(p, args, kIsa, threads, ws);
+template <Isa kIsa, const cpu::SfaKernels* kKernels>
+constexpr SfaBackend cpu_sfa(const char* name) {
+  return {name, DeviceType::kHost, cpu_available<kIsa>, cpu::sfa_workspace_size,
+          [](const core::SfaProblem& p, const core::SfaData& d, const core::RunContext& ctx) {
+            return cpu::sfa_run(p, d, ctx, *kKernels);
+          }};
 }
 
-template <Isa kIsa>
-constexpr IfaBackend ifa_entry(const char* name) {
-  return {name, DeviceType::kHost, available<kIsa>, cpu::ifa_workspace_size, ifa<kIsa>};
-}
-template <Isa kIsa>
-constexpr SfaBackend sfa_entry(const char* name) {
-  return {name, DeviceType::kHost, available<kIsa>, cpu::sfa_workspace_size, sfa<kIsa>};
-}
-
-#if defined(KVFLASH_HAVE_CUDA)
-// Queued on stream, no host synchronisation: bad device data is recorded in the workspace; the
-// fault word is posted for the aclnn runtime (507015 at synchronisation), and C++ callers read it
-// with cuda::sfa_fault_status (sfa_cuda.hpp).
-Status sfa_cuda(const core::SfaProblem& p, const SfaArgs& args, int, void* ws, void* stream) {
-  return cuda::sfa_run(p, args, ws, stream);
-}
-// IFA on CUDA: queued on the run's stream like SFA; the fault record is posted for the aclnn
-// runtime, and C++ callers read it with cuda::ifa_fault_status (cuda/ifa/ifa_cuda.hpp).
-Status ifa_cuda(const core::IfaProblem& p, const IfaArgs& args, int, void* ws, void* stream) {
-  return cuda::ifa_run(p, args, ws, stream);
-}
-#endif
-
-bool always() { return true; }
+bool always(const char**) { return true; }
 size_t no_workspace(const core::MergeProblem&) { return 0; }
-Status merge(const core::MergeProblem& p, const MergeArgs& args, int threads, void*, void*) {
-  return cpu::merge_run(p, args, threads);
-}
 
-}  // namespace
+// CUDA entries queue their kernels on the run's stream without a host synchronisation: bad device
+// data is recorded in the workspace and posted for the aclnn runtime (core/device_fault.hpp);
+// C++ callers read it with cuda::ifa_fault_status / cuda::sfa_fault_status. The SFA entry chooses
+// its kernel per run (mma.sync or the SIMT fallback: cuda/sfa/sfa_mma_geometry.hpp); both share
+// one workspace layout.
+// (clang-format would indent the entry after a KVFLASH_CUDA_ENTRY.)
+// clang-format off
+constexpr IfaBackend kIfaList[] = {
+    KVFLASH_CUDA_ENTRY(IfaBackend{"cuda", DeviceType::kCuda, cuda::device_available,
+                                  cuda::ifa_workspace_size, cuda::ifa_run})
+    cpu_ifa<Isa::kAvx512Bf16, &cpu::avx512::kIfaKernelsBf16>("cpu-avx512bf16"),
+    cpu_ifa<Isa::kAvx512, &cpu::avx512::kIfaKernels>("cpu-avx512"),
+    cpu_ifa<Isa::kAvx2, &cpu::avx2::kIfaKernels>("cpu-avx2"),
+    cpu_ifa<Isa::kScalar, &cpu::scalar::kIfaKernels>("cpu-scalar"),
+};
+// clang-format on
 
-std::span<const IfaBackend> ifa_backends() {
-#if defined(KVFLASH_HAVE_CUDA)
-  static constexpr std::array<IfaBackend, 5> kList = {
-      IfaBackend{"cuda", DeviceType::kCuda, cuda::device_present, cuda::ifa_workspace_size,
-                 ifa_cuda},
-#else
-  static constexpr std::array<IfaBackend, 4> kList = {
-#endif
-      ifa_entry<Isa::kAvx512Bf16>("cpu-avx512bf16"), ifa_entry<Isa::kAvx512>("cpu-avx512"),
-      ifa_entry<Isa::kAvx2>("cpu-avx2"), ifa_entry<Isa::kScalar>("cpu-scalar")};
-  return kList;
-}
-
-std::span<const SfaBackend> sfa_backends() {
-#if defined(KVFLASH_HAVE_CUDA)
-  // The CUDA entry chooses its kernel per run (mma.sync or the SIMT fallback:
-  // cuda/sfa/sfa_mma_geometry.hpp); both share one workspace layout.
-  static constexpr std::array<SfaBackend, 5> kList = {
-      SfaBackend{"cuda", DeviceType::kCuda, cuda::device_present, cuda::sfa_workspace_size,
-                 sfa_cuda},
-      sfa_entry<Isa::kAvx512Bf16>("cpu-avx512bf16"), sfa_entry<Isa::kAvx512>("cpu-avx512"),
-      sfa_entry<Isa::kAvx2>("cpu-avx2"), sfa_entry<Isa::kScalar>("cpu-scalar")};
-#else
-  static constexpr std::array<SfaBackend, 4> kList = {
-      sfa_entry<Isa::kAvx512Bf16>("cpu-avx512bf16"), sfa_entry<Isa::kAvx512>("cpu-avx512"),
-      sfa_entry<Isa::kAvx2>("cpu-avx2"), sfa_entry<Isa::kScalar>("cpu-scalar")};
-#endif
-  return kList;
-}
+// avx512bf16 runs the avx512 task: SFA has no BF16 dot-product path, the entry keeps the levels of
+// the two operators alike.
+// clang-format off
+constexpr SfaBackend kSfaList[] = {
+    KVFLASH_CUDA_ENTRY(SfaBackend{"cuda", DeviceType::kCuda, cuda::device_available,
+                                  cuda::sfa_workspace_size, cuda::sfa_run})
+    cpu_sfa<Isa::kAvx512Bf16, &cpu::avx512::kSfaKernels>("cpu-avx512bf16"),
+    cpu_sfa<Isa::kAvx512, &cpu::avx512::kSfaKernels>("cpu-avx512"),
+    cpu_sfa<Isa::kAvx2, &cpu::avx2::kSfaKernels>("cpu-avx2"),
+    cpu_sfa<Isa::kScalar, &cpu::scalar::kSfaKernels>("cpu-scalar"),
+};
+// clang-format on
 
 // One portable entry: the merge is memory-bound (a few flops per element read), and baseline
 // x86-64 code without FMA gives the same bits on every CPU, so every rank of a context-parallel
 // group merges identically whatever its instruction set (cpu/merge/merge_kernel.hpp).
-std::span<const MergeBackend> merge_backends() {
-  static constexpr std::array<MergeBackend, 1> kList = {
-      MergeBackend{"cpu", DeviceType::kHost, always, no_workspace, merge}};
-  return kList;
-}
+constexpr MergeBackend kMergeList[] = {
+    {"cpu", DeviceType::kHost, always, no_workspace, cpu::merge_run},
+};
+
+}  // namespace
+
+std::span<const IfaBackend> ifa_backends() { return kIfaList; }
+std::span<const SfaBackend> sfa_backends() { return kSfaList; }
+std::span<const MergeBackend> merge_backends() { return kMergeList; }
 
 }  // namespace kvflash

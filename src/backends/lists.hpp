@@ -1,6 +1,6 @@
-// Every operator's implementation list (core/backend.hpp), best first. Today: the CPU entries,
-// one per instruction-set level (avx512bf16, avx512, avx2, scalar), which all need the same
-// workspace, and the merge's single portable CPU entry. A CUDA backend adds its entries in front.
+// Every operator's implementation list (core/backend.hpp), best first: in builds with the CUDA
+// backend its entries, then the CPU entries, one per instruction-set level (avx512bf16, avx512,
+// avx2, scalar), which all need the same workspace; the merge has a single portable CPU entry.
 #pragma once
 
 #include <span>
@@ -9,15 +9,12 @@
 #include "ops/ifa/ifa_problem.hpp"
 #include "ops/merge/merge_problem.hpp"
 #include "ops/sfa/sfa_problem.hpp"
-#include "kvflash/ifa.hpp"
-#include "kvflash/merge.hpp"
-#include "kvflash/sfa.hpp"
 
 namespace kvflash {
 
-using IfaBackend = core::Backend<core::IfaProblem, IfaArgs>;
-using SfaBackend = core::Backend<core::SfaProblem, SfaArgs>;
-using MergeBackend = core::Backend<core::MergeProblem, MergeArgs>;
+using IfaBackend = core::Backend<core::IfaProblem, core::IfaData>;
+using SfaBackend = core::Backend<core::SfaProblem, core::SfaData>;
+using MergeBackend = core::Backend<core::MergeProblem, core::MergeData>;
 
 std::span<const IfaBackend> ifa_backends();
 std::span<const SfaBackend> sfa_backends();

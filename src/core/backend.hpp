@@ -1,7 +1,9 @@
 // Backends as implementation lists (oneDNN style): each operator has one ordered list of
-// implementations, and a plan runs on the first entry of its device that is available now.
-// Adding a backend (CUDA) adds entries to the lists; validation, planning, the reference and the
-// tests do not change.
+// implementations (src/backends/lists.cpp), and a plan runs on the first entry of its device that
+// is available now. An entry is the implementation: its run is bound to its own kernels (a CPU
+// entry to one instruction set's function table), so nothing inside it chooses again. Adding a
+// backend adds entries to the lists; validation, planning, binding, the reference and the tests do
+// not change.
 #pragma once
 
 #include <algorithm>
@@ -13,27 +15,82 @@
 
 namespace kvflash::core {
 
-template <typename Problem, typename Args>
+/// What a backend's run gets besides the plan's problem and the run's bound data.
+struct RunContext {
+  int num_threads = 0;        ///< host workers (0 = the library default); device entries ignore it
+  void* workspace = nullptr;  ///< at least the plan's workspace_size bytes, any alignment
+  size_t workspace_size = 0;
+  void* stream = nullptr;  ///< the device stream (null for host tensors, which run synchronously)
+};
+
+template <typename Problem, typename Data>
 struct Backend {
   const char* name;
   DeviceType device;  ///< the tensors it runs on
   /// Whether it can run now (e.g. the CPU supports its instruction set and no cap excludes it).
-  bool (*available)();
+  /// When not, and why is not null, *why is set to the reason (a string with static storage).
+  bool (*available)(const char** why);
   /// Bytes of workspace for p: a function of p only.
   size_t (*workspace_size)(const Problem& p);
-  /// Runs p on args' tensors (already matched against the plan) with num_threads workers (host:
-  /// 0 = default) on stream (null for host tensors). Bad device data is reported through the
-  /// status; the affected rows get the documented fault result.
-  Status (*run)(const Problem& p, const Args& args, int num_threads, void* workspace, void* stream);
+  /// Runs p on d (bound from arguments already matched against the plan). Bad device data is
+  /// reported through the status; the affected rows get the documented fault result.
+  Status (*run)(const Problem& p, const Data& d, const RunContext& ctx);
 };
 
-/// The first available entry of list for device, or nullptr.
+/// Tests: when name is not null, a plan runs only the entry of that name (if it is in the list of
+/// the plan's device and available; otherwise none). Process-wide; set it between runs. name must
+/// outlive its use (an entry's own name, a literal).
+void force_backend(const char* name);
+/// The name force_backend set, or null.
+const char* forced_backend();
+
+/// Whether b is the entry of that name (helper of select_backend).
+bool backend_named(const char* entry, const char* name);
+
+/// The entry a run on device uses: the first available one of that device (or the forced one), or
+/// nullptr.
 template <typename B>
 const B* select_backend(std::span<const B> list, DeviceType device) {
+  const char* forced = forced_backend();
   for (const B& b : list) {
-    if (b.device == device && b.available()) return &b;
+    if (b.device != device || (forced != nullptr && !backend_named(b.name, forced))) continue;
+    if (b.available(nullptr)) return &b;
   }
   return nullptr;
+}
+
+/// Whether KVFLASH_VERBOSE names "dispatch" (a comma-separated list; read once per process).
+bool verbose_dispatch();
+
+/// One line of KVFLASH_VERBOSE=dispatch output, built in a fixed buffer (no allocation) and
+/// written to stderr at once, so lines of concurrent runs do not interleave (backend.cpp).
+class DispatchLine {
+ public:
+  DispatchLine(const char* op, const char* shape);
+  void skipped(const char* name, const char* why);
+  /// Ends the line with the entry that ran (null: none was available) and prints it.
+  void print(const char* chosen);
+
+ private:
+  void append(const char* text);
+  char buf_[1024];
+  size_t n_ = 0;
+};
+
+/// Prints "kvflash dispatch: <op> (<shape>): <entry> skipped (<why>), ... ran <chosen>" (or "no
+/// entry available"), naming the entries of device before the chosen one in list order.
+template <typename B>
+void print_dispatch(const char* op, const char* shape, std::span<const B> list, DeviceType device,
+                    const B* chosen) {
+  DispatchLine line(op, shape);
+  for (const B& b : list) {
+    if (&b == chosen) break;
+    if (b.device != device) continue;
+    const char* why = "not available";
+    if (b.available(&why)) why = "another entry is forced (core::force_backend)";
+    line.skipped(b.name, why);
+  }
+  line.print(chosen != nullptr ? chosen->name : nullptr);
 }
 
 /// The workspace a plan on device reserves: the most any entry of that device needs, so the size

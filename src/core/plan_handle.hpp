@@ -8,7 +8,7 @@
 //     using Access = IfaPlanAccess;  // its friend: Impl (a PlanState), impl(plan), make(impl)
 //     using Args = IfaArgs;
 //     static constexpr const auto& fields = ifa::kFields;  // core/fields.hpp
-//     static constexpr core::PlanOps<core::IfaProblem, IfaArgs> ops = {...};
+//     static constexpr core::PlanOps<core::IfaProblem, IfaArgs, core::IfaData> ops = {...};
 //   };
 #pragma once
 

@@ -1,9 +1,11 @@
 // What every operator's plan holds and does, written once: create = validate the metadata, size
 // the workspace for the device's backends, keep the metadata (not the data) to match runs
-// against; run = check the workspace, match the tensors, hand them to the first available
-// backend. IfaPlan and SfaPlan are thin wrappers over these.
+// against; run = check the workspace, match the tensors, bind their pointers (once, the same for
+// every backend), hand them to the first available backend. IfaPlan, SfaPlan and MergePlan are
+// thin wrappers over these.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <exception>
 #include <new>
@@ -21,10 +23,13 @@ struct PlanState {
   Args meta;  ///< the arguments of create() with every data pointer cleared
   Problem problem;
   size_t workspace_size = 0;  ///< max over the backends of the plan's device
+  /// The entry the last KVFLASH_VERBOSE=dispatch line named, so a plan prints once, and again only
+  /// when the choice changes (an ISA cap, a forced entry).
+  mutable std::atomic<const void*> dispatched{nullptr};
 };
 
 /// Operator-specific pieces of the generic plan.
-template <typename Problem, typename Args>
+template <typename Problem, typename Args, typename Data>
 struct PlanOps {
   const char* op;  ///< name in messages
   Status (*validate)(const Args& args, Problem* problem);
@@ -32,11 +37,16 @@ struct PlanOps {
   /// (given its problem) dropped.
   Args (*strip_data)(const Args& args, const Problem& problem);
   Status (*matches_plan)(const Args& plan, const Args& run);
-  std::span<const Backend<Problem, Args>> (*backends)();
+  /// The run's pointers (element 0 of every present view of the matched args): host pointer
+  /// arithmetic only, so it serves every device; backends derive the rest from it.
+  void (*bind)(const Problem& problem, const Args& args, Data* data);
+  /// The problem's shape in a few words, for KVFLASH_VERBOSE=dispatch (into buf, no allocation).
+  void (*describe)(const Problem& problem, char* buf, size_t size);
+  std::span<const Backend<Problem, Data>> (*backends)();
 };
 
-template <typename Problem, typename Args>
-Status plan_create(const PlanOps<Problem, Args>& ops, const Args& args,
+template <typename Problem, typename Args, typename Data>
+Status plan_create(const PlanOps<Problem, Args, Data>& ops, const Args& args,
                    PlanState<Problem, Args>* state) {
   try {
     KVFLASH_RETURN_IF_ERROR(ops.validate(args, &state->problem));
@@ -66,9 +76,10 @@ Status plan_create(const PlanOps<Problem, Args>& ops, const Args& args,
   return Status::kSuccess;
 }
 
-template <typename Problem, typename Args>
-Status plan_run_checked(const PlanOps<Problem, Args>& ops, const PlanState<Problem, Args>& state,
-                        const Args& args, void* workspace, size_t workspace_size, void* stream) {
+template <typename Problem, typename Args, typename Data>
+Status plan_run_checked(const PlanOps<Problem, Args, Data>& ops,
+                        const PlanState<Problem, Args>& state, const Args& args, void* workspace,
+                        size_t workspace_size, void* stream) {
   if (workspace_size < state.workspace_size) {
     return fail(Status::kInvalid, ops.op,
                 "workspace_size (" + std::to_string(workspace_size) +
@@ -85,12 +96,23 @@ Status plan_run_checked(const PlanOps<Problem, Args>& ops, const PlanState<Probl
     return fail(Status::kInvalid, ops.op,
                 "stream must be null for host tensors (they run synchronously)");
   }
-  const auto* backend = select_backend(ops.backends(), device.type);
+  const auto list = ops.backends();
+  const auto* backend = select_backend(list, device.type);
+  // The key of "no entry" is the state itself (dispatched starts null: nothing printed yet).
+  const void* key = backend != nullptr ? static_cast<const void*>(backend) : &state;
+  if (verbose_dispatch() && state.dispatched.exchange(key) != key) {
+    char shape[256];
+    ops.describe(state.problem, shape, sizeof shape);
+    print_dispatch(ops.op, shape, list, device.type, backend);
+  }
   if (backend == nullptr) {
     return fail(Status::kRuntime, ops.op, "no backend is available for " + device_name(device));
   }
+  Data data;
+  ops.bind(state.problem, args, &data);
+  const RunContext ctx{args.num_threads, workspace, workspace_size, stream};
   try {
-    return backend->run(state.problem, args, args.num_threads, workspace, stream);
+    return backend->run(state.problem, data, ctx);
   } catch (const std::exception& e) {
     // Only a failure to start worker threads can get here; nothing is half-written that a
     // retry would not overwrite.
@@ -102,8 +124,8 @@ Status plan_run_checked(const PlanOps<Problem, Args>& ops, const PlanState<Probl
 
 /// The run of a plan. It allocates nothing itself; only the message of a refused run does, and if
 /// that fails the run still returns (kRuntime) rather than throw.
-template <typename Problem, typename Args>
-Status plan_run(const PlanOps<Problem, Args>& ops, const PlanState<Problem, Args>& state,
+template <typename Problem, typename Args, typename Data>
+Status plan_run(const PlanOps<Problem, Args, Data>& ops, const PlanState<Problem, Args>& state,
                 const Args& args, void* workspace, size_t workspace_size, void* stream) {
   try {
     return plan_run_checked(ops, state, args, workspace, workspace_size, stream);

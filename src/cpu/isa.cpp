@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/backend.hpp"
+
 namespace kvflash::cpu {
 namespace {
 
@@ -152,13 +154,12 @@ Detection detect() {
 }
 
 // The once-per-process detection (a function-local static: thread-safe initialisation). Under
-// KVFLASH_VERBOSE containing "dispatch" it prints the level and why it is below amx to stderr,
-// once; the full dispatch printer builds on isa_name() and amx_unavailable_reason().
+// KVFLASH_VERBOSE=dispatch (core::verbose_dispatch) it prints the level and why it is below amx
+// to stderr, once; the per-plan dispatch lines (core/backend.hpp) give isa_available's reasons.
 const Detection& detection() {
   static const Detection d = [] {
     Detection r = detect();
-    const char* verbose = std::getenv("KVFLASH_VERBOSE");
-    if (verbose != nullptr && std::strstr(verbose, "dispatch") != nullptr) {
+    if (core::verbose_dispatch()) {
       std::fprintf(stderr, "kvflash: detected isa %s%s%s\n", isa_name(r.isa),
                    r.amx_reason[0] != '\0' ? "; amx unavailable: " : "", r.amx_reason);
     }
@@ -218,6 +219,21 @@ Isa active_isa() {
   const int cap = g_cap.load(std::memory_order_relaxed);
   if (cap != kNoCap && cap < isa) isa = cap;
   return static_cast<Isa>(isa);
+}
+
+bool isa_available(Isa isa, const char** why) {
+  if (active_isa() >= isa) return true;
+  if (why != nullptr) {
+    const Isa detected = detected_isa();
+    if (detected >= isa) {
+      *why = "capped by KVFLASH_MAX_ISA or cpu::set_isa_cap";
+    } else if (isa == Isa::kAmx && detected == Isa::kAvx512Bf16) {
+      *why = amx_unavailable_reason();  // which of the tile checks failed
+    } else {
+      *why = "this CPU or OS does not support the instruction set";
+    }
+  }
+  return false;
 }
 
 void set_isa_cap(std::optional<Isa> cap) {

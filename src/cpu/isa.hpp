@@ -28,6 +28,9 @@ Isa detected_isa();
 /// The ISA kernels use: min(detected, KVFLASH_MAX_ISA=amx|avx512bf16|avx512|avx2|scalar,
 /// set_isa_cap()).
 Isa active_isa();
+/// Whether kernels of isa may run now (active_isa() >= isa). When not, and why is not null, *why
+/// says whether the CPU (or OS) lacks it or a cap excludes it (a string with static storage).
+bool isa_available(Isa isa, const char** why);
 /// Programmatic cap for tests and benchmarks (nullopt removes it). Not thread-safe against
 /// concurrent kernel calls; set it between calls.
 void set_isa_cap(std::optional<Isa> cap);

@@ -21,5 +21,11 @@ struct DeviceInfo {
 /// Queried once per process (the answer cannot change while it runs), thread-safe.
 const DeviceInfo& device_info();
 inline bool device_present() { return device_info().present; }
+/// The CUDA backend entries' available(): device_present(), with device_info().reason as why.
+inline bool device_available(const char** why) {
+  const DeviceInfo& info = device_info();
+  if (!info.present && why != nullptr) *why = info.reason.c_str();
+  return info.present;
+}
 
 }  // namespace kvflash::cuda

@@ -75,8 +75,9 @@ inline void load_row(const std::byte* row, int64_t s_dim, int64_t d, int64_t dp,
 }
 
 // Channel stride of the K or V rows of sequence b.
-inline int64_t kv_dim_stride(const core::KvCacheView& kv, int64_t b) {
-  return kv.paged ? kv.s_dim : kv.seqs[b].s_dim;
+inline int64_t kv_dim_stride(const core::KvCacheView& kv,
+                             const std::vector<core::KvCacheView::Seq>& seqs, int64_t b) {
+  return kv.paged ? kv.s_dim : seqs[b].s_dim;
 }
 
 // Addresses of the K and V rows of kv head n2 for positions [j, j + n) (n >= 1, all attended) of
@@ -87,8 +88,8 @@ inline void kv_rows(const IfaProblem& p, const IfaData& d, int64_t b, int64_t n2
                     int64_t n, const std::byte** k_rows, const std::byte** v_rows) {
   constexpr int64_t es = kv_elem_size<kKind>();
   if (!p.k.paged) {
-    const core::KvCacheView::Seq& ks = p.k.seqs[b];
-    const core::KvCacheView::Seq& vs = p.v.seqs[b];
+    const core::KvCacheView::Seq& ks = p.k_seqs[b];
+    const core::KvCacheView::Seq& vs = p.v_seqs[b];
     const auto* kb =
         static_cast<const std::byte*>(d.k_seq[b]) + (j * ks.s_pos + n2 * ks.s_head) * es;
     const auto* vb =
@@ -461,8 +462,9 @@ inline void pv_rows4_head1(float* acc, int64_t head_floats, int64_t dp, float (*
 
 // Byte distance between the rows of kv heads n2 and n2 + 1 at one position of sequence b.
 template <KvKind kKind>
-inline int64_t kv_head_bytes(const core::KvCacheView& kv, int64_t b) {
-  return (kv.paged ? kv.s_head : kv.seqs[b].s_head) * kv_elem_size<kKind>();
+inline int64_t kv_head_bytes(const core::KvCacheView& kv,
+                             const std::vector<core::KvCacheView::Seq>& seqs, int64_t b) {
+  return (kv.paged ? kv.s_head : seqs[b].s_head) * kv_elem_size<kKind>();
 }
 
 // The row addresses of one tile, for the first kv head of a task: every other head of the task is
@@ -499,8 +501,8 @@ class KvHeadWork {
     any_exact_ = false;
     st_ = st;
     any_unmasked_ = any_unmasked;
-    k_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.k, t.b);
-    v_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.v, t.b);
+    k_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.k, p.k_seqs, t.b);
+    v_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.v, p.v_seqs, t.b);
     const auto* first = reinterpret_cast<const int64_t*>(base + l.chunk_first);
     slot_ = ifa_slot(l, base, first, t.b, n2, t.chunk, t.num_chunks);
     if constexpr (kKind == KvKind::kInt8) {
@@ -544,8 +546,8 @@ class KvHeadWork {
       st_[g] = SoftmaxState{};
       any_unmasked_[g] = false;
     }
-    k_sdim_ = kv_dim_stride(p.k, t.b);
-    v_sdim_ = kv_dim_stride(p.v, t.b);
+    k_sdim_ = kv_dim_stride(p.k, p.k_seqs, t.b);
+    v_sdim_ = kv_dim_stride(p.v, p.v_seqs, t.b);
     k_bytes_ = prefetch_bytes(k_sdim_);
     k_in_place_ = k_sdim_ == 1 && d == dp;
     if constexpr (kKind == KvKind::kBf16) {

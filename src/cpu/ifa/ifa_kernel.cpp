@@ -1,21 +1,15 @@
 // IFA CPU backend: lays out and prepares the workspace (the run's device reads), then runs the
-// chunk tasks and the merge tasks of one ISA on the parallel loop.
+// chunk tasks and the merge tasks of one ISA's kernels on the parallel loop.
 #include "cpu/ifa/ifa_kernel.hpp"
 
 #include <algorithm>
 #include <cassert>
 
-#include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/ifa/ifa_workspace.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace kvflash::cpu {
 namespace {
-
-using ChunkFn = void (*)(const core::IfaProblem&, const core::IfaData&, const IfaLayout&,
-                         const IfaSchedule&, std::byte*, int64_t);
-using MergeFn = void (*)(const core::IfaProblem&, const core::IfaData&, const IfaLayout&,
-                         std::byte*, int64_t);
 
 struct Run {
   const core::IfaProblem* p;
@@ -23,8 +17,7 @@ struct Run {
   const IfaLayout* layout;
   const IfaSchedule* schedule;
   std::byte* base;
-  ChunkFn chunk;
-  MergeFn merge;
+  const IfaKernels* k;
 };
 
 // Waking a pool worker costs a futex round trip (~10 us here), about what two cores take to read
@@ -45,34 +38,20 @@ int workers_for(const core::IfaProblem& p, int threads) {
 
 size_t ifa_workspace_size(const core::IfaProblem& p) { return ifa_layout(p).bytes; }
 
-Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, Isa isa, int num_threads, void* ws) {
+Status ifa_run(const core::IfaProblem& p, const core::IfaData& data, const core::RunContext& ctx,
+               const IfaKernels& k) {
   assert(p.group <= kIfaMaxGroup && p.head_dim <= kIfaMaxHeadDim);  // validated
   const IfaLayout layout = ifa_layout(p);
   core::IfaData d;
-  std::byte* base = ifa_prepare(p, args, layout, ws, &d);
-  const int threads = workers_for(p, num_threads > 0 ? num_threads : default_num_threads());
+  std::byte* base = ifa_prepare(p, data, layout, ctx.workspace, &d);
+  const int n = ctx.num_threads;
+  const int threads = workers_for(p, n > 0 ? n : default_num_threads());
   IfaSchedule schedule = ifa_schedule(p, layout, threads);
-  ChunkFn chunk = scalar::ifa_chunk;
-  MergeFn merge = scalar::ifa_merge;
-  schedule.bf16_dot = isa >= Isa::kAvx512Bf16;
-  switch (isa) {
-    case Isa::kAmx:  // no AMX kernel yet: the avx512 one (the backend lists never pass kAmx)
-    case Isa::kAvx512Bf16:
-    case Isa::kAvx512:
-      chunk = avx512::ifa_chunk;
-      merge = avx512::ifa_merge;
-      break;
-    case Isa::kAvx2:
-      chunk = avx2::ifa_chunk;
-      merge = avx2::ifa_merge;
-      break;
-    case Isa::kScalar:
-      break;
-  }
+  schedule.bf16_dot = k.bf16_dot;
   // The lambdas capture one pointer, so std::function keeps them inline (no allocation).
-  const Run run{&p, &d, &layout, &schedule, base, chunk, merge};
+  const Run run{&p, &d, &layout, &schedule, base, &k};
   parallel_for(schedule.num_tasks, threads, [r = &run](int64_t task, int) {
-    r->chunk(*r->p, *r->d, *r->layout, *r->schedule, r->base, task);
+    r->k->chunk(*r->p, *r->d, *r->layout, *r->schedule, r->base, task);
   });
   // Merge tasks of sequences of one chunk already ran inside their chunk task.
   bool any_merge = false;
@@ -80,7 +59,7 @@ Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, Isa isa, int num_
   if (any_merge) {
     parallel_for(p.batch * p.num_kv_heads, threads, [r = &run](int64_t task, int) {
       if (ifa_merged_by_chunk(*r->p, task / r->p->num_kv_heads)) return;
-      r->merge(*r->p, *r->d, *r->layout, r->base, task);
+      r->k->merge(*r->p, *r->d, *r->layout, r->base, task);
     });
   }
   return ifa_report_faults(p, d);

@@ -14,4 +14,6 @@ namespace kvflash::cpu::avx2 {
 #include "cpu/softmax_state.h"
 #include "cpu/ifa/ifa_kernel-inl.h"
 // clang-format on
+
+const IfaKernels kIfaKernels = {ifa_chunk, ifa_merge, false};
 }  // namespace kvflash::cpu::avx2

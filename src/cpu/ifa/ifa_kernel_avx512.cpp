@@ -15,4 +15,7 @@ namespace kvflash::cpu::avx512 {
 #define KVFLASH_IFA_BF16_DOT 1  // AVX512-BF16 scores for bf16 K where the CPU has them
 #include "cpu/ifa/ifa_kernel-inl.h"
 // clang-format on
+
+const IfaKernels kIfaKernels = {ifa_chunk, ifa_merge, false};
+const IfaKernels kIfaKernelsBf16 = {ifa_chunk, ifa_merge, true};
 }  // namespace kvflash::cpu::avx512

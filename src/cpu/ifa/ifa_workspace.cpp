@@ -6,14 +6,13 @@
 
 #include "core/error.hpp"
 #include "core/half.hpp"
+#include "core/workspace_arena.hpp"
 #include "ops/ifa/ifa_bind.hpp"
 #include "ops/ifa/ifa_error.hpp"
 #include "ops/ifa/ifa_fault.hpp"
 
 namespace kvflash::cpu {
 namespace {
-
-size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 float widen(const void* data, DType dtype, int64_t index) {
   switch (dtype) {
@@ -54,8 +53,7 @@ int64_t bad_slot(const core::IfaProblem& p, const int32_t* table, int64_t b, int
   const core::BlockTableView& bt = p.block_table;
   const int64_t last = (begin + p.kv_len[b] - 1) / bt.block_size;
   for (int64_t slot = begin / bt.block_size; slot <= last; ++slot) {
-    const int32_t id = table[b * bt.s0 + slot * bt.s1];
-    if (id < 0 || id >= bt.num_blocks) return slot;
+    if (core::ifa_bad_block_id(p, table[b * bt.s0 + slot * bt.s1])) return slot;
   }
   return -1;
 }
@@ -63,12 +61,9 @@ int64_t bad_slot(const core::IfaProblem& p, const int32_t* table, int64_t b, int
 // What batch b does in this run, from the device data (kv_padding_size, block table).
 uint8_t batch_state(const core::IfaProblem& p, const core::IfaData& d, int64_t b, int64_t begin,
                     bool empty) {
-  if (empty) return core::kIfaBatchEmpty;
   const int64_t len = p.kv_len[b];
-  if (len == 0) return core::kIfaBatchRun;
-  // Left padding moves the range right by a run-time amount: never read a mask column beyond the
-  // mask (validation could only bound the unpadded ranges).
-  if (p.mask.present && begin + len > p.mask_cols) return core::kIfaBatchFaultMaskRange;
+  const core::IfaBatchState s = core::ifa_range_state(p, empty, begin, len);
+  if (s != core::kIfaBatchRun || len == 0) return s;
   if (p.k.paged && bad_slot(p, d.block_table, b, begin) >= 0) return core::kIfaBatchFaultBlockId;
   return core::kIfaBatchRun;
 }
@@ -91,37 +86,23 @@ IfaLayout ifa_layout(const core::IfaProblem& p) {
   for (int64_t b = 0; b < p.batch; ++b) l.num_slots += ifa_num_chunks(p.kv_len[b]);
   l.num_slots *= p.num_kv_heads;
 
-  size_t at = 0;
+  core::WorkspaceArena arena(kIfaWorkspaceAlign);
   const size_t batch = static_cast<size_t>(p.batch);
-  l.chunk_first = at;
-  at = round_up(at + sizeof(int64_t) * (batch + 1), kIfaWorkspaceAlign);
-  l.kv_begin = at;
-  at = round_up(at + sizeof(int64_t) * batch, kIfaWorkspaceAlign);
-  l.seq_base = at;
-  if (!p.k.paged) at = round_up(at + sizeof(const void*) * 2 * batch, kIfaWorkspaceAlign);
-  l.batch_state = at;
-  at = round_up(at + batch, kIfaWorkspaceAlign);
-  l.antiquant = at;
-  if (p.antiquant != core::AntiquantMode::kNone) {
-    at += sizeof(float) * 4 * static_cast<size_t>(p.num_kv_heads * p.head_dim);
-    at = round_up(at, kIfaWorkspaceAlign);
-  }
-  l.quant2 = at;
-  if (p.quant_scale2.present) {
-    at += sizeof(float) * 2 * static_cast<size_t>(p.num_heads * p.head_dim);
-    at = round_up(at, kIfaWorkspaceAlign);
-  }
-  l.slots = at;
-  at += sizeof(float) * static_cast<size_t>(l.num_slots * l.slot_floats);
-  // Slack so any caller alignment can be moved up to kIfaWorkspaceAlign.
-  l.bytes = at + kIfaWorkspaceAlign;
+  const bool antiquant = p.antiquant != core::AntiquantMode::kNone;
+  l.chunk_first = arena.take_array<int64_t>(batch + 1);
+  l.kv_begin = arena.take_array<int64_t>(batch);
+  l.seq_base = arena.take_array<const void*>(p.k.paged ? 0 : 2 * batch);
+  l.batch_state = arena.take_array<uint8_t>(batch);
+  l.antiquant =
+      arena.take_array<float>(antiquant ? 4 * static_cast<size_t>(p.num_kv_heads * p.head_dim) : 0);
+  l.quant2 = arena.take_array<float>(
+      p.quant_scale2.present ? 2 * static_cast<size_t>(p.num_heads * p.head_dim) : 0);
+  l.slots = arena.take_array<float>(static_cast<size_t>(l.num_slots * l.slot_floats));
+  l.bytes = arena.bytes();
   return l;
 }
 
-std::byte* ifa_align(void* ws) {
-  const auto addr = reinterpret_cast<uintptr_t>(ws);
-  return static_cast<std::byte*>(ws) + (round_up(addr, kIfaWorkspaceAlign) - addr);
-}
+std::byte* ifa_align(void* ws) { return core::align_base(ws, kIfaWorkspaceAlign); }
 
 void ifa_fill_chunk_index(const core::IfaProblem& p, const IfaLayout& l, std::byte* base) {
   auto* first = reinterpret_cast<int64_t*>(base + l.chunk_first);
@@ -131,12 +112,15 @@ void ifa_fill_chunk_index(const core::IfaProblem& p, const IfaLayout& l, std::by
   }
 }
 
-std::byte* ifa_prepare(const core::IfaProblem& p, const IfaArgs& args, const IfaLayout& l, void* ws,
-                       core::IfaData* d) {
+std::byte* ifa_prepare(const core::IfaProblem& p, const core::IfaData& data, const IfaLayout& l,
+                       void* ws, core::IfaData* d) {
   std::byte* base = ifa_align(ws);
 
-  auto* seq = reinterpret_cast<const void**>(base + l.seq_base);
-  ifa::bind_data(p, args, seq, seq + p.batch, d);
+  *d = data;
+  if (!p.k.paged) {
+    auto* seq = reinterpret_cast<const void**>(base + l.seq_base);
+    ifa::bind_batch_bases(p, seq, seq + p.batch, d);
+  }
 
   // Device data, read here: in stream order, after everything queued before this run.
   auto* begin = reinterpret_cast<int64_t*>(base + l.kv_begin);

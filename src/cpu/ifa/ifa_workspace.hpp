@@ -11,9 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ops/ifa/ifa_problem.hpp"
-#include "kvflash/ifa.hpp"
 #include "kvflash/status.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::cpu {
 
@@ -77,12 +76,13 @@ std::byte* ifa_align(void* ws);
 /// Fills the chunk index (chunk_first) from the plan's lengths.
 void ifa_fill_chunk_index(const core::IfaProblem& p, const IfaLayout& layout, std::byte* base);
 
-/// The start of every run, on the calling thread: aligns ws, binds args into *d, reads the device
-/// data in stream order (left padding into kv_begin; referenced block ids and the mask range into
-/// batch_state), fills the chunk index and the fp32 scale tables (antiquant scale/offset and
+/// The start of every run, on the calling thread: aligns ws, copies the run's bound data into *d
+/// and derives the rest into the workspace: the batch bases (non-paged), the device data read in
+/// stream order (left padding into kv_begin; referenced block ids and the mask range into
+/// batch_state), the chunk index and the fp32 scale tables (antiquant scale/offset and
 /// quant_scale2/offset2 expanded to per-channel). Returns the aligned base.
-std::byte* ifa_prepare(const core::IfaProblem& p, const IfaArgs& args, const IfaLayout& layout,
-                       void* ws, core::IfaData* d);
+std::byte* ifa_prepare(const core::IfaProblem& p, const core::IfaData& data,
+                       const IfaLayout& layout, void* ws, core::IfaData* d);
 
 /// After a run: kInvalid naming the first batch whose device data was bad (its rows hold the
 /// fault result), else kSuccess.

@@ -11,7 +11,6 @@
 #include "core/half.hpp"
 #include "cpu/simd_scalar.h"
 #include "cpu/thread_pool.hpp"
-#include "ops/merge/merge_validate.hpp"
 
 namespace kvflash::cpu {
 namespace scalar {
@@ -167,10 +166,9 @@ struct Run {
 
 }  // namespace
 
-Status merge_run(const MergeProblem& p, const MergeArgs& args, int num_threads) {
+Status merge_run(const MergeProblem& p, const MergeData& d, const core::RunContext& ctx) {
   if (p.num_rows == 0) return Status::kSuccess;
-  MergeData d;
-  merge::bind_data(p, args, &d);
+  const int num_threads = ctx.num_threads;
   const int64_t per_row = std::max<int64_t>(1, p.num_parts * p.head_dim);
   const int64_t rows_per_task = std::max<int64_t>(1, kTaskElements / per_row);
   const int64_t tasks = (p.num_rows + rows_per_task - 1) / rows_per_task;

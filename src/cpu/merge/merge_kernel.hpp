@@ -7,14 +7,15 @@
 // context-parallel group on different hardware merge identically.
 #pragma once
 
-#include "ops/merge/merge_problem.hpp"
-#include "kvflash/merge.hpp"
+#include "core/backend.hpp"
 #include "kvflash/status.hpp"
+#include "ops/merge/merge_problem.hpp"
 
 namespace kvflash::cpu {
 
-/// Merges args' tensors (matched against p) on num_threads workers (0 = default). Never fails
-/// on data: non-finite values follow IEEE arithmetic (kvflash/merge.hpp).
-Status merge_run(const core::MergeProblem& p, const MergeArgs& args, int num_threads);
+/// Merges the bound data d on ctx.num_threads workers (0 = default); no workspace. Never fails on
+/// data: non-finite values follow IEEE arithmetic (kvflash/merge.hpp).
+Status merge_run(const core::MergeProblem& p, const core::MergeData& d,
+                 const core::RunContext& ctx);
 
 }  // namespace kvflash::cpu

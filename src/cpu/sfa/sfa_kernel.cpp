@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "cpu/sfa/sfa_kernel_isa.hpp"
+#include "core/workspace_arena.hpp"
 #include "cpu/thread_pool.hpp"
 #include "ops/sfa/sfa_bind.hpp"
 #include "ops/sfa/sfa_validate.hpp"
@@ -23,8 +23,6 @@ using core::SfaProblem;
 constexpr int64_t kMinHeadBlock = 8;
 constexpr int64_t kQk = SfaProblem::kNopeDim + SfaProblem::kRopeDim;
 constexpr size_t kAlign = 64;  // one cache line, one zmm
-
-size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // Heads per task for P participants: split heads only while there are too few rows to give every
 // participant two tasks. N1 is a power of two, so halving keeps the blocks equal.
@@ -42,6 +40,7 @@ struct SfaLayout {
   int lanes = 1;
   int64_t head_rows = 0;  // enough for every participant count the schedule can choose
   size_t batches = 0, rows = 0, row_fault = 0, tiles = 0, tile_bytes = 0;
+  size_t kt = 0, vt = 0, pos = 0;  // offsets inside one lane's tiles
   size_t q = 0, s = 0, acc = 0, st = 0, bytes = 0;
 };
 
@@ -52,24 +51,22 @@ SfaLayout sfa_layout(const SfaProblem& p) {
   l.lanes = static_cast<int>(std::clamp<int64_t>(max_tasks, 1, kSfaMaxLanes));
   for (int w = 1; w <= l.lanes; ++w) l.head_rows = std::max(l.head_rows, w * head_block(p, w));
   const size_t hr = static_cast<size_t>(l.head_rows);
-  size_t at = 0;
-  const auto take = [&at](size_t bytes) {
-    const size_t o = at;
-    at = round_up(at + bytes);
-    return o;
-  };
-  l.batches = take(sizeof(core::SfaBatch) * static_cast<size_t>(p.batch));
-  l.rows = take(sizeof(core::SfaRow) * static_cast<size_t>(p.num_rows));
-  l.row_fault = take(static_cast<size_t>(p.num_rows));
-  l.tile_bytes = round_up(sizeof(float) * kSfaTile * kQk) +
-                 round_up(sizeof(float) * kSfaTile * SfaProblem::kNopeDim) +
-                 round_up(sizeof(int64_t) * 2 * kSfaTile);
-  l.tiles = take(l.tile_bytes * static_cast<size_t>(l.lanes));
-  l.q = take(sizeof(float) * hr * kQk);
-  l.s = take(sizeof(float) * hr * kSfaTile);
-  l.acc = take(sizeof(float) * hr * SfaProblem::kNopeDim);
-  l.st = take(sizeof(float) * hr * 2);
-  l.bytes = at + kAlign;  // slack to align the caller's pointer
+  core::WorkspaceArena arena(kAlign);
+  l.batches = arena.take_array<core::SfaBatch>(static_cast<size_t>(p.batch));
+  l.rows = arena.take_array<core::SfaRow>(static_cast<size_t>(p.num_rows));
+  l.row_fault = arena.take_array<uint8_t>(static_cast<size_t>(p.num_rows));
+  // One lane's tiles, laid out by the same arena type (lane_scratch carves them).
+  core::WorkspaceArena tile(kAlign);
+  l.kt = tile.take_array<float>(kSfaTile * kQk);
+  l.vt = tile.take_array<float>(kSfaTile * SfaProblem::kNopeDim);
+  l.pos = tile.take_array<int64_t>(2 * kSfaTile);
+  l.tile_bytes = tile.extent();  // lanes follow each other
+  l.tiles = arena.take(l.tile_bytes * static_cast<size_t>(l.lanes));
+  l.q = arena.take_array<float>(hr * kQk);
+  l.s = arena.take_array<float>(hr * kSfaTile);
+  l.acc = arena.take_array<float>(hr * SfaProblem::kNopeDim);
+  l.st = arena.take_array<float>(hr * 2);
+  l.bytes = arena.bytes();
   return l;
 }
 
@@ -77,10 +74,9 @@ SfaScratch lane_scratch(const SfaLayout& l, std::byte* base, int lane, int64_t h
   std::byte* t = base + l.tiles + l.tile_bytes * static_cast<size_t>(lane);
   const int64_t h0 = lane * hb;
   SfaScratch w;
-  w.kt = reinterpret_cast<float*>(t);
-  w.vt = reinterpret_cast<float*>(t + round_up(sizeof(float) * kSfaTile * kQk));
-  w.pos = reinterpret_cast<int64_t*>(t + round_up(sizeof(float) * kSfaTile * kQk) +
-                                     round_up(sizeof(float) * kSfaTile * SfaProblem::kNopeDim));
+  w.kt = reinterpret_cast<float*>(t + l.kt);
+  w.vt = reinterpret_cast<float*>(t + l.vt);
+  w.pos = reinterpret_cast<int64_t*>(t + l.pos);
   w.q = reinterpret_cast<float*>(base + l.q) + h0 * kQk;
   w.s = reinterpret_cast<float*>(base + l.s) + h0 * kSfaTile;
   w.acc = reinterpret_cast<float*>(base + l.acc) + h0 * SfaProblem::kNopeDim;
@@ -159,13 +155,12 @@ Status sfa_report_faults(const SfaProblem& p, const core::SfaData& d, const uint
   return report_faults(p, d, row_fault);
 }
 
-Status sfa_run(const SfaProblem& p, const SfaArgs& args, Isa isa, int num_threads, void* ws) {
+Status sfa_run(const SfaProblem& p, const core::SfaData& data, const core::RunContext& ctx,
+               const SfaKernels& k) {
   const SfaLayout l = sfa_layout(p);
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(ws);
-  std::byte* base = static_cast<std::byte*>(ws) + ((raw + kAlign - 1) / kAlign * kAlign - raw);
+  std::byte* base = core::align_base(ctx.workspace, kAlign);
 
-  core::SfaData d;
-  sfa::bind_data(p, args, &d);
+  core::SfaData d = data;
   // Device data, read here: in stream order, after everything queued before this run.
   auto* batches = reinterpret_cast<core::SfaBatch*>(base + l.batches);
   auto* rows = reinterpret_cast<core::SfaRow*>(base + l.rows);
@@ -178,21 +173,8 @@ Status sfa_run(const SfaProblem& p, const SfaArgs& args, Isa isa, int num_thread
   auto* row_fault = reinterpret_cast<uint8_t*>(base + l.row_fault);
   std::memset(row_fault, 0, static_cast<size_t>(p.num_rows));
 
-  SfaTaskFn fn = sfa_task_scalar;
-  switch (isa) {
-    case Isa::kAmx:  // no AMX kernel yet: the avx512 one (the backend lists never pass kAmx)
-    case Isa::kAvx512Bf16:
-    case Isa::kAvx512:
-      fn = sfa_task_avx512;
-      break;
-    case Isa::kAvx2:
-      fn = sfa_task_avx2;
-      break;
-    case Isa::kScalar:
-      break;
-  }
-  const SfaSchedule s =
-      schedule_for(p, l.lanes, num_threads > 0 ? num_threads : default_num_threads());
+  const int n = ctx.num_threads;
+  const SfaSchedule s = schedule_for(p, l.lanes, n > 0 ? n : default_num_threads());
   struct Run {
     const SfaProblem* p;
     const core::SfaData* d;
@@ -200,12 +182,12 @@ Status sfa_run(const SfaProblem& p, const SfaArgs& args, Isa isa, int num_thread
     const SfaLayout* l;
     std::byte* base;
     uint8_t* row_fault;
-    SfaTaskFn fn;
-  } run{&p, &d, &s, &l, base, row_fault, fn};
+    const SfaKernels* k;
+  } run{&p, &d, &s, &l, base, row_fault, &k};
   // The lambda captures one pointer, so std::function keeps it inline (no allocation).
   parallel_for(s.num_tasks, s.participants, [r = &run](int64_t task, int worker) {
-    r->fn(*r->p, *r->d, *r->s, lane_scratch(*r->l, r->base, worker, r->s->head_block), r->row_fault,
-          task);
+    r->k->task(*r->p, *r->d, *r->s, lane_scratch(*r->l, r->base, worker, r->s->head_block),
+               r->row_fault, task);
   });
   return report_faults(p, d, row_fault);
 }

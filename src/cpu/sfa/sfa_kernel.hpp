@@ -1,15 +1,14 @@
-// The SFA CPU backend entry: binds a run's tensors, derives the lengths from the device data,
-// runs the per-ISA task function on the parallel loop and reports bad device data. No validation
-// beyond the device data, no allocation, no I/O.
+// The SFA CPU backend entry: derives the lengths from the device data, runs one instruction set's
+// task function (the entry's SfaKernels) on the parallel loop and reports bad device data. No
+// validation beyond the device data, no allocation, no I/O.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "ops/sfa/sfa_problem.hpp"
-#include "cpu/isa.hpp"
-#include "kvflash/sfa.hpp"
+#include "core/backend.hpp"
 #include "kvflash/status.hpp"
+#include "ops/sfa/sfa_problem.hpp"
 
 namespace kvflash::cpu {
 
@@ -41,14 +40,26 @@ struct SfaScratch {
   int64_t* pos;  ///< 2 x kSfaTile: the current tile's positions and the next one's
 };
 
+/// One instruction set's SFA kernels, compiled in its own translation unit (sfa_kernel_<isa>.cpp)
+/// and named by its entry of the backend list (src/backends/lists.cpp).
+struct SfaKernels {
+  /// Runs task `task` of schedule s (query row task / blocks, head block task % blocks) with the
+  /// participant's scratch w. A row whose selected positions use a bad block id is not read: its
+  /// outputs become NaN and row_fault[row] is set.
+  void (*task)(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
+               const SfaScratch& w, uint8_t* row_fault, int64_t task);
+};
+
 /// Bytes of workspace sfa_run needs for p: lanes of scratch and the run-time lengths and row
 /// map. A function of p only (not of the ISA or the thread count).
 size_t sfa_workspace_size(const core::SfaProblem& p);
 
-/// Computes attention_out (and the softmax outputs) of p for args' tensors with isa's kernels (isa
-/// must be supported) on num_threads workers (0 = default). ws: at least sfa_workspace_size(p)
-/// bytes, any alignment. Returns kInvalid when device data was bad (see SfaPlan::run).
-Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, Isa isa, int num_threads, void* ws);
+/// Computes attention_out (and the softmax outputs) of p for the bound data d with kernels k (whose
+/// instruction set the CPU must support) on ctx.num_threads workers (0 = default).
+/// ctx.workspace: at least sfa_workspace_size(p) bytes, any alignment. Returns kInvalid when
+/// device data was bad (see SfaPlan::run).
+Status sfa_run(const core::SfaProblem& p, const core::SfaData& d, const core::RunContext& ctx,
+               const SfaKernels& k);
 
 /// The status of a run whose per-row fault flags (1 = the row used a bad block id) are row_fault:
 /// kInvalid naming the first such row's first bad block_table entry (d's pointers, batches and

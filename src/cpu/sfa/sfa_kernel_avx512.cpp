@@ -21,11 +21,6 @@ namespace kvflash::cpu::avx512 {
 #include "cpu/softmax_state.h"
 #include "cpu/sfa/sfa_kernel-inl.h"
 // clang-format on
-}  // namespace kvflash::cpu::avx512
 
-namespace kvflash::cpu {
-void sfa_task_avx512(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
-                     const SfaScratch& w, uint8_t* row_fault, int64_t task) {
-  avx512::sfa_body::run_one(p, d, s, w, row_fault, task);
-}
-}  // namespace kvflash::cpu
+const SfaKernels kSfaKernels = {sfa_body::run_one};
+}  // namespace kvflash::cpu::avx512

@@ -1,23 +1,20 @@
-// Per-ISA SFA kernel entry points (sfa_kernel_{scalar,avx2,avx512}.cpp). Only sfa_kernel.cpp calls
-// them, after checking that the CPU supports the ISA.
+// The kernel tables of the SFA per-ISA translation units (sfa_kernel_{scalar,avx2,avx512}.cpp,
+// each compiling sfa_kernel-inl.h with its own flags). Only the backend list names them, in an
+// entry that is available only when the CPU supports the instruction set.
 #pragma once
 
-#include "ops/sfa/sfa_problem.hpp"
 #include "cpu/sfa/sfa_kernel.hpp"
 
 namespace kvflash::cpu {
 
-/// Runs task `task` of schedule s (query row task / blocks, head block task % blocks) with the
-/// participant's scratch w. A row whose selected positions use a bad block id is not read: its
-/// outputs become NaN and row_fault[row] is set.
-using SfaTaskFn = void (*)(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
-                           const SfaScratch& w, uint8_t* row_fault, int64_t task);
-
-void sfa_task_scalar(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
-                     const SfaScratch& w, uint8_t* row_fault, int64_t task);
-void sfa_task_avx2(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
-                   const SfaScratch& w, uint8_t* row_fault, int64_t task);
-void sfa_task_avx512(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
-                     const SfaScratch& w, uint8_t* row_fault, int64_t task);
+namespace scalar {
+extern const SfaKernels kSfaKernels;
+}  // namespace scalar
+namespace avx2 {
+extern const SfaKernels kSfaKernels;
+}  // namespace avx2
+namespace avx512 {
+extern const SfaKernels kSfaKernels;
+}  // namespace avx512
 
 }  // namespace kvflash::cpu

@@ -14,11 +14,6 @@ namespace kvflash::cpu::scalar {
 #include "cpu/softmax_state.h"
 #include "cpu/sfa/sfa_kernel-inl.h"
 // clang-format on
-}  // namespace kvflash::cpu::scalar
 
-namespace kvflash::cpu {
-void sfa_task_scalar(const core::SfaProblem& p, const core::SfaData& d, const SfaSchedule& s,
-                     const SfaScratch& w, uint8_t* row_fault, int64_t task) {
-  scalar::sfa_body::run_one(p, d, s, w, row_fault, task);
-}
-}  // namespace kvflash::cpu
+const SfaKernels kSfaKernels = {sfa_body::run_one};
+}  // namespace kvflash::cpu::scalar

@@ -1,6 +1,6 @@
-// The IFA CUDA backend's adaptor: binds a run's tensors (host pointer arithmetic), sends the
-// per-sequence table with the upload launches and queues the kernels (ifa_kernel.cu). Built only
-// with the CUDA backend (KVFLASH_HAVE_CUDA).
+// The IFA CUDA backend's adaptor: from the run's bound data, sends the per-sequence table with the
+// upload launches and queues the kernels (ifa_kernel.cu). Built only with the CUDA backend
+// (KVFLASH_HAVE_CUDA).
 #include "cuda/ifa/ifa_cuda.hpp"
 
 #include "cuda/ifa/ifa_cuda_plan.hpp"
@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/device_fault.hpp"
+#include "core/workspace_arena.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/ifa/ifa_launch.hpp"
 #include "ops/ifa/ifa_error.hpp"
@@ -22,11 +23,9 @@
 namespace kvflash::cuda {
 namespace {
 
-// The 256-byte-aligned base inside a caller's workspace (the layout reserves the slack).
-void* aligned(const void* ws) {
-  const auto raw = reinterpret_cast<uintptr_t>(ws);
-  return reinterpret_cast<void*>((raw + 255) / 256 * 256);
-}
+// The aligned base inside a caller's workspace (the layout reserves the slack).
+void* aligned(void* ws) { return core::align_base(ws, kIfaCudaWorkspaceAlign); }
+const void* aligned(const void* ws) { return core::align_base(ws, kIfaCudaWorkspaceAlign); }
 
 Status launch_failed(int e) {
   return cuda_fail(static_cast<cudaError_t>(e), ifa::kIfaOp, "queueing the IFA CUDA kernels");
@@ -36,8 +35,9 @@ Status launch_failed(int e) {
 
 size_t ifa_workspace_size(const core::IfaProblem& p) { return ifa_cuda_workspace_size(p); }
 
-Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, void* workspace, void* stream) {
-  void* base = aligned(workspace);
+Status ifa_run(const core::IfaProblem& p, const core::IfaData& d, const core::RunContext& ctx) {
+  void* base = aligned(ctx.workspace);
+  void* stream = ctx.stream;
   const IfaCudaLayout layout = ifa_cuda_layout(p);
   const IfaCudaGeometry geometry = ifa_cuda_geometry(p);
   // The table travels as kernel parameters (copied at launch, so graph-capturable, and no host
@@ -46,13 +46,12 @@ Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, void* workspace, 
   for (int64_t first = 0; first < p.batch; first += kIfaCudaSeqsPerUpload) {
     upload.first = first;
     upload.count = static_cast<int32_t>(std::min<int64_t>(kIfaCudaSeqsPerUpload, p.batch - first));
-    ifa_cuda_seq_entries(p, args, first, upload.count, upload.seqs);
+    ifa_cuda_seq_entries(p, d, first, upload.count, upload.seqs);
     if (const int e = ifa_cuda_upload(upload, layout, base, stream); e != 0) {
       return launch_failed(e);
     }
   }
-  const int e = ifa_cuda_launch(ifa_cuda_problem(p), ifa_cuda_data(p, args), layout, geometry,
-                                base, stream);
+  const int e = ifa_cuda_launch(p, d, layout, geometry, base, stream);
   if (e != 0) return launch_failed(e);
   // For the aclnn CUDA runtime (core/device_fault.hpp): the record, copied in stream order and
   // decoded at stream synchronisation into the CPU's status and message (507015 there).

@@ -17,18 +17,19 @@
 
 #include <cstddef>
 
-#include "ops/ifa/ifa_problem.hpp"
-#include "kvflash/ifa.hpp"
+#include "core/backend.hpp"
 #include "kvflash/status.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::cuda {
 
 /// Device workspace bytes for p: a function of p only.
 size_t ifa_workspace_size(const core::IfaProblem& p);
 
-/// Queues p on `stream` (a cudaStream_t; null = the legacy default stream). Defined only in builds
-/// with the CUDA backend (KVFLASH_HAVE_CUDA).
-Status ifa_run(const core::IfaProblem& p, const IfaArgs& args, void* workspace, void* stream);
+/// Queues p on the bound data d on ctx.stream (a cudaStream_t; null = the legacy default stream)
+/// with ctx.workspace (device memory). Defined only in builds with the CUDA backend
+/// (KVFLASH_HAVE_CUDA).
+Status ifa_run(const core::IfaProblem& p, const core::IfaData& d, const core::RunContext& ctx);
 
 /// Waits for `stream`, then decodes the fault record of the last run queued with `workspace` on
 /// it: kSuccess, or kInvalid (161002) with ifa::ifa_fault_message's text; kRuntime if CUDA fails.

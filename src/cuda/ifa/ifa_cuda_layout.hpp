@@ -1,5 +1,6 @@
-// The IFA CUDA backend's plain data: the problem as the kernels read it (no std::vector, no kvflash
-// host type), the per-run per-batch table, the fault record, the workspace layout and the launch
+// The IFA CUDA backend's plain data besides the plan's core::IfaParams and the run's core::IfaData
+// (which the kernels take by value): the per-run per-batch table (the device's form of the
+// problem's per-batch host arrays), the fault record, the workspace layout and the launch
 // geometry. Plain C++ with no CUDA header: the host side (ifa_cuda_plan.cpp, unit-tested on the
 // CPU) computes everything here, the kernels (ifa_kernel.cu) only read it. Functions both sides
 // call are KVFLASH_HD.
@@ -17,6 +18,7 @@
 #include <cstdint>
 
 #include "core/hd.hpp"
+#include "core/workspace_arena.hpp"
 
 namespace kvflash::cuda {
 
@@ -34,57 +36,10 @@ inline constexpr int kIfaCudaHeaderFloats = 4;    ///< slot header: max, sum, an
 inline constexpr int kIfaCudaSeqsPerUpload = 40;
 /// The largest dynamic shared memory any supported part gives one CTA (sm_80: 163 KB).
 inline constexpr size_t kIfaCudaMaxSmem = 166912;
+/// Alignment of the workspace base and of each region (IfaCudaLayout).
+inline constexpr size_t kIfaCudaWorkspaceAlign = 256;
 /// bad_slot value of a batch whose block ids were all valid.
 inline constexpr unsigned long long kIfaCudaNoBadSlot = ~0ull;
-
-/// A strided (i, j, k) view, as core::View3 (dtype: the kvflash::DType value).
-struct IfaCudaView {
-  bool present = false;
-  int32_t dtype = 0;
-  int64_t s0 = 0, s1 = 0, s2 = 0;
-  KVFLASH_HD int64_t index(int64_t i, int64_t j, int64_t k) const {
-    return i * s0 + j * s1 + k * s2;
-  }
-};
-
-/// core::IfaProblem's scalars, plus the schedule totals.
-struct IfaCudaProblem {
-  int64_t batch = 0, num_heads = 0, num_kv_heads = 0, group = 0, head_dim = 0;
-  int32_t q_dtype = 0, kv_dtype = 0, out_dtype = 0;
-  float scale = 1.0f;
-  IfaCudaView q;
-  int64_t out_s0 = 0, out_s1 = 0, out_s2 = 1;
-  bool paged = false;
-  int64_t k_s_block = 0, v_s_block = 0;  ///< paged
-  int64_t bt_s0 = 0, bt_s1 = 0, block_size = 0, num_blocks = 0;
-  bool left_padding = false;
-  int64_t kv_seq_len = 0;
-  IfaCudaView mask;
-  int64_t mask_cols = 0;
-  IfaCudaView pse;
-  int32_t antiquant = 0;  ///< 0 none, else int8 K/V with antiquant_scale (and offset)
-  IfaCudaView antiquant_scale, antiquant_offset;
-  IfaCudaView quant_scale2, quant_offset2;
-  bool has_lse = false;
-  int64_t lse_s0 = 0, lse_s1 = 0;
-  bool zero_fully_masked_rows = false;
-  int64_t total_chunks = 0;  ///< sum over b of ifa_cuda_num_chunks(kv_len[b])
-};
-
-/// The pointers of one run (device memory; absent ones null). K/V bases are per batch (IfaCudaSeq).
-struct IfaCudaData {
-  const void* q = nullptr;
-  void* out = nullptr;
-  float* lse = nullptr;
-  const int32_t* block_table = nullptr;
-  const void* mask = nullptr;
-  const void* pse = nullptr;
-  const void* antiquant_scale = nullptr;
-  const void* antiquant_offset = nullptr;
-  const void* quant_scale2 = nullptr;
-  const void* quant_offset2 = nullptr;
-  const int64_t* kv_padding_size = nullptr;
-};
 
 /// One sequence of a run: where its K/V rows are and how its chunks are numbered. Element (j, n2,
 /// d) of K at k_base + (j*k_s_pos + n2*k_s_head + d*k_s_dim) elements (paged: j is the offset in
@@ -114,7 +69,7 @@ struct IfaCudaFault {
   int64_t batch = 0, len = 0, begin = 0, slot = 0, id = 0, num_blocks = 0, pad = 0, mask_cols = 0;
 };
 
-/// Byte offsets from the 256-byte-aligned workspace base.
+/// Byte offsets from the kIfaCudaWorkspaceAlign-aligned workspace base.
 struct IfaCudaLayout {
   size_t fault = 0;      ///< IfaCudaFault; always 0, so it is found without the plan
   size_t seqs = 0;       ///< IfaCudaSeq [batch]
@@ -196,21 +151,14 @@ struct IfaCudaSmem {
 KVFLASH_HD inline IfaCudaSmem ifa_cuda_smem(int heads_per_cta, int64_t head_dim,
                                             int64_t row_bytes, bool int8_kv) {
   IfaCudaSmem s;
-  size_t at = 0;
-  const auto up16 = [](size_t n) { return (n + 15) / 16 * 16; };
-  s.q = at;
-  at = up16(at + sizeof(float) * static_cast<size_t>(heads_per_cta * head_dim));
-  s.k = at;
-  at += static_cast<size_t>(kIfaCudaStages * kIfaCudaTile * row_bytes);
-  s.v = at;
-  at += static_cast<size_t>(kIfaCudaStages * kIfaCudaTile * row_bytes);
-  s.p = at;
-  at = up16(at + sizeof(float) * static_cast<size_t>(heads_per_cta * kIfaCudaTile));
-  s.alpha = at;
-  at = up16(at + sizeof(float) * static_cast<size_t>(heads_per_cta));
-  s.kq = at;
-  if (int8_kv) at = up16(at + sizeof(float) * 2 * static_cast<size_t>(head_dim));
-  s.bytes = at;
+  core::WorkspaceArena arena(16);  // 16-byte pieces (cp.async, uint4 loads)
+  s.q = arena.take_array<float>(static_cast<size_t>(heads_per_cta * head_dim));
+  s.k = arena.take(static_cast<size_t>(kIfaCudaStages * kIfaCudaTile * row_bytes));
+  s.v = arena.take(static_cast<size_t>(kIfaCudaStages * kIfaCudaTile * row_bytes));
+  s.p = arena.take_array<float>(static_cast<size_t>(heads_per_cta * kIfaCudaTile));
+  s.alpha = arena.take_array<float>(static_cast<size_t>(heads_per_cta));
+  s.kq = arena.take_array<float>(int8_kv ? 2 * static_cast<size_t>(head_dim) : 0);
+  s.bytes = arena.extent();  // shared memory: its base is aligned, no slack
   return s;
 }
 

@@ -1,22 +1,20 @@
-// The IFA CUDA backend's host side that is plain C++ (no CUDA runtime): core::IfaProblem to the
-// kernels' IfaCudaProblem, the workspace layout, the launch geometry, a run's per-sequence table
-// and the decoding of the device's fault record into the CPU's status and message. Built in every
-// configuration, so the CPU tests (tests/cuda_ifa_plan_test.cpp) check it on machines without a
-// GPU.
+// The IFA CUDA backend's host side that is plain C++ (no CUDA runtime): the workspace layout, the
+// launch geometry, a run's per-sequence table and the decoding of the device's fault record into
+// the CPU's status and message. Built in every configuration, so the CPU tests
+// (tests/cuda_ifa_plan_test.cpp) check it on machines without a GPU.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "ops/ifa/ifa_problem.hpp"
 #include "cuda/ifa/ifa_cuda_layout.hpp"
-#include "kvflash/ifa.hpp"
 #include "kvflash/status.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::cuda {
 
-/// The kernels' view of p (strides and scalars; total_chunks from p.kv_len).
-IfaCudaProblem ifa_cuda_problem(const core::IfaProblem& p);
+/// Chunks of every sequence of p (from p.kv_len); the chunk CTAs are this times the kv heads.
+int64_t ifa_cuda_total_chunks(const core::IfaProblem& p);
 
 /// Workspace layout for p (offsets 256-byte aligned; bytes includes 256 bytes of alignment slack).
 IfaCudaLayout ifa_cuda_layout(const core::IfaProblem& p);
@@ -27,14 +25,11 @@ IfaCudaGeometry ifa_cuda_geometry(const core::IfaProblem& p);
 /// Workspace bytes of the CUDA backend for p (ifa_cuda_layout(p).bytes).
 size_t ifa_cuda_workspace_size(const core::IfaProblem& p);
 
-/// Table entries [first, first + count) of a run of p on args (matched against the plan): K/V
-/// base pointers and strides of each sequence, its length and first chunk. Pointer arithmetic
-/// only: nothing is read through the pointers, so device tensors are fine.
-void ifa_cuda_seq_entries(const core::IfaProblem& p, const IfaArgs& args, int64_t first,
+/// Table entries [first, first + count) of a run of p on the bound data d: K/V base pointers and
+/// strides of each sequence, its length and first chunk. Pointer arithmetic only: nothing is read
+/// through the pointers, so device tensors are fine.
+void ifa_cuda_seq_entries(const core::IfaProblem& p, const core::IfaData& d, int64_t first,
                           int count, IfaCudaSeq* out);
-
-/// The pointers of a run (element 0 of every present view).
-IfaCudaData ifa_cuda_data(const core::IfaProblem& p, const IfaArgs& args);
 
 /// kSuccess for a record of kind 0; else kInvalid (161002) with ifa::ifa_fault_message's text,
 /// the message the CPU backend gives for the same bad data.

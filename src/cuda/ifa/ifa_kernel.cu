@@ -40,10 +40,12 @@
 namespace kvflash::cuda {
 namespace {
 
-using P = IfaCudaProblem;
-using D = IfaCudaData;
+// The plan's params and the run's bound data, by value: the structs the CPU kernels read.
+using P = core::IfaParams;
+using D = core::IfaData;
 
-constexpr int32_t kF32 = 0, kF16 = 1, kI8 = 2, kBf16 = 27;  // kvflash::DType values
+constexpr DType kF32 = DType::kFloat32, kF16 = DType::kFloat16, kI8 = DType::kInt8,
+                kBf16 = DType::kBFloat16;
 constexpr float kMasked = -1.0e12f;                          // core::kMaskedScore
 constexpr int kHeadsPerWarp = kIfaCudaMaxHeads / kIfaCudaWarps;
 
@@ -75,7 +77,7 @@ __device__ __forceinline__ float bf16_bits(uint16_t x) {
 }
 
 // Element i of a buffer of dtype fp32 / fp16 / bf16, widened.
-__device__ __forceinline__ float load_f(const void* base, int32_t dtype, int64_t i) {
+__device__ __forceinline__ float load_f(const void* base, DType dtype, int64_t i) {
   if (dtype == kF32) return static_cast<const float*>(base)[i];
   const uint16_t x = static_cast<const uint16_t*>(base)[i];
   return dtype == kF16 ? half_bits(x) : bf16_bits(x);
@@ -129,13 +131,7 @@ __global__ void prologue_kernel(P p, D d, Ws w) {
   for (int64_t b = threadIdx.x; b < p.batch; b += blockDim.x) {
     const int64_t len = w.seqs[b].kv_len;
     const core::IfaKvRange r = core::ifa_kv_range_of(p.left_padding, p.kv_seq_len, len, pad);
-    int32_t state = core::kIfaBatchRun;
-    if (r.empty) {
-      state = core::kIfaBatchEmpty;
-    } else if (len > 0 && p.mask.present && r.begin + len > p.mask_cols) {
-      // Left padding moved the range past the mask (validation bounded the unpadded ranges).
-      state = core::kIfaBatchFaultMaskRange;
-    }
+    const int32_t state = core::ifa_range_state(p, r.empty, r.begin, len);
     w.kv_begin[b] = r.begin;
     w.state[b] = state;
     w.bad_slot[b] = kIfaCudaNoBadSlot;
@@ -145,7 +141,7 @@ __global__ void prologue_kernel(P p, D d, Ws w) {
 // ---- 3. chunk kernel ---------------------------------------------------------------------------
 
 // Widens 8 packed 16-bit values.
-template <int32_t kKv>
+template <DType kKv>
 __device__ __forceinline__ void widen8(const uint4& v, float* f) {
   const uint16_t* h = reinterpret_cast<const uint16_t*>(&v);
 #pragma unroll
@@ -153,7 +149,7 @@ __device__ __forceinline__ void widen8(const uint4& v, float* f) {
 }
 
 // The K/V element (row, channel dd) of a tile row in shared memory, widened; int8 dequantised.
-template <int32_t kKv>
+template <DType kKv>
 __device__ __forceinline__ float row_elem(const unsigned char* row, int64_t dd) {
   if constexpr (kKv == kI8) {
     return static_cast<float>(reinterpret_cast<const int8_t*>(row)[dd]);
@@ -166,7 +162,7 @@ __device__ __forceinline__ float row_elem(const unsigned char* row, int64_t dd) 
 // q_i . k_t over D channels in channel order (one fp32 accumulator). int8 K: each element
 // dequantised as (x + off) * sc before its product (spec §2.9), so non-finite scales behave as in
 // the reference.
-template <int32_t kKv>
+template <DType kKv>
 __device__ __forceinline__ float dot_row(const float* q, const unsigned char* krow, int64_t dim,
                                          bool vec, const float* ksc, const float* koff) {
   float acc = 0.0f;
@@ -220,12 +216,13 @@ __device__ void issue_tile(const P& p, const D& d, const IfaCudaSeq& seq, int64_
   if (tid < n) {
     const int64_t j = j0 + tid;
     int64_t ko, vo;
-    if (p.paged) {
+    if (p.k.paged) {
       // The ids of this range were checked before any tile was issued.
-      const int64_t blk = d.block_table[b * p.bt_s0 + (j / p.block_size) * p.bt_s1];
-      const int64_t o = j % p.block_size;
-      ko = blk * p.k_s_block + o * seq.k_s_pos + n2 * seq.k_s_head;
-      vo = blk * p.v_s_block + o * seq.v_s_pos + n2 * seq.v_s_head;
+      const int64_t blk =
+          d.block_table[b * p.block_table.s0 + (j / p.block_table.block_size) * p.block_table.s1];
+      const int64_t o = j % p.block_table.block_size;
+      ko = blk * p.k.s_block + o * seq.k_s_pos + n2 * seq.k_s_head;
+      vo = blk * p.v.s_block + o * seq.v_s_pos + n2 * seq.v_s_head;
     } else {
       ko = j * seq.k_s_pos + n2 * seq.k_s_head;
       vo = j * seq.v_s_pos + n2 * seq.v_s_head;
@@ -268,7 +265,7 @@ __device__ void issue_tile(const P& p, const D& d, const IfaCudaSeq& seq, int64_
 // kDims: channels per thread in P.V (ceil(D / 128): 1, 2 or 4), a template parameter so the
 // accumulators of a D <= 128 problem take 16 registers, not 64; that kernel is also held to 128
 // registers (4 CTAs = 16 warps per SM keep more loads in flight; ptxas reports no or tiny spills).
-template <int32_t kKv, int kDims>
+template <DType kKv, int kDims>
 __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
     chunk_kernel(P p, D d, Ws w, int heads_per_cta, int64_t row_bytes) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -291,15 +288,15 @@ __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
       ifa_cuda_chunk_range(w.kv_begin[b], seq.kv_len, cg - seq.chunk_first);
   const int64_t begin = range.begin, end = range.end;
 
-  if (p.paged) {
+  if (p.k.paged) {
     // Block ids of this chunk, before anything is read through them (spec decision 13b). The
     // batch's lowest bad slot over all its chunks is what the report names (the CPU's first).
     if (tid == 0) bad = 0;
     __syncthreads();
-    for (int64_t slot = begin / p.block_size + tid; slot <= (end - 1) / p.block_size;
-         slot += kIfaCudaThreads) {
-      const int32_t id = d.block_table[b * p.bt_s0 + slot * p.bt_s1];
-      if (id < 0 || id >= p.num_blocks) {
+    for (int64_t slot = begin / p.block_table.block_size + tid;
+         slot <= (end - 1) / p.block_table.block_size; slot += kIfaCudaThreads) {
+      const int32_t id = d.block_table[b * p.block_table.s0 + slot * p.block_table.s1];
+      if (core::ifa_bad_block_id(p, id)) {
         atomicMin(&w.bad_slot[b], static_cast<unsigned long long>(slot));
         atomicOr(&bad, 1);
       }
@@ -364,7 +361,7 @@ __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
     any_st[k] = false;
   }
 
-  const int64_t es = ifa_cuda_dtype_size(kKv);
+  const int64_t es = ifa_cuda_dtype_size(static_cast<int32_t>(kKv));
   const auto* mask = static_cast<const uint8_t*>(d.mask);
   const int64_t tiles = (end - begin + kIfaCudaTile - 1) / kIfaCudaTile;
   const auto tile_n = [&](int64_t t) {
@@ -495,8 +492,8 @@ __global__ void report_kernel(P p, D d, Ws w) {
     } else if (w.bad_slot[b] != kIfaCudaNoBadSlot) {
       f.kind = core::kIfaBatchFaultBlockId;
       f.slot = static_cast<int64_t>(w.bad_slot[b]);
-      f.id = d.block_table[b * p.bt_s0 + f.slot * p.bt_s1];
-      f.num_blocks = p.num_blocks;
+      f.id = d.block_table[b * p.block_table.s0 + f.slot * p.block_table.s1];
+      f.num_blocks = p.block_table.num_blocks;
     } else {
       continue;
     }
@@ -604,7 +601,7 @@ __global__ void __launch_bounds__(kIfaCudaMergeThreads) merge_kernel(P p, D d, W
   }
 }
 
-template <int32_t kKv, int kDims>
+template <DType kKv, int kDims>
 int launch_chunks(const P& p, const D& d, const Ws& w, const IfaCudaGeometry& g, cudaStream_t st) {
   const int smem = static_cast<int>(g.smem_bytes);
   if (cudaError_t e = cudaFuncSetAttribute(chunk_kernel<kKv, kDims>,
@@ -618,7 +615,7 @@ int launch_chunks(const P& p, const D& d, const Ws& w, const IfaCudaGeometry& g,
   return static_cast<int>(cudaGetLastError());
 }
 
-template <int32_t kKv>
+template <DType kKv>
 int launch_chunks(const P& p, const D& d, const Ws& w, const IfaCudaGeometry& g, cudaStream_t st) {
   if (p.head_dim <= kIfaCudaThreads) return launch_chunks<kKv, 1>(p, d, w, g, st);
   if (p.head_dim <= 2 * kIfaCudaThreads) return launch_chunks<kKv, 2>(p, d, w, g, st);
@@ -634,8 +631,8 @@ int ifa_cuda_upload(const IfaCudaSeqUpload& u, const IfaCudaLayout& l, void* bas
   return static_cast<int>(cudaGetLastError());
 }
 
-int ifa_cuda_launch(const IfaCudaProblem& p, const IfaCudaData& d, const IfaCudaLayout& l,
-                    const IfaCudaGeometry& g, void* base, void* stream) {
+int ifa_cuda_launch(const P& p, const D& d, const IfaCudaLayout& l, const IfaCudaGeometry& g,
+                    void* base, void* stream) {
   if (g.chunk_ctas > 0x7fffffff || g.merge_ctas > 0x7fffffff) {
     return static_cast<int>(cudaErrorInvalidConfiguration);
   }
@@ -646,7 +643,7 @@ int ifa_cuda_launch(const IfaCudaProblem& p, const IfaCudaData& d, const IfaCuda
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
   if (g.chunk_ctas > 0) {
     int e = 0;
-    switch (p.kv_dtype) {
+    switch (p.k.dtype) {
       case kI8:
         e = launch_chunks<kI8>(p, d, w, g, st);
         break;

@@ -1,5 +1,6 @@
-// The SFA CUDA backend's adaptor: core::SfaProblem / the run's tensors to the plain structs the
-// kernels take (sfa_launch.hpp). Built only with the CUDA backend (KVFLASH_HAVE_CUDA).
+// The SFA CUDA backend's adaptor: the path choice, the launch of the kernels on the plan's problem
+// and the run's bound data (sfa_launch.hpp), and the fault read-back. Built only with the CUDA
+// backend (KVFLASH_HAVE_CUDA).
 #include "cuda/sfa/sfa_cuda.hpp"
 
 #if defined(KVFLASH_HAVE_CUDA)
@@ -14,6 +15,7 @@
 
 #include "core/device_fault.hpp"
 #include "core/error.hpp"
+#include "core/workspace_arena.hpp"
 #include "cpu/sfa/sfa_kernel.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/sfa/sfa_launch.hpp"
@@ -23,54 +25,19 @@
 namespace kvflash::cuda {
 namespace {
 
-SfaRowStrides rows(const core::SfaRowView& v) {
-  return {v.rows_inner, v.s_outer, v.s_inner, v.s_head, v.s_dim};
-}
-SfaKvStrides kv(const core::SfaKvView& v) { return {v.s_batch, v.s_block, v.s_pos, v.s_dim}; }
-
 // The MMA path's position list per row (sfa_mma_geometry.hpp), a function of p only.
 int64_t list_cap(const core::SfaProblem& p) {
   return sfa_position_list_cap(p.num_rows, p.sparse_size, p.sparse_block_size,
                                p.paged ? p.kv_capacity : p.kv_rows);
 }
 
-SfaDevProblem dev_problem(const core::SfaProblem& p) {
-  SfaDevProblem d;
-  d.bf16 = p.dtype == DType::kBFloat16;
-  d.out_f32 = p.out_dtype == DType::kFloat32;
-  d.batch = p.batch;
-  d.num_heads = p.num_heads;
-  d.sparse_size = p.sparse_size;
-  d.sparse_block_size = p.sparse_block_size;
-  d.num_rows = p.num_rows;
-  d.sparse_mode = p.sparse_mode;
-  d.scale = p.scale;
-  d.q = rows(p.q);
-  d.q_rope = rows(p.q_rope);
-  d.indices = rows(p.indices);
-  d.out = rows(p.out);
-  d.softmax_max = rows(p.softmax_max);
-  d.softmax_sum = rows(p.softmax_sum);
-  d.k = kv(p.k);
-  d.k_rope = kv(p.k_rope);
-  d.v = kv(p.v);
-  d.paged = p.paged;
-  d.bt_s0 = p.bt_s0;
-  d.bt_s1 = p.bt_s1;
-  d.block_size = p.block_size;
-  d.num_blocks = p.num_blocks;
-  d.sinks_s0 = p.sinks_s0;
-  d.query_tnd = p.query_tnd;
-  d.kv_tnd = p.kv_tnd;
-  d.has_lengths_query = p.has_lengths_query;
-  d.has_lengths_kv = p.has_lengths_kv;
-  d.lengths_query_s0 = p.lengths_query_s0;
-  d.lengths_kv_s0 = p.lengths_kv_s0;
-  d.s1 = p.s1;
-  d.kv_rows = p.kv_rows;
-  d.kv_capacity = p.kv_capacity;
-  d.list_cap = list_cap(p);
-  return d;
+SfaLaunchProblem launch_problem(const core::SfaProblem& p) {
+  SfaLaunchProblem l;
+  static_cast<core::SfaProblem&>(l) = p;
+  l.bf16 = p.dtype == DType::kBFloat16;
+  l.out_f32 = p.out_dtype == DType::kFloat32;
+  l.list_cap = list_cap(p);
+  return l;
 }
 
 bool env_force_simt() {
@@ -110,8 +77,7 @@ int64_t last_index(const core::SfaRowView& v, int64_t rows, int64_t heads, int64
 // arguments by the word's bits (sfa_fault_status, called before the workspace is reused, names
 // the element as the CPU does).
 void post_fault_word(const core::SfaProblem& p, const void* workspace) {
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(workspace);
-  const auto* base = static_cast<const unsigned char*>(workspace) + ((raw + 255) / 256 * 256 - raw);
+  const std::byte* base = core::align_base(workspace, kSfaCudaWorkspaceAlign);
   core::DeviceFaultRecord r;
   r.device_record = base + sfa_ws_offsets(p.batch, p.num_rows).fault;
   r.bytes = sizeof(uint32_t);
@@ -141,6 +107,10 @@ void set_sfa_force_simt(bool force) { force_simt().store(force); }
 SfaPathChoice sfa_path_for(const core::SfaProblem& p, const SfaArgs& args) {
   core::SfaData b;
   sfa::bind_data(p, args, &b);
+  return sfa_path_for(p, b);
+}
+
+SfaPathChoice sfa_path_for(const core::SfaProblem& p, const core::SfaData& b) {
   SfaPathQuery q;
   q.num_heads = p.num_heads;
   q.v_is_k = b.v_is_k;
@@ -164,29 +134,13 @@ size_t sfa_workspace_size(const core::SfaProblem& p) {
   return sfa_launch_workspace_size(p.batch, p.num_rows, list_cap(p));
 }
 
-Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, void* workspace, void* stream) {
-  core::SfaData b;
-  sfa::bind_data(p, args, &b);  // host pointer arithmetic only: nothing is read
-  SfaDevData d;
-  d.q = b.q;
-  d.q_rope = b.q_rope;
-  d.k = b.k;
-  d.k_rope = b.k_rope;
-  d.v = b.v;
-  d.indices = b.indices;
-  d.out = b.out;
-  d.softmax_max = b.softmax_max;
-  d.softmax_sum = b.softmax_sum;
-  d.v_is_k = b.v_is_k;
-  d.block_table = b.block_table;
-  d.sinks = b.sinks;
-  d.lengths_query = b.lengths_query;
-  d.lengths_kv = b.lengths_kv;
-  const SfaPathChoice c = sfa_path_for(p, args);
+Status sfa_run(const core::SfaProblem& p, const core::SfaData& b, const core::RunContext& ctx) {
+  void* workspace = ctx.workspace;
+  const SfaPathChoice c = sfa_path_for(p, b);
   SfaLaunchPath path;
   path.mma = c.path == SfaPath::kMma;
   path.m_tiles = c.layout.m_tiles;
-  if (const int e = sfa_launch(dev_problem(p), d, workspace, stream, path); e != 0) {
+  if (const int e = sfa_launch(launch_problem(p), b, workspace, ctx.stream, path); e != 0) {
     return core::fail(Status::kRuntime, sfa::kOpName,
                       "the CUDA kernel launch failed (cudaError_t " + std::to_string(e) + ")");
   }
@@ -198,8 +152,7 @@ Status sfa_fault_status(const core::SfaProblem& p, const SfaArgs& args, const vo
                         void* stream) {
   const char* op = sfa::kOpName;
   KVFLASH_CUDA_TRY(op, cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(workspace);
-  const auto* base = static_cast<const unsigned char*>(workspace) + ((raw + 255) / 256 * 256 - raw);
+  const std::byte* base = core::align_base(workspace, kSfaCudaWorkspaceAlign);
   const SfaWsOffsets at = sfa_ws_offsets(p.batch, p.num_rows);
   uint32_t word = 0;
   KVFLASH_CUDA_TRY(op, cudaMemcpy(&word, base + at.fault, sizeof(word), cudaMemcpyDeviceToHost));

@@ -7,10 +7,11 @@
 
 #include <cstddef>
 
-#include "ops/sfa/sfa_problem.hpp"
+#include "core/backend.hpp"
 #include "cuda/sfa/sfa_mma_geometry.hpp"
 #include "kvflash/sfa.hpp"
 #include "kvflash/status.hpp"
+#include "ops/sfa/sfa_problem.hpp"
 
 namespace kvflash::cuda {
 
@@ -18,13 +19,14 @@ namespace kvflash::cuda {
 /// call's fault word. A function of p only.
 size_t sfa_workspace_size(const core::SfaProblem& p);
 
-/// Queues p on `stream` (a cudaStream_t; null = the legacy default stream): a one-thread prologue
+/// Queues p on the bound data d on ctx.stream (a cudaStream_t; null = the legacy default stream)
+/// with ctx.workspace (device memory): a one-thread prologue
 /// that reads the actual-length tensors on the device (spec §3.3), then the attention kernel. No
 /// host synchronisation, so it is CUDA-graph capturable. Bad device data is never dereferenced:
 /// bad lengths make every output NaN, a bad block id makes its query row NaN, and the workspace's
 /// fault word / row flags record it (read by the runtime at stream synchronisation). Returns
 /// kRuntime (361001) only when a launch fails. Defined only in builds with the CUDA backend.
-Status sfa_run(const core::SfaProblem& p, const SfaArgs& args, void* workspace, void* stream);
+Status sfa_run(const core::SfaProblem& p, const core::SfaData& d, const core::RunContext& ctx);
 
 /// The device-stream fault contract (the core's Backend::run returns before the device has read
 /// anything): after a successful sfa_run, the run's fault word and per-row flags sit in its
@@ -41,6 +43,8 @@ Status sfa_fault_status(const core::SfaProblem& p, const SfaArgs& args, const vo
 /// The kernel sfa_run queues for these tensors on the current device (host-side choice: shapes,
 /// pointer alignment, device limits, the override below).
 SfaPathChoice sfa_path_for(const core::SfaProblem& p, const SfaArgs& args);
+/// The same for a run's bound data.
+SfaPathChoice sfa_path_for(const core::SfaProblem& p, const core::SfaData& d);
 
 /// Process-wide override for tests and A/B benchmarks: force the SIMT kernel (also set by the
 /// environment variable KVFLASH_SFA_CUDA_PATH=simt, read once). Not for concurrent use with runs.

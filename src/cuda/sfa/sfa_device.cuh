@@ -9,19 +9,15 @@
 
 #include <cstdint>
 
+#include "core/workspace_arena.hpp"
 #include "cuda/sfa/sfa_launch.hpp"
 
 namespace kvflash::cuda {
 namespace {
 
-// What the prologue derives per batch and per query row (core::SfaBatch, core::SfaRow).
-struct Batch {
-  int64_t lq = 0, lkv = 0, kv_row0 = 0;
-};
-struct Row {
-  int32_t batch = -1;  // -1: row not covered by any batch
-  int64_t i = 0;
-};
+// What the prologue derives per batch and per query row: the CPU's tables.
+using Batch = core::SfaBatch;
+using Row = core::SfaRow;
 
 constexpr int kNope = 512;
 constexpr int kQk = 576;
@@ -39,28 +35,27 @@ struct Ws {
   int32_t* list;    // MMA path: row r's positions at list[r * list_cap ...], gather order
 };
 
-constexpr size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
-
-// Byte offsets of the prologue's tables in the (256-byte aligned) workspace: batches, rows, the
-// per-row fault flags, the fault word. sfa_launch_workspace_size and sfa_fault_status (host) use
-// the same order.
+// Byte offsets of the prologue's tables in the (kSfaCudaWorkspaceAlign-aligned) workspace: batches,
+// rows, the per-row fault flags, the fault word, the MMA path's lists. sfa_launch_workspace_size
+// and sfa_fault_status (host) use the same layout; bytes includes the base's alignment slack.
 struct WsAt {
-  size_t batches, rows, row_fault, fault, counts, list, end;
+  size_t batches, rows, row_fault, fault, counts, list, bytes;
 };
 inline WsAt ws_at(int64_t batch, int64_t num_rows, int64_t list_cap) {
   WsAt a;
-  a.batches = 0;
-  a.rows = align_up(sizeof(Batch) * static_cast<size_t>(batch));
-  a.row_fault = a.rows + align_up(sizeof(Row) * static_cast<size_t>(num_rows));
-  a.fault = a.row_fault + align_up(static_cast<size_t>(num_rows));
-  a.counts = a.fault + align_up(sizeof(uint32_t));
+  core::WorkspaceArena arena(kSfaCudaWorkspaceAlign);
   const size_t list_rows = list_cap > 0 ? static_cast<size_t>(num_rows) : 0;
-  a.list = a.counts + align_up(sizeof(int32_t) * list_rows);
-  a.end = a.list + align_up(sizeof(int32_t) * list_rows * static_cast<size_t>(list_cap));
+  a.batches = arena.take_array<Batch>(static_cast<size_t>(batch));
+  a.rows = arena.take_array<Row>(static_cast<size_t>(num_rows));
+  a.row_fault = arena.take_array<uint8_t>(static_cast<size_t>(num_rows));
+  a.fault = arena.take_array<uint32_t>(1);
+  a.counts = arena.take_array<int32_t>(list_rows);
+  a.list = arena.take_array<int32_t>(list_rows * static_cast<size_t>(list_cap));
+  a.bytes = arena.bytes();
   return a;
 }
 
-inline Ws carve(const SfaDevProblem& p, void* base) {
+inline Ws carve(const SfaLaunchProblem& p, void* base) {
   auto* b = static_cast<unsigned char*>(base);
   const WsAt a = ws_at(p.batch, p.num_rows, p.list_cap);
   Ws w;
@@ -73,12 +68,6 @@ inline Ws carve(const SfaDevProblem& p, void* base) {
   return w;
 }
 
-__device__ __forceinline__ int64_t row_index(const SfaRowStrides& v, int64_t r, int64_t h,
-                                             int64_t d) {
-  return (r / v.rows_inner) * v.s_outer + (r % v.rows_inner) * v.s_inner + h * v.s_head +
-         d * v.s_dim;
-}
-
 __device__ __forceinline__ float to_f32(uint16_t x, bool bf16) {
   return bf16 ? __bfloat162float(__ushort_as_bfloat16(x)) : __half2float(__ushort_as_half(x));
 }
@@ -89,7 +78,8 @@ __device__ __forceinline__ uint16_t from_f32(float x, bool bf16) {
 
 // attention_out element i = x in the output dtype (fp16 / bf16 as the inputs, or fp32). A NaN is
 // stored as the canonical quiet NaN, as the CPU's conversions do.
-__device__ __forceinline__ void store_out(const SfaDevProblem& p, void* out, int64_t i, float x) {
+__device__ __forceinline__ void store_out(const SfaLaunchProblem& p, void* out, int64_t i,
+                                          float x) {
   if (p.out_f32) {
     static_cast<float*>(out)[i] = x;
     return;
@@ -129,8 +119,8 @@ __device__ __forceinline__ float finish_softmax(const float* sink, bool divide, 
 }
 
 // Element offset of KV view v's row for batch b's logical token j (block id already checked).
-__device__ __forceinline__ int64_t kv_offset(const SfaDevProblem& p, const SfaDevData& d,
-                                             const SfaKvStrides& v, const Batch& bt, int64_t b,
+__device__ __forceinline__ int64_t kv_offset(const SfaLaunchProblem& p, const core::SfaData& d,
+                                             const core::SfaKvView& v, const Batch& bt, int64_t b,
                                              int64_t j) {
   if (p.paged) {
     const int64_t blk = d.block_table[b * p.bt_s0 + (j / p.block_size) * p.bt_s1];
@@ -139,64 +129,50 @@ __device__ __forceinline__ int64_t kv_offset(const SfaDevProblem& p, const SfaDe
   return b * v.s_batch + (bt.kv_row0 + j) * v.s_pos;
 }
 
-// Whether the selected range [begin, end) of batch b uses a block id outside [0, num_blocks).
-__device__ __forceinline__ bool range_faults(const SfaDevProblem& p, const SfaDevData& d,
+// The CPU's selection rules (ops/sfa/sfa_problem.hpp), shared with the device.
+__device__ __forceinline__ bool range_faults(const SfaLaunchProblem& p, const core::SfaData& d,
                                              int64_t b, int64_t begin, int64_t end) {
-  for (int64_t slot = begin / p.block_size; slot <= (end - 1) / p.block_size; ++slot) {
-    const int32_t id = d.block_table[b * p.bt_s0 + slot * p.bt_s1];
-    if (id < 0 || id >= p.num_blocks) return true;
-  }
-  return false;
+  return core::sfa_bad_slot(p, d, b, begin, end) >= 0;
 }
-
-// Entry x of a row expanded under thr (core::sfa_selected_range): false when the list ends (-1).
 __device__ __forceinline__ bool selected_range(int32_t x, int64_t sbs, int64_t thr, int64_t* begin,
                                                int64_t* end) {
-  *begin = *end = 0;
-  if (x == -1) return false;
-  if (x < -1) return true;
-  const int64_t bgn = static_cast<int64_t>(x) * sbs;
-  if (bgn >= thr) return true;
-  *begin = bgn;
-  *end = bgn + sbs < thr ? bgn + sbs : thr;
-  return true;
+  return core::sfa_selected_range(x, sbs, thr, begin, end);
 }
 
 // Writes value to heads [h0, h0 + nh) of row r and max_sum to the softmax outputs (every thread
 // of the CTA takes part).
-__device__ inline void write_row_value(const SfaDevProblem& p, const SfaDevData& d, int64_t r,
+__device__ inline void write_row_value(const SfaLaunchProblem& p, const core::SfaData& d, int64_t r,
                                        int64_t h0, int nh, float value, float max_sum) {
   const int n = static_cast<int>(blockDim.x);
   for (int i = static_cast<int>(threadIdx.x); i < nh * kNope; i += n) {
-    store_out(p, d.out, row_index(p.out, r, h0 + i / kNope, i % kNope), value);
+    store_out(p, d.out, p.out.index(r, h0 + i / kNope, i % kNope), value);
   }
   if (d.softmax_max != nullptr) {
     for (int h = static_cast<int>(threadIdx.x); h < nh; h += n) {
-      d.softmax_max[row_index(p.softmax_max, r, h0 + h, 0)] = max_sum;
-      d.softmax_sum[row_index(p.softmax_sum, r, h0 + h, 0)] = max_sum;
+      d.softmax_max[p.softmax_max.index(r, h0 + h, 0)] = max_sum;
+      d.softmax_sum[p.softmax_sum.index(r, h0 + h, 0)] = max_sum;
     }
   }
 }
 
-// Row limits (core::sfa_row_limits) from the prologue's tables.
+// Row limits (core::sfa_row_limits, over the prologue's tables: d.batches / d.rows point into
+// the workspace), with the row's batch.
 struct RowLimits {
   bool invalid = true;  // uncovered, or causally empty in mode 3: zeros, max = sum = 0
   int64_t b = 0, thr = 0, valid_count = 0;
   Batch bt;
 };
 
-__device__ __forceinline__ RowLimits row_limits(const SfaDevProblem& p, const Ws& w, int64_t r) {
+__device__ __forceinline__ RowLimits row_limits(const SfaLaunchProblem& p, const core::SfaData& d,
+                                                int64_t r) {
+  const core::SfaRowLimits c = core::sfa_row_limits(p, d, r);
   RowLimits l;
-  const Row row = w.rows[r];
-  if (row.batch < 0) return l;
-  l.b = row.batch;
-  l.bt = w.batches[l.b];
-  l.thr = p.sparse_mode == 3 ? l.bt.lkv - l.bt.lq + row.i + 1 : l.bt.lkv;
-  if (p.sparse_mode == 3 && l.thr <= 0) return l;
-  l.invalid = false;
-  if (l.thr > 0) {
-    const int64_t blocks = (l.thr + p.sparse_block_size - 1) / p.sparse_block_size;
-    l.valid_count = blocks < p.sparse_size ? blocks : p.sparse_size;
+  l.invalid = c.invalid;
+  l.thr = c.thr;
+  l.valid_count = c.valid_count;
+  if (d.rows[r].batch >= 0) {
+    l.b = d.rows[r].batch;
+    l.bt = d.batches[l.b];
   }
   return l;
 }
@@ -205,8 +181,8 @@ __device__ __forceinline__ RowLimits row_limits(const SfaDevProblem& p, const Ws
 // row is read: the first -1 bounds the entries looked at (found with an atomicMin), then every
 // thread checks a stride of the entries before it. `scratch` is two ints of shared memory. The
 // answer (a bool) does not depend on the order, so it is deterministic.
-__device__ inline bool row_has_bad_block(const SfaDevProblem& p, const SfaDevData& d, int64_t r,
-                                         const RowLimits& l, int* scratch) {
+__device__ inline bool row_has_bad_block(const SfaLaunchProblem& p, const core::SfaData& d,
+                                         int64_t r, const RowLimits& l, int* scratch) {
   if (!p.paged) return false;
   const int tid = static_cast<int>(threadIdx.x), n = static_cast<int>(blockDim.x);
   if (tid == 0) {
@@ -215,13 +191,13 @@ __device__ inline bool row_has_bad_block(const SfaDevProblem& p, const SfaDevDat
   }
   __syncthreads();
   for (int64_t k = tid; k < l.valid_count; k += n) {
-    if (d.indices[row_index(p.indices, r, 0, k)] == -1) atomicMin(&scratch[0], static_cast<int>(k));
+    if (d.indices[p.indices.index(r, 0, k)] == -1) atomicMin(&scratch[0], static_cast<int>(k));
   }
   __syncthreads();
   const int64_t end = scratch[0];
   for (int64_t k = tid; k < end; k += n) {
     int64_t bg, en;
-    selected_range(d.indices[row_index(p.indices, r, 0, k)], p.sparse_block_size, l.thr, &bg, &en);
+    selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size, l.thr, &bg, &en);
     if (bg < en && range_faults(p, d, l.b, bg, en)) atomicOr(&scratch[1], 1);
   }
   __syncthreads();
@@ -234,7 +210,7 @@ __device__ inline bool row_has_bad_block(const SfaDevProblem& p, const SfaDevDat
 
 // The MMA path's launch (sfa_mma.cu), queued after the prologue: ws_base is the 256-byte aligned
 // workspace. 0 or a cudaError_t.
-int sfa_mma_launch(const SfaDevProblem& p, const SfaDevData& d, void* ws_base, int m_tiles,
+int sfa_mma_launch(const SfaLaunchProblem& p, const core::SfaData& d, void* ws_base, int m_tiles,
                    cudaStream_t st);
 
 }  // namespace kvflash::cuda

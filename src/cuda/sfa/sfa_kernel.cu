@@ -30,8 +30,8 @@
 namespace kvflash::cuda {
 namespace {
 
-using SfaProblem = SfaDevProblem;
-using SfaData = SfaDevData;
+using SfaProblem = SfaLaunchProblem;
+using SfaData = core::SfaData;
 
 constexpr int kTile = 32;      // positions per gathered tile: one per lane
 constexpr int kHeads = 16;     // heads per CTA: two per warp
@@ -41,7 +41,8 @@ constexpr int kDimsPerThread = kNope / kThreads;
 
 static_assert(kThreads / 32 * 2 == kHeads && kNope % kThreads == 0);
 
-// ---- prologue: spec §3.3 on the device (sfa::resolve_lengths without the messages) -------------
+// ---- prologue: spec §3.3 on the device (sfa::resolve_lengths without the messages; the limits
+// and the row map are its functions, ops/sfa/sfa_problem.hpp) ---------------------------------
 
 __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
   *w.fault = 0;
@@ -52,28 +53,29 @@ __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
     if (p.has_lengths_query) {
       const int64_t x = d.lengths_query[b * p.lengths_query_s0];
       if (p.query_tnd) {
-        bad = bad || x < prev_q || x > p.num_rows;
+        bad = bad || x < prev_q || x > core::sfa_query_length_limit(p);
         bt.lq = x - prev_q;
         prev_q = x;
       } else {
-        bad = bad || x < 0 || x > p.s1;
+        bad = bad || x < 0 || x > core::sfa_query_length_limit(p);
         bt.lq = x;
       }
     }
     if (p.has_lengths_kv) {
       const int64_t x = d.lengths_kv[b * p.lengths_kv_s0];
       if (p.kv_tnd) {
-        bad = bad || x < prev_kv || x > p.kv_rows;
+        bad = bad || x < prev_kv || x > core::sfa_kv_length_limit(p);
         bt.kv_row0 = prev_kv;
         bt.lkv = x - prev_kv;
         prev_kv = x;
       } else {
-        bad = bad || x < 0 || x > (p.paged ? p.kv_capacity : p.kv_rows);
+        bad = bad || x < 0 || x > core::sfa_kv_length_limit(p);
         bt.lkv = x;
       }
     }
     w.batches[b] = bt;
   }
+  // Uncovered rows also when the lengths are bad: the MMA path reads the map before the fault word.
   for (int64_t r = 0; r < p.num_rows; ++r) {
     w.rows[r] = Row{};
     w.row_fault[r] = 0;
@@ -82,14 +84,7 @@ __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
     *w.fault = kFaultLengths;
     return;
   }
-  int64_t first = 0;
-  for (int64_t b = 0; b < p.batch; ++b) {
-    if (!p.query_tnd) first = b * p.s1;
-    for (int64_t i = 0; i < w.batches[b].lq; ++i) {
-      w.rows[first + i] = Row{static_cast<int32_t>(b), i};
-    }
-    if (p.query_tnd) first += w.batches[b].lq;
-  }
+  core::sfa_map_rows(p, w.batches, w.rows);
 }
 
 // ---- the attention kernel ----------------------------------------------------------------------
@@ -124,24 +119,15 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
     write_row_value(p, d, r, h0, nh, nan, nan);
     return;
   }
-  // Row limits (core::sfa_row_limits).
-  const Row row = w.rows[r];
-  if (row.batch < 0) {
+  const RowLimits lim = row_limits(p, d, r);
+  if (lim.invalid) {
     write_row_value(p, d, r, h0, nh, 0.0f, 0.0f);
     return;
   }
-  const int64_t b = row.batch;
-  const Batch bt = w.batches[b];
-  const int64_t thr = p.sparse_mode == 3 ? bt.lkv - bt.lq + row.i + 1 : bt.lkv;
-  if (p.sparse_mode == 3 && thr <= 0) {
-    write_row_value(p, d, r, h0, nh, 0.0f, 0.0f);
-    return;
-  }
-  int64_t valid_count = 0;
-  if (thr > 0) {
-    const int64_t blocks = (thr + p.sparse_block_size - 1) / p.sparse_block_size;
-    valid_count = blocks < p.sparse_size ? blocks : p.sparse_size;
-  }
+  const int64_t b = lim.b;
+  const Batch bt = lim.bt;
+  const int64_t thr = lim.thr;
+  const int64_t valid_count = lim.valid_count;
   const int32_t* idx = d.indices;
 
   // Block ids of every selected range, checked before any row is read: a bad one makes the row NaN
@@ -151,7 +137,7 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
     if (p.paged) {
       for (int64_t k = 0; k < valid_count; ++k) {
         int64_t bg, en;
-        if (!selected_range(idx[row_index(p.indices, r, 0, k)], p.sparse_block_size, thr, &bg, &en))
+        if (!selected_range(idx[p.indices.index(r, 0, k)], p.sparse_block_size, thr, &bg, &en))
           break;
         if (bg < en && range_faults(p, d, b, bg, en)) {
           s.faulted = 1;
@@ -179,10 +165,10 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
     float x = 0.0f;
     if (h < nh) {
       x = dd < kNope
-              ? to_f32(static_cast<const uint16_t*>(d.q)[row_index(p.q, r, h0 + h, dd)], bf16)
-              : to_f32(static_cast<const uint16_t*>(
-                           d.q_rope)[row_index(p.q_rope, r, h0 + h, dd - kNope)],
-                       bf16);
+              ? to_f32(static_cast<const uint16_t*>(d.q)[p.q.index(r, h0 + h, dd)], bf16)
+              : to_f32(
+                    static_cast<const uint16_t*>(d.q_rope)[p.q_rope.index(r, h0 + h, dd - kNope)],
+                    bf16);
     }
     s.q[h][dd] = x;
   }
@@ -212,7 +198,7 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
         }
         if (s.ended || s.cur_k >= valid_count) break;
         int64_t bg, en;
-        if (!selected_range(idx[row_index(p.indices, r, 0, s.cur_k)], p.sparse_block_size, thr, &bg,
+        if (!selected_range(idx[p.indices.index(r, 0, s.cur_k)], p.sparse_block_size, thr, &bg,
                             &en)) {
           s.ended = 1;
           break;
@@ -313,8 +299,8 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
     s.fin_m[tid] = m;
     s.fin_l[tid] = l;
     if (d.softmax_max != nullptr) {
-      d.softmax_max[row_index(p.softmax_max, r, h0 + tid, 0)] = m;
-      d.softmax_sum[row_index(p.softmax_sum, r, h0 + tid, 0)] = l;
+      d.softmax_max[p.softmax_max.index(r, h0 + tid, 0)] = m;
+      d.softmax_sum[p.softmax_sum.index(r, h0 + tid, 0)] = l;
     }
   }
   __syncthreads();
@@ -332,16 +318,15 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
         if (a != 1.0f) x *= a;
         x = x / l;
       }
-      store_out(p, d.out, row_index(p.out, r, h0 + h, tid + c * kThreads), x);
+      store_out(p, d.out, p.out.index(r, h0 + h, tid + c * kThreads), x);
     }
   }
 }
 
 }  // namespace
 
-// The tables plus 256 bytes to align the workspace's start.
 size_t sfa_launch_workspace_size(int64_t batch, int64_t num_rows, int64_t list_cap) {
-  return ws_at(batch, num_rows, list_cap).end + 256;
+  return ws_at(batch, num_rows, list_cap).bytes;
 }
 
 SfaWsOffsets sfa_ws_offsets(int64_t batch, int64_t num_rows) {
@@ -349,11 +334,14 @@ SfaWsOffsets sfa_ws_offsets(int64_t batch, int64_t num_rows) {
   return {a.row_fault, a.fault};
 }
 
-int sfa_launch(const SfaProblem& p, const SfaData& d, void* workspace, void* stream,
+int sfa_launch(const SfaProblem& p, const SfaData& bound, void* workspace, void* stream,
                SfaLaunchPath path) {
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(workspace);
-  void* base = static_cast<unsigned char*>(workspace) + ((raw + 255) / 256 * 256 - raw);
+  void* base = core::align_base(workspace, kSfaCudaWorkspaceAlign);
   const Ws w = carve(p, base);
+  // The kernels read the row limits through the CPU's rules, over the prologue's tables.
+  SfaData d = bound;
+  d.batches = w.batches;
+  d.rows = w.rows;
   auto st = static_cast<cudaStream_t>(stream);
   resolve_kernel<<<1, 1, 0, st>>>(p, d, w);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);

@@ -133,7 +133,7 @@ __device__ __forceinline__ Smem carve_smem(unsigned char* raw, const SfaMmaLayou
 }
 
 // Issues the copies of a tile of n gathered positions into stage st (rows past n zero-filled).
-__device__ __forceinline__ void gather(const SfaDevProblem& p, const SfaDevData& d,
+__device__ __forceinline__ void gather(const SfaLaunchProblem& p, const core::SfaData& d,
                                        const SfaMmaLayout& l, const Smem& s, int st, int n) {
   const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
   const int64_t* ko = s.offs + st * 3 * kMmaTile;
@@ -175,13 +175,13 @@ constexpr int kExpandThreads = 256;
 // it, one exclusive scan (thread 0, 256 values) gives each chunk its start, and each thread
 // writes its chunk's positions. Reads only the indices (block ids are the main kernel's, checked
 // before any row is read); the list is the same whatever the schedule.
-__global__ void __launch_bounds__(kExpandThreads) sfa_expand_kernel(SfaDevProblem p, SfaDevData d,
-                                                                    Ws w) {
+__global__ void __launch_bounds__(kExpandThreads)
+    sfa_expand_kernel(SfaLaunchProblem p, core::SfaData d, Ws w) {
   __shared__ int first_end;
   __shared__ int64_t start[kExpandThreads];
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t r = blockIdx.x;
-  const RowLimits lim = row_limits(p, w, r);
+  const RowLimits lim = row_limits(p, d, r);
   if ((*w.fault & kFaultLengths) != 0 || lim.invalid || lim.valid_count == 0) {
     if (tid == 0) w.counts[r] = 0;
     return;
@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(kExpandThreads) sfa_expand_kernel(SfaDevProble
   if (tid == 0) first_end = static_cast<int>(lim.valid_count);
   __syncthreads();
   for (int64_t k = tid; k < lim.valid_count; k += kExpandThreads) {
-    if (d.indices[row_index(p.indices, r, 0, k)] == -1) atomicMin(&first_end, static_cast<int>(k));
+    if (d.indices[p.indices.index(r, 0, k)] == -1) atomicMin(&first_end, static_cast<int>(k));
   }
   __syncthreads();
   const int64_t entries = first_end;
@@ -198,8 +198,7 @@ __global__ void __launch_bounds__(kExpandThreads) sfa_expand_kernel(SfaDevProble
   int64_t mine = 0;
   for (int64_t k = k0; k < k1; ++k) {
     int64_t bg, en;
-    selected_range(d.indices[row_index(p.indices, r, 0, k)], p.sparse_block_size, lim.thr, &bg,
-                   &en);
+    selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size, lim.thr, &bg, &en);
     mine += en - bg;
   }
   start[tid] = mine;
@@ -219,14 +218,13 @@ __global__ void __launch_bounds__(kExpandThreads) sfa_expand_kernel(SfaDevProble
   int64_t at = start[tid];
   for (int64_t k = k0; k < k1; ++k) {
     int64_t bg, en;
-    selected_range(d.indices[row_index(p.indices, r, 0, k)], p.sparse_block_size, lim.thr, &bg,
-                   &en);
+    selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size, lim.thr, &bg, &en);
     for (int64_t j = bg; j < en && at < p.list_cap; ++j) out[at++] = static_cast<int32_t>(j);
   }
 }
 
 // Element offsets (K, rope, V) of positions [first, first + n) of row r's list, one lane each.
-__device__ __forceinline__ void tile_offsets(const SfaDevProblem& p, const SfaDevData& d,
+__device__ __forceinline__ void tile_offsets(const SfaLaunchProblem& p, const core::SfaData& d,
                                              const Ws& w, const RowLimits& lim, int64_t r,
                                              int64_t first, int n, int64_t* off) {
   const int i = static_cast<int>(threadIdx.x);
@@ -239,7 +237,7 @@ __device__ __forceinline__ void tile_offsets(const SfaDevProblem& p, const SfaDe
 
 template <bool kBf16>
 __global__ void __launch_bounds__(kMaxThreads, 1)
-    sfa_mma_kernel(SfaDevProblem p, SfaDevData d, Ws w, SfaMmaLayout l) {
+    sfa_mma_kernel(SfaLaunchProblem p, core::SfaData d, Ws w, SfaMmaLayout l) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const Smem s = carve_smem(smem_raw, l);
   const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
@@ -255,7 +253,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     write_row_value(p, d, r, h0, nh, nan, nan);
     return;
   }
-  const RowLimits lim = row_limits(p, w, r);
+  const RowLimits lim = row_limits(p, d, r);
   if (lim.invalid) {  // uncovered or causally empty: zeros, max = sum = 0, even with sinks
     write_row_value(p, d, r, h0, nh, 0.0f, 0.0f);
     return;
@@ -275,8 +273,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     uint16_t x = 0;
     if (h < nh) {
       x = dd < kMmaNope
-              ? static_cast<const uint16_t*>(d.q)[row_index(p.q, r, h0 + h, dd)]
-              : static_cast<const uint16_t*>(d.q_rope)[row_index(p.q_rope, r, h0 + h, dd - kMmaNope)];
+              ? static_cast<const uint16_t*>(d.q)[p.q.index(r, h0 + h, dd)]
+              : static_cast<const uint16_t*>(d.q_rope)[p.q_rope.index(r, h0 + h, dd - kMmaNope)];
     }
     s.q[h * kMmaKStride + dd] = x;
   }
@@ -423,8 +421,8 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     s.alpha[h] = finish_softmax(sink, divide, m, sum);
     s.sum[h] = sum;
     if (d.softmax_max != nullptr) {
-      d.softmax_max[row_index(p.softmax_max, r, h0 + h, 0)] = m;
-      d.softmax_sum[row_index(p.softmax_sum, r, h0 + h, 0)] = sum;
+      d.softmax_max[p.softmax_max.index(r, h0 + h, 0)] = m;
+      d.softmax_sum[p.softmax_sum.index(r, h0 + h, 0)] = sum;
     }
   }
   __syncthreads();
@@ -445,14 +443,14 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
           x = x / den;
         }
         const int dim = kMmaNope / kMmaDimWarps * di + 8 * j + 2 * t + e;
-        store_out(p, d.out, row_index(p.out, r, h0 + h, dim), x);
+        store_out(p, d.out, p.out.index(r, h0 + h, dim), x);
       }
     }
   }
 }
 
 template <bool kBf16>
-int launch(const SfaDevProblem& p, const SfaDevData& d, const Ws& w, const SfaMmaLayout& l,
+int launch(const SfaLaunchProblem& p, const core::SfaData& d, const Ws& w, const SfaMmaLayout& l,
            cudaStream_t st) {
   const int smem = static_cast<int>(l.bytes);
   if (cudaError_t e = cudaFuncSetAttribute(sfa_mma_kernel<kBf16>,
@@ -467,7 +465,7 @@ int launch(const SfaDevProblem& p, const SfaDevData& d, const Ws& w, const SfaMm
 
 }  // namespace
 
-int sfa_mma_launch(const SfaDevProblem& p, const SfaDevData& d, void* ws_base, int m_tiles,
+int sfa_mma_launch(const SfaLaunchProblem& p, const core::SfaData& d, void* ws_base, int m_tiles,
                    cudaStream_t st) {
   const SfaMmaLayout l = sfa_mma_layout(p.num_heads, m_tiles, d.v_is_k);
   const Ws w = carve(p, ws_base);

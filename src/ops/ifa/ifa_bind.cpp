@@ -1,5 +1,7 @@
 #include "ops/ifa/ifa_bind.hpp"
 
+#include <cstdio>
+
 #include "core/plan_fields.hpp"
 #include "core/view_check.hpp"
 #include "ops/ifa/ifa_error.hpp"
@@ -11,14 +13,6 @@ namespace {
 const void* base(const TensorView& t) { return core::element0(t); }
 const void* base(const std::optional<TensorView>& t, bool present) {
   return present ? base(*t) : nullptr;
-}
-
-// Batch b's base inside t: `offset` elements past element 0 (offset b * batch stride, bounded by
-// the view check of a non-empty t).
-const void* batch_base(const TensorView& t, int64_t offset) {
-  const void* b0 = base(t);
-  if (b0 == nullptr) return nullptr;
-  return static_cast<const char*>(b0) + offset * static_cast<int64_t>(dtype_size(t.dtype));
 }
 
 }  // namespace
@@ -35,25 +29,16 @@ Status check_matches_plan(const IfaArgs& p, const IfaArgs& a) {
   return core::match_fields(kIfaOp, kFields, p, a);
 }
 
-void bind_data(const core::IfaProblem& p, const IfaArgs& a, const void** k_seq, const void** v_seq,
-               core::IfaData* d) {
+void bind_data(const core::IfaProblem& p, const IfaArgs& a, core::IfaData* d) {
   *d = core::IfaData{};
   d->q = base(a.query);
   d->out = core::element0(a.attention_out);
   d->lse = p.has_lse ? static_cast<float*>(core::element0(*a.softmax_lse)) : nullptr;
-  if (p.k.paged) {
-    d->k_cache = base(a.key[0]);
-    d->v_cache = base(a.value[0]);
-    d->block_table = static_cast<const int32_t*>(base(a.block_table, true));
-  } else {
-    for (int64_t b = 0; b < p.batch; ++b) {
-      const size_t i = p.k.list ? static_cast<size_t>(b) : 0;
-      k_seq[b] = batch_base(a.key[i], p.k.list ? 0 : b * p.k.seqs[b].s_batch);
-      v_seq[b] = batch_base(a.value[i], p.v.list ? 0 : b * p.v.seqs[b].s_batch);
-    }
-    d->k_seq = k_seq;
-    d->v_seq = v_seq;
-  }
+  d->k_cache = base(a.key[0]);
+  d->v_cache = base(a.value[0]);
+  if (p.k.list) d->k_list = a.key.data();
+  if (p.v.list) d->v_list = a.value.data();
+  if (p.k.paged) d->block_table = static_cast<const int32_t*>(base(a.block_table, true));
   d->mask = base(a.atten_mask, p.mask.present);
   d->pse = base(a.pse_shift, p.pse.present);
   d->antiquant_scale = base(a.antiquant_scale, p.antiquant_scale.present);
@@ -61,6 +46,32 @@ void bind_data(const core::IfaProblem& p, const IfaArgs& a, const void** k_seq, 
   d->quant_scale2 = base(a.quant_scale2, p.quant_scale2.present);
   d->quant_offset2 = base(a.quant_offset2, p.quant_offset2.present);
   d->kv_padding_size = static_cast<const int64_t*>(base(a.kv_padding_size, p.left_padding));
+}
+
+const void* kv_batch_base(const core::KvCacheView& kv, const core::KvCacheView::Seq& seq,
+                          const void* base0, const TensorView* list, int64_t b) {
+  if (kv.list) return base(list[b]);
+  if (base0 == nullptr) return nullptr;
+  return static_cast<const char*>(base0) +
+         b * seq.s_batch * static_cast<int64_t>(dtype_size(kv.dtype));
+}
+
+void bind_batch_bases(const core::IfaProblem& p, const void** k_seq, const void** v_seq,
+                      core::IfaData* d) {
+  for (int64_t b = 0; b < p.batch; ++b) {
+    k_seq[b] = kv_batch_base(p.k, p.k_seqs[b], d->k_cache, d->k_list, b);
+    v_seq[b] = kv_batch_base(p.v, p.v_seqs[b], d->v_cache, d->v_list, b);
+  }
+  d->k_seq = k_seq;
+  d->v_seq = v_seq;
+}
+
+void describe(const core::IfaProblem& p, char* buf, size_t size) {
+  std::snprintf(buf, size, "B=%lld N=%lld KV_N=%lld D=%lld q=%s kv=%s out=%s%s%s",
+                static_cast<long long>(p.batch), static_cast<long long>(p.num_heads),
+                static_cast<long long>(p.num_kv_heads), static_cast<long long>(p.head_dim),
+                dtype_name(p.q_dtype), dtype_name(p.k.dtype), dtype_name(p.out_dtype),
+                p.k.paged ? " paged" : "", p.k.list ? " list" : "");
 }
 
 }  // namespace kvflash::ifa

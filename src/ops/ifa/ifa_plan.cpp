@@ -22,8 +22,9 @@ struct Desc {
   using Access = IfaPlanAccess;
   using Args = IfaArgs;
   static constexpr const auto& fields = ifa::kFields;
-  static constexpr core::PlanOps<core::IfaProblem, IfaArgs> ops = {
-      ifa::kIfaOp, ifa::validate_ifa, ifa::strip_data, ifa::check_matches_plan, ifa_backends};
+  static constexpr core::PlanOps<core::IfaProblem, IfaArgs, core::IfaData> ops = {
+      ifa::kIfaOp,    ifa::validate_ifa, ifa::strip_data, ifa::check_matches_plan,
+      ifa::bind_data, ifa::describe,     ifa_backends};
 };
 using Handle = core::PlanHandle<Desc>;
 

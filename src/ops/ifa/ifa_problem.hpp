@@ -24,7 +24,9 @@ struct View3 {
   bool present = false;
   DType dtype = DType::kFloat32;
   int64_t s0 = 0, s1 = 0, s2 = 0;
-  int64_t index(int64_t i, int64_t j, int64_t k) const { return i * s0 + j * s1 + k * s2; }
+  KVFLASH_HD int64_t index(int64_t i, int64_t j, int64_t k) const {
+    return i * s0 + j * s1 + k * s2;
+  }
 };
 
 /// Where K or V element (b, n2, j, d) lives, relative to the bound base of batch b (non-paged)
@@ -35,11 +37,11 @@ struct KvCacheView {
   bool list = false;  ///< non-paged tensor-list mode: one tensor per batch
 
   /// Non-paged: element at base(b) + j*s_pos + n2*s_head + d*s_dim, where base(b) is the list
-  /// tensor b (list mode) or the single tensor advanced by b * s_batch elements.
+  /// tensor b (list mode) or the single tensor advanced by b * s_batch elements; one entry per
+  /// batch in IfaProblem (k_seqs, v_seqs).
   struct Seq {
     int64_t s_batch = 0, s_pos = 0, s_head = 0, s_dim = 1;
   };
-  std::vector<Seq> seqs;  ///< one entry per batch (non-paged)
 
   /// Paged: position j of batch b is in block blk = block_table[b*bt_s0 + (j / block_size)*bt_s1]
   /// at offset o = j % block_size; element at cache + blk*s_block + o*s_pos + n2*s_head + d*s_dim.
@@ -56,7 +58,9 @@ struct BlockTableView {
 
 enum class AntiquantMode { kNone, kPerTensor, kPerChannel };
 
-struct IfaProblem {
+/// The plan's scalars, views, strides and paging geometry: plain data, so the CPU kernels (by
+/// reference) and the CUDA kernels (by value) read the same struct.
+struct IfaParams {
   Device device{};                    ///< where every tensor of the call lives
   int64_t batch = 0;                  ///< B
   int64_t num_heads = 0;              ///< N
@@ -74,10 +78,6 @@ struct IfaProblem {
   KvCacheView k, v;
   BlockTableView block_table;  ///< meaningful when k.paged
 
-  /// kv_len[b]: the positions batch b attends (host actual_seq_lengths, or the key S). 0 means
-  /// the row block is empty: output zeros (int8 output: sat(round(offset2))), LSE -inf. Split-KV
-  /// chunking and the workspace follow these lengths only.
-  std::vector<int64_t> kv_len;
   /// KV left padding (V4): active only with actual_seq_lengths and a batch-contiguous KV. Its
   /// value (element 0 of the device tensor kv_padding_size) is read at run time, in stream order:
   /// see ifa_kv_range.
@@ -100,6 +100,16 @@ struct IfaProblem {
   bool zero_fully_masked_rows = false;
 };
 
+/// IfaParams and the per-batch host arrays, which only host code reads (a CUDA run sends the
+/// device what it needs of them as a table: cuda/ifa/ifa_cuda_layout.hpp's IfaCudaSeq).
+struct IfaProblem : IfaParams {
+  /// kv_len[b]: the positions batch b attends (host actual_seq_lengths, or the key S). 0 means
+  /// the row block is empty: output zeros (int8 output: sat(round(offset2))), LSE -inf. Split-KV
+  /// chunking and the workspace follow these lengths only.
+  std::vector<int64_t> kv_len;
+  std::vector<KvCacheView::Seq> k_seqs, v_seqs;  ///< non-paged: K and V of every batch
+};
+
 /// What a run does with batch b, decided at run time from device data (IfaData::batch_state).
 enum IfaBatchState : uint8_t {
   kIfaBatchRun = 0,    ///< attend [kv_begin, kv_begin + kv_len)
@@ -110,17 +120,37 @@ enum IfaBatchState : uint8_t {
   kIfaBatchFaultMaskRange = 3,
 };
 
+/// The state of a batch of len positions attending range r, from what every backend's prologue
+/// reads before any block id (left padding): empty, a range moved past the mask's last dim (bad
+/// device data), else run. Each backend then checks the block ids of a running batch
+/// (ifa_bad_block_id).
+KVFLASH_HD inline IfaBatchState ifa_range_state(const IfaParams& p, bool empty, int64_t begin,
+                                                int64_t len) {
+  if (empty) return kIfaBatchEmpty;
+  // Left padding moves the range right by a run-time amount: never read a mask column beyond the
+  // mask (validation could only bound the unpadded ranges).
+  if (len > 0 && p.mask.present && begin + len > p.mask_cols) return kIfaBatchFaultMaskRange;
+  return kIfaBatchRun;
+}
+
+/// Whether a block-table entry is not a block of the cache.
+KVFLASH_HD inline bool ifa_bad_block_id(const IfaParams& p, int64_t id) {
+  return id < 0 || id >= p.block_table.num_blocks;
+}
+
 /// The pointers of one run. Each points at element 0 of its view (the tensor's data plus its
-/// offset); absent views are null. A backend fills the derived arrays from device data in stream
-/// order before its kernels read them.
+/// offset); absent views are null. The generic plan run binds them once (ifa::bind_data) for every
+/// backend; a backend fills the derived fields in its own copy, from device data in stream order,
+/// before its kernels read them.
 struct IfaData {
   const void* q = nullptr;
   void* out = nullptr;
   float* lse = nullptr;
-  const void* const* k_seq = nullptr;  ///< non-paged: base(b) of K for every batch
-  const void* const* v_seq = nullptr;
-  const void* k_cache = nullptr;  ///< paged
-  const void* v_cache = nullptr;
+  const void* k_cache = nullptr;  ///< element 0 of key[0] (paged: the cache)
+  const void* v_cache = nullptr;  ///< element 0 of value[0]
+  /// Non-paged list mode: the B tensors of key / value, whose element 0 is each batch's base.
+  const TensorView* k_list = nullptr;
+  const TensorView* v_list = nullptr;
   const int32_t* block_table = nullptr;
   const void* mask = nullptr;
   const void* pse = nullptr;
@@ -129,8 +159,10 @@ struct IfaData {
   const void* quant_scale2 = nullptr;
   const void* quant_offset2 = nullptr;
   const int64_t* kv_padding_size = nullptr;  ///< element 0 read at run time (left padding)
-  const int64_t* kv_begin = nullptr;         ///< derived: first attended position of each batch
-  const uint8_t* batch_state = nullptr;      ///< derived: IfaBatchState of each batch
+  const void* const* k_seq = nullptr;        ///< derived, non-paged: base(b) of K for every batch
+  const void* const* v_seq = nullptr;
+  const int64_t* kv_begin = nullptr;     ///< derived: first attended position of each batch
+  const uint8_t* batch_state = nullptr;  ///< derived: IfaBatchState of each batch
 };
 
 /// The attended range of batch b for a left-padding value read at run time (ignored unless

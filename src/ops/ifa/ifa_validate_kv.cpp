@@ -125,12 +125,12 @@ Status validate_non_paged(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
     }
   }
   p->k.list = p->v.list = list;
-  p->k.seqs.resize(s->batch);
-  p->v.seqs.resize(s->batch);
+  p->k_seqs.resize(s->batch);
+  p->v_seqs.resize(s->batch);
   for (int64_t b = 0; b < s->batch; ++b) {
     const size_t i = list ? static_cast<size_t>(b) : 0;
-    KVFLASH_RETURN_IF_ERROR(seq_view(a.key[i], "key", *s, list, &p->k.seqs[b]));
-    KVFLASH_RETURN_IF_ERROR(seq_view(a.value[i], "value", *s, list, &p->v.seqs[b]));
+    KVFLASH_RETURN_IF_ERROR(seq_view(a.key[i], "key", *s, list, &p->k_seqs[b]));
+    KVFLASH_RETURN_IF_ERROR(seq_view(a.value[i], "value", *s, list, &p->v_seqs[b]));
   }
   return Status::kSuccess;
 }

@@ -20,9 +20,9 @@ struct Desc {
   using Access = MergePlanAccess;
   using Args = MergeArgs;
   static constexpr const auto& fields = merge::kFields;
-  static constexpr core::PlanOps<core::MergeProblem, MergeArgs> ops = {
-      merge::kOpName, merge::validate, merge::strip_data, merge::check_matches_plan,
-      merge_backends};
+  static constexpr core::PlanOps<core::MergeProblem, MergeArgs, core::MergeData> ops = {
+      merge::kOpName,   merge::validate, merge::strip_data, merge::check_matches_plan,
+      merge::bind_data, merge::describe, merge_backends};
 };
 using Handle = core::PlanHandle<Desc>;
 

@@ -1,5 +1,6 @@
 #include "ops/merge/merge_validate.hpp"
 
+#include <cstdio>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -207,6 +208,12 @@ void bind_data(const core::MergeProblem& p, const MergeArgs& a, core::MergeData*
     d->out_max = static_cast<float*>(core::element0(*a.out_max));
     d->out_sum = static_cast<float*>(core::element0(*a.out_sum));
   }
+}
+
+void describe(const core::MergeProblem& p, char* buf, size_t size) {
+  std::snprintf(buf, size, "K=%lld rows=%lld D=%lld %s->%s", static_cast<long long>(p.num_parts),
+                static_cast<long long>(p.num_rows), static_cast<long long>(p.head_dim),
+                dtype_name(p.part_dtype), dtype_name(p.out_dtype));
 }
 
 }  // namespace kvflash::merge

@@ -25,4 +25,8 @@ Status check_matches_plan(const MergeArgs& plan, const MergeArgs& args);
 /// The pointers of one (matched) run.
 void bind_data(const core::MergeProblem& p, const MergeArgs& args, core::MergeData* d);
 
+/// "K=3 rows=7 D=40 fp32->fp16": p's shape for KVFLASH_VERBOSE=dispatch, into buf (size bytes,
+/// truncated; no allocation).
+void describe(const core::MergeProblem& p, char* buf, size_t size);
+
 }  // namespace kvflash::merge

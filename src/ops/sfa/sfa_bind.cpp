@@ -1,5 +1,6 @@
 #include "ops/sfa/sfa_bind.hpp"
 
+#include <cstdio>
 #include <string>
 
 #include "core/error.hpp"
@@ -98,7 +99,7 @@ Status resolve_lengths(const core::SfaProblem& p, const core::SfaData& d, core::
   if (p.has_lengths_query) {
     KVFLASH_RETURN_IF_ERROR(read_lengths(
         d.lengths_query, p.lengths_query_s0, p.query_tnd, "actual_seq_lengths_query", n,
-        p.query_tnd ? p.num_rows : p.s1, p.query_tnd ? "query T1" : "query S1",
+        core::sfa_query_length_limit(p), p.query_tnd ? "query T1" : "query S1",
         [&](int64_t b) -> int64_t& { return batches[b].lq; },
         [&](int64_t) -> int64_t& { return unused; }));
   }
@@ -108,18 +109,18 @@ Status resolve_lengths(const core::SfaProblem& p, const core::SfaData& d, core::
                                        : "key S2";
     KVFLASH_RETURN_IF_ERROR(read_lengths(
         d.lengths_kv, p.lengths_kv_s0, p.kv_tnd, "actual_seq_lengths_kv", n,
-        p.paged ? p.kv_capacity : p.kv_rows, limit_name,
+        core::sfa_kv_length_limit(p), limit_name,
         [&](int64_t b) -> int64_t& { return batches[b].lkv; },
         [&](int64_t b) -> int64_t& { return batches[b].kv_row0; }));
   }
-  for (int64_t r = 0; r < p.num_rows; ++r) rows[r] = core::SfaRow{};
-  int64_t first = 0;
-  for (int64_t b = 0; b < n; ++b) {
-    if (!p.query_tnd) first = b * p.s1;
-    for (int64_t i = 0; i < batches[b].lq; ++i) rows[first + i] = {static_cast<int32_t>(b), i};
-    if (p.query_tnd) first += batches[b].lq;
-  }
+  core::sfa_map_rows(p, batches, rows);
   return Status::kSuccess;
+}
+
+void describe(const core::SfaProblem& p, char* buf, size_t size) {
+  std::snprintf(buf, size, "B=%lld N=%lld K=%lld rows=%lld %s%s", static_cast<long long>(p.batch),
+                static_cast<long long>(p.num_heads), static_cast<long long>(p.sparse_size),
+                static_cast<long long>(p.num_rows), dtype_name(p.dtype), p.paged ? " paged" : "");
 }
 
 }  // namespace kvflash::sfa

@@ -28,4 +28,8 @@ void bind_data(const core::SfaProblem& p, const SfaArgs& args, core::SfaData* d)
 Status resolve_lengths(const core::SfaProblem& p, const core::SfaData& d, core::SfaBatch* batches,
                        core::SfaRow* rows);
 
+/// "B=1 N=128 K=2048 rows=4 fp16 paged": p's shape for KVFLASH_VERBOSE=dispatch, into buf (size
+/// bytes, truncated; no allocation).
+void describe(const core::SfaProblem& p, char* buf, size_t size);
+
 }  // namespace kvflash::sfa

@@ -21,8 +21,9 @@ struct Desc {
   using Access = SfaPlanAccess;
   using Args = SfaArgs;
   static constexpr const auto& fields = sfa::kFields;
-  static constexpr core::PlanOps<core::SfaProblem, SfaArgs> ops = {
-      sfa::kOpName, sfa::validate, sfa::strip_data, sfa::check_matches_plan, sfa_backends};
+  static constexpr core::PlanOps<core::SfaProblem, SfaArgs, core::SfaData> ops = {
+      sfa::kOpName,   sfa::validate, sfa::strip_data, sfa::check_matches_plan,
+      sfa::bind_data, sfa::describe, sfa_backends};
 };
 using Handle = core::PlanHandle<Desc>;
 

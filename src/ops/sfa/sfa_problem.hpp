@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "core/hd.hpp"
 #include "kvflash/tensor.hpp"
 
 namespace kvflash::core {
@@ -24,7 +25,7 @@ struct SfaRowView {
   DType dtype = DType::kFloat16;
   int64_t rows_inner = 1;
   int64_t s_outer = 0, s_inner = 0, s_head = 0, s_dim = 1;
-  int64_t index(int64_t r, int64_t h, int64_t d) const {
+  KVFLASH_HD int64_t index(int64_t r, int64_t h, int64_t d) const {
     return (r / rows_inner) * s_outer + (r % rows_inner) * s_inner + h * s_head + d * s_dim;
   }
 };
@@ -109,9 +110,34 @@ struct SfaData {
   const SfaRow* rows = nullptr;       ///< derived: num_rows entries
 };
 
-// The two helpers below are `static` (internal linkage) because the per-ISA kernel units compile
-// them with their own ISA flags: a shared inline copy could otherwise be picked by the linker for
-// the baseline code and fault on a CPU without that ISA.
+// The selection rules below are written once for the host backends and the CUDA kernels
+// (KVFLASH_HD). They are `static` (internal linkage) because the per-ISA kernel units compile them
+// with their own ISA flags: a shared inline copy could otherwise be picked by the linker for the
+// baseline code and fault on a CPU without that ISA.
+
+/// The largest value an entry of actual_seq_lengths_query / _kv may hold (a count, or the last
+/// prefix sum): S1 or T1, and S2, T2 or the paged capacity.
+KVFLASH_HD static inline int64_t sfa_query_length_limit(const SfaProblem& p) {
+  return p.query_tnd ? p.num_rows : p.s1;
+}
+KVFLASH_HD static inline int64_t sfa_kv_length_limit(const SfaProblem& p) {
+  return p.paged ? p.kv_capacity : p.kv_rows;
+}
+
+/// The row map from valid per-batch lengths: every row uncovered, then batch b's lq rows (BSND at
+/// b * S1, TND after the rows of the batches before it).
+KVFLASH_HD static inline void sfa_map_rows(const SfaProblem& p, const SfaBatch* batches,
+                                           SfaRow* rows) {
+  for (int64_t r = 0; r < p.num_rows; ++r) rows[r] = SfaRow{};
+  int64_t first = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    if (!p.query_tnd) first = b * p.s1;
+    for (int64_t i = 0; i < batches[b].lq; ++i) {
+      rows[first + i] = SfaRow{static_cast<int32_t>(b), i};
+    }
+    if (p.query_tnd) first += batches[b].lq;
+  }
+}
 
 /// The selection rules of spec §3.4 steps 1-2 for one row: thr is the visible prefix, valid_count
 /// the number of index entries examined. Entries are expanded with sfa_selected_range.
@@ -123,7 +149,8 @@ struct SfaRowLimits {
   int64_t valid_count = 0;  ///< min(K, ceil(thr / sbs)), 0 when thr <= 0
 };
 
-static inline SfaRowLimits sfa_row_limits(const SfaProblem& p, const SfaData& d, int64_t r) {
+KVFLASH_HD static inline SfaRowLimits sfa_row_limits(const SfaProblem& p, const SfaData& d,
+                                                     int64_t r) {
   SfaRowLimits lim;
   const SfaRow& row = d.rows[r];
   if (row.batch < 0) return lim;
@@ -138,8 +165,8 @@ static inline SfaRowLimits sfa_row_limits(const SfaProblem& p, const SfaData& d,
 
 /// Expands index entry x under limit thr: returns false when the list ends (x == -1); otherwise
 /// [*begin, *end) is the selected token range, empty when x is skipped (x < -1 or out of range).
-static inline bool sfa_selected_range(int32_t x, int64_t sbs, int64_t thr, int64_t* begin,
-                                      int64_t* end) {
+KVFLASH_HD static inline bool sfa_selected_range(int32_t x, int64_t sbs, int64_t thr,
+                                                 int64_t* begin, int64_t* end) {
   *begin = *end = 0;
   if (x == -1) return false;
   if (x < -1) return true;
@@ -152,8 +179,8 @@ static inline bool sfa_selected_range(int32_t x, int64_t sbs, int64_t thr, int64
 
 /// The first block slot of [begin, end) (a selected range of batch b, non-empty) whose block id
 /// is outside [0, num_blocks), or -1. Static for the reason above.
-static inline int64_t sfa_bad_slot(const SfaProblem& p, const SfaData& d, int64_t b, int64_t begin,
-                                   int64_t end) {
+KVFLASH_HD static inline int64_t sfa_bad_slot(const SfaProblem& p, const SfaData& d, int64_t b,
+                                              int64_t begin, int64_t end) {
   for (int64_t slot = begin / p.block_size; slot <= (end - 1) / p.block_size; ++slot) {
     const int32_t id = d.block_table[b * p.bt_s0 + slot * p.bt_s1];
     if (id < 0 || id >= p.num_blocks) return slot;

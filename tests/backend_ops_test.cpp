@@ -1,0 +1,152 @@
+// Every available entry of every operator's backend list, forced in turn (core::force_backend),
+// over the operator's shared case list (support/*_cases.hpp) against the fp64 reference, through
+// the public plan API, every output element checked (ggml's test-backend-ops). A new entry of a
+// list (src/backends/lists.cpp) is checked here without new test code. Entries of a device other
+// than the host need the cases' buffers in device memory: tests/cuda_*_test.cpp check them.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/lists.hpp"
+#include "ifa_reference.hpp"
+#include "kvflash/ifa.hpp"
+#include "kvflash/merge.hpp"
+#include "kvflash/sfa.hpp"
+#include "merge_reference.hpp"
+#include "sfa_reference.hpp"
+#include "support/compare.hpp"
+#include "support/ifa_cases.hpp"
+#include "support/merge_cases.hpp"
+#include "support/merge_compare.hpp"
+#include "support/sfa_cases.hpp"
+#include "support/sfa_compare.hpp"
+
+namespace kvflash::testing {
+namespace {
+
+constexpr int kThreadCounts[] = {1, 2, 5};
+
+/// The host entries of list that can run here, in list order.
+template <typename B>
+std::vector<const char*> host_entries(std::span<const B> list) {
+  std::vector<const char*> names;
+  for (const B& b : list) {
+    if (b.device == DeviceType::kHost && b.available(nullptr)) names.push_back(b.name);
+  }
+  return names;
+}
+
+/// Runs only the named entry while alive.
+class ForcedEntry {
+ public:
+  explicit ForcedEntry(const char* name) { core::force_backend(name); }
+  ~ForcedEntry() { core::force_backend(nullptr); }
+  ForcedEntry(const ForcedEntry&) = delete;
+  ForcedEntry& operator=(const ForcedEntry&) = delete;
+};
+
+/// create + run with a fresh workspace; a failure names the status and the library's message.
+template <typename Plan, typename Args>
+::testing::AssertionResult run_plan(const Args& args) {
+  std::unique_ptr<Plan> plan;
+  if (const Status s = Plan::create(args, &plan); s != Status::kSuccess) {
+    return ::testing::AssertionFailure()
+           << "create returned " << static_cast<int>(s) << ": " << last_error_message();
+  }
+  std::vector<std::byte> ws(plan->workspace_size());
+  if (const Status s = plan->run(args, ws.data(), ws.size()); s != Status::kSuccess) {
+    return ::testing::AssertionFailure()
+           << "run returned " << static_cast<int>(s) << ": " << last_error_message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(BackendOps, EveryOperatorHasAHostEntry) {
+  EXPECT_FALSE(host_entries(ifa_backends()).empty());
+  EXPECT_FALSE(host_entries(sfa_backends()).empty());
+  EXPECT_FALSE(host_entries(merge_backends()).empty());
+}
+
+class BackendOpsIfa : public ::testing::TestWithParam<IfaCase> {};
+
+TEST_P(BackendOpsIfa, MatchesReference) {
+  const IfaCase& c = GetParam();
+  IfaCaseData data(c);
+  const reference::IfaReference ref = reference::ifa_reference(data.args());
+  IfaCompareOptions options;
+  options.allow_mostly_empty = c.expect_mostly_empty;
+  for (const char* entry : host_entries(ifa_backends())) {
+    ForcedEntry forced(entry);
+    for (int threads : kThreadCounts) {
+      SCOPED_TRACE(std::string("entry=") + entry + " threads=" + std::to_string(threads));
+      data.poison_outputs();
+      data.mutable_args().num_threads = threads;
+      ASSERT_TRUE(run_plan<IfaPlan>(data.args())) << c.name();
+      ASSERT_TRUE(compare_ifa_output(c.name(), data.args(), ref, options));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BackendOpsIfa, ::testing::ValuesIn(ifa_cases_for_run()),
+                         [](const ::testing::TestParamInfo<IfaCase>& info) {
+                           return info.param.test_name();
+                         });
+
+class BackendOpsSfa : public ::testing::TestWithParam<SfaCase> {};
+
+// The case's own thread count (SFA's cases are large; its determinism test varies the count).
+TEST_P(BackendOpsSfa, MatchesReference) {
+  const SfaCase& c = GetParam();
+  SfaCaseData data(c);
+  const reference::SfaReference ref = reference::sfa_reference(data.args());
+  for (const char* entry : host_entries(sfa_backends())) {
+    ForcedEntry forced(entry);
+    SCOPED_TRACE(std::string("entry=") + entry);
+    data.poison_outputs();
+    ASSERT_TRUE(run_plan<SfaPlan>(data.args())) << c.name();
+    EXPECT_TRUE(compare_sfa_output(c.name(), data.args(), ref, c.expect_mostly_empty));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BackendOpsSfa, ::testing::ValuesIn(sfa_cases_for_run()),
+                         [](const ::testing::TestParamInfo<SfaCase>& info) {
+                           return std::to_string(info.index) + "_" + info.param.test_name();
+                         });
+
+TEST(BackendOpsMerge, MatchesReference) {
+  uint32_t seed = 1;
+  for (const MergeCase& c : merge_cases()) {
+    MergeCaseData d;
+    fill_merge_case(c, &d, seed++);
+    const reference::MergeReference ref = reference::merge_reference(d.args);
+    for (const char* entry : host_entries(merge_backends())) {
+      ForcedEntry forced(entry);
+      SCOPED_TRACE(std::string("entry=") + entry);
+      ASSERT_TRUE(run_plan<MergePlan>(d.args)) << c.name();
+      EXPECT_TRUE(compare_merge_output(c.name(), d.args, ref));
+      // Row 0 has nothing: zeros, lse -inf, max = sum = 0 (without a sink).
+      if (!c.sink) {
+        EXPECT_EQ(d.lse[0], -std::numeric_limits<float>::infinity()) << c.name();
+        EXPECT_EQ(d.omax[0], 0.0f) << c.name();
+        EXPECT_EQ(d.osum[0], 0.0f) << c.name();
+      }
+    }
+  }
+}
+
+// A forced entry that is not in the list runs nothing: the run fails instead of falling back.
+TEST(BackendOps, ForcingAnUnknownEntryRunsNothing) {
+  MergeCaseData d;
+  fill_merge_case(MergeCase{}, &d, 3);
+  ForcedEntry forced("no-such-entry");
+  EXPECT_EQ(merge_attention_states(d.args), Status::kRuntime);
+  EXPECT_NE(std::string(last_error_message()).find("no backend is available"), std::string::npos)
+      << last_error_message();
+}
+
+}  // namespace
+}  // namespace kvflash::testing
