@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "cuda/device.hpp"
-#include "cuda/read_probe.hpp"
+#include "hooks/read_probe.hpp"
 
 int main(int argc, char** argv) {
   using namespace kvflash;

@@ -9,6 +9,9 @@
 // of them. Not a test: run it by hand (README of bench/, docs/lightning_indexer.md).
 //
 //   kvflash_li_bench [rows=4] [keys=8192] [threads=1] [reps=5] [isa=best] [warm|cold] [small]
+//                    [next_n=1]
+// next_n=N: N query rows per request (MTP: the rows of a request read the same keys; rows must be
+// a multiple of N), rows / N requests.
 #include <immintrin.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -154,10 +157,21 @@ int main(int argc, char** argv) {
   // "warm" as the 7th argument skips the cache flush (the compute-only speed, for diagnosis).
   const bool warm = argc > 6 && std::string(argv[6]) == "warm";
   constexpr int64_t kHeads = 64, kD = 128, kBlock = 128, kK = 2048;
+  int64_t next_n = 1;
+  for (int a = 1; a < argc; ++a) {
+    if (std::strncmp(argv[a], "next_n=", 7) == 0)
+      next_n = std::max<int64_t>(std::atoll(argv[a] + 7), 1);
+  }
+  if (rows % next_n != 0) {
+    std::fprintf(stderr, "rows (%lld) must be a multiple of next_n (%lld)\n",
+                 static_cast<long long>(rows), static_cast<long long>(next_n));
+    return 2;
+  }
+  const int64_t requests = rows / next_n;
 
   // Inputs: TND query [rows, 64, 128], weights [rows, 64], PA cache [blocks, 128, 1, 128].
   const int64_t blocks_per = (keys + kBlock - 1) / kBlock;
-  const int64_t num_blocks = rows * blocks_per;
+  const int64_t num_blocks = requests * blocks_per;
   std::vector<uint16_t> q(rows * kHeads * kD), w(rows * kHeads);
   // The cache on 2 MiB-aligned memory with MADV_HUGEPAGE unless "small" is the 8th argument:
   // a serving framework's KV cache is one large allocation, and with 4 KiB pages the shuffled
@@ -171,22 +185,23 @@ int main(int argc, char** argv) {
   for (auto& x : q) x = rand_bf16();
   for (auto& x : w) x = rand_bf16();
   for (size_t i = 0; i < kbytes / 2; ++i) k[i] = rand_bf16();
-  std::vector<int32_t> bt(rows * blocks_per), asq(rows), ask(rows, static_cast<int32_t>(keys));
+  std::vector<int32_t> bt(requests * blocks_per), asq(requests),
+      ask(requests, static_cast<int32_t>(keys));
   std::vector<int32_t> perm(num_blocks);
   std::iota(perm.begin(), perm.end(), 0);
   for (int64_t i = num_blocks - 1; i > 0; --i)
     std::swap(perm[i], perm[next_rand() % static_cast<uint64_t>(i + 1)]);
-  for (int64_t i = 0; i < rows * blocks_per; ++i) bt[i] = perm[i];
-  for (int64_t r = 0; r < rows; ++r) asq[r] = static_cast<int32_t>(r + 1);
+  for (int64_t i = 0; i < requests * blocks_per; ++i) bt[i] = perm[i];
+  for (int64_t r = 0; r < requests; ++r) asq[r] = static_cast<int32_t>((r + 1) * next_n);
   std::vector<int32_t> idx(rows * kK);
 
   reference::LiCall call;
   call.query = TensorView::contiguous(q.data(), DType::kBFloat16, {rows, kHeads, kD});
   call.key = TensorView::contiguous(k, DType::kBFloat16, {num_blocks, kBlock, 1, kD});
   call.weights = TensorView::contiguous(w.data(), DType::kBFloat16, {rows, kHeads});
-  call.actual_seq_lengths_query = TensorView::contiguous(asq.data(), DType::kInt32, {rows});
-  call.actual_seq_lengths_key = TensorView::contiguous(ask.data(), DType::kInt32, {rows});
-  call.block_table = TensorView::contiguous(bt.data(), DType::kInt32, {rows, blocks_per});
+  call.actual_seq_lengths_query = TensorView::contiguous(asq.data(), DType::kInt32, {requests});
+  call.actual_seq_lengths_key = TensorView::contiguous(ask.data(), DType::kInt32, {requests});
+  call.block_table = TensorView::contiguous(bt.data(), DType::kInt32, {requests, blocks_per});
   call.layout_query = "TND";
   call.layout_key = "PA_BSND";
   call.sparse_count = kK;
@@ -219,21 +234,22 @@ int main(int argc, char** argv) {
   std::sort(cpu_times.begin(), cpu_times.end());
   // One thread: its CPU time (wall time minus preemption) when that is the smaller.
   const double t = threads == 1 ? std::min(times[0], cpu_times[0]) : times[0];
-  const double key_bytes = static_cast<double>(rows) * keys * kD * 2;
+  const double key_bytes = static_cast<double>(requests) * keys * kD * 2;
   const double flops = 2.0 * rows * keys * kHeads * kD;
   const double bw = read_bandwidth(threads, size_t{1} << 30);
   const bool bf16_dot = isa >= cpu::Isa::kAvx512Bf16;
   const double peak = isa >= cpu::Isa::kAvx512 ? compute_peak(threads, bf16_dot) : 0.0;
   std::printf(
-      "li rows=%lld keys=%lld heads=64 D=128 bf16 K=2048 PA128 threads=%d isa=%s: %.3f ms (wall "
+      "li rows=%lld next_n=%lld keys=%lld heads=64 D=128 bf16 K=2048 PA128 threads=%d isa=%s: %.3f "
+      "ms (wall "
       "min "
       "%.3f, median %.3f), key bytes %.2f GB/s = %.3f of read bandwidth %.2f GB/s; %.1f GFLOP/s = "
       "%.3f "
       "of the %s peak %.1f GFLOP/s\n",
-      static_cast<long long>(rows), static_cast<long long>(keys), threads, cpu::isa_name(isa),
-      t * 1e3, times[0] * 1e3, times[times.size() / 2] * 1e3, key_bytes / t / 1e9,
-      key_bytes / t / 1e9 / bw, bw, flops / t / 1e9, peak > 0 ? flops / t / 1e9 / peak : 0.0,
-      bf16_dot ? "vdpbf16ps" : "fp32 FMA", peak);
+      static_cast<long long>(rows), static_cast<long long>(next_n), static_cast<long long>(keys),
+      threads, cpu::isa_name(isa), t * 1e3, times[0] * 1e3, times[times.size() / 2] * 1e3,
+      key_bytes / t / 1e9, key_bytes / t / 1e9 / bw, bw, flops / t / 1e9,
+      peak > 0 ? flops / t / 1e9 / peak : 0.0, bf16_dot ? "vdpbf16ps" : "fp32 FMA", peak);
   std::free(kmem);
   return 0;
 }

@@ -120,7 +120,7 @@ inline std::vector<double> AttendRow(const std::vector<double>& q,
   return out;
 }
 
-// fp16 output check of spec §0.2: |got - want| <= atol + rtol * |want|, rtol = 2^-10,
+// fp16 output check of docs/semantics.md §0.2: |got - want| <= atol + rtol * |want|, rtol = 2^-10,
 // atol = rtol * max|V| of the row. Prints the first mismatches; returns their count.
 inline int CheckFp16Row(const char* what, const op::fp16_t* got, const std::vector<double>& want,
                         double v_absmax) {

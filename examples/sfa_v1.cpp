@@ -101,7 +101,7 @@ int main() {
                     ACL_MEMCPY_DEVICE_TO_HOST);
   CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("copy result failed. ERROR: %d\n", ret); return 1);
 
-  // Expected output: spec §3.4 in double precision.
+  // Expected output: docs/semantics.md §3.4 in double precision.
   int64_t bad = 0;
   double worst = 0;
   for (int64_t b = 0; b < B; ++b) {

@@ -113,7 +113,8 @@ int main() {
                       ACL_MEMCPY_DEVICE_TO_HOST);
   CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("copy results failed. ERROR: %d\n", ret); return 1);
 
-  // Expected outputs: spec §3.4 in double precision (mode 0: every selected in-range token).
+  // Expected outputs: docs/semantics.md §3.4 in double precision (mode 0: every selected in-range
+  // token).
   int64_t bad = 0;
   double worst = 0;
   for (int64_t t = 0; t < T1; ++t) {

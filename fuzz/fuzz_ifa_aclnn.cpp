@@ -38,7 +38,7 @@ aclrtStream created_stream() {
 
 using Phase2 = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
 
-// What the library sees from a version (the wrappers drop the rest, spec §2.1).
+// What the library sees from a version (the wrappers drop the rest, docs/semantics.md §2.1).
 IfaArgs effective(const IfaArgs& a, int version) {
   IfaArgs e = a;
   e.softmax_lse.reset();

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/half.hpp"
+#include "core/strings.hpp"
 #include "ifa_reference.hpp"
 #include "support/compare.hpp"
 
@@ -21,7 +22,7 @@ using testing::QuantMode;
 constexpr int64_t kHeadDims[] = {16, 8, 1, 3, 32, 64, 17, 128};
 constexpr double kLogitScales[] = {1.5, 0.5, 3.0, -1.5, 0.0};
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 // ---- the model of a validated call: lengths, padded ranges, faults ----------------------------
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/half.hpp"
+#include "core/strings.hpp"
 #include "sfa_reference.hpp"
 #include "support/sfa_compare.hpp"
 
@@ -20,7 +21,7 @@ using testing::SfaQLayout;
 constexpr int64_t kNope = 512, kRope = 64;
 constexpr double kLogitScales[] = {1.5, 0.5, 3.0, -1.5, 0.0};
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 int32_t read_i32(const TensorView& v, int64_t elem) {
   int32_t x;

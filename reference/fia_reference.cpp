@@ -14,7 +14,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// A max that keeps NaN (spec §0.2 item 6; std::max drops a NaN unless it comes first).
+// A max that keeps NaN (docs/semantics.md §0.2 item 6; std::max drops a NaN unless it comes first).
 double nan_max(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
 
 double at(const TensorView& v, std::initializer_list<int64_t> idx) { return load_element(v, idx); }
@@ -146,7 +146,7 @@ FiaReference fia_reference(const FiaCall& a) {
       q_first[b] = b == 0 ? 0 : c[b - 1];
       q_len[b] = c[b] - q_first[b];
     } else if (decode) {
-      q_len[b] = 1;  // §2.3: the query lengths are ignored when Q_S = 1
+      q_len[b] = 1;  // docs/fia-pfa-indexer.md §2.3: the query lengths are ignored when Q_S = 1
     } else {
       const bool given = a.actual_seq_lengths && !a.actual_seq_lengths->empty();
       const auto& l = *a.actual_seq_lengths;
@@ -191,7 +191,7 @@ FiaReference fia_reference(const FiaCall& a) {
       const int64_t pad = std::max<int64_t>(read_int64(*a.kv_padding_size), 0);
       const int64_t room = cap - kv_len[b];
       if (pad > room) {
-        kv_len[b] = 0;  // IFA's rule (semantics.md §2.7): the window leaves the tensor
+        kv_len[b] = 0;  // IFA's rule (docs/semantics.md §2.7): the window leaves the tensor
       } else {
         kv_first[b] = room - pad;
       }
@@ -226,7 +226,7 @@ FiaReference fia_reference(const FiaCall& a) {
     return at(t, {n2, pos, d});  // NTD
   };
 
-  // Dequantisation (§2.10): K = (K_int + offset) * scale. which: 0 key, 1 value.
+  // Dequantisation (docs/fia-pfa-indexer.md §2.10): K = (K_int + offset) * scale. which: 0 key, 1 value.
   auto dequant = [&](double x, int which, int64_t b, int64_t n2, int64_t j, int64_t d,
                      int64_t D) -> double {
     const TensorView* sc = nullptr;
@@ -304,7 +304,7 @@ FiaReference fia_reference(const FiaCall& a) {
     return o * load_element_flat(s, flat) + off;
   };
 
-  const double scale = static_cast<double>(static_cast<float>(a.scale_value));  // §0.2.5
+  const double scale = static_cast<double>(static_cast<float>(a.scale_value));  // §0.2 item 5
   const int64_t pre = clamp_tokens(a.pre_tokens), next = clamp_tokens(a.next_tokens);
 
   const std::vector<TensorView> key_rope =

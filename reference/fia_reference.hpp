@@ -1,11 +1,11 @@
-// The PromptFlashAttention / FusedInferAttentionScore oracle (spec semantics.md §0.2.1; contract
-// ../shared/spec/fia-pfa-indexer.md, decisions D1-D8; kvflash's own choices in docs/fia-semantics.md).
+// The PromptFlashAttention / FusedInferAttentionScore oracle (docs/semantics.md §0.2 item 1; contract
+// docs/fia-pfa-indexer.md, decisions D1-D8; kvflash's own choices in docs/fia-semantics.md).
 // A plain double-precision implementation that reads the user-level arguments directly (layouts,
 // tensor lists, paged caches, strides and offsets, host length lists) and shares no code with any
 // kernel. Slow and obvious on purpose: every element is read through its view, every score is a
 // double, the softmax is an exact two-pass one over the visible positions of the row.
 //
-// FiaCall mirrors the arguments of aclnnFusedInferAttentionScoreV4 (Part B §2.1) one to one, in
+// FiaCall mirrors the arguments of aclnnFusedInferAttentionScoreV4 (docs/fia-pfa-indexer.md §2.1) one to one, in
 // the names of torch's npu_fused_infer_attention_score; PFA (aclnnPromptFlashAttentionV3) is the
 // subset with `prompt = true` (no decode branch, D4 is FIA's rule). The library's argument struct
 // is not written yet (the operator recipe of issue 18 will give it); until then the tests build
@@ -31,7 +31,7 @@ struct FiaCall {
   std::optional<TensorView> pse_shift;   ///< (B|1, N, S1|1, S2p), added after scaling
   std::optional<TensorView> atten_mask;  ///< nonzero = masked; shapes in docs/fia-semantics.md
   std::optional<std::vector<int64_t>> actual_seq_lengths, actual_seq_lengths_kv;  ///< D6
-  std::optional<TensorView> quant_scale2, quant_offset2;  ///< int8 output post-quant (§2.10)
+  std::optional<TensorView> quant_scale2, quant_offset2;  ///< int8 output post-quant (docs/fia-pfa-indexer.md §2.10)
   /// Combined antiquant parameters: leading dim 2 = (key, value); antiquant_mode 0 per-channel or
   /// per-tensor, 1 per-token (2, B, S2).
   std::optional<TensorView> antiquant_scale, antiquant_offset;

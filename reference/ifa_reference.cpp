@@ -12,12 +12,13 @@
 namespace kvflash::reference {
 namespace {
 
-// Spec §2.5 step 5: a masked score is *replaced* by -1e12f (the fp32 constant, widened exactly).
+// docs/semantics.md §2.5 step 5: a masked score is *replaced* by -1e12f (the fp32 constant, widened
+// exactly).
 const double kMaskedScoreD = static_cast<double>(-1.0e12f);
 
-// Non-finite inputs (spec §0.2 item 6) go through the plain IEEE arithmetic of the formulas below;
-// the only helper is a max that keeps NaN (std::max and std::max_element drop a NaN unless it
-// comes first, which would make the row's max depend on where the NaN sits).
+// Non-finite inputs (docs/semantics.md §0.2 item 6) go through the plain IEEE arithmetic of the
+// formulas below; the only helper is a max that keeps NaN (std::max and std::max_element drop a NaN
+// unless it comes first, which would make the row's max depend on where the NaN sits).
 double nan_max(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
 
 // ---- reading a view --------------------------------------------------------------------------
@@ -104,7 +105,8 @@ IfaReference ifa_reference(const IfaArgs& a) {
     return at(q, {b, h, 0, d});
   };
 
-  // ---- per-batch candidate positions J_b = [begin_b, begin_b + len_b) (spec §2.4, §2.7) ----
+  // ---- per-batch candidate positions J_b = [begin_b, begin_b + len_b) (docs/semantics.md §2.4,
+  // §2.7) ----
   std::vector<int64_t> seq_cap(B), len(B), begin(B, 0);
   for (int64_t b = 0; b < B; ++b) {
     if (g.paged) {
@@ -135,14 +137,14 @@ IfaReference ifa_reference(const IfaArgs& a) {
       const int64_t room = seq_cap[b] - len[b];
       if (pad > room) {
         begin[b] = 0;
-        len[b] = 0;  // spec §2.7: start < 0 -> the whole row block is empty
+        len[b] = 0;  // docs/semantics.md §2.7: start < 0 -> the whole row block is empty
       } else {
         begin[b] = room - pad;
       }
     }
   }
 
-  // ---- K/V addressing and dequantisation (spec §2.8, §2.9) ----
+  // ---- K/V addressing and dequantisation (docs/semantics.md §2.8, §2.9) ----
   auto kv_at = [&](const std::vector<TensorView>& list, int64_t b, int64_t n2, int64_t j,
                    int64_t d) {
     if (g.paged) {
@@ -170,7 +172,7 @@ IfaReference ifa_reference(const IfaArgs& a) {
     return (x + off) * sc;
   };
 
-  // ---- mask / pse element for (b, h, absolute position j) (spec §2.5, §2.6) ----
+  // ---- mask / pse element for (b, h, absolute position j) (docs/semantics.md §2.5, §2.6) ----
   const bool has_mask = a.atten_mask.has_value() && a.atten_mask->numel() > 0;
   auto masked = [&](int64_t b, int64_t h, int64_t j) {
     const TensorView& m = *a.atten_mask;
@@ -188,7 +190,7 @@ IfaReference ifa_reference(const IfaArgs& a) {
     return at(p, {p.shape[0] == 1 ? 0 : b, h, 0, j});
   };
 
-  // ---- post-quantisation (spec §2.10): h is the query head ----
+  // ---- post-quantisation (docs/semantics.md §2.10): h is the query head ----
   const bool int8_out = r.out_dtype == DType::kInt8;
   auto quant = [&](double o, int64_t h, int64_t d) {
     const TensorView& s = *a.quant_scale2;
@@ -198,7 +200,8 @@ IfaReference ifa_reference(const IfaArgs& a) {
     return o * sc + off;
   };
 
-  const double scale = static_cast<double>(static_cast<float>(a.scale_value));  // spec §0.2.5
+  const double scale =
+      static_cast<double>(static_cast<float>(a.scale_value));  // docs/semantics.md §0.2 item 5
 
   std::vector<double> kd, vd, s, qv(D);
   for (int64_t b = 0; b < B; ++b) {
@@ -239,9 +242,9 @@ IfaReference ifa_reference(const IfaArgs& a) {
           if (fully_masked && a.zero_fully_masked_rows) {
             zero_row = true;
           } else {
-            // Plain IEEE arithmetic (spec §0.2 item 6): a NaN score makes m, l, the LSE and every
-            // output NaN; a +inf score gives m = +inf and exp(inf - inf) = NaN; a row whose scores
-            // are all -inf gives exp(-inf - -inf) = NaN too (no softmax exists: 0/0).
+            // Plain IEEE arithmetic (docs/semantics.md §0.2 item 6): a NaN score makes m, l, the
+            // LSE and every output NaN; a +inf score gives m = +inf and exp(inf - inf) = NaN; a row
+            // whose scores are all -inf gives exp(-inf - -inf) = NaN too (no softmax exists: 0/0).
             double m = -std::numeric_limits<double>::infinity();
             for (int64_t t = 0; t < L; ++t) m = nan_max(m, s[t]);
             double l = 0.0;

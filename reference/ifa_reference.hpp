@@ -1,9 +1,10 @@
-// The IncreFlashAttention oracle (spec §0.2.1): a plain double-precision implementation that reads
-// the user-level IfaArgs directly — layouts, tensor lists, paged caches, strides and offsets — so
-// that it shares no code with the validator's normalisation (src/ifa/) or the kernels (src/cpu/).
-// It is deliberately slow and obvious: every element is read through its view, every score is
-// computed in double, the softmax is an exact two-pass one. Non-finite inputs go through the plain
-// IEEE arithmetic of those formulas, with a max that keeps NaN (spec §0.2 item 6).
+// The IncreFlashAttention oracle (docs/semantics.md §0.2 item 1): a plain double-precision
+// implementation that reads the user-level IfaArgs directly — layouts, tensor lists, paged caches,
+// strides and offsets — so that it shares no code with the validator's normalisation (src/ifa/) or
+// the kernels (src/cpu/). It is deliberately slow and obvious: every element is read through its
+// view, every score is computed in double, the softmax is an exact two-pass one. Non-finite inputs
+// go through the plain IEEE arithmetic of those formulas, with a max that keeps NaN
+// (docs/semantics.md §0.2 item 6).
 //
 // It assumes the arguments are valid (IfaPlan::create accepted them and every referenced block id
 // is in range); it does not check anything.

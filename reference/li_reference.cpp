@@ -85,7 +85,7 @@ LiReference li_reference(const LiCall& c) {
   }
 
   for (int64_t b = 0; b < batch; ++b) {
-    // Part B §3.3 per-batch lengths.
+    // docs/fia-pfa-indexer.md §3.3 per-batch lengths.
     int64_t lq, q_first;
     if (q_tnd) {
       q_first = b == 0 ? 0 : read_int(*c.actual_seq_lengths_query, {b - 1});

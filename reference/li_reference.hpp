@@ -1,4 +1,4 @@
-// The LightningIndexer oracle (spec fia-pfa-indexer.md D9, D10, Part B §3.3; semantics.md §0.2):
+// The LightningIndexer oracle (docs/fia-pfa-indexer.md D9, D10, docs/fia-pfa-indexer.md §3.3; docs/semantics.md §0.2):
 // a plain double-precision implementation that reads the user-level arguments (LiCall) directly
 // — layouts, per-batch or cumulative lengths, the block table, strides and offsets — so it shares
 // no code with the kernels (src/cpu/li/). Every element is read through its view; a score is
@@ -25,7 +25,7 @@ namespace kvflash::reference {
 inline constexpr int64_t kLiHeadDim = 128;
 
 /// The user-level arguments of one LightningIndexer call, named and typed as
-/// aclnnLightningIndexerGetWorkspaceSize / torch npu_lightning_indexer (Part B §1.4, §2.1). Views
+/// aclnnLightningIndexerGetWorkspaceSize / torch npu_lightning_indexer (docs/fia-pfa-indexer.md §1.4, §2.1). Views
 /// are borrowed.
 struct LiCall {
   TensorView query;    ///< BSND (B,S1,N1,128) | TND (T,N1,128); fp16 or bf16

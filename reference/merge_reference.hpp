@@ -1,5 +1,5 @@
-// The merge_attention_states oracle (spec §0.2.1 applied to kvflash/merge.hpp): a plain
-// double-precision implementation that reads MergeArgs' views directly (strides, offsets, any
+// The merge_attention_states oracle (docs/semantics.md §0.2 item 1 applied to kvflash/merge.hpp): a
+// plain double-precision implementation that reads MergeArgs' views directly (strides, offsets, any
 // row rank), widens every input exactly, and applies the merge formula in double with IEEE
 // arithmetic, a max that keeps NaN, and the documented empty-part and empty-row rules. It shares
 // no code with the validator or the kernel and assumes the arguments are valid.

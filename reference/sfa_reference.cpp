@@ -19,8 +19,8 @@ constexpr int64_t kRope = 64;
 // Exact widening of one element of any dtype the operator uses.
 double read(const TensorView& v, std::initializer_list<int64_t> idx) { return load_element(v, idx); }
 
-// Non-finite inputs (spec §0.2 item 6) go through the plain IEEE arithmetic of §3.4; the only
-// helper is a max that keeps NaN (std::max drops a NaN second argument).
+// Non-finite inputs (docs/semantics.md §0.2 item 6) go through the plain IEEE arithmetic of §3.4;
+// the only helper is a max that keeps NaN (std::max drops a NaN second argument).
 double nan_max(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
 
 int64_t read_int(const TensorView& v, int64_t i) {

@@ -1,9 +1,10 @@
-// The SparseFlashAttention oracle (spec §0.2.1, §3.3-3.4): a plain double-precision implementation
-// that reads the user-level SfaArgs directly — layouts, prefix sums, the block table, strides and
-// offsets — so it shares no code with the validator's normalisation (src/sfa/) or the kernels
-// (src/cpu/). Every element is read through its view, scores are computed in double, the softmax
-// is an exact two-pass one with the sink in the max and the denominator only. Non-finite inputs go
-// through the plain IEEE arithmetic of those formulas, with a max that keeps NaN (spec §0.2 item 6).
+// The SparseFlashAttention oracle (docs/semantics.md §0.2 item 1, §3.3-3.4): a plain
+// double-precision implementation that reads the user-level SfaArgs directly — layouts, prefix
+// sums, the block table, strides and offsets — so it shares no code with the validator's
+// normalisation (src/sfa/) or the kernels (src/cpu/). Every element is read through its view,
+// scores are computed in double, the softmax is an exact two-pass one with the sink in the max and
+// the denominator only. Non-finite inputs go through the plain IEEE arithmetic of those formulas,
+// with a max that keeps NaN (docs/semantics.md §0.2 item 6).
 //
 // It assumes the arguments are valid (SfaPlan::create and check_run accepted them); it checks
 // nothing.
@@ -49,8 +50,8 @@ struct SfaReference {
 /// Computes the reference result of one SFA call.
 SfaReference sfa_reference(const SfaArgs& args);
 
-/// The selected KV positions of one query row (spec §3.4 step 2): the rules applied to idx[0, K)
-/// with the visible prefix thr. Exposed for tests of the rules themselves.
+/// The selected KV positions of one query row (docs/semantics.md §3.4 step 2): the rules applied to
+/// idx[0, K) with the visible prefix thr. Exposed for tests of the rules themselves.
 std::vector<int64_t> sfa_reference_select(const std::vector<int32_t>& idx, int64_t thr,
                                           int64_t sparse_block_size);
 

@@ -91,7 +91,8 @@ step cuda_tests 300 cuda_tests
 sanitize() {
   local tool=$1 rc=0 exe
   command -v compute-sanitizer >/dev/null || { echo "no compute-sanitizer"; return 77; }
-  for exe in "$build"/tests/cuda*_test; do
+  # cuda_tests: every tests/cuda_*_test.cpp but those with a process of their own (tests/CMakeLists.txt).
+  for exe in "$build"/tests/cuda_tests "$build"/tests/cuda*_test; do
     [ -x "$exe" ] || continue
     KVFLASH_TEST_TIER=smoke compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" \
       --gtest_filter="${KVFLASH_SANITIZE_FILTER:-*-*CudaSfaCaseTest*}" || rc=1

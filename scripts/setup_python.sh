@@ -3,7 +3,7 @@
 # (.venv, or $KVFLASH_VENV) holding pyproject.toml's build-system requirements (scikit-build-core
 # and the pinned torch, the one place its version is written), the package's other run-time
 # dependencies (numpy: the `requires` of [tool.scikit-build.metadata.dependencies]) and its test
-# extra (pytest). Everything comes from PyPI through pip; a second run downloads nothing.
+# extra (pytest, hypothesis). Everything comes from PyPI through pip; a second run downloads nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${KVFLASH_VENV:-.venv}

@@ -10,16 +10,28 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-trap 'echo "=== total time: $(( $(date +%s) - start )) s"' EXIT
+# CPU seconds (user + system) of the finished child processes, in $cpu: a phase's CPU time does not
+# depend on what else runs on the machine, its wall time does. (`times` in this shell, not in a
+# command substitution's subshell.)
+times_file=$(mktemp)
+cpu_seconds() {
+  times >"$times_file"
+  cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] }
+                       printf "%d", n }' "$times_file")
+}
+trap 'cpu_seconds; rm -f "$times_file"; echo "=== total time: $(( $(date +%s) - start )) s (CPU $cpu s)"' EXIT
 bash scripts/setup.sh
 jobs=$(nproc)
 
 phase_start=$start
+phase_cpu=0
 phase_done() {
-  local now
+  local now cpu
   now=$(date +%s)
-  echo "=== [$1] done in $((now - phase_start)) s"
+  cpu_seconds
+  echo "=== [$1] done in $((now - phase_start)) s (CPU $((cpu - phase_cpu)) s)"
   phase_start=$now
+  phase_cpu=$cpu
 }
 
 run_preset() {

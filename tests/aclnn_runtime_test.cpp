@@ -18,6 +18,7 @@
 #include "aclnn/acl_objects.hpp"
 #include "aclnn/opdev/fp16_t.h"
 #include "core/error.hpp"
+#include "hooks/aclnn_enqueue.hpp"
 
 namespace {
 

@@ -1,8 +1,8 @@
 // aclnnSparseFlashAttention{,V2} through the C API: numerical agreement with the reference on
 // cases of the shared list (strided inputs, every KV layout, sinks, LSE), the wrapper facts of
-// spec §3.1 (value null -> key, null softmax outputs with LSE -> 161001, no outputs needed
-// without LSE), null and invalid arguments with *executor = nullptr, the phase-2 contract (single
-// use, workspace size, block-table check) and the reported platform.
+// docs/semantics.md §3.1 (value null -> key, null softmax outputs with LSE -> 161001, no outputs
+// needed without LSE), null and invalid arguments with *executor = nullptr, the phase-2 contract
+// (single use, workspace size, block-table check) and the reported platform.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -11,7 +11,7 @@
 #if defined(KVFLASH_HAVE_CUDA)
 #include <cuda_runtime.h>
 
-#include "cuda/read_probe.hpp"
+#include "hooks/read_probe.hpp"
 #endif
 
 namespace kvflash {

@@ -191,8 +191,9 @@ TEST(FuzzFindings, F7_HugeStrideOnUnitDim) {
   EXPECT_TRUE(compare_ifa_output(c.name(), a, reference::ifa_reference(a)));
 }
 
-// F8: a kv_padding_size the plan ignores (paged KV: spec §2.7) is not validated by create, but
-// run matched it like any tensor and refused a null one (161001) with the very same arguments.
+// F8: a kv_padding_size the plan ignores (paged KV: docs/semantics.md §2.7) is not validated by
+// create, but run matched it like any tensor and refused a null one (161001) with the very same
+// arguments.
 TEST(FuzzFindings, F8_IgnoredKvPaddingSizeIsIgnoredByRun) {
   IfaCase c = small_ifa();
   c.paged = true;

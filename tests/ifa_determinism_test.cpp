@@ -1,6 +1,7 @@
-// Determinism and isolation (spec §0.2.4): output bits do not depend on the run, the thread count
-// or the other sequences of the batch; poisoned unused slots never reach the output; a block table
-// that references a block outside the cache is refused at run time with the output untouched.
+// Determinism and isolation (docs/semantics.md §0.2 item 4): output bits do not depend on the run,
+// the thread count or the other sequences of the batch; poisoned unused slots never reach the
+// output; a block table that references a block outside the cache is refused at run time with the
+// output untouched.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -302,7 +302,7 @@ TEST(IfaReference, LeftPaddingShiftsAndStartBelowZeroIsEmpty) {
     EXPECT_EQ(r.row_kind[r.row(1, h)], IfaRowKind::kEmpty);
     EXPECT_EQ(r.lse[r.row(1, h)], -kInf);
   }
-  // Left padding is ignored without actual_seq_lengths (spec §2.7).
+  // Left padding is ignored without actual_seq_lengths (docs/semantics.md §2.7).
   IfaArgs no_len = p.bsh(st);
   no_len.kv_padding_size = pad;
   expect_same(ifa_reference(no_len), ifa_reference(p.bsh(st)));

@@ -1,4 +1,4 @@
-// validate_ifa: one test per rejection rule of spec §2.2-2.11 (exact status
+// validate_ifa: one test per rejection rule of docs/semantics.md §2.2-2.11 (exact status
 // code, and a message that names the argument), plus the normalised problem every accepted
 // layout and mode produces.
 #include "ops/ifa/ifa_validate.hpp"
@@ -343,8 +343,8 @@ TEST_F(IfaValidateTest, ListKeyDtypesMustAgree) {
   invalid(a, "key[1] dtype");
 }
 
-// Exactly the 8 (query, kv, out) rows of spec §2.2 are accepted, plus kvflash's fp32 output
-// (the unrounded result, for partials merged by log-sum-exp) with each query / KV pair.
+// Exactly the 8 (query, kv, out) rows of docs/semantics.md §2.2 are accepted, plus kvflash's fp32
+// output (the unrounded result, for partials merged by log-sum-exp) with each query / KV pair.
 TEST_F(IfaValidateTest, DtypeCombinationTable) {
   const DType all[] = {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kInt8};
   const std::vector<std::vector<DType>> allowed = {

@@ -87,6 +87,8 @@ TEST_P(LiKernelTest, SameBitsForEveryThreadCount) {
     std::vector<std::byte> first;
     for (int threads : {1, 2, 3, 4, 5, 0}) {
       data.poison_outputs();
+      // Stale scratch (the previous run's keys) must not be able to stand in for work not done.
+      std::fill(ws.begin(), ws.end(), std::byte{0xa5});
       (void)li_run_call(data.call(), static_cast<cpu::Isa>(isa), threads, &ws);
       if (first.empty()) {
         first = data.output_bytes();
@@ -158,13 +160,25 @@ TEST(LiSelectTopk, EqualsAFullSort) {
     for (int64_t j = 0; j < n; ++j) order[j] = j;
     std::stable_sort(order.begin(), order.end(),
                      [&](int64_t a, int64_t b) { return keys[a] > keys[b]; });
-    std::vector<uint64_t> sel(k);
-    std::vector<int32_t> idx(k, -7);
-    const int64_t c = cpu::li_select_topk(keys.data(), n, k, hist.data(), sel.data(), idx.data());
-    ASSERT_EQ(c, std::min(n, k)) << "trial " << trial;
-    for (int64_t s = 0; s < c; ++s) {
-      ASSERT_EQ(idx[s], order[s]) << "trial " << trial << " slot " << s << " n " << n << " k " << k;
-      ASSERT_EQ(static_cast<uint32_t>(sel[s] >> 32), keys[order[s]]);
+    // Both entries (first digit histogrammed here or given), and a candidate buffer of the
+    // real size and of a small one (the full-pass fallback on mass ties).
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool given = variant % 2 == 1;
+      const int64_t cap = variant < 2 ? cpu::li_topk_candidates(k, n) : 1 + rng.below(64);
+      std::vector<uint64_t> sel(k + 1), tmp(k);
+      std::vector<int32_t> idx(k, -7), cand(cap + 1);
+      std::fill(hist.begin(), hist.end(), given ? 0u : 0xdeadu);
+      if (given) {
+        for (int64_t j = 0; j < n; ++j) ++hist[keys[j] >> cpu::kLiRadixShift0];
+      }
+      const cpu::LiTopkScratch ts{hist.data(), sel.data(), tmp.data(), cand.data(), cap};
+      const int64_t c = cpu::li_select_topk(keys.data(), n, k, ts, given, idx.data());
+      ASSERT_EQ(c, std::min(n, k)) << "trial " << trial;
+      for (int64_t s = 0; s < c; ++s) {
+        ASSERT_EQ(idx[s], order[s]) << "trial " << trial << " variant " << variant << " slot " << s
+                                    << " n " << n << " k " << k;
+        ASSERT_EQ(static_cast<uint32_t>(sel[s] >> 32), keys[order[s]]);
+      }
     }
   }
 }

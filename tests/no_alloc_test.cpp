@@ -1,7 +1,7 @@
 // The run path never allocates: after a first run (which may start the library's worker threads),
-// IfaPlan::run and SfaPlan::run on every case of the shared lists, at several thread counts,
-// make no call to operator new, on any thread. This executable replaces the global allocation
-// functions to count them.
+// IfaPlan::run and SfaPlan::run on every case of the shared lists (and the FIA and LI kernels'
+// runs), at several thread counts, make no call to operator new, on any thread. This executable
+// replaces the global allocation functions to count them.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,12 +11,16 @@
 #include <new>
 #include <vector>
 
+#include "cpu/fia/fia_kernel.hpp"
+#include "cpu/isa.hpp"
+#include "cpu/li/li_kernel.hpp"
 #include "kvflash/ifa.hpp"
 #include "kvflash/sfa.hpp"
-#include "cpu/fia/fia_kernel.hpp"
 #include "support/fia_bind.hpp"
 #include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
+#include "support/li_cases.hpp"
+#include "support/li_run.hpp"
 #include "support/sfa_cases.hpp"
 
 namespace {
@@ -126,6 +130,29 @@ TEST(NoAllocation, FiaKernelRunOnEveryCase) {
       cpu::fia_run(bd.p, bd.d, ws.data(), ws.size(), threads);  // warm
       const int64_t n =
           allocations_during([&] { cpu::fia_run(bd.p, bd.d, ws.data(), ws.size(), threads); });
+      ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
+    }
+  }
+}
+
+// The LightningIndexer kernel has no plan yet either: li_run over the test binding of every case
+// without a fault (a fault's message is built when there is one), at 1, 2 and 5 threads (rows,
+// row pairs and key shares).
+TEST(NoAllocation, LiKernelRunOnEveryCase) {
+  for (const LiCase& c : li_cases_for_run()) {
+    if (c.fault != LiFault::kNone) continue;
+    LiCaseData data(c);
+    cpu::LiParams p;
+    cpu::LiData d;
+    li_bind(data.call(), &p, &d);
+    std::vector<std::byte> ws(cpu::li_workspace_size(p));
+    const cpu::Isa isa = cpu::detected_isa();
+    for (int threads : kThreads) {
+      ASSERT_EQ(cpu::li_run(p, d, isa, threads, ws.data()), Status::kSuccess);  // warm
+      Status st = Status::kRuntime;
+      const int64_t n =
+          allocations_during([&] { st = cpu::li_run(p, d, isa, threads, ws.data()); });
+      ASSERT_EQ(st, Status::kSuccess) << c.name();
       ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
     }
   }

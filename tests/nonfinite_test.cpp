@@ -1,7 +1,7 @@
-// Non-finite inputs (spec §0.2 item 6, docs/conventions.md "Non-finite inputs"): NaN and inf in
-// attended data (query, attended K/V rows, pse, antiquant scales and offsets, sinks, masked IFA
-// positions) propagate exactly as the double-precision reference propagates them, on every ISA and
-// through split-KV merges; data that is never attended never reaches an output.
+// Non-finite inputs (docs/semantics.md §0.2 item 6, docs/conventions.md "Non-finite inputs"): NaN
+// and inf in attended data (query, attended K/V rows, pse, antiquant scales and offsets, sinks,
+// masked IFA positions) propagate exactly as the double-precision reference propagates them, on
+// every ISA and through split-KV merges; data that is never attended never reaches an output.
 //
 // Each test takes a regular case of the shared lists, plants one or a few non-finite values, checks
 // that the reference really is affected the way the test means (so no test passes vacuously), then

@@ -1,5 +1,6 @@
-// The SFA properties of spec §4 on hand-made cases, checked on the reference itself (and, where
-// the case is end-to-end, on the kernel too), plus layout equivalences of the reference.
+// The SFA properties of docs/semantics.md §4 on hand-made cases, checked on the reference itself
+// (and, where the case is end-to-end, on the kernel too), plus layout equivalences of the
+// reference.
 #include "sfa_reference.hpp"
 
 #include <gtest/gtest.h>
@@ -81,7 +82,8 @@ struct Tiny {
   }
 };
 
-// ---- the selection rules (spec §3.4 step 2) ------------------------------------------------
+// ---- the selection rules (docs/semantics.md §3.4 step 2)
+// ------------------------------------------------
 TEST(SfaSelectTest, MinusOneInTheMiddleTruncates) {
   EXPECT_EQ(sfa_reference_select({3, 1, -1, 2, 0}, 10, 1), (std::vector<int64_t>{3, 1}));
 }

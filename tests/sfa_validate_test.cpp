@@ -1,6 +1,6 @@
-// One test per SFA validation rule (spec §3.5, §3.3 ranges, decisions #13/#18/#20): each breaks
-// exactly one argument of an otherwise valid call and expects the documented code and a message
-// naming the argument.
+// One test per SFA validation rule (docs/semantics.md §3.5, §3.3 ranges, decisions #13/#18/#20):
+// each breaks exactly one argument of an otherwise valid call and expects the documented code and a
+// message naming the argument.
 #include <gtest/gtest.h>
 
 #include <cstddef>

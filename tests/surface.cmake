@@ -6,5 +6,11 @@ add_test(NAME library_exports
           ${PROJECT_SOURCE_DIR}/include ${KVFLASH_GENERATED_INCLUDE})
 set_tests_properties(library_exports PROPERTIES TIMEOUT 120 LABELS surface)
 
-# version_test checks the header macros and kvflash_version() against the project VERSION.
-target_compile_definitions(version_test PRIVATE KVFLASH_PROJECT_VERSION="${PROJECT_VERSION}")
+# version_test checks the header macros and kvflash_version() against the project VERSION (its
+# objects: tests/CMakeLists.txt).
+target_compile_definitions(version_test_objects PRIVATE KVFLASH_PROJECT_VERSION="${PROJECT_VERSION}")
+
+# Every file, symbol and contract section a comment names exists (scripts/check_comment_refs.py).
+find_package(Python3 COMPONENTS Interpreter REQUIRED)
+add_test(NAME comment_refs COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/check_comment_refs.py)
+set_tests_properties(comment_refs PROPERTIES TIMEOUT 60 LABELS surface)

@@ -46,7 +46,7 @@ bool for_each_item(const std::string& text, std::string_view rest, std::string* 
 }
 
 // An integer key of a problem string: its valid range, stated by every message about it. The
-// ranges are the operators' own limits (src/ifa/ifa_validate*.cpp, src/sfa/sfa_validate.cpp)
+// ranges are the operators' own limits (src/ifa/ifa_validate*.cpp, src/ops/sfa/sfa_validate.cpp)
 // where they are narrower than the command line's (cli_options.hpp), so that a string the parser
 // accepts plans.
 struct IntKey {

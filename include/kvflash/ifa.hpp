@@ -1,7 +1,7 @@
 // IncreFlashAttention (decode attention, query length 1) — the C++ API.
 //
-// Semantics are those of aclnnIncreFlashAttentionV4 (docs/conventions.md, spec §2) plus two
-// extensions: an optional softmax LSE output and an option that zeroes fully masked rows.
+// Semantics are those of aclnnIncreFlashAttentionV4 (docs/conventions.md, docs/semantics.md §2)
+// plus two extensions: an optional softmax LSE output and an option that zeroes fully masked rows.
 //
 // A plan is built from metadata (shapes, dtypes, strides, devices, attributes and the host array
 // actual_seq_lengths) and holds no data pointers; run() binds the tensors of one call. One plan

@@ -1,8 +1,9 @@
 // SparseFlashAttention (DeepSeek-V3.2 sparse MLA, absorbed form) — the C++ API.
 //
-// Semantics are those of aclnnSparseFlashAttention / V2 (spec §3, docs/conventions.md): each query
-// row attends only the KV tokens its sparse_indices select (token or block indices relative to its
-// own sequence), with an optional causal limit (sparse_mode 3) and optional attention sinks.
+// Semantics are those of aclnnSparseFlashAttention / V2 (docs/semantics.md §3,
+// docs/conventions.md): each query row attends only the KV tokens its sparse_indices select (token
+// or block indices relative to its own sequence), with an optional causal limit (sparse_mode 3) and
+// optional attention sinks.
 //
 // A plan is built from metadata (shapes, dtypes, strides, devices, attributes) and holds no data
 // pointers; run() binds the tensors of one call, so one plan serves every step with the same

@@ -1,7 +1,8 @@
 /* kvflash status codes and the last-error message (C linkage).
  *
- * The numeric values are the aclnn return codes (spec §0.3), so a status returned by the C++ API,
- * the C API and the aclnn-compatible API means the same thing everywhere. Pure C; C linkage. */
+ * The numeric values are the aclnn return codes (docs/semantics.md §0.3), so a status returned by
+ * the C++ API, the C API and the aclnn-compatible API means the same thing everywhere. Pure C; C
+ * linkage. */
 #ifndef KVFLASH_STATUS_H_
 #define KVFLASH_STATUS_H_
 

@@ -70,6 +70,14 @@ def npu_incre_flash_attention(query, key, value, *, actual_seq_lengths=None, **k
 npu_sparse_flash_attention = _torch.ops.kvflash.npu_sparse_flash_attention
 
 
+def _tensor_list(x):
+    """A tensor as a list of one, a tuple as a list; anything else as given, so that the
+    operator's schema check reports it by the argument's name."""
+    if isinstance(x, _torch.Tensor):
+        return [x]
+    return list(x) if isinstance(x, tuple) else x
+
+
 def incre_flash_attention(query, key, value, *, padding_mask=None, atten_mask=None, pse_shift=None,
                           actual_seq_lengths=None, antiquant_scale=None, antiquant_offset=None,
                           block_table=None, dequant_scale1=None, quant_scale1=None,
@@ -95,12 +103,8 @@ def incre_flash_attention(query, key, value, *, padding_mask=None, atten_mask=No
     """
     actual_seq_lengths = _host_lengths(actual_seq_lengths, "actual_seq_lengths",
                                        "incre_flash_attention")
-    if isinstance(key, _torch.Tensor):
-        key = [key]
-    if isinstance(value, _torch.Tensor):
-        value = [value]
     return _torch.ops.kvflash.incre_flash_attention(
-        query, list(key), list(value), padding_mask=padding_mask, atten_mask=atten_mask,
+        query, _tensor_list(key), _tensor_list(value), padding_mask=padding_mask, atten_mask=atten_mask,
         pse_shift=pse_shift, actual_seq_lengths=actual_seq_lengths,
         antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset,
         block_table=block_table, dequant_scale1=dequant_scale1, quant_scale1=quant_scale1,

@@ -32,7 +32,7 @@ from . import _host_lengths
 from . import incre_flash_attention as _ifa
 
 __all__ = ["ContiguousShards", "RoundRobinBlocks", "context_parallel_incre_flash_attention",
-           "context_parallel_sparse_flash_attention"]
+           "context_parallel_sparse_flash_attention", "merge_indexer_topk"]
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def context_parallel_incre_flash_attention(query, key, value, *, group=None, sha
         if actual_seq_lengths is None:
             _fail(op, "RoundRobinBlocks (a paged cache) needs actual_seq_lengths")
         _check_tensor(op, "block_table", block_table, (2,))
-        # The single-process op's range (src/ifa/ifa_validate_kv.cpp); _rr_lengths divides by it.
+        # The single-process op's range (src/ops/ifa/ifa_validate_kv.cpp); _rr_lengths divides by it.
         if isinstance(block_size, bool) or not isinstance(block_size, int) or \
                 not 1 <= block_size <= 512:
             _fail(op, f"block_size ({block_size}) must be in [1, 512] with block_table "
@@ -247,7 +247,7 @@ def context_parallel_incre_flash_attention(query, key, value, *, group=None, sha
 
 
 def _sfa_rows(query, layout_query, actual_seq_lengths_query, lkv):
-    """Per query row: its batch and its causal threshold for sparse_mode 3 (spec §3.4)."""
+    """Per query row: its batch and its causal threshold for sparse_mode 3 (docs/semantics.md §3.4)."""
     if layout_query == "TND":
         cum = [int(x) for x in actual_seq_lengths_query]
         batch, thr_i = [], []
@@ -317,7 +317,7 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
         if kv_lens is None:
             _fail(op, "RoundRobinBlocks (a paged cache) needs actual_seq_lengths_kv")
         _check_tensor(op, "block_table", block_table, (2,))
-        # The single-process op's rule (src/sfa/sfa_validate.cpp); _rr_lengths divides by it.
+        # The single-process op's rule (src/ops/sfa/sfa_validate.cpp); _rr_lengths divides by it.
         bs = key.shape[1]
         if bs < 16 or bs > 1024 or bs % 16:
             _fail(op, f"key block_size (dim 1 = {bs}) must be a multiple of 16 in [16, 1024]")
@@ -343,7 +343,7 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
             j = pos // bs
             return (j // world) * bs + pos % bs, (j % world) == rank
 
-    # Global selection (spec §3.4), expanded to tokens, restricted to this shard.
+    # Global selection (docs/semantics.md §3.4), expanded to tokens, restricted to this shard.
     idx_shape = sparse_indices.shape
     k = idx_shape[-1]
     rows = sparse_indices.reshape(-1, k).long()  # (B*S1 | T) x KV_N(=1) rows
@@ -438,8 +438,72 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
     merged = merged.reshape(out.shape)
     if not return_softmax_lse:
         return merged, mx.new_empty(0), sm.new_empty(0)
-    # Invalid rows (threshold <= 0) report max = sum = 0 even with a sink (spec §3.4).
+    # Invalid rows (threshold <= 0) report max = sum = 0 even with a sink (docs/semantics.md §3.4).
     invalid = (((thr_t <= 0) & (sparse_mode == 3)) | pad_row).repeat_interleave(n1)
     mmax = torch.where(invalid, torch.zeros_like(mmax), mmax)
     msum = torch.where(invalid, torch.zeros_like(msum), msum)
     return merged, back(mmax).contiguous(), back(msum).contiguous()
+
+
+def _order_composites(scores, indices):
+    """int64 keys that order (score, index) entries like the indexer's selection (larger first):
+    NaN above +inf above every number, +0 == -0, equal scores by the lower index; the 32-bit order
+    key of src/cpu/li/li_kernel.hpp (li_order_key), shifted to signed, over the index complement.
+    Entries at or past their list's first -1 get int64's minimum (below every real entry)."""
+    u = scores.contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    u = torch.where(u == 0x80000000, torch.zeros_like(u), u)
+    key = torch.where((u & 0x80000000) != 0, (~u) & 0xFFFFFFFF, u | 0x80000000)
+    key = torch.where(nan, torch.full_like(key, 0xFFFFFFFF), key)
+    ix = indices.to(torch.int64)
+    comp = (key - 2**31) * 2**32 + (0xFFFFFFFF - ix.clamp(min=0))
+    live = torch.cumsum((ix < 0).to(torch.int64), dim=-1) == 0
+    return torch.where(live, comp, torch.full_like(comp, torch.iinfo(torch.int64).min)), live
+
+
+def merge_indexer_topk(scores, indices, sparse_count):
+    """The exact merge of a sharded lightning indexer's per-rank selections
+    (docs/lightning_indexer.md, "Context parallel: the exact top-k merge"; the C++ twin is
+    ``li_merge_topk``).
+
+    ``scores`` (fp32) and ``indices`` (int32, global key positions) are ``[world, rows, k_r]``:
+    rank r's selection of every query row, in the indexer's order (descending score, NaN first,
+    equal scores by the lower index), ``-1`` after its last entry. Returns ``(indices, scores)``,
+    ``[rows, sparse_count]`` int32 / fp32: the top ``sparse_count`` of the union in that order,
+    ``-1`` / ``-inf`` after the last; the same bits as one indexer over the whole key sequence
+    (a key's fp32 score does not depend on the rank that computes it). No ``torch.topk``: one
+    stable sort of exact int64 composites. A list out of order, or an entry on two ranks, is a
+    ValueError.
+    """
+    op = "merge_indexer_topk"
+    if not isinstance(scores, torch.Tensor) or not isinstance(indices, torch.Tensor):
+        _fail(op, "scores and indices must be tensors")
+    if scores.dim() != 3 or scores.shape != indices.shape:
+        _fail(op, f"scores {tuple(scores.shape)} and indices {tuple(indices.shape)} must both be "
+                  f"[world, rows, k]")
+    if scores.dtype != torch.float32 or indices.dtype != torch.int32:
+        _fail(op, f"scores must be float32 and indices int32, got {scores.dtype} / {indices.dtype}")
+    if isinstance(sparse_count, bool) or not isinstance(sparse_count, int) or sparse_count < 1:
+        _fail(op, f"sparse_count must be a positive int, got {sparse_count!r}")
+    world, rows, kr = scores.shape
+    comp, live = _order_composites(scores, indices)
+    if kr > 1 and bool(((comp[..., 1:] >= comp[..., :-1]) & live[..., 1:]).any()):
+        _fail(op, "a rank's list is not in the selection order (descending score, equal scores "
+                  "by the lower index)")
+    flat = comp.permute(1, 0, 2).reshape(rows, world * kr)
+    flat_scores = scores.permute(1, 0, 2).reshape(rows, world * kr)
+    ordered, order = torch.sort(flat, dim=1, descending=True, stable=True)
+    low = torch.iinfo(torch.int64).min
+    if world * kr > 1 and bool(((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != low))
+                               .any()):
+        _fail(op, "an entry (score, index) is on more than one rank")
+    take = min(sparse_count, world * kr)
+    sel = ordered[:, :take]
+    ok = sel != low
+    out_idx = torch.full((rows, sparse_count), -1, dtype=torch.int32)
+    out_scores = torch.full((rows, sparse_count), float("-inf"), dtype=torch.float32)
+    out_idx[:, :take] = torch.where(ok, 0xFFFFFFFF - (sel & 0xFFFFFFFF),
+                                    torch.full_like(sel, -1)).to(torch.int32)
+    out_scores[:, :take] = torch.where(ok, flat_scores.gather(1, order[:, :take]),
+                                       torch.full_like(sel, float("-inf"), dtype=torch.float32))
+    return out_idx, out_scores

@@ -32,7 +32,10 @@ SchemaIndex::SchemaIndex(const c10::FunctionSchema& schema, const std::vector<co
                          const std::vector<MemberKind>& kinds,
                          std::initializer_list<std::string_view> extras)
     : op_(schema.name()), field_(fields.size(), -1) {
-  for (const c10::Argument& a : schema.arguments()) names_.push_back(a.name());
+  for (const c10::Argument& a : schema.arguments()) {
+    names_.push_back(a.name());
+    optional_.push_back(a.type()->kind() == c10::TypeKind::OptionalType);
+  }
   for (size_t i = 0; i < fields.size(); ++i) {
     field_[i] = find(fields[i]);
     if (field_[i] < 0) continue;
@@ -108,11 +111,19 @@ void read_value(const c10::IValue& v, const char*, const char*, std::string* out
 }
 
 void check_same_devices(const SchemaIndex& index, c10::ArrayRef<c10::IValue> in) {
-  const c10::Device device = in[0].toTensor().device();
+  const at::Tensor& first = in[0].toTensor();
+  check_defined(first, index.op(), index.name(0));
+  const c10::Device device = first.device();
+  // An undefined tensor is None from Python: absent where the schema allows it, else named.
   const auto check = [&](const at::Tensor& t, size_t i) {
-    TORCH_CHECK_VALUE(!t.defined() || t.device() == device, "[", index.op(), "] ", index.name(i),
-                      " is on ", t.device().str(), " but ", index.name(0), " is on ",
-                      device.str(), ": every tensor must be on one device");
+    if (!t.defined()) {
+      TORCH_CHECK_VALUE(index.optional(i), "[", index.op(), "] ", index.name(i),
+                        " is an undefined tensor");
+      return;
+    }
+    TORCH_CHECK_VALUE(t.device() == device, "[", index.op(), "] ", index.name(i), " is on ",
+                      t.device().str(), " but ", index.name(0), " is on ", device.str(),
+                      ": every tensor must be on one device");
   };
   for (size_t i = 1; i < in.size(); ++i) {
     if (in[i].isTensor()) {

@@ -48,10 +48,13 @@ class SchemaIndex {
   /// The position of the argument `name`, which the schema must have (else c10::Error).
   int at(std::string_view name) const;
   const char* name(size_t position) const { return names_[position].c_str(); }
+  /// Whether the argument at `position` may be None (a `Tensor?`, ...).
+  bool optional(size_t position) const { return optional_[position]; }
 
  private:
   std::string op_;
   std::vector<std::string> names_;
+  std::vector<bool> optional_;
   std::vector<int> field_;
 };
 
@@ -128,9 +131,9 @@ inline c10::ArrayRef<c10::IValue> arguments(const torch::jit::Stack& stack, size
   return torch::jit::last(stack, n);
 }
 
-/// Throws c10::ValueError unless every tensor argument of the call is on the first argument's
-/// device (the fake kernels check this; a real call reaches the CPU kernel only with CPU tensors),
-/// naming the argument.
+/// Throws c10::ValueError unless every tensor argument of the call is defined (or may be absent)
+/// and on the first argument's device (the fake kernels check this; a real call reaches the CPU
+/// kernel only with CPU tensors), naming the argument.
 void check_same_devices(const SchemaIndex& index, c10::ArrayRef<c10::IValue> in);
 
 /// Replaces the call's arguments on the stack by its results.

@@ -45,6 +45,10 @@ Device device_of(const c10::Device& d, const char* op, const ArgName& name) {
 
 }  // namespace
 
+void check_defined(const at::Tensor& t, const char* op, const char* name) {
+  TORCH_CHECK_VALUE(t.defined(), "[", op, "] ", name, " is an undefined tensor");
+}
+
 TensorView view_of(const at::Tensor& t, const char* op, const char* arg, int64_t index) {
   const ArgName name{arg, index};
   TORCH_CHECK_VALUE(t.defined(), "[", op, "] ", name, " is an undefined tensor");

@@ -16,6 +16,10 @@
 
 namespace kvflash::torch_ext {
 
+/// Throws c10::ValueError naming `name` when a required tensor is undefined (None from Python):
+/// the kernels read the sizes and device of some tensors before the library sees the call.
+void check_defined(const at::Tensor& t, const char* op, const char* name);
+
 /// The view of a tensor, zero copy: data = t.data_ptr() (the storage offset included), offset 0,
 /// t's own sizes and strides (in elements, as kvflash counts them), and its device. A dtype with no
 /// kvflash DType (float64, int16, ...) is a ValueError naming `name`; ranks above kMaxRank keep

@@ -173,7 +173,7 @@ def test_results_do_not_depend_on_strides(layout):
 
 
 def test_every_combination_of_layout_and_dtype_pair():
-    """(query, KV, output) dtype combinations of spec §2.2 on each layout."""
+    """(query, KV, output) dtype combinations of docs/semantics.md §2.2 on each layout."""
     combos = [(F16, None, None), (BF16, None, None), (F16, None, "tensor"),
               (F16, "channel", None), (F16, "channel", "tensor"), (BF16, "channel", None),
               (BF16, "tensor", "channel"), (BF16, None, "channel")]

@@ -77,7 +77,7 @@ def test_sfa_matches_sdpa(dtype):
     """Sparse MLA decode (TND query, paged latent cache used as key and value) equals SDPA over the
     selected tokens: Q = [q_nope, q_rope], K = [latent, rope], V = latent."""
     g = torch.Generator().manual_seed(11)
-    T, N, K, bs = 3, 16, 32, 32  # K <= every length: all K indices are examined (spec §3.4)
+    T, N, K, bs = 3, 16, 32, 32  # K <= every length: all K indices are examined (docs/semantics.md §3.4)
     kv_lens = [90, 33, 64]
     per_seq = 3
     nblocks = T * per_seq

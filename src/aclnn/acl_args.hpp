@@ -108,8 +108,7 @@ aclnnStatus plan_phase1(const char* op, const std::tuple<Acl...>& acl, Check&& c
     using Args = typename std::remove_cvref_t<decltype(std::get<0>(kFields))>::Owner;
     Args args;
     s = acl_args_detail::each_pair<kFields>(acl, [&](const auto& f, const auto& a) {
-      return static_cast<aclnnStatus>(
-          acl_args_detail::convert(op, f.acl_name, f.flags, a, &(args.*f.member)));
+      return to_aclnn(acl_args_detail::convert(op, f.acl_name, f.flags, a, &(args.*f.member)));
     });
     if (s == ACLNN_SUCCESS) s = check(static_cast<const Args&>(args));
     if (s != ACLNN_SUCCESS) return s;

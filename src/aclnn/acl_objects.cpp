@@ -3,7 +3,6 @@
 // use-after-free), and conversion to kvflash views for the operator shims.
 #include "aclnn/acl_objects.hpp"
 
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -11,6 +10,7 @@
 
 #include "aclnn/acl_backend.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace kvflash::aclnn {
 namespace {
@@ -59,16 +59,10 @@ Registry<aclIntArray>& int_arrays() {
   return *r;
 }
 
-std::string ptr_str(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%p", p);
-  return buf;
-}
+using core::ptr_str;
 
 std::string dims_str(const int64_t* dims, uint64_t n) {
-  std::string s = "[";
-  for (uint64_t i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
+  return core::dims_str(std::span<const int64_t>(dims, static_cast<size_t>(n)));
 }
 
 // Largest element index the view touches (offset + sum (dim-1)*stride), or -1 for an empty view;
@@ -160,8 +154,7 @@ bool is_live(const aclTensorList* l) { return tensor_lists().contains(l); }
 bool is_live(const aclIntArray* a) { return int_arrays().contains(a); }
 
 aclnnStatus null_arg(const char* op, const char* arg) {
-  return static_cast<aclnnStatus>(
-      core::fail(Status::kNullPtr, op, std::string(arg) + " must not be null"));
+  return to_aclnn(core::fail(Status::kNullPtr, op, std::string(arg) + " must not be null"));
 }
 
 namespace {
@@ -191,7 +184,7 @@ Status optional_view(const char* op, const char* arg, const aclTensor* t,
   out->reset();
   if (t == nullptr) return Status::kSuccess;
   TensorView v;
-  if (Status s = tensor_view(op, arg, t, &v); s != Status::kSuccess) return s;
+  KVFLASH_RETURN_IF_ERROR(tensor_view(op, arg, t, &v));
   *out = v;
   return Status::kSuccess;
 }
@@ -207,7 +200,7 @@ Status tensor_list_views(const char* op, const char* arg, const aclTensorList* l
     const std::string name = std::string(arg) + "[" + std::to_string(i) + "]";
     if (!l->tensors[i]) return core::fail(Status::kNullPtr, op, name + " must not be null");
     TensorView v;
-    if (Status s = convert(op, name, *l->tensors[i], &v); s != Status::kSuccess) return s;
+    KVFLASH_RETURN_IF_ERROR(convert(op, name, *l->tensors[i], &v));
     out->push_back(v);
   }
   return Status::kSuccess;
@@ -294,7 +287,7 @@ aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
                  [&]() -> aclnnStatus {
                    if (tensor == nullptr) return ACLNN_SUCCESS;
                    if (!tensors().remove(tensor))
-                     return static_cast<aclnnStatus>(
+                     return to_aclnn(
                          kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensor",
                                              ptr_str(tensor) + " is not a live aclTensor"));
                    return ACLNN_SUCCESS;
@@ -306,7 +299,7 @@ aclnnStatus aclDestroyTensorList(const aclTensorList* array) {
                  [&]() -> aclnnStatus {
                    if (array == nullptr) return ACLNN_SUCCESS;
                    if (!tensor_lists().remove(array))
-                     return static_cast<aclnnStatus>(
+                     return to_aclnn(
                          kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyTensorList",
                                              ptr_str(array) + " is not a live aclTensorList"));
                    return ACLNN_SUCCESS;
@@ -318,7 +311,7 @@ aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
                  [&]() -> aclnnStatus {
                    if (array == nullptr) return ACLNN_SUCCESS;
                    if (!int_arrays().remove(array))
-                     return static_cast<aclnnStatus>(
+                     return to_aclnn(
                          kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyIntArray",
                                              ptr_str(array) + " is not a live aclIntArray"));
                    return ACLNN_SUCCESS;
@@ -331,8 +324,8 @@ aclnnStatus aclGetDataType(const aclTensor* tensor, aclDataType* dataType) {
         if (tensor == nullptr || dataType == nullptr)
           return null_arg("aclGetDataType", tensor ? "dataType" : "tensor");
         if (!is_live(tensor))
-          return static_cast<aclnnStatus>(kvflash::core::fail(
-              kvflash::Status::kInvalid, "aclGetDataType", "tensor is not a live aclTensor"));
+          return to_aclnn(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetDataType",
+                                              "tensor is not a live aclTensor"));
         std::memcpy(dataType, &tensor->acl_dtype, sizeof(int32_t));  // any int, as given
         return ACLNN_SUCCESS;
       });
@@ -344,8 +337,8 @@ aclnnStatus aclGetFormat(const aclTensor* tensor, aclFormat* format) {
         if (tensor == nullptr || format == nullptr)
           return null_arg("aclGetFormat", tensor ? "format" : "tensor");
         if (!is_live(tensor))
-          return static_cast<aclnnStatus>(kvflash::core::fail(
-              kvflash::Status::kInvalid, "aclGetFormat", "tensor is not a live aclTensor"));
+          return to_aclnn(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetFormat",
+                                              "tensor is not a live aclTensor"));
         std::memcpy(format, &tensor->format, sizeof(int32_t));
         return ACLNN_SUCCESS;
       });
@@ -357,9 +350,9 @@ aclnnStatus aclGetTensorListSize(const aclTensorList* tensorList, uint64_t* size
                    if (tensorList == nullptr || size == nullptr)
                      return null_arg("aclGetTensorListSize", tensorList ? "size" : "tensorList");
                    if (!is_live(tensorList))
-                     return static_cast<aclnnStatus>(
-                         kvflash::core::fail(kvflash::Status::kInvalid, "aclGetTensorListSize",
-                                             "tensorList is not a live aclTensorList"));
+                     return to_aclnn(kvflash::core::fail(kvflash::Status::kInvalid,
+                                                         "aclGetTensorListSize",
+                                                         "tensorList is not a live aclTensorList"));
                    *size = tensorList->tensors.size();
                    return ACLNN_SUCCESS;
                  });
@@ -372,8 +365,8 @@ aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size) {
         if (array == nullptr || size == nullptr)
           return null_arg("aclGetIntArraySize", array ? "size" : "array");
         if (!is_live(array))
-          return static_cast<aclnnStatus>(kvflash::core::fail(
-              kvflash::Status::kInvalid, "aclGetIntArraySize", "array is not a live aclIntArray"));
+          return to_aclnn(kvflash::core::fail(kvflash::Status::kInvalid, "aclGetIntArraySize",
+                                              "array is not a live aclIntArray"));
         *size = array->values.size();
         return ACLNN_SUCCESS;
       });

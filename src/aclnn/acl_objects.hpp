@@ -103,6 +103,9 @@ Status tensor_list_views(const char* op, const char* arg, const aclTensorList* l
 /// Optional host array: null -> nullopt; a dead handle -> kInvalid. The values are copied.
 Status optional_int_array(const char* op, const char* arg, const aclIntArray* a,
                           std::optional<std::vector<int64_t>>* out);
+/// The aclnn code of a kvflash status (the same values: kvflash/status.h), the one conversion
+/// from Status to aclnnStatus of the C entry points.
+inline aclnnStatus to_aclnn(Status s) { return static_cast<aclnnStatus>(s); }
 /// Records "<arg> must not be null" and returns kNullPtr as an aclnnStatus.
 aclnnStatus null_arg(const char* op, const char* arg);
 
@@ -136,9 +139,7 @@ aclnnStatus plan_executor(const char* op, Args args, uint64_t* workspace_size,
   };
   auto state = std::make_shared<State>();
   state->args = std::move(args);
-  if (Status s = Plan::create(state->args, &state->plan); s != Status::kSuccess) {
-    return static_cast<aclnnStatus>(s);
-  }
+  if (Status s = Plan::create(state->args, &state->plan); s != Status::kSuccess) return to_aclnn(s);
   ExecutorWork work;
   work.op = op;
   work.workspace_size = state->plan->workspace_size();
@@ -158,8 +159,5 @@ aclnnStatus plan_executor(const char* op, Args args, uint64_t* workspace_size,
 /// (unless repeatable) and run() is enqueued on stream (null = the default stream).
 aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
                    aclOpExecutor* executor, aclrtStream stream);
-
-/// Enqueues work on stream (null = the default stream). kInvalid if stream is not live.
-Status enqueue(const char* op, aclrtStream stream, std::function<Status()> work);
 
 }  // namespace kvflash::aclnn

@@ -26,7 +26,7 @@ constexpr const char* kOp = ifa::kIfaOp;
 // An fp32 output is an extension of kvflash's C++ API; aclnn keeps upstream's dtype table.
 aclnnStatus aclnn_only(const IfaArgs& a) {
   if (a.attention_out.dtype != DType::kFloat32) return ACLNN_SUCCESS;
-  return static_cast<aclnnStatus>(
+  return to_aclnn(
       core::fail(Status::kInvalid, kOp,
                  "attentionOut dtype fp32 is not supported; expected the query dtype or int8"));
 }

@@ -1,7 +1,6 @@
 // Executors and the common phase 2. An executor handle is an id from a counter, never a pointer
 // and never reissued, so a consumed or destroyed executor passed again is recognised (161002)
 // without touching freed memory.
-#include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -12,6 +11,7 @@
 #include "aclnn/runtime_cuda.hpp"
 #include "aclnn/runtime_state.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace kvflash::aclnn {
 namespace {
@@ -37,14 +37,6 @@ Executors& executors() {
 
 uintptr_t id_of(const aclOpExecutor* e) { return reinterpret_cast<uintptr_t>(e); }
 
-std::string handle_str(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%p", p);
-  return buf;
-}
-
-aclnnStatus as_acl(Status s) { return static_cast<aclnnStatus>(s); }
-
 }  // namespace
 
 aclOpExecutor* make_executor(ExecutorWork work) {
@@ -57,19 +49,6 @@ aclOpExecutor* make_executor(ExecutorWork work) {
   return reinterpret_cast<aclOpExecutor*>(id);
 }
 
-Status enqueue(const char* op, aclrtStream stream, std::function<Status()> work) {
-  if (cuda_runtime())  // host work has no place on a CUDA stream here
-    return core::fail(Status::kRuntime, op, "host work cannot be queued on the CUDA runtime");
-  std::shared_ptr<Stream> s = find_stream(stream);
-  if (!s)
-    return core::fail(Status::kInvalid, op,
-                      "stream (" + handle_str(stream) + ") is not a live aclrtStream");
-  if (!s->submit(std::move(work)))
-    return core::fail(Status::kRuntime, op,
-                      "stream (" + handle_str(stream) + ") is being destroyed");
-  return Status::kSuccess;
-}
-
 aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
                    aclOpExecutor* executor, aclrtStream stream) {
   core::clear_error();
@@ -80,24 +59,24 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
     std::lock_guard<std::mutex> lock(ex.mu);
     auto it = ex.live.find(id_of(executor));
     if (it == ex.live.end())
-      return as_acl(core::fail(Status::kInvalid, op,
-                               "executor (" + handle_str(executor) +
-                                   ") is not live: it was already consumed by a phase-2 call, "
-                                   "destroyed, or never returned by phase 1"));
+      return to_aclnn(core::fail(Status::kInvalid, op,
+                                 "executor (" + core::ptr_str(executor) +
+                                     ") is not live: it was already consumed by a phase-2 call, "
+                                     "destroyed, or never returned by phase 1"));
     entry = it->second;
   }
   const ExecutorWork& work = *entry.work;
   if (work.op != op)
-    return as_acl(core::fail(Status::kInvalid, op, "executor was created for " + work.op));
+    return to_aclnn(core::fail(Status::kInvalid, op, "executor was created for " + work.op));
   if (workspace_size < work.workspace_size)
-    return as_acl(core::fail(Status::kInvalid, op,
-                             "workspaceSize (" + std::to_string(workspace_size) +
-                                 ") is smaller than the " + std::to_string(work.workspace_size) +
-                                 " bytes phase 1 asked for"));
+    return to_aclnn(core::fail(Status::kInvalid, op,
+                               "workspaceSize (" + std::to_string(workspace_size) +
+                                   ") is smaller than the " + std::to_string(work.workspace_size) +
+                                   " bytes phase 1 asked for"));
   if (workspace == nullptr && work.workspace_size > 0)
-    return as_acl(core::fail(Status::kNullPtr, op,
-                             "workspace must not be null (phase 1 asked for " +
-                                 std::to_string(work.workspace_size) + " bytes)"));
+    return to_aclnn(core::fail(Status::kNullPtr, op,
+                               "workspace must not be null (phase 1 asked for " +
+                                   std::to_string(work.workspace_size) + " bytes)"));
   const bool on_cuda = cuda_runtime();
   std::shared_ptr<Stream> s;
 #if defined(KVFLASH_HAVE_CUDA)
@@ -106,8 +85,8 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
   const bool live = (s = find_stream(stream)) != nullptr;
 #endif
   if (!live)
-    return as_acl(core::fail(Status::kInvalid, op,
-                             "stream (" + handle_str(stream) + ") is not a live aclrtStream"));
+    return to_aclnn(core::fail(Status::kInvalid, op,
+                               "stream (" + core::ptr_str(stream) + ") is not a live aclrtStream"));
   // Everything that may fail comes before the executor is consumed, so a refused phase 2 (an
   // allocation failure, a stream being destroyed) leaves it usable.
   std::shared_ptr<const ExecutorWork> owned = entry.work;
@@ -120,7 +99,7 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
     std::lock_guard<std::mutex> lock(ex.mu);
     auto it = ex.live.find(id);
     if (it == ex.live.end() || it->second.claimed)
-      return as_acl(
+      return to_aclnn(
           core::fail(Status::kInvalid, op, "executor was consumed by a concurrent phase-2 call"));
     it->second.claimed = true;
   }
@@ -155,13 +134,13 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
       std::lock_guard<std::mutex> lock(ex.mu);
       ex.live.erase(id);
     }
-    return as_acl(cuda_status);
+    return to_aclnn(cuda_status);
   }
   if (!queued) {
     unclaim();
-    if (on_cuda) return as_acl(cuda_status);  // the message is recorded
-    return as_acl(
-        core::fail(Status::kRuntime, op, "stream (" + handle_str(stream) + ") is being destroyed"));
+    if (on_cuda) return to_aclnn(cuda_status);  // the message is recorded
+    return to_aclnn(core::fail(Status::kRuntime, op,
+                               "stream (" + core::ptr_str(stream) + ") is being destroyed"));
   }
   if (!entry.repeatable) {  // queued: consumed
     std::lock_guard<std::mutex> lock(ex.mu);
@@ -185,9 +164,9 @@ aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
                    std::lock_guard<std::mutex> lock(ex.mu);
                    auto it = ex.live.find(id_of(executor));
                    if (it == ex.live.end())
-                     return as_acl(kvflash::core::fail(
+                     return to_aclnn(kvflash::core::fail(
                          kvflash::Status::kInvalid, "aclSetAclOpExecutorRepeatable",
-                         "executor (" + handle_str(executor) + ") is not live"));
+                         "executor (" + kvflash::core::ptr_str(executor) + ") is not live"));
                    it->second.repeatable = true;
                    return ACLNN_SUCCESS;
                  });
@@ -203,8 +182,9 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
         std::lock_guard<std::mutex> lock(ex.mu);
         auto it = ex.live.find(id_of(executor));
         if (it == ex.live.end())
-          return as_acl(kvflash::core::fail(kvflash::Status::kInvalid, "aclDestroyAclOpExecutor",
-                                            "executor (" + handle_str(executor) + ") is not live"));
+          return to_aclnn(kvflash::core::fail(
+              kvflash::Status::kInvalid, "aclDestroyAclOpExecutor",
+              "executor (" + kvflash::core::ptr_str(executor) + ") is not live"));
         released = std::move(it->second.work);
         ex.live.erase(it);
         return ACLNN_SUCCESS;

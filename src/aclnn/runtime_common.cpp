@@ -1,7 +1,5 @@
 #include "aclnn/runtime_common.hpp"
 
-#include <cstdio>
-
 #include "aclnn/acl_backend.hpp"
 #include "core/error.hpp"
 
@@ -19,12 +17,6 @@ aclError runtime_ready(const char* fn) {
   const AclBackendChoice& c = acl_backend();
   if (c.error != ACL_SUCCESS) return rt_fail(c.error, std::string(fn) + ": " + c.message);
   return ACL_SUCCESS;
-}
-
-std::string ptr_str(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%p", p);
-  return buf;
 }
 
 aclError not_live(const char* fn, const void* handle, const char* what) {

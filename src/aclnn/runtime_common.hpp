@@ -10,6 +10,7 @@
 #include "acl/acl.h"
 #include "aclnn/acl_backend.hpp"
 #include "aclnn/stream.hpp"
+#include "core/strings.hpp"
 
 /// The CUDA runtime's part of a runtime entry point (runtime_cuda.hpp), after the checks both
 /// runtimes share: returns expr when the process runs the CUDA runtime. Compiled out without CUDA,
@@ -28,8 +29,7 @@ aclError rt_fail(aclError code, const std::string& message);
 /// ACL_SUCCESS when the runtime KVFLASH_ACL_BACKEND chose can be used; otherwise its code, with
 /// the reason recorded for fn. Every runtime entry point starts with it (acl_backend.hpp).
 aclError runtime_ready(const char* fn);
-/// "%p" of p.
-std::string ptr_str(const void* p);
+using core::ptr_str;
 /// ACL_ERROR_INVALID_PARAM, recorded as "fn: <handle> is not a live <what>".
 aclError not_live(const char* fn, const void* handle, const char* what);
 /// ACL_ERROR_INVALID_PARAM (recorded) unless policy is an aclrtMemMallocPolicy.

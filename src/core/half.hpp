@@ -49,9 +49,7 @@ inline uint16_t float_to_fp16(float f) {
   return sign | static_cast<uint16_t>(v >> 13);
 }
 
-/// Round a float to the nearest representable value of the 16-bit type (used where upstream rounds
-/// P to the KV dtype before P·V).
+/// f rounded to the nearest fp16 value (the tests build fp16-exact data with it).
 inline float round_to_fp16(float f) { return fp16_to_float(float_to_fp16(f)); }
-inline float round_to_bf16(float f) { return bf16_to_float(float_to_bf16(f)); }
 
 }  // namespace kvflash::core

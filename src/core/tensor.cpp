@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/view_check.hpp"
+
 namespace kvflash {
 
 size_t dtype_size(DType dtype) {
@@ -101,14 +103,7 @@ bool TensorView::is_contiguous() const {
 }
 
 std::string TensorView::describe() const {
-  std::string s = dtype_name(dtype);
-  s += "[";
-  for (int i = 0; i < std::clamp(rank, 0, kMaxRank); ++i) {
-    if (i) s += ",";
-    s += std::to_string(shape[i]);
-  }
-  s += "]";
-  return s;
+  return dtype_name(dtype) + core::dims_str(*this);
 }
 
 }  // namespace kvflash

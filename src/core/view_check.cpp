@@ -1,5 +1,6 @@
 #include "core/view_check.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -97,12 +98,8 @@ Status scaled_stride(const char* op, int64_t a, int64_t b, const std::string& na
 void* element0(const TensorView& v) { return v.numel() == 0 ? nullptr : v.base(); }
 
 std::string dims_str(const TensorView& v) {
-  std::string s = "[";
-  for (int i = 0; i < v.rank && i < kMaxRank; ++i) {
-    if (i) s += ",";
-    s += std::to_string(v.shape[i]);
-  }
-  return s + "]";
+  return dims_str(std::span<const int64_t>(v.shape.data(),
+                                           static_cast<size_t>(std::clamp(v.rank, 0, kMaxRank))));
 }
 
 bool same_dims(const TensorView& a, const TensorView& b) {

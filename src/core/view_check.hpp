@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
 

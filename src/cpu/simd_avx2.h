@@ -80,7 +80,7 @@ inline float vreduce_max(Vec a) {
   return _mm_cvtss_f32(_mm_max_ss(e, _mm_movehdup_ps(e)));
 }
 
-// Primitives of the exp in simd_exp-inl.h.
+// Primitives of the exp in simd_math-inl.h.
 /// Round to nearest integer, ties to even.
 inline Vec vround(Vec a) {
   return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};

@@ -62,7 +62,7 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-/// sat8(round_half_even(x)): the int8 output rule (spec §0.2). NaN maps to 0.
+/// sat8(round_half_even(x)): the int8 output rule (docs/semantics.md §0.2). NaN maps to 0.
 inline int8_t f32_to_int8_sat(float x) {
   if (!(x == x)) return 0;
   // Clamp first so the rounding trick below stays in its exact range; values beyond +-128.5

@@ -63,7 +63,7 @@ inline void vreduce_add4(Vec a, Vec b, Vec c, Vec d, float* out) {
 }
 inline float vreduce_max(Vec a) { return a.v; }
 
-// Primitives of the exp in simd_exp-inl.h.
+// Primitives of the exp in simd_math-inl.h.
 /// Round to nearest, ties to even, for |a| < 2^22 (all the exp needs): adding and subtracting
 /// 1.5 * 2^23 leaves no fraction bits under the default rounding mode.
 inline Vec vround(Vec a) {

@@ -1,52 +1,43 @@
-// The online-softmax state of one query row and its non-finite rules, written once for every
-// attention kernel (IFA, SFA) and for the split-KV merge. No include guard on purpose: like
-// simd_math-inl.h it is included inside each ISA namespace, after simd_<isa>.h and simd_math-inl.h.
-//
-// A row's state is (max, sum, acc[D]): max = the largest score folded in, sum = sum of
-// exp(s - max), acc = sum of exp(s - max) * v.
-//
-// Empty parts. A part with nothing in it (a tile's -inf padding, a chunk whose scores are all
-// -inf) must merge as the identity and never make NaN on its own:
-//  - the initial max is -inf and stays -inf while every score seen is -inf (sum and acc stay 0);
-//  - scores are exponentiated against a pivot that is 0 while max is -inf, never -inf - -inf;
-//  - a rescale from max -inf is exp(-inf) = 0 (and 0 * acc is exact because acc is 0);
-//  - a rescale by exactly 1 is skipped, which does not change any bit.
-//
-// Non-finite inputs (spec §0.2 item 6, docs/conventions.md "Non-finite inputs"). A finished row
-// equals the reference's IEEE arithmetic of max, exp(s - max), sum and sum/acc:
-//  - NaN score: max, sum, acc, LSE and the whole row are NaN. The max is kept NaN explicitly
-//    (softmax_max_nan): x86 max returns its second operand when either is NaN, so the vector max
-//    of a tile may drop a NaN score; such a score still has a NaN weight, so a NaN tile sum with a
-//    max that is neither NaN nor +inf shows that one was dropped (one scalar test per tile).
-//  - +inf score: max = +inf and its weight exp(inf - inf) = NaN, so sum, acc and the row are NaN
-//    while max stays +inf (a tile whose max is +inf is scanned for NaN scores, which win).
-//  - -inf score: weight exactly 0. A finished, non-empty row whose max is still -inf (every score
-//    -inf) has no softmax: the reference's sum is exp(-inf - -inf) = NaN, and softmax_final_sum
-//    reports that NaN (so the row and its LSE are NaN); an empty part inside a merge is still the
-//    identity.
-//  - NaN or inf in V: weights multiply it (0 * NaN = NaN, 0 * inf = NaN, as in the reference); no
-//    step skips a zero weight. Only the columns it reaches are affected.
+// The CPU's vector half of the online softmax: folding a tile of scores and rescaling an
+// accumulator, on the thin vector type. Every scalar decision (the NaN-keeping max, the pivot,
+// the rescale, the non-finite rules, the merge weight, the final sum and LSE) is
+// core/online_softmax.hpp's, which the CUDA kernels share; this file supplies the exp they take.
+// No include guard on purpose: like simd_math-inl.h it is included inside each ISA namespace,
+// after simd_<isa>.h and simd_math-inl.h, in a translation unit that includes
+// core/online_softmax.hpp first.
+#ifndef KVFLASH_CORE_ONLINE_SOFTMAX
+#error "include core/online_softmax.hpp before the ISA namespace that includes softmax_state.h"
+#endif
 
-inline constexpr float kNegInf = -__builtin_inff();
-inline constexpr float kPosInf = __builtin_inff();
-inline constexpr float kNaNf = __builtin_nanf("");
+inline constexpr float kNegInf = core::kSoftmaxNegInf;
+inline constexpr float kPosInf = core::kSoftmaxPosInf;
+inline constexpr float kNaNf = core::kSoftmaxNaN;
 
-struct SoftmaxState {
-  float max = kNegInf;
-  float sum = 0.0f;
+using core::SoftmaxState;
+
+/// The exp of every scalar rule: lane 0 of the vector exp, so a rescale factor has the bits the
+/// vector path would give it.
+struct SoftmaxExp {
+  float operator()(float x) const { return exp_scalar(x); }
+};
+/// The log of an LSE.
+struct SoftmaxLog {
+  float operator()(float x) const { return __builtin_logf(x); }
 };
 
-/// max(a, b) that is NaN when either is NaN.
-inline float softmax_max_nan(float a, float b) { return (a > b || a != a) ? a : b; }
-
-/// The value scores are exponentiated against: max, or 0 while max is -inf.
-inline float softmax_pivot(float max) { return max == kNegInf ? 0.0f : max; }
-
-/// Factor that moves a sum/accumulator from max m_old to max m_new >= m_old (NaN if either is).
-inline float softmax_rescale(float m_old, float m_new) {
-  if (m_old == m_new) return 1.0f;   // also -inf == -inf: nothing accumulated yet
-  return exp_scalar(m_old - m_new);  // m_old == -inf gives exp(-inf) = 0
+// The rules of core/online_softmax.hpp with this exp and log, under the names the CPU kernels use.
+using core::softmax_max_nan;
+inline float softmax_fold_sink(SoftmaxState& st, float sink) {
+  return core::softmax_fold_sink(st, sink, SoftmaxExp{});
 }
+inline float softmax_merge_weight(float m_part, float m_total) {
+  return core::softmax_merge_weight(m_part, m_total, SoftmaxExp{});
+}
+inline float softmax_final_sum(const SoftmaxState& st) {
+  return core::softmax_final_sum(st.max, st.sum);
+}
+inline float softmax_lse(float max, float sum) { return core::softmax_lse(max, sum, SoftmaxLog{}); }
+inline float softmax_lse(const SoftmaxState& st) { return softmax_lse(st.max, st.sum); }
 
 /// Whether any of s[0, n) is NaN (the rare path of softmax_fold_tile).
 inline bool softmax_any_nan(const float* s, int64_t n) {
@@ -61,25 +52,19 @@ inline bool softmax_any_nan(const float* s, int64_t n) {
 inline float softmax_fold_tile(SoftmaxState& st, float* s, int64_t n) {
   Vec mx = vset1(kNegInf);
   for (int64_t i = 0; i < n; i += kLanes) mx = vmax(mx, vload(s + i));
-  // vmax / vreduce_max may drop a NaN score; it is caught below through its weight.
-  float m_new = softmax_max_nan(st.max, vreduce_max(mx));
-  // A +inf max makes the +inf scores' weights NaN too, so the check below could not tell them
-  // from NaN scores: look at the scores themselves (only when some score is +inf).
-  if (m_new == kPosInf && softmax_any_nan(s, n)) m_new = kNaNf;
-  const float alpha = softmax_rescale(st.max, m_new);
-  const Vec pivot = vset1(softmax_pivot(m_new));
+  // vmax / vreduce_max may drop a NaN score: softmax_tile_end catches it through its weight, and
+  // a +inf max looks at the scores themselves.
+  const core::SoftmaxTile t = core::softmax_tile_begin(
+      st, vreduce_max(mx), [s, n] { return softmax_any_nan(s, n); }, SoftmaxExp{});
+  const Vec pivot = vset1(t.pivot);
   Vec sum = vzero();
   for (int64_t i = 0; i < n; i += kLanes) {
     const Vec p = vexp(vsub(vload(s + i), pivot));
     vstore(s + i, p);
     sum = vadd(sum, p);
   }
-  const float tile_sum = vreduce_add(sum);
-  // With a finite or -inf pivot every weight is finite unless its score is NaN.
-  if (tile_sum != tile_sum && m_new != kPosInf) m_new = kNaNf;
-  st.sum = st.sum * alpha + tile_sum;
-  st.max = m_new;
-  return alpha;
+  core::softmax_tile_end(st, t, vreduce_add(sum));
+  return t.alpha;
 }
 
 /// acc[0, n) *= alpha, n a multiple of kLanes; a factor of exactly 1 is skipped.
@@ -88,22 +73,3 @@ inline void softmax_scale_acc(float* acc, int64_t n, float alpha) {
   const Vec a = vset1(alpha);
   for (int64_t i = 0; i < n; i += kLanes) vstore(acc + i, vmul(vload(acc + i), a));
 }
-
-/// Weight of a partial state with max m_part in a merge whose overall max is m_total (the
-/// NaN-keeping max of all parts): exp(m_part - m_total), and 0 for an empty part (m_part == -inf).
-/// The caller applies it even when it is 0, so NaN or inf in that part's accumulator still shows.
-inline float softmax_merge_weight(float m_part, float m_total) {
-  if (m_part == kNegInf) return 0.0f;
-  return exp_scalar(m_part - m_total);
-}
-
-/// The denominator of a finished row that attended at least one position: its sum, except that a
-/// max of -inf (every score -inf, and the sink if any) gives NaN, as exp(-inf - -inf) does in the
-/// reference; the kernels' pivot of 0 left the sum at 0 there.
-inline float softmax_final_sum(const SoftmaxState& st) {
-  return st.max == kNegInf ? kNaNf : st.sum;
-}
-
-/// Natural-log sum-exp of a finished row that attended at least one position, with its sum from
-/// softmax_final_sum: max + log(sum) (NaN when either is NaN). Empty rows are the caller's: -inf.
-inline float softmax_lse(const SoftmaxState& st) { return st.max + __builtin_logf(st.sum); }

@@ -14,7 +14,7 @@
 # --seed:           FILE is the seed document; the program is extracted from "#include <iostream>"
 #                   to the closing brace of main() and compiled unchanged. Exit 77 (skip) if absent.
 # --expect-seed-output: the program must print exactly 32 lines "index: i: v" with v = 0 for even
-#                   i and 1.875 for odd i (spec §1.3: fp16 tensors filled from float buffers).
+#                   i and 1.875 for odd i (docs/semantics.md §1.3: fp16 tensors filled from float buffers).
 # --flags: extra compiler flags (the sanitizer flags of a sanitizer build; empty otherwise).
 set -euo pipefail
 cxx="" prefix="" src="" work="" link=kvflash flags="" seed=0 expect_seed=0

@@ -1,13 +1,14 @@
-// Checks an IFA output buffer against the oracle, element by element (spec §0.2.3).
+// Checks an IFA output buffer against the oracle, element by element (docs/semantics.md §0.2 item
+// 3).
 //
 // fp16/bf16/fp32 output: |out - ref| <= atol + rtol * |ref| with rtol = 2^-10 / 2^-7 / 2^-16 and
 // atol = rtol * max|V| over the positions that row attends; rows that attend nothing (empty or
 // zeroed fully masked) must be exactly 0. int8 output: within 1 LSB of the rounded reference, and
 // exactly sat(round(offset2)) for rows that attend nothing. The LSE (when requested) must match to
 // a small tolerance, and be exactly -inf for empty rows.
-// Non-finite reference values are matched exactly (spec §0.2 item 6): a NaN requires a NaN (int8
-// output: exactly 0), an infinity the same infinity; a NaN or infinite output where the reference
-// is finite fails.
+// Non-finite reference values are matched exactly (docs/semantics.md §0.2 item 6): a NaN requires a
+// NaN (int8 output: exactly 0), an infinity the same infinity; a NaN or infinite output where the
+// reference is finite fails.
 #pragma once
 
 #include <gtest/gtest.h>

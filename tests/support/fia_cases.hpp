@@ -131,7 +131,7 @@ class FiaCaseData {
 };
 
 /// Compares call.attention_out (and softmax_lse) with the reference on every element. Tolerance
-/// (semantics.md §0.2.3): |got - want| <= rtol * (|want| + v_absmax of the row) with rtol of the
+/// (docs/semantics.md §0.2 item 3): |got - want| <= rtol * (|want| + v_absmax of the row) with rtol of the
 /// output dtype (fp16 2^-10, bf16 2^-7, fp32 2^-16); int8 within 1 LSB; empty / padding rows
 /// exactly 0 (int8: sat(round(offset))); LSE within 2^-14 relative-or-absolute, +inf exactly.
 /// `worst` (if not null) receives the largest |err| / bound seen.

@@ -108,7 +108,7 @@ void IfaCaseData::build_lengths() {
   count_.assign(B, 0);
   blocks_per_seq_ = 0;
   // Left padding applies only with lengths and batch-contiguous KV; otherwise it is silently
-  // ignored (spec §2.7), and the data must be laid out as right padding.
+  // ignored (docs/semantics.md §2.7), and the data must be laid out as right padding.
   const bool padding_active = c.kv_padding >= 0 && c.pass_lengths && !c.list_mode && !c.paged;
   if (c.paged) {
     for (int64_t b = 0; b < B; ++b)
@@ -280,7 +280,8 @@ void IfaCaseData::build_mask_pse(TestRng& rng) {
         const bool full = c.mask_full_rows && (per_head ? h == 0 : b == 0);
         for (int64_t j = 0; j < width; ++j) {
           double x = (full || rng.uniform(0.0, 1.0) < 0.25) ? 1.0 : 0.0;
-          // Any nonzero byte masks (spec §2.5): integer masks use arbitrary nonzero codes.
+          // Any nonzero byte masks (docs/semantics.md §2.5): integer masks use arbitrary nonzero
+          // codes.
           if (x != 0 && c.mask_dtype != DType::kBool) x = 1 + static_cast<double>(rng.below(126));
           switch (m.rank) {
             case 2:

@@ -16,7 +16,7 @@ constexpr DType kI8 = DType::kInt8;
 struct Combo {
   DType q, kv, out;
 };
-// Spec §2.2: the allowed (query, key/value, output) dtype combinations.
+// docs/semantics.md §2.2: the allowed (query, key/value, output) dtype combinations.
 constexpr Combo kCombos[] = {
     {kF16, kF16, kF16}, {kBf16, kBf16, kBf16}, {kF16, kF16, kI8}, {kF16, kI8, kF16},
     {kF16, kI8, kI8},   {kBf16, kI8, kBf16},   {kBf16, kI8, kI8}, {kBf16, kBf16, kI8},
@@ -365,7 +365,7 @@ void paged(std::vector<IfaCase>& v) {
     add(v, c);
   }
   {
-    // kv_padding_size is silently ignored with paged KV (spec §2.7).
+    // kv_padding_size is silently ignored with paged KV (docs/semantics.md §2.7).
     IfaCase c = make(IfaLayout::kBsh, kCombos[1], 4, 2, 64, {70, 20});
     c.paged = true;
     c.block_size = 16;
@@ -465,7 +465,7 @@ void list_mode(std::vector<IfaCase>& v) {
   {
     IfaCase c = make(IfaLayout::kBsh, kCombos[0], 4, 2, 64, {20, 45});
     c.list_mode = true;
-    c.kv_padding = 3;  // silently ignored in list mode (spec §2.7)
+    c.kv_padding = 3;  // silently ignored in list mode (docs/semantics.md §2.7)
     add(v, c);
   }
 }

@@ -20,7 +20,7 @@
 namespace kvflash::testing {
 
 enum class IfaLayout { kBsh, kBsnd, kBnsd };
-/// Mask shapes of spec §2.2 (S = mask width).
+/// Mask shapes of docs/semantics.md §2.2 (S = mask width).
 enum class MaskShape { kNone, kBS, kB1S, kB11S, kBN1S, k1N1S, k111S };
 /// pseShift batch dim: B or 1 (broadcast).
 enum class PseShape { kNone, kBatch, kBroadcast };

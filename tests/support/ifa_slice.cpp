@@ -20,7 +20,7 @@ IfaArgs batch_inputs(const IfaArgs& a, int64_t b) {
     x.key = {a.key[b]};
     x.value = {a.value[b]};
     // A one-tensor list is batch-contiguous, where left padding would apply; in list mode it was
-    // ignored (spec §2.7), so drop it to keep the meaning.
+    // ignored (docs/semantics.md §2.7), so drop it to keep the meaning.
     x.kv_padding_size.reset();
   } else {
     x.key = {slice_batch(a.key[0], b)};

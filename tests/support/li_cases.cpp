@@ -276,6 +276,30 @@ std::vector<LiCase> li_cases(Tier tier) {
     c.return_value = true;
     out.push_back(c);
   }
+  // 10. Fewer rows than threads with thousands of keys: li_run splits each row's keys across
+  //     threads (the thread-count sweep runs 1..5), with ties and NaN / inf keys in every share.
+  for (LiValues v : {LiValues::kTies, LiValues::kNonFinite}) {
+    LiCase c;
+    c.q_layout = LiQLayout::kTnd;
+    c.k_layout = LiKLayout::kPaBsnd;
+    c.num_heads = 16;
+    c.sparse_count = 64;
+    c.q_lens = {1};
+    c.kv_lens = {5000};
+    c.block_size = 128;
+    c.values = v;
+    c.return_value = true;
+    c.tag = "split";
+    out.push_back(c);
+    c.q_layout = LiQLayout::kBsnd;
+    c.k_layout = LiKLayout::kBsnd;
+    c.dtype = f16;
+    c.sparse_count = 3072;
+    c.q_lens = {2, 1};
+    c.kv_lens = {4500, 3500};
+    c.sparse_mode = 0;
+    out.push_back(c);
+  }
   if (tier == Tier::kCi) return out;
 
   // Full tier: a broader cross product.

@@ -22,7 +22,7 @@ namespace kvflash::testing {
 enum class SfaQLayout { kBsnd, kTnd };
 enum class SfaKvLayout { kBsnd, kTnd, kPaBsnd };
 
-/// How each row's sparse_indices are filled (spec §3.4 step 2).
+/// How each row's sparse_indices are filled (docs/semantics.md §3.4 step 2).
 enum class SfaIndexPattern {
   kClean,           ///< distinct in-range block ids first, then -1 padding
   kMixed,           ///< also out-of-range ids, duplicates, values < -1, valid ids past validCount

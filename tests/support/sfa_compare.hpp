@@ -1,4 +1,4 @@
-// Checks an SFA output against the oracle, element by element (spec §0.2.3).
+// Checks an SFA output against the oracle, element by element (docs/semantics.md §0.2 item 3).
 //
 // Output: |out - ref| <= atol + rtol * |ref| with rtol = 2^-10 (fp16) / 2^-7 (bf16) and atol =
 // rtol * max|V| over the row's selected positions; rows that select nothing (empty, invalid or

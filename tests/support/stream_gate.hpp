@@ -7,7 +7,7 @@
 #include <future>
 
 #include "acl/acl_base.h"
-#include "aclnn/acl_objects.hpp"
+#include "hooks/aclnn_enqueue.hpp"
 
 namespace kvflash::testing {
 

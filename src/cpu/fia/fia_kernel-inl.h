@@ -346,7 +346,7 @@ inline void fia_finish_row(const FiaParams& p, const FiaData& d, const FiaBatch&
     if (p.has_sink) sum += exp_scalar(fia_load(d.sink, p.sink_dtype, h) - st.max);  // D8
     const Vec inv = vset1(1.0f / sum);
     for (int64_t x = 0; x < Dv; x += kLanes) vstore(a + x, vmul(vload(a + x), inv));
-    lse = st.max + __builtin_logf(sum);
+    lse = softmax_lse(st.max, sum);
   }
   if (p.out_dtype == DType::kInt8) {
     int8_t* o = static_cast<int8_t*>(d.out) + ox;

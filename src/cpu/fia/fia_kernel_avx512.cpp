@@ -6,6 +6,7 @@
 
 #include "cpu/fia/fia_kernel.hpp"
 #include "cpu/fia/fia_kernel_isa.hpp"
+#include "core/online_softmax.hpp"
 #include "cpu/simd_avx512.h"
 
 namespace kvflash::cpu::avx512 {

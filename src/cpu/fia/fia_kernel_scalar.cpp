@@ -5,6 +5,7 @@
 
 #include "cpu/fia/fia_kernel.hpp"
 #include "cpu/fia/fia_kernel_isa.hpp"
+#include "core/online_softmax.hpp"
 #include "cpu/simd_scalar.h"
 
 namespace kvflash::cpu::scalar {

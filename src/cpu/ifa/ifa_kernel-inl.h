@@ -11,8 +11,9 @@
 // are first widened into a small fp32 buffer padded with zeros to dp. int8 rows stay raw
 // integers: the antiquant scale and offset are folded into the query, a per-head score bias and
 // the final accumulator (fp32, so rounding differs slightly from dequantising each element).
-// Scores follow spec §2.5: s = fl32(q·k * scale), + pse, then mask replacement by kMaskedScore.
-// Only positions in [begin, end) of the chunk are ever addressed (prefetches included).
+// Scores follow docs/semantics.md §2.5: s = fl32(q·k * scale), + pse, then mask replacement by
+// kMaskedScore. Only positions in [begin, end) of the chunk are ever addressed (prefetches
+// included).
 //
 // Everything here calls only functions of its own ISA namespace or non-inline library functions:
 // an inline function from a shared header, compiled with this translation unit's ISA flags, could
@@ -648,8 +649,8 @@ class KvHeadWork {
     }
   }
 
-  // Scale, bias, mask (spec §2.5 steps 3-5) of the n scores of the tile at positions [j0, ..),
-  // then folds them into each head's state: s becomes the weights p.
+  // Scale, bias, mask (docs/semantics.md §2.5 steps 3-5) of the n scores of the tile at positions
+  // [j0, ..), then folds them into each head's state: s becomes the weights p.
   void fold(int64_t j0, int64_t n, float (*s)[kIfaTile]) {
     const IfaProblem& p = *p_;
     const int64_t group = p.group, dp = l_->dp, hf = l_->head_floats;

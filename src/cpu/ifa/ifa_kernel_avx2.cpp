@@ -2,10 +2,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ops/ifa/ifa_problem.hpp"
+#include "core/online_softmax.hpp"
 #include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/ifa/ifa_workspace.hpp"
 #include "cpu/simd_avx2.h"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::cpu::avx2 {
 // The order matters: each header uses what the previous ones define.

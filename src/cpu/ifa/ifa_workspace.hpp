@@ -27,7 +27,8 @@ inline constexpr int64_t kIfaDimAlign = 16;
 /// A schedule keeps at least this many tasks per worker where it can (the last chunk of each
 /// sequence is short, so one task per worker would leave workers idle).
 inline constexpr int64_t kIfaMinTasksPerWorker = 2;
-/// Limits guaranteed by validation (spec §2.11: D <= 512, G <= 64); they size stack buffers.
+/// Limits guaranteed by validation (docs/semantics.md §2.11: D <= 512, G <= 64); they size stack
+/// buffers.
 inline constexpr int64_t kIfaMaxHeadDim = 512;
 inline constexpr int64_t kIfaMaxGroup = 64;
 /// Alignment of the workspace base the kernel uses (the caller's pointer may have any alignment).

@@ -1,8 +1,9 @@
 // The LightningIndexer scoring body, written once against a vector-traits type and compiled per
 // ISA (li_kernel_{scalar,avx2,avx512}.cpp include it inside their own namespace with their flags).
 //
-// score_row computes, for one query row and each of its n valid keys j, the order key
-// (li_order_key) of
+// score_rows_* compute, for query rows of one batch and each of their valid keys j in [j0, j1),
+// the order key (li_order_key; its first radix digit counted into the scratch histogram as it is
+// written) of
 //   score[j] = sum_h w[h] * relu(q[h] . k[j])
 // in one pass over the key rows: heads sit in vector lanes (head vector v holds heads
 // v*kLanes .. v*kLanes + kLanes - 1), a register block of kHeadBlock head vectors x kKeyBlock keys
@@ -22,7 +23,7 @@
 // count nor the batch composition.
 //
 // This is the seam for a matrix-engine scorer (AMX tiles of 16 keys x 16 heads, branch amx): it
-// replaces score_row for an ISA level of its own, with the same inputs and the same order keys
+// replaces score_rows_* for an ISA level of its own, with the same inputs and the same order keys
 // out; the selection (li_select_topk) and the driver (li_kernel.cpp) stay as they are.
 //
 // Include it only from a per-ISA translation unit, inside that ISA's namespace
@@ -88,16 +89,19 @@ inline void widen_key(const LiParams& p, const uint16_t* src, float* dst) {
   for (int64_t dd = 0; dd < kD; ++dd) dst[dd] = to_float(src, p.dtype, dd * p.k_sd);
 }
 
-// Key rows this far ahead of the block being scored are prefetched into L2: the rows of a paged
+// Key rows this far ahead of the block being scored are prefetched into L1: the rows of a paged
 // cache are contiguous only within a block and the hardware prefetchers stop at 4 KiB pages, so
 // without it a cold cache is read at about half the speed the scorer consumes it (measured: 0.32
-// vs 0.16 ms for 4096 keys, cold vs warm, one Zen 5 core). prefetcht1 and asm volatile as in
-// ifa_kernel-inl.h (prefetch_row). Only valid keys (< n, block ids checked) are addressed.
-constexpr int64_t kPrefetchAhead = 32;
+// vs 0.16 ms for 4096 keys, cold vs warm, one Zen 5 core). One 128-token block ahead, prefetcht0:
+// on the loaded Zen 5 it was the best of 32 / 64 / 128 / 256 / 512 rows x t0 / t1 / nta (4 x 8192
+// cold keys, bench/li_bench.cpp: t0 at 128 rows 1.75 ms, t1 at 32 rows 1.84-2.13 ms, t1 at 256 or
+// 512 1.86-2.21 ms). asm volatile as in ifa_kernel-inl.h (prefetch_row). Only valid keys (< n,
+// block ids checked) are addressed.
+constexpr int64_t kPrefetchAhead = 128;
 inline void prefetch_key(const LiParams& p, const LiData& d, const LiRowRef& rr, int64_t j) {
-  if (j >= rr.n || p.k_sd != 1) return;
+  if (j >= rr.j1 || p.k_sd != 1) return;
   const uint16_t* row = kvflash::cpu::li_key_row(p, d, rr.batch, rr.kv_first, j);
-  for (int64_t o = 0; o < kD; o += 32) __asm__ volatile("prefetcht1 %0" : : "m"(*(row + o)));
+  for (int64_t o = 0; o < kD; o += 32) __asm__ volatile("prefetcht0 %0" : : "m"(*(row + o)));
 }
 
 // acc[b][j] = sum over d of qt[d][(v0 + b) lanes] * k[j][d], in d order.
@@ -166,32 +170,94 @@ inline void score_keys_f32(const float* qt, const float* w, int64_t hv, int tail
   }
 }
 
-// Order keys of the row's n valid keys into keys[0, n), fp32 path.
-inline void score_row_f32(const LiParams& p, const LiData& d, const LiRowRef& rr,
-                          const LiScratch& s, uint32_t* keys) {
-  stage_query_f32(p, d, rr.row, s.q);
-  stage_weights(p, d, rr.row, s.w);
+// The selection's first radix pass, fused into scoring: each key's first digit is counted as it
+// is written (li_select_topk with hist_ready), so the selection reads the n keys once less, and
+// the counter updates (a chain through memory when neighbouring keys share a bin) hide behind the
+// dot products instead of forming a pass of their own.
+inline void clear_hist(uint32_t* hist) {
+  std::memset(hist, 0, sizeof(uint32_t) * kvflash::cpu::kLiRadixBins);
+}
+inline void put_key(float score, uint32_t* key, uint32_t* hist) {
+  const uint32_t k = kvflash::cpu::li_order_key(score);
+  *key = k;
+  ++hist[k >> kvflash::cpu::kLiRadixShift0];
+}
+
+// Keys fetched (and staged) per step: one register block for one row; for a row group a chunk of
+// kLiKeyChunk keys that each row scores in turn, so a row's staged query stays in L1 across the
+// chunk's blocks while the chunk's keys stay there for the other row.
+constexpr int64_t chunk_rows(int count) {
+  return count == 1 ? kKeyBlock : kvflash::cpu::kLiKeyChunk;
+}
+
+// The end of the key range of a row group (rows of one batch, all from rows[0].j0).
+inline int64_t group_end(const LiRowRef* rows, int count) {
+  int64_t hi = rows[0].j1;
+  for (int r = 1; r < count; ++r) hi = rows[r].j1 > hi ? rows[r].j1 : hi;
+  return hi;
+}
+
+// One register block of keys for one row, out of line (see block_bf16).
+__attribute__((noinline)) inline void block_f32(const float* qt, const float* w, int64_t hv,
+                                                int tail, const float* const* k, uint32_t* keys,
+                                                uint32_t* hist) {
+  Vec tv[kKeyBlock];
+  for (int i = 0; i < kKeyBlock; ++i) tv[i] = vzero();
+  score_keys_f32<kKeyBlock>(qt, w, hv, tail, k, tv);
+  for (int i = 0; i < kKeyBlock; ++i) put_key(vreduce_add(tv[i]), keys + i, hist);
+}
+
+// Order keys of the keys [j0, j1) of rows[0, count) (rows of one batch, one j0, each its own j1)
+// into s[r].keys[j0, j1), fp32 path. Each chunk of keys is read and widened once (into s[0]'s
+// scratch) and scored for every row whose range covers it: query rows of one request (MTP,
+// prefill) share the key reads. A row whose range ends inside a block takes the one-key path for
+// its keys there, the same arithmetic as the block path.
+template <int count>
+inline void score_rows_f32_n(const LiParams& p, const LiData& d, const LiRowRef* rows,
+                             const LiScratch* s) {
+  for (int r = 0; r < count; ++r) {
+    if (rows[r].stage) {
+      stage_query_f32(p, d, rows[r].row, s[r].q);
+      stage_weights(p, d, rows[r].row, s[r].w);
+    }
+    clear_hist(s[r].hist);
+  }
   const int64_t hv = head_vectors(p.num_heads);
   const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
-  const float* k[kKeyBlock];
-  for (int j = 0; j < kKeyBlock; ++j) k[j] = s.kt + j * kD;
-  kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first);
-  int64_t j0 = 0;
-  for (; j0 + kKeyBlock <= rr.n; j0 += kKeyBlock) {
-    for (int j = 0; j < kKeyBlock; ++j) prefetch_key(p, d, rr, j0 + kPrefetchAhead + j);
-    for (int j = 0; j < kKeyBlock; ++j) widen_key(p, cur.next(), s.kt + j * kD);
-    Vec tv[kKeyBlock];
-    for (int j = 0; j < kKeyBlock; ++j) tv[j] = vzero();
-    score_keys_f32<kKeyBlock>(s.q, s.w, hv, tail, k, tv);
-    for (int j = 0; j < kKeyBlock; ++j)
-      keys[j0 + j] = kvflash::cpu::li_order_key(vreduce_add(tv[j]));
+  constexpr int64_t kChunk = chunk_rows(count);
+  const float* k[kChunk];
+  for (int j = 0; j < kChunk; ++j) k[j] = s[0].kt + j * kD;
+  LiRowRef span = rows[0];
+  span.j1 = group_end(rows, count);
+  kvflash::cpu::LiKeyCursor cur(p, d, span.batch, span.kv_first, span.j0);
+  for (int64_t c0 = span.j0; c0 < span.j1; c0 += kChunk) {
+    const int64_t c1 = c0 + kChunk < span.j1 ? c0 + kChunk : span.j1;
+    for (int64_t j = c0; j < c1; ++j) {
+      prefetch_key(p, d, span, j + kPrefetchAhead);
+      widen_key(p, cur.next(), s[0].kt + (j - c0) * kD);
+    }
+    for (int r = 0; r < count; ++r) {
+      const int64_t e = c1 < rows[r].j1 ? c1 : rows[r].j1;
+      int64_t j = c0;
+      for (; j + kKeyBlock <= e; j += kKeyBlock) {
+        block_f32(s[r].q, s[r].w, hv, tail, k + (j - c0), s[r].keys + j, s[r].hist);
+      }
+      for (; j < e; ++j) {
+        Vec tv[1] = {vzero()};
+        score_keys_f32<1>(s[r].q, s[r].w, hv, tail, k + (j - c0), tv);
+        put_key(vreduce_add(tv[0]), s[r].keys + j, s[r].hist);
+      }
+    }
   }
-  for (; j0 < rr.n; ++j0) {
-    widen_key(p, cur.next(), s.kt);
-    Vec tv[1] = {vzero()};
-    score_keys_f32<1>(s.q, s.w, hv, tail, k, tv);
-    keys[j0] = kvflash::cpu::li_order_key(vreduce_add(tv[0]));
-  }
+}
+
+// The row count is a template argument so that the one-row loop (decode) compiles as tightly as
+// a loop written for one row (a run-time count cost ~15% on 4 x 8k decode rows).
+inline void score_rows_f32(const LiParams& p, const LiData& d, const LiRowRef* rows,
+                           const LiScratch* s, int count) {
+  static_assert(kvflash::cpu::kLiRowGroup == 2);
+  if (count == 1) return score_rows_f32_n<1>(p, d, rows, s);
+  score_rows_f32_n<2>(p, d, rows, s);
 }
 
 #ifdef KVFLASH_LI_BF16_DOT
@@ -265,31 +331,66 @@ inline const uint16_t* bf16_key(const LiParams& p, const uint16_t* src, uint16_t
   return dst;
 }
 
-__attribute__((target("avx512bf16"), noinline)) void score_row_bf16(
-    const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s, uint32_t* keys) {
-  uint16_t* qp = reinterpret_cast<uint16_t*>(s.q);
-  stage_query_pairs(p, d, rr.row, qp);
-  stage_weights(p, d, rr.row, s.w);
+// One register block of keys for one row, out of line: inlined into the two-row loop, GCC kept
+// query vectors of the block on the stack and reloaded them for every key (4 x 8k rows as 2
+// requests x 2 rows: 2.1-2.4 ms against 1.55-1.8 as 4 x 1; out of line, the two are on par). One
+// call per 4 keys (1024 vdpbf16ps at 64 heads).
+__attribute__((target("avx512bf16"), noinline)) void block_bf16(const uint16_t* qp, const float* w,
+                                                                int64_t hv, int tail,
+                                                                const uint16_t* const* k,
+                                                                uint32_t* keys, uint32_t* hist) {
+  Vec tv[kKeyBlock];
+  for (int i = 0; i < kKeyBlock; ++i) tv[i] = vzero();
+  score_keys_bf16<kKeyBlock>(qp, w, hv, tail, k, tv);
+  for (int i = 0; i < kKeyBlock; ++i) put_key(vreduce_add(tv[i]), keys + i, hist);
+}
+
+// score_rows_f32 with vdpbf16ps: the key rows are used in place (gathered into s[0]'s scratch
+// when strided).
+template <int count>
+__attribute__((target("avx512bf16"), always_inline)) inline void score_rows_bf16_n(
+    const LiParams& p, const LiData& d, const LiRowRef* rows, const LiScratch* s) {
+  for (int r = 0; r < count; ++r) {
+    if (rows[r].stage) {
+      stage_query_pairs(p, d, rows[r].row, reinterpret_cast<uint16_t*>(s[r].q));
+      stage_weights(p, d, rows[r].row, s[r].w);
+    }
+    clear_hist(s[r].hist);
+  }
   const int64_t hv = head_vectors(p.num_heads);
   const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
-  const uint16_t* k[kKeyBlock];
-  kvflash::cpu::LiKeyCursor cur(p, d, rr.batch, rr.kv_first);
-  int64_t j0 = 0;
-  for (; j0 + kKeyBlock <= rr.n; j0 += kKeyBlock) {
-    for (int j = 0; j < kKeyBlock; ++j) prefetch_key(p, d, rr, j0 + kPrefetchAhead + j);
-    for (int j = 0; j < kKeyBlock; ++j) k[j] = bf16_key(p, cur.next(), s.kb + j * kD);
-    Vec tv[kKeyBlock];
-    for (int j = 0; j < kKeyBlock; ++j) tv[j] = vzero();
-    score_keys_bf16<kKeyBlock>(qp, s.w, hv, tail, k, tv);
-    for (int j = 0; j < kKeyBlock; ++j)
-      keys[j0 + j] = kvflash::cpu::li_order_key(vreduce_add(tv[j]));
+  constexpr int64_t kChunk = chunk_rows(count);
+  const uint16_t* k[kChunk];
+  LiRowRef span = rows[0];
+  span.j1 = group_end(rows, count);
+  kvflash::cpu::LiKeyCursor cur(p, d, span.batch, span.kv_first, span.j0);
+  for (int64_t c0 = span.j0; c0 < span.j1; c0 += kChunk) {
+    const int64_t c1 = c0 + kChunk < span.j1 ? c0 + kChunk : span.j1;
+    for (int64_t j = c0; j < c1; ++j) {
+      prefetch_key(p, d, span, j + kPrefetchAhead);
+      k[j - c0] = bf16_key(p, cur.next(), s[0].kb + (j - c0) * kD);
+    }
+    for (int r = 0; r < count; ++r) {
+      const uint16_t* qp = reinterpret_cast<const uint16_t*>(s[r].q);
+      const int64_t e = c1 < rows[r].j1 ? c1 : rows[r].j1;
+      int64_t j = c0;
+      for (; j + kKeyBlock <= e; j += kKeyBlock) {
+        block_bf16(qp, s[r].w, hv, tail, k + (j - c0), s[r].keys + j, s[r].hist);
+      }
+      for (; j < e; ++j) {
+        Vec tv[1] = {vzero()};
+        score_keys_bf16<1>(qp, s[r].w, hv, tail, k + (j - c0), tv);
+        put_key(vreduce_add(tv[0]), s[r].keys + j, s[r].hist);
+      }
+    }
   }
-  for (; j0 < rr.n; ++j0) {
-    k[0] = bf16_key(p, cur.next(), s.kb);
-    Vec tv[1] = {vzero()};
-    score_keys_bf16<1>(qp, s.w, hv, tail, k, tv);
-    keys[j0] = kvflash::cpu::li_order_key(vreduce_add(tv[0]));
-  }
+}
+
+__attribute__((target("avx512bf16"), noinline)) void score_rows_bf16(
+    const LiParams& p, const LiData& d, const LiRowRef* rows, const LiScratch* s, int count) {
+  static_assert(kvflash::cpu::kLiRowGroup == 2);
+  if (count == 1) return score_rows_bf16_n<1>(p, d, rows, s);
+  score_rows_bf16_n<2>(p, d, rows, s);
 }
 #endif  // KVFLASH_LI_BF16_DOT
 

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "core/error.hpp"
 #include "core/half.hpp"
+#include "core/strings.hpp"
 #include "cpu/li/li_kernel_isa.hpp"
 #include "cpu/thread_pool.hpp"
 
@@ -31,7 +33,13 @@ struct LiBatch {
 struct LiLayout {
   int lanes = 1;
   size_t batches = 0, row_batch = 0, lanes_at = 0, lane_bytes = 0, bytes = 0;
-  size_t q = 0, w = 0, kt = 0, kb = 0, keys = 0, hist = 0, sel = 0;  // within a lane
+  // Split mode (fewer rows than lanes, li_run): the rows' references, and one slot per (row,
+  // share) task of the scratch a share needs of its own (the key staging, a partial histogram).
+  size_t row_refs = 0, shares_at = 0, share_bytes = 0;
+  size_t groups = 0;                                  // row-group mode: the groups' first rows
+  size_t share_kt = 0, share_kb = 0, share_hist = 0;  // within a share slot
+  size_t q = 0, w = 0, kt = 0, kb = 0, keys = 0, hist = 0, sel = 0, tmp = 0,
+         cand = 0;  // within a lane
 };
 
 LiLayout li_layout(const LiParams& p) {
@@ -45,16 +53,30 @@ LiLayout li_layout(const LiParams& p) {
   };
   l.batches = take(&at, sizeof(LiBatch) * static_cast<size_t>(p.batch));
   l.row_batch = take(&at, sizeof(int32_t) * static_cast<size_t>(p.q_tnd ? p.num_rows : 0));
+  l.groups = take(&at, sizeof(int32_t) * static_cast<size_t>(p.num_rows + 1));
   size_t lane = 0;
   l.q = take(&lane, sizeof(float) * kLiHeadDim * kLiMaxHeads);
   l.w = take(&lane, sizeof(float) * kLiMaxHeads);
-  l.kt = take(&lane, sizeof(float) * kLiKeyBlock * kLiHeadDim);
-  l.kb = take(&lane, sizeof(uint16_t) * kLiKeyBlock * kLiHeadDim);
+  l.kt = take(&lane, sizeof(float) * kLiKeyChunk * kLiHeadDim);
+  l.kb = take(&lane, sizeof(uint16_t) * kLiKeyChunk * kLiHeadDim);
   l.keys = take(&lane, sizeof(uint32_t) * static_cast<size_t>(std::max<int64_t>(p.kv_cap, 1)));
   l.hist = take(&lane, sizeof(uint32_t) * kLiRadixBins);
-  l.sel = take(&lane, sizeof(uint64_t) * static_cast<size_t>(p.sparse_count));
+  l.sel = take(&lane, sizeof(uint64_t) * static_cast<size_t>(p.sparse_count + 1));
+  l.tmp = take(&lane, sizeof(uint64_t) * static_cast<size_t>(p.sparse_count));
+  l.cand = take(&lane, sizeof(int32_t) *
+                           static_cast<size_t>(li_topk_candidates(p.sparse_count, p.kv_cap) + 1));
   l.lane_bytes = lane;
   l.lanes_at = take(&at, l.lane_bytes * static_cast<size_t>(l.lanes));
+  if (p.num_rows < kLiMaxLanes) {
+    size_t share = 0;
+    // Shares score one row at a time: one register block of keys.
+    l.share_kt = take(&share, sizeof(float) * kLiKeyBlock * kLiHeadDim);
+    l.share_kb = take(&share, sizeof(uint16_t) * kLiKeyBlock * kLiHeadDim);
+    l.share_hist = take(&share, sizeof(uint32_t) * kLiRadixBins);
+    l.share_bytes = share;
+    l.row_refs = take(&at, sizeof(LiRowRef) * static_cast<size_t>(l.lanes));
+    l.shares_at = take(&at, l.share_bytes * static_cast<size_t>(kLiMaxLanes));
+  }
   l.bytes = at + kAlign;  // slack to align the caller's pointer
   return l;
 }
@@ -69,10 +91,12 @@ LiScratch lane_scratch(const LiLayout& l, std::byte* base, int lane) {
   s.keys = reinterpret_cast<uint32_t*>(t + l.keys);
   s.hist = reinterpret_cast<uint32_t*>(t + l.hist);
   s.sel = reinterpret_cast<uint64_t*>(t + l.sel);
+  s.tmp = reinterpret_cast<uint64_t*>(t + l.tmp);
+  s.cand = reinterpret_cast<int32_t*>(t + l.cand);
   return s;
 }
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 // Reads the lengths and block ids (in stream order: this runs as part of the call) into per-batch
 // state. Every check that fails marks what it concerns; the first one's message is the result.
@@ -155,6 +179,12 @@ Prologue resolve(const LiParams& p, const LiData& d, LiBatch* batches, int32_t* 
 void write_empty(const LiParams& p, const LiData& d, int64_t row, int64_t from, bool fault) {
   int32_t* idx = d.indices + row * p.sparse_count;
   std::fill(idx + from, idx + p.sparse_count, -1);
+  if (d.scores != nullptr) {
+    float* sc = d.scores + row * p.sparse_count;
+    std::fill(
+        sc + from, sc + p.sparse_count,
+        fault ? std::numeric_limits<float>::quiet_NaN() : -std::numeric_limits<float>::infinity());
+  }
   if (!p.return_value) return;
   const bool f16 = p.dtype == DType::kFloat16;
   const uint16_t fill = fault ? (f16 ? 0x7E00 : 0x7FC0) : (f16 ? 0xFC00 : 0xFF80);
@@ -170,34 +200,53 @@ struct Run {
   const LiBatch* batches;
   const int32_t* row_batch;
   bool call_fault;
-  LiScoreRowFn score;
+  LiScoreRowsFn score;
 };
 
-void run_row(const Run& r, int64_t row, int worker) {
+// The row's reference for scoring all of its keys, or false when it selects nothing (its outputs
+// are then written here).
+bool row_ref(const Run& r, int64_t row, LiRowRef* rr) {
   const LiParams& p = *r.p;
   const LiData& d = *r.d;
-  if (r.call_fault) return write_empty(p, d, row, 0, true);
+  if (r.call_fault) return write_empty(p, d, row, 0, true), false;
   const int64_t b = p.q_tnd ? r.row_batch[row] : row / p.s1;
-  if (b < 0) return write_empty(p, d, row, 0, false);  // past the last prefix sum
+  if (b < 0) return write_empty(p, d, row, 0, false), false;  // past the last prefix sum
   const LiBatch& bs = r.batches[b];
-  if (bs.fault != 0) return write_empty(p, d, row, 0, true);
+  if (bs.fault != 0) return write_empty(p, d, row, 0, true), false;
   const int64_t i = row - bs.q_first;
-  if (i >= bs.lq) return write_empty(p, d, row, 0, false);  // BSND padding row
+  if (i >= bs.lq) return write_empty(p, d, row, 0, false), false;  // BSND padding row
   // D9: sparse_mode 3 admits j < S2_b - S1_b + i + 1.
   const int64_t n =
       std::clamp<int64_t>(p.sparse_mode == 3 ? bs.lkv - bs.lq + i + 1 : bs.lkv, 0, bs.lkv);
-  if (n == 0) return write_empty(p, d, row, 0, false);
+  if (n == 0) return write_empty(p, d, row, 0, false), false;
+  rr->row = row;
+  rr->batch = b;
+  rr->i = i;
+  rr->kv_first = bs.kv_first;
+  rr->n = n;
+  rr->j0 = 0;
+  rr->j1 = n;
+  rr->stage = true;
+  return true;
+}
 
-  const LiScratch s = lane_scratch(*r.l, r.base, worker);
-  LiRowRef rr;
-  rr.row = row;
-  rr.batch = b;
-  rr.i = i;
-  rr.kv_first = bs.kv_first;
-  rr.n = n;
-  r.score(p, d, rr, s, s.keys);
+// The selection of a scored row (keys and the first digit's histogram in s) and its outputs.
+void select_row(const Run& r, const LiRowRef& rr, const LiScratch& s) {
+  const LiParams& p = *r.p;
+  const LiData& d = *r.d;
+  const int64_t row = rr.row;
   int32_t* idx = d.indices + row * p.sparse_count;
-  const int64_t c = li_select_topk(s.keys, n, p.sparse_count, s.hist, s.sel, idx);
+  LiTopkScratch ts;
+  ts.hist = s.hist;
+  ts.sel = s.sel;
+  ts.tmp = s.tmp;
+  ts.cand = s.cand;
+  ts.cand_cap = li_topk_candidates(p.sparse_count, p.kv_cap);
+  const int64_t c = li_select_topk(s.keys, rr.n, p.sparse_count, ts, true, idx);
+  if (d.scores != nullptr) {
+    float* sc = d.scores + row * p.sparse_count;
+    for (int64_t k = 0; k < c; ++k) sc[k] = li_order_value(static_cast<uint32_t>(s.sel[k] >> 32));
+  }
   if (p.return_value) {
     // D9: the fp32 score rounded to the query dtype, nearest even.
     uint16_t* val = static_cast<uint16_t*>(d.values) + row * p.sparse_count;
@@ -208,6 +257,127 @@ void run_row(const Run& r, int64_t row, int worker) {
     }
   }
   write_empty(p, d, row, c, false);
+}
+
+// One task per row: score all its keys in the worker's lane, select.
+void run_row(const Run& r, int64_t row, int worker) {
+  LiRowRef rr;
+  if (!row_ref(r, row, &rr)) return;
+  const LiScratch s = lane_scratch(*r.l, r.base, worker);
+  r.score(*r.p, *r.d, &rr, &s, 1);
+  select_row(r, rr, s);
+}
+
+// Row-group mode: consecutive query rows of one batch (MTP, prefill) in one task, scored in one
+// pass over the batch's keys (each key block read once for both), in lanes 2w and 2w + 1 of
+// worker w; then each row's selection. groups[g] is the first row of group g, groups[g + 1] the
+// end.
+void run_group(const Run& r, const int32_t* groups, int64_t g, int worker) {
+  LiRowRef rr[kLiRowGroup];
+  LiScratch s[kLiRowGroup];
+  int count = 0;
+  for (int64_t row = groups[g]; row < groups[g + 1]; ++row) {
+    if (!row_ref(r, row, &rr[count])) continue;
+    s[count] = lane_scratch(*r.l, r.base, kLiRowGroup * worker + count);
+    ++count;
+  }
+  if (count == 0) return;
+  r.score(*r.p, *r.d, rr, s, count);
+  for (int i = 0; i < count; ++i) select_row(r, rr[i], s[i]);
+}
+
+struct GroupRun {
+  const Run* run;
+  const int32_t* groups;
+};
+
+// The row groups of the call into groups[0, G] (G + 1 entries); returns G. Pairs of consecutive
+// rows of one batch (device data: the TND row map), everything else alone; a function of the
+// inputs only.
+int64_t make_groups(const LiParams& p, const int32_t* row_batch, bool call_fault, int32_t* groups) {
+  const auto batch_of = [&](int64_t row) -> int64_t {
+    if (call_fault) return -1;
+    return p.q_tnd ? row_batch[row] : row / p.s1;
+  };
+  int64_t g = 0, row = 0;
+  while (row < p.num_rows) {
+    groups[g++] = static_cast<int32_t>(row);
+    const int64_t b = batch_of(row);
+    row += row + 1 < p.num_rows && b >= 0 && batch_of(row + 1) == b ? kLiRowGroup : 1;
+  }
+  groups[g] = static_cast<int32_t>(p.num_rows);
+  return g;
+}
+
+// Split mode: fewer rows than threads, so each row's keys are cut into `per_row` shares scored by
+// tasks of their own (row r owns lane r). Phase 1 (per row): the row's reference, the query and
+// weights staged into its lane. Phase 2 (per (row, share)): the share's keys into the row's key
+// buffer, its first-digit histogram into the share's slot. Phase 3 (per row): the histograms
+// summed in share order, the selection. A key's order key does not depend on which share scores
+// it and the histogram is a sum of integers, so the output is the bits of the one-task path.
+struct Split {
+  const Run* run;
+  LiRowRef* refs;
+  std::byte* shares;
+  int64_t per_row;
+};
+
+// The keys [j0, j1) of share `part` of a row of n keys: block-aligned (128 rows) pieces of at
+// least 1024 keys (a smaller share costs more to hand out than it saves).
+void share_range(int64_t n, int64_t part, int64_t shares, int64_t* j0, int64_t* j1) {
+  int64_t len = std::max<int64_t>((n + shares - 1) / shares, 1024);
+  len = (len + 127) / 128 * 128;
+  *j0 = std::min(n, part * len);
+  *j1 = std::min(n, *j0 + len);
+}
+
+void split_stage(const Split& sp, int64_t row) {
+  const Run& r = *sp.run;
+  LiRowRef& rr = sp.refs[row];
+  if (!row_ref(r, row, &rr)) {
+    rr.n = 0;
+    return;
+  }
+  const LiScratch s = lane_scratch(*r.l, r.base, static_cast<int>(row));
+  LiRowRef stage = rr;
+  stage.j1 = 0;  // stage only
+  r.score(*r.p, *r.d, &stage, &s, 1);
+}
+
+LiScratch share_scratch(const Split& sp, int64_t row, int64_t task) {
+  const LiLayout& l = *sp.run->l;
+  LiScratch s = lane_scratch(l, sp.run->base, static_cast<int>(row));
+  std::byte* t = sp.shares + l.share_bytes * static_cast<size_t>(task);
+  s.kt = reinterpret_cast<float*>(t + l.share_kt);
+  s.kb = reinterpret_cast<uint16_t*>(t + l.share_kb);
+  s.hist = reinterpret_cast<uint32_t*>(t + l.share_hist);
+  return s;
+}
+
+void split_score(const Split& sp, int64_t task) {
+  const int64_t row = task / sp.per_row, part = task % sp.per_row;
+  LiRowRef rr = sp.refs[row];
+  if (rr.n == 0) return;
+  const LiScratch s = share_scratch(sp, row, task);
+  share_range(rr.n, part, sp.per_row, &rr.j0, &rr.j1);
+  rr.stage = false;
+  if (rr.j0 < rr.j1) {
+    sp.run->score(*sp.run->p, *sp.run->d, &rr, &s, 1);
+  } else {
+    std::memset(s.hist, 0, sizeof(uint32_t) * kLiRadixBins);
+  }
+}
+
+void split_select(const Split& sp, int64_t row) {
+  const LiRowRef& rr = sp.refs[row];
+  if (rr.n == 0) return;
+  const LiScratch s = lane_scratch(*sp.run->l, sp.run->base, static_cast<int>(row));
+  std::memset(s.hist, 0, sizeof(uint32_t) * kLiRadixBins);
+  for (int64_t part = 0; part < sp.per_row; ++part) {
+    const uint32_t* h = share_scratch(sp, row, row * sp.per_row + part).hist;
+    for (int64_t b = 0; b < kLiRadixBins; ++b) s.hist[b] += h[b];
+  }
+  select_row(*sp.run, rr, s);
 }
 
 }  // namespace
@@ -222,17 +392,17 @@ Status li_run(const LiParams& p, const LiData& d, Isa isa, int num_threads, void
   auto* row_batch = reinterpret_cast<int32_t*>(base + l.row_batch);
   const Prologue pr = resolve(p, d, batches, row_batch);
 
-  LiScoreRowFn score = li_score_row_scalar;
+  LiScoreRowsFn score = li_score_rows_scalar;
   switch (isa) {
     case Isa::kAmx:  // no AMX tiles in this kernel yet: the AVX-512 BF16 scorer
     case Isa::kAvx512Bf16:
-      score = p.dtype == DType::kBFloat16 ? li_score_row_avx512bf16 : li_score_row_avx512;
+      score = p.dtype == DType::kBFloat16 ? li_score_rows_avx512bf16 : li_score_rows_avx512;
       break;
     case Isa::kAvx512:
-      score = li_score_row_avx512;
+      score = li_score_rows_avx512;
       break;
     case Isa::kAvx2:
-      score = li_score_row_avx2;
+      score = li_score_rows_avx2;
       break;
     case Isa::kScalar:
       break;
@@ -241,9 +411,38 @@ Status li_run(const LiParams& p, const LiData& d, Isa isa, int num_threads, void
   const int threads = num_threads > 0 ? num_threads : default_num_threads();
   const int participants =
       static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(threads, p.num_rows), 1, l.lanes));
-  // The lambda captures one pointer, so std::function keeps it inline (no allocation).
-  parallel_for(p.num_rows, participants,
-               [r = &run](int64_t row, int worker) { run_row(*r, row, worker); });
+  // Fewer rows than threads: split each row's keys so that every thread has work (at most
+  // kLiMaxLanes share slots in all).
+  const int64_t per_row =
+      p.num_rows > 0 && p.num_rows < threads && p.num_rows < kLiMaxLanes
+          ? std::min<int64_t>((threads + p.num_rows - 1) / p.num_rows, kLiMaxLanes / p.num_rows)
+          : 1;
+  // Each lambda captures one pointer, so std::function keeps it inline (no allocation).
+  if (per_row > 1) {
+    const Split sp{&run, reinterpret_cast<LiRowRef*>(base + l.row_refs), base + l.shares_at,
+                   per_row};
+    const int64_t tasks = p.num_rows * per_row;
+    parallel_for(p.num_rows, participants, [s = &sp](int64_t row, int) { split_stage(*s, row); });
+    parallel_for(tasks, static_cast<int>(std::min<int64_t>(threads, tasks)),
+                 [s = &sp](int64_t task, int) { split_score(*s, task); });
+    parallel_for(p.num_rows, participants, [s = &sp](int64_t row, int) { split_select(*s, row); });
+  } else {
+    // Row groups when some rows pair up, as many threads still get work as with one row per task
+    // (two rows of one request on two threads stay apart), and the lanes give each its pair.
+    auto* groups = reinterpret_cast<int32_t*>(base + l.groups);
+    const int64_t num_groups = make_groups(p, row_batch, pr.call_fault, groups);
+    const int64_t group_workers = std::min<int64_t>(threads, num_groups);
+    if (num_groups < p.num_rows && group_workers == participants &&
+        group_workers <= l.lanes / kLiRowGroup) {
+      const GroupRun gr{&run, groups};
+      parallel_for(
+          num_groups, static_cast<int>(group_workers),
+          [g = &gr](int64_t task, int worker) { run_group(*g->run, g->groups, task, worker); });
+    } else {
+      parallel_for(p.num_rows, participants,
+                   [r = &run](int64_t row, int worker) { run_row(*r, row, worker); });
+    }
+  }
   if (!pr.first.empty()) return core::fail(Status::kInvalid, kLiOpName, pr.first);
   return Status::kSuccess;
 }

@@ -1,4 +1,4 @@
-// The LightningIndexer CPU kernel (spec fia-pfa-indexer.md D9/D10; docs/lightning_indexer.md):
+// The LightningIndexer CPU kernel (docs/fia-pfa-indexer.md D9/D10; docs/lightning_indexer.md):
 // pure compute over a plain-old-data problem description (LiParams), the bound pointers of one
 // call (LiData) and a workspace sized up front. It reads the device data (lengths, block table) at
 // run time, faults rows whose data is bad, scores every valid key of a query row for all its
@@ -68,25 +68,42 @@ struct LiData {
   const int32_t* block_table = nullptr;
   int32_t* indices = nullptr;
   void* values = nullptr;  ///< only when return_value
+  /// Optional (null: not written): the fp32 scores of the selection, [num_rows, sparse_count],
+  /// -inf in -1 slots, NaN in every slot of a faulted row. What a context-parallel rank hands to
+  /// li_merge_topk: the query-dtype values are rounded, so equal-looking values could order
+  /// differently from the scores they came from.
+  float* scores = nullptr;
 };
 
 /// A query row the kernel scores: its batch, where its batch's keys start (TND), and its number
-/// of valid keys n >= 1 (keys 0..n-1 of the batch's logical sequence).
+/// of valid keys n >= 1 (keys 0..n-1 of the batch's logical sequence); and what one scorer call
+/// does with it: the keys [j0, j1) (the whole row, or one thread's share when a row's keys are
+/// split across threads), staging the query row and weights into the scratch first or finding
+/// them staged there.
 struct LiRowRef {
   int64_t row = 0, batch = 0, i = 0, kv_first = 0, n = 0;
+  int64_t j0 = 0, j1 = 0;
+  bool stage = true;
 };
 
 /// One participant's scratch (64-byte aligned pieces of the workspace).
 struct LiScratch {
   float* q;        ///< the staged query: 128 x 64 fp32 (or 64 x 64 bf16 pairs)
   float* w;        ///< the staged weights: 64 fp32
-  float* kt;       ///< key rows widened to fp32: kLiKeyBlock x 128
-  uint16_t* kb;    ///< key rows gathered contiguously (strided key views): kLiKeyBlock x 128
+  float* kt;       ///< key rows widened to fp32: kLiKeyChunk x 128 (share slots: kLiKeyBlock)
+  uint16_t* kb;    ///< key rows gathered contiguously (strided key views): the same
   uint32_t* keys;  ///< the row's scores as ordered keys: kv_cap
   uint32_t* hist;  ///< radix-select histogram: kLiRadixBins
-  uint64_t* sel;   ///< the selection being sorted: sparse_count
+  uint64_t* sel;   ///< the selection being sorted: sparse_count + 1
+  uint64_t* tmp;   ///< the radix sort's other buffer: sparse_count
+  int32_t* cand;   ///< the radix select's candidates: li_topk_candidates() + 1
 };
 inline constexpr int64_t kLiKeyBlock = 4;
+/// Query rows of one batch scored together, sharing each key block's read (li_kernel-inl.h): two
+/// staged queries (2 x 16 KiB as bf16 pairs) and a key block stay in a 48 KiB L1D.
+inline constexpr int kLiRowGroup = 2;
+/// Keys a row group fetches per step (li_kernel-inl.h), each row scoring them in turn.
+inline constexpr int64_t kLiKeyChunk = 32;
 inline constexpr int64_t kLiRadixBins = 2048;
 
 /// Bytes of workspace li_run needs for p (any alignment accepted): a function of p only.
@@ -132,8 +149,16 @@ inline const uint16_t* li_key_row(const LiParams& p, const LiData& d, int64_t b,
 /// key (paged: one block-table read per block).
 class LiKeyCursor {
  public:
-  LiKeyCursor(const LiParams& p, const LiData& d, int64_t b, int64_t kv_first)
-      : p_(p), d_(d), b_(b), kv_first_(kv_first) {}
+  /// Starts at row j0 (a valid key: its block id was checked).
+  LiKeyCursor(const LiParams& p, const LiData& d, int64_t b, int64_t kv_first, int64_t j0 = 0)
+      : p_(p), d_(d), b_(b), kv_first_(kv_first), j_(j0) {
+    if (p_.key_layout != LiKeyLayout::kPaged || j0 == 0) return;
+    slot_ = j0 / p_.block_size;
+    pos_ = j0 % p_.block_size;
+    if (pos_ == 0) return;
+    const int64_t blk = d_.block_table[b_ * p_.bt_s0 + slot_++ * p_.bt_s1];
+    block_ = static_cast<const uint16_t*>(d_.key) + blk * p_.k_s0;
+  }
   const uint16_t* next() {
     if (p_.key_layout != LiKeyLayout::kPaged) return li_key_row(p_, d_, b_, kv_first_, j_++);
     if (pos_ == 0 || pos_ == p_.block_size) {
@@ -166,13 +191,55 @@ inline float li_order_value(uint32_t key) {
   return __builtin_bit_cast(float, u);
 }
 
+/// The first radix digit of an order key is key >> kLiRadixShift0 (kLiRadixBins values): the
+/// scorers histogram it as they write the keys (the selection's first pass, fused).
+inline constexpr int kLiRadixShift0 = 21;
+
+/// li_select_topk's scratch: hist kLiRadixBins, sel k + 1 entries (its branch-free passes write
+/// one past what they keep), tmp k, cand cand_cap + 1.
+struct LiTopkScratch {
+  uint32_t* hist = nullptr;
+  uint64_t* sel = nullptr;
+  uint64_t* tmp = nullptr;
+  int32_t* cand = nullptr;
+  int64_t cand_cap = 0;
+};
+/// The candidate buffer's capacity for sparse_count k and at most kv_cap keys.
+int64_t li_topk_candidates(int64_t k, int64_t kv_cap);
+
 /// The deterministic top-k of one row (ISA-independent; li_topk.cpp): the min(n, k) largest of
 /// keys[0, n) as (key, lower index first on equal keys), in descending order, into idx[0, c);
 /// returns c, and leaves sel[s] = (order key << 32) | (0xffffffff - idx[s]) for s < c. A radix
-/// select on the 32-bit keys (three histogram passes with the scratch's kLiRadixBins bins) finds
-/// the k-th largest key, one pass collects what ranks above it plus the lowest-index keys equal to
-/// it, and only the c selected are sorted: no sort of all n keys. sel: scratch for k entries.
-int64_t li_select_topk(const uint32_t* keys, int64_t n, int64_t k, uint32_t* hist, uint64_t* sel,
-                       int32_t* idx);
+/// select on the 32-bit keys (11 + 11 + 10 bits) finds the k-th largest key T: the first digit's
+/// histogram (given in hist when hist_ready: the scorer's), then one branch-free pass takes the
+/// keys of higher first digits and lists the positions in T's first-digit bin as candidates, and
+/// the other two digits and the final pick (above T, then the lowest-indexed equal to T) run over
+/// the candidates only (over all keys when the bin exceeds cand_cap: mass ties). Only the c
+/// selected are sorted (a stable radix sort on the key): no sort of all n keys.
+int64_t li_select_topk(const uint32_t* keys, int64_t n, int64_t k, const LiTopkScratch& s,
+                       bool hist_ready, int32_t* idx);
+
+/// One shard's selection for one query row (li_merge_topk's input): entries (scores[s],
+/// indices[s]) for s < size, in the selection order (descending li_order_key of the score, equal
+/// keys by the lower index), indices global (positions in the row's whole key sequence); the first
+/// index -1 ends the list (what follows is ignored).
+struct LiTopkList {
+  const float* scores = nullptr;
+  const int32_t* indices = nullptr;
+  int64_t size = 0;
+};
+
+/// The exact merge of disjoint shards' selections of one row (context-parallel indexer: rank r
+/// scores the keys it holds and selects its top k of them by global index): the top k of the
+/// union in the selection order, into out_idx[0, k) and out_scores[0, k) (-1 / -inf after the
+/// last), returning how many are valid. Each key's score is the same bits on every rank (it
+/// depends on nothing but the query row and the key row), and the order is a total order on
+/// (key, global index), so the global top k is inside the union of the shards' top k and this
+/// equals one indexer over the whole key sequence: same indices, same score bits, NaN first and
+/// ties to the lower index included. Each output slot takes the largest of the lists' heads: no
+/// allocation, no dependence on the order of the lists. At most 256 lists. Returns -1 (outputs
+/// unspecified) when a list is out of the selection order or two lists hold the same entry.
+int64_t li_merge_topk(const LiTopkList* lists, int num_lists, int64_t k, int32_t* out_idx,
+                      float* out_scores);
 
 }  // namespace kvflash::cpu

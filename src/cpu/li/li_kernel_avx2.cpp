@@ -22,8 +22,8 @@ namespace kvflash::cpu::avx2 {
 }  // namespace kvflash::cpu::avx2
 
 namespace kvflash::cpu {
-void li_score_row_avx2(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
-                       uint32_t* keys) {
-  avx2::li_body::score_row_f32(p, d, rr, s, keys);
+void li_score_rows_avx2(const LiParams& p, const LiData& d, const LiRowRef* rows,
+                        const LiScratch* s, int count) {
+  avx2::li_body::score_rows_f32(p, d, rows, s, count);
 }
 }  // namespace kvflash::cpu

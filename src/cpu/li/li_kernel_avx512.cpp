@@ -24,12 +24,12 @@ namespace kvflash::cpu::avx512 {
 }  // namespace kvflash::cpu::avx512
 
 namespace kvflash::cpu {
-void li_score_row_avx512(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
-                         uint32_t* keys) {
-  avx512::li_body::score_row_f32(p, d, rr, s, keys);
+void li_score_rows_avx512(const LiParams& p, const LiData& d, const LiRowRef* rows,
+                          const LiScratch* s, int count) {
+  avx512::li_body::score_rows_f32(p, d, rows, s, count);
 }
-void li_score_row_avx512bf16(const LiParams& p, const LiData& d, const LiRowRef& rr,
-                             const LiScratch& s, uint32_t* keys) {
-  avx512::li_body::score_row_bf16(p, d, rr, s, keys);
+void li_score_rows_avx512bf16(const LiParams& p, const LiData& d, const LiRowRef* rows,
+                              const LiScratch* s, int count) {
+  avx512::li_body::score_rows_bf16(p, d, rows, s, count);
 }
 }  // namespace kvflash::cpu

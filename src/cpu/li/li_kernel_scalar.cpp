@@ -15,8 +15,8 @@ namespace kvflash::cpu::scalar {
 }  // namespace kvflash::cpu::scalar
 
 namespace kvflash::cpu {
-void li_score_row_scalar(const LiParams& p, const LiData& d, const LiRowRef& rr, const LiScratch& s,
-                         uint32_t* keys) {
-  scalar::li_body::score_row_f32(p, d, rr, s, keys);
+void li_score_rows_scalar(const LiParams& p, const LiData& d, const LiRowRef* rows,
+                          const LiScratch* s, int count) {
+  scalar::li_body::score_rows_f32(p, d, rows, s, count);
 }
 }  // namespace kvflash::cpu

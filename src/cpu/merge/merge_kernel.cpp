@@ -1,20 +1,24 @@
-// merge_attention_states on the CPU (see merge_kernel.hpp and kvflash/merge.hpp for the math).
-// Compiled with the library's baseline flags: plain fp32 IEEE arithmetic, no FMA contraction
-// possible, kvflash's scalar exp (the IFA/SFA kernels' exp, lane for lane).
+// merge_attention_states on the CPU (see merge_kernel.hpp and kvflash/merge.hpp for the math; the
+// NaN-keeping max and the LSE are core/online_softmax.hpp's). Compiled with the library's baseline
+// flags: plain fp32 IEEE arithmetic, no FMA contraction possible, kvflash's scalar exp (the
+// IFA/SFA kernels' exp, lane for lane).
 #include "cpu/merge/merge_kernel.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "core/half.hpp"
+#include "core/online_softmax.hpp"
 #include "cpu/simd_scalar.h"
 #include "cpu/thread_pool.hpp"
 
 namespace kvflash::cpu {
 namespace scalar {
+// clang-format off
 #include "cpu/simd_math-inl.h"
+#include "cpu/softmax_state.h"
+// clang-format on
 }  // namespace scalar
 
 namespace {
@@ -23,16 +27,12 @@ using core::MergeData;
 using core::MergeProblem;
 using core::MergeRowStrides;
 
-constexpr float kNegInf = -__builtin_inff();
 /// Output values accumulated at once (an fp32 stack buffer).
 constexpr int64_t kChunk = 512;
 /// Part weights kept per row; more parts recompute theirs for each chunk (same bits).
 constexpr int64_t kWeightCache = 256;
 /// Roughly the elements one parallel task reads.
 constexpr int64_t kTaskElements = int64_t{1} << 15;
-
-/// max(a, b) that is NaN when either is (as the attention kernels' softmax max).
-inline float max_nan(float a, float b) { return (a > b || a != a) ? a : b; }
 
 inline float load(const void* base, DType dt, int64_t i) {
   if (dt == DType::kFloat32) return static_cast<const float*>(base)[i];
@@ -74,15 +74,15 @@ class RowMerge {
   void run() {
     const MergeProblem& p = p_;
     // Pass 1: the overall max M over the non-empty parts (and the sink), NaN-keeping.
-    float m = kNegInf;
+    float m = core::kSoftmaxNegInf;
     bool any = false;
     for (int64_t k = 0; k < p.num_parts; ++k) {
       if (empty(k)) continue;
-      m = max_nan(m, stat(k));
+      m = core::softmax_max_nan(m, stat(k));
       any = true;
     }
     const float sink = p.has_sink ? d_.sink[o_sink_] : 0.0f;
-    if (p.has_sink) m = max_nan(m, sink);
+    if (p.has_sink) m = core::softmax_max_nan(m, sink);
     if (!any && !p.has_sink) {
       write_empty();
       return;
@@ -124,7 +124,7 @@ class RowMerge {
         for (int64_t i = 0; i < n; ++i) store(d_.out, p.out_dtype, base + i, acc[i] / l);
       }
     }
-    if (d_.out_lse != nullptr) d_.out_lse[r_] = m + std::log(l);
+    if (d_.out_lse != nullptr) d_.out_lse[r_] = core::softmax_lse(m, l, scalar::SoftmaxLog{});
     if (d_.out_max != nullptr) {
       d_.out_max[r_] = m;
       d_.out_sum[r_] = l;
@@ -135,7 +135,9 @@ class RowMerge {
   float stat(int64_t k) const { return d_.partial_m[k * p_.pm_k + o_pm_]; }
   float part_sum(int64_t k) const { return d_.partial_sum[k * p_.ps_k + o_ps_]; }
   /// An empty part (nothing attended): lse -inf, or sum 0. Never read further.
-  bool empty(int64_t k) const { return p_.lse_form ? stat(k) == kNegInf : part_sum(k) == 0.0f; }
+  bool empty(int64_t k) const {
+    return p_.lse_form ? stat(k) == core::kSoftmaxNegInf : part_sum(k) == 0.0f;
+  }
   float weight(int64_t k) const {
     const float e = scalar::exp_scalar(stat(k) - m_);
     return p_.lse_form ? e : part_sum(k) * e;
@@ -143,7 +145,7 @@ class RowMerge {
   /// No part attended anything and there is no sink: zeros, lse -inf, max = sum = 0.
   void write_empty() {
     for (int64_t i = 0; i < p_.head_dim; ++i) store(d_.out, p_.out_dtype, r_ * p_.head_dim + i, 0.0f);
-    if (d_.out_lse != nullptr) d_.out_lse[r_] = kNegInf;
+    if (d_.out_lse != nullptr) d_.out_lse[r_] = core::kSoftmaxNegInf;
     if (d_.out_max != nullptr) {
       d_.out_max[r_] = 0.0f;
       d_.out_sum[r_] = 0.0f;
@@ -154,7 +156,7 @@ class RowMerge {
   const MergeData& d_;
   const int64_t r_;
   int64_t o_po_ = 0, o_pm_ = 0, o_ps_ = 0, o_sink_ = 0;
-  float m_ = kNegInf;
+  float m_ = core::kSoftmaxNegInf;
   float w_[kWeightCache];
 };
 

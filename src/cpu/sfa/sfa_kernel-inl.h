@@ -262,14 +262,9 @@ inline void finish_row(const SfaProblem& p, const SfaData& d, int64_t r, int64_t
     SoftmaxState st = state(w, h);
     float* acc = w.acc + h * kNope;
     if (d.sinks != nullptr) {
-      // The sink joins the max and the denominator but brings no value vector. A NaN sink makes
-      // the row NaN; a +inf one makes the sum exp(inf - inf) = NaN (softmax_state.h).
+      // The sink joins the max and the denominator but brings no value vector.
       const float sigma = d.sinks[(h0 + h) * p.sinks_s0];
-      const float ms = softmax_max_nan(st.max, sigma);
-      const float alpha = softmax_rescale(st.max, ms);
-      softmax_scale_acc(acc, kNope, alpha);
-      st.sum = st.sum * alpha + exp_scalar(sigma - ms);
-      st.max = ms;
+      softmax_scale_acc(acc, kNope, softmax_fold_sink(st, sigma));
     } else if (!any_selected) {  // empty selection without a sink: zeros, max = sum = 0
       st.max = 0.0f;
       st.sum = 0.0f;
@@ -347,10 +342,10 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
   }
   std::memset(w.acc, 0, sizeof(float) * nh * kNope);
 
-  // Stream the selection (spec §3.4 step 2) in gather order, kSfaTile positions at a time, one
-  // tile ahead (so its rows can be prefetched). The block ids of a selected range are checked
-  // before any of its rows is read: a bad one ends the row (NaN outputs, reported after the run),
-  // whatever was accumulated.
+  // Stream the selection (docs/semantics.md §3.4 step 2) in gather order, kSfaTile positions at a
+  // time, one tile ahead (so its rows can be prefetched). The block ids of a selected range are
+  // checked before any of its rows is read: a bad one ends the row (NaN outputs, reported after the
+  // run), whatever was accumulated.
   Cursor cur;
   bool any_selected = false;
   int64_t* now = w.pos;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "core/workspace_arena.hpp"
 #include "cpu/thread_pool.hpp"
 #include "ops/sfa/sfa_bind.hpp"
@@ -109,7 +110,7 @@ void write_all_nan(const SfaProblem& p, const core::SfaData& d) {
 
 // kInvalid naming the first row whose selection used a bad block id, else kSuccess.
 Status report_faults(const SfaProblem& p, const core::SfaData& d, const uint8_t* row_fault) {
-  const auto str = [](int64_t v) { return std::to_string(v); };
+  using core::str;
   for (int64_t r = 0; r < p.num_rows; ++r) {
     if (row_fault[r] == 0) continue;
     const core::SfaRowLimits lim = core::sfa_row_limits(p, d, r);

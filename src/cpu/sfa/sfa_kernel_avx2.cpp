@@ -9,10 +9,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#include "ops/sfa/sfa_problem.hpp"
+#include "core/online_softmax.hpp"
 #include "cpu/sfa/sfa_kernel.hpp"
 #include "cpu/sfa/sfa_kernel_isa.hpp"
 #include "cpu/simd_avx2.h"
+#include "ops/sfa/sfa_problem.hpp"
 
 namespace kvflash::cpu::avx2 {
 // The order matters: each file uses the ones before it.

@@ -2,10 +2,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ops/sfa/sfa_problem.hpp"
+#include "core/online_softmax.hpp"
 #include "cpu/sfa/sfa_kernel.hpp"
 #include "cpu/sfa/sfa_kernel_isa.hpp"
 #include "cpu/simd_scalar.h"
+#include "ops/sfa/sfa_problem.hpp"
 
 namespace kvflash::cpu::scalar {
 // The order matters: each file uses the ones before it.

@@ -1,4 +1,5 @@
-// IFA on CUDA: the whole CPU feature set (src/cpu/ifa/ifa_kernel-inl.h, spec §2) for device tensors.
+// IFA on CUDA: the whole CPU feature set (src/cpu/ifa/ifa_kernel-inl.h, docs/semantics.md §2) for
+// device tensors.
 // STATUS: compiled (sm_80, sm_90a), never run: no GPU was available when it was written
 // (docs/gpu.md lists what remains to verify).
 //
@@ -13,7 +14,7 @@
 //     (32 positions), for up to 16 query heads of that kv head: each K/V byte is read from memory
 //     once per head block (once when G <= 16). Scores: warp w owns heads w, w+4, ...; lane t scores
 //     position t (fp32 dot in channel order; int8 dequantised in registers as (x + off) * sc), then
-//     the warp folds its head's tile into the online softmax (softmax_state.h's rules, warp
+//     the warp folds its head's tile into the online softmax (core/online_softmax.hpp, warp
 //     butterfly reductions broadcast from lane 0). P.V: thread i owns channels i + 128c of every
 //     head, accumulating positions in order. The CTA leaves (max, sum, any_unmasked, acc) per head.
 //  4. report: the first faulted batch's record (ifa::IfaFault fields) into the workspace;
@@ -34,8 +35,9 @@
 
 #include <cstdint>
 
-#include "ops/ifa/ifa_problem.hpp"
+#include "core/online_softmax.hpp"
 #include "cuda/ifa/ifa_launch.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::cuda {
 namespace {
@@ -83,16 +85,9 @@ __device__ __forceinline__ float load_f(const void* base, DType dtype, int64_t i
   return dtype == kF16 ? half_bits(x) : bf16_bits(x);
 }
 
-__device__ __forceinline__ float max_nan(float a, float b) { return (a > b || a != a) ? a : b; }
-
-__device__ __forceinline__ float rescale(float m_old, float m_new) {
-  if (m_old == m_new) return 1.0f;
-  return expf(m_old - m_new);
-}
-
 __device__ __forceinline__ float warp_max_nan(float x) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x = max_nan(x, __shfl_xor_sync(0xffffffffu, x, o));
+  for (int o = 16; o > 0; o >>= 1) x = core::softmax_max_nan(x, __shfl_xor_sync(0xffffffffu, x, o));
   return __shfl_sync(0xffffffffu, x, 0);  // one value for every lane (+0 / -0 included)
 }
 
@@ -160,7 +155,7 @@ __device__ __forceinline__ float row_elem(const unsigned char* row, int64_t dd) 
 }
 
 // q_i . k_t over D channels in channel order (one fp32 accumulator). int8 K: each element
-// dequantised as (x + off) * sc before its product (spec §2.9), so non-finite scales behave as in
+// dequantised as (x + off) * sc before its product (docs/semantics.md §2.9), so non-finite scales behave as in
 // the reference.
 template <DType kKv>
 __device__ __forceinline__ float dot_row(const float* q, const unsigned char* krow, int64_t dim,
@@ -289,7 +284,7 @@ __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
   const int64_t begin = range.begin, end = range.end;
 
   if (p.k.paged) {
-    // Block ids of this chunk, before anything is read through them (spec decision 13b). The
+    // Block ids of this chunk, before anything is read through them (docs/semantics.md decision 13b). The
     // batch's lowest bad slot over all its chunks is what the report names (the CPU's first).
     if (tid == 0) bad = 0;
     __syncthreads();
@@ -352,14 +347,10 @@ __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
 #pragma unroll
     for (int c = 0; c < kDims; ++c) acc[i][c] = 0.0f;
   // Softmax state of the warp's heads (warp + 4k), the same in every lane.
-  float m_st[kHeadsPerWarp], l_st[kHeadsPerWarp];
+  core::SoftmaxState st[kHeadsPerWarp];
   bool any_st[kHeadsPerWarp];
 #pragma unroll
-  for (int k = 0; k < kHeadsPerWarp; ++k) {
-    m_st[k] = -INFINITY;
-    l_st[k] = 0.0f;
-    any_st[k] = false;
-  }
+  for (int k = 0; k < kHeadsPerWarp; ++k) any_st[k] = false;
 
   const int64_t es = ifa_cuda_dtype_size(static_cast<int32_t>(kKv));
   const auto* mask = static_cast<const uint8_t*>(d.mask);
@@ -404,18 +395,15 @@ __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
         }
       }
       any_st[k] = any_st[k] || __any_sync(0xffffffffu, unmasked);
-      // softmax_fold_tile: NaN-keeping max; a +inf max with a NaN score is NaN.
-      float m_new = max_nan(m_st[k], warp_max_nan(s));
-      if (m_new == INFINITY && __any_sync(0xffffffffu, s != s)) m_new = NAN;
-      const float alpha = rescale(m_st[k], m_new);
-      const float pivot = m_new == -INFINITY ? 0.0f : m_new;
-      const float pw = expf(s - pivot);
-      const float tile_sum = warp_sum(pw);
-      if (tile_sum != tile_sum && m_new != INFINITY) m_new = NAN;
-      l_st[k] = l_st[k] * alpha + tile_sum;
-      m_st[k] = m_new;
+      // The CPU's softmax_fold_tile, one position per lane (m_new is the same in every lane, so
+      // the vote is taken by the whole warp or by none of it).
+      const core::SoftmaxTile tile = core::softmax_tile_begin(
+          st[k], warp_max_nan(s), [s] { return __any_sync(0xffffffffu, s != s) != 0; },
+          core::DeviceExp{});
+      const float pw = expf(s - tile.pivot);
+      core::softmax_tile_end(st[k], tile, warp_sum(pw));
       p_s[i * kIfaCudaTile + lane] = pw;
-      if (lane == 0) alpha_s[i] = alpha;
+      if (lane == 0) alpha_s[i] = tile.alpha;
     }
     __syncthreads();
 
@@ -469,8 +457,8 @@ __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
     for (int k = 0; k < kHeadsPerWarp; ++k) {
       const int i = warp + k * kIfaCudaWarps;
       if (i < nh) {
-        slot[i * hf + d4 + 0] = m_st[k];
-        slot[i * hf + d4 + 1] = l_st[k];
+        slot[i * hf + d4 + 0] = st[k].max;
+        slot[i * hf + d4 + 1] = st[k].sum;
         slot[i * hf + d4 + 2] = any_st[k] ? 1.0f : 0.0f;
       }
     }
@@ -571,7 +559,7 @@ __global__ void __launch_bounds__(kIfaCudaMergeThreads) merge_kernel(P p, D d, W
   float m_total = -INFINITY;
   bool any = false;
   for (int64_t c = 0; c < chunks; ++c) {
-    m_total = max_nan(m_total, part(c)[d4 + 0]);
+    m_total = core::softmax_max_nan(m_total, part(c)[d4 + 0]);
     any = any || part(c)[d4 + 2] != 0.0f;
   }
   if (chunks == 0 || (p.zero_fully_masked_rows && !any)) {
@@ -579,15 +567,14 @@ __global__ void __launch_bounds__(kIfaCudaMergeThreads) merge_kernel(P p, D d, W
     if (d.lse != nullptr && threadIdx.x == 0) d.lse[b * p.lse_s0 + h * p.lse_s1] = -INFINITY;
     return;
   }
-  // Fixed-order log-sum-exp merge (cpu merge_impl): a part of weight 0 is still applied, so NaN or
-  // inf in its accumulator reaches the output as in the reference.
+  // Fixed-order log-sum-exp merge (the CPU's ifa_detail::merge_impl): a part of weight 0 is still
+  // applied, so NaN or inf in its accumulator reaches the output as in the reference.
   const auto weight = [&](int64_t c) {
-    const float m = part(c)[d4 + 0];
-    return m == -INFINITY ? 0.0f : expf(m - m_total);
+    return core::softmax_merge_weight(part(c)[d4 + 0], m_total, core::DeviceExp{});
   };
   float total = 0.0f;
   for (int64_t c = 0; c < chunks; ++c) total = __fadd_rn(total, __fmul_rn(weight(c), part(c)[d4 + 1]));
-  const float sum = m_total == -INFINITY ? NAN : total;  // every score -inf: no softmax
+  const float sum = core::softmax_final_sum(m_total, total);  // every score -inf: no softmax
   for (int64_t dd = threadIdx.x; dd < p.head_dim; dd += blockDim.x) {
     float acc = 0.0f;
     for (int64_t c = 0; c < chunks; ++c) {
@@ -597,7 +584,7 @@ __global__ void __launch_bounds__(kIfaCudaMergeThreads) merge_kernel(P p, D d, W
     write_out(p, d, b, h, dd, acc / sum);
   }
   if (d.lse != nullptr && threadIdx.x == 0) {
-    d.lse[b * p.lse_s0 + h * p.lse_s1] = m_total + logf(sum);
+    d.lse[b * p.lse_s0 + h * p.lse_s1] = core::softmax_lse(m_total, sum, core::DeviceLog{});
   }
 }
 

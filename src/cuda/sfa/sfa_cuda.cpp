@@ -175,9 +175,8 @@ Status sfa_fault_status(const core::SfaProblem& p, const SfaArgs& args, const vo
   if ((p.has_lengths_query && lq.empty()) || (p.has_lengths_kv && lkv.empty())) {
     return core::fail(Status::kRuntime, op, "could not read the actual lengths back to report a fault");
   }
-  if (Status s = sfa::resolve_lengths(p, d, batches.data(), rows.data()); s != Status::kSuccess) {
-    return s;  // fault bit 0: the CPU's message for the same lengths
-  }
+  // Fault bit 0: the CPU's message for the same lengths.
+  KVFLASH_RETURN_IF_ERROR(sfa::resolve_lengths(p, d, batches.data(), rows.data()));
   d.batches = batches.data();
   d.rows = rows.data();
   if ((word & kSfaFaultBlockId) != 0 && p.paged && p.num_rows > 0 && p.sparse_size > 0) {
@@ -192,7 +191,7 @@ Status sfa_fault_status(const core::SfaProblem& p, const SfaArgs& args, const vo
     }
     d.indices = idx.data();
     d.block_table = bt.data();
-    if (Status s = cpu::sfa_report_faults(p, d, row_fault.data()); s != Status::kSuccess) return s;
+    KVFLASH_RETURN_IF_ERROR(cpu::sfa_report_faults(p, d, row_fault.data()));
   }
   return core::fail(Status::kRuntime, op,
                     "the CUDA kernel recorded a fault (word " + std::to_string(word) +

@@ -21,7 +21,7 @@ size_t sfa_workspace_size(const core::SfaProblem& p);
 
 /// Queues p on the bound data d on ctx.stream (a cudaStream_t; null = the legacy default stream)
 /// with ctx.workspace (device memory): a one-thread prologue
-/// that reads the actual-length tensors on the device (spec §3.3), then the attention kernel. No
+/// that reads the actual-length tensors on the device (docs/semantics.md §3.3), then the attention kernel. No
 /// host synchronisation, so it is CUDA-graph capturable. Bad device data is never dereferenced:
 /// bad lengths make every output NaN, a bad block id makes its query row NaN, and the workspace's
 /// fault word / row flags record it (read by the runtime at stream synchronisation). Returns

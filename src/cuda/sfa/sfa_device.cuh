@@ -1,6 +1,7 @@
 // Device pieces shared by the SFA kernels (sfa_kernel.cu: the SIMT fallback and the prologue;
 // sfa_mma.cu: the tensor-core path): the workspace carve-up, the index and block-id rules of spec
-// §3.4 and the softmax helpers. Included only by .cu files; everything is internal linkage.
+// §3.4 and the end of a head's softmax (the rules themselves are core/online_softmax.hpp's).
+// Included only by .cu files; everything is internal linkage.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 
+#include "core/online_softmax.hpp"
 #include "core/workspace_arena.hpp"
 #include "cuda/sfa/sfa_launch.hpp"
 
@@ -88,29 +90,18 @@ __device__ __forceinline__ void store_out(const SfaLaunchProblem& p, void* out, 
       x != x ? (p.bf16 ? uint16_t{0x7FC0} : uint16_t{0x7E00}) : from_f32(x, p.bf16);
 }
 
-__device__ __forceinline__ float max_nan(float a, float b) { return (a > b || a != a) ? a : b; }
-
-__device__ __forceinline__ float rescale(float m_old, float m_new) {
-  if (m_old == m_new) return 1.0f;
-  return expf(m_old - m_new);
-}
-
 // The end of one (row, head)'s online softmax, as the CPU's run_task: a sink (sink not null)
 // joins the max and the denominator with no value vector; a row whose scores are all -inf gets a
 // NaN sum; an empty selection without a sink gives zeros (max = sum = 0). divide: a sink or any
 // selected position. Returns the factor the accumulated P.V is rescaled by.
 __device__ __forceinline__ float finish_softmax(const float* sink, bool divide, float& m,
                                                 float& sum) {
+  core::SoftmaxState st{m, sum};
   float a = 1.0f;
-  if (sink != nullptr) {
-    const float sigma = *sink;
-    const float ms = max_nan(m, sigma);
-    a = rescale(m, ms);
-    sum = sum * a + expf(sigma - ms);
-    m = ms;
-  }
+  if (sink != nullptr) a = core::softmax_fold_sink(st, *sink, core::DeviceExp{});
   if (divide) {
-    if (m == -INFINITY) sum = __int_as_float(0x7fc00000);
+    m = st.max;
+    sum = core::softmax_final_sum(st.max, st.sum);
     return a;
   }
   m = 0.0f;

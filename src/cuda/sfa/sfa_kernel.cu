@@ -1,6 +1,7 @@
 // SFA on CUDA: the correctness path (SIMT fp32), the same arithmetic contract as the CPU kernel
-// (src/cpu/sfa/sfa_kernel-inl.h): fp32 scores, an online softmax in fp32 with softmax_state.h's
-// non-finite rules, fp32 P.V accumulation, every index rule of spec §3.4.
+// (src/cpu/sfa/sfa_kernel-inl.h): fp32 scores, an online softmax in fp32 with
+// core/online_softmax.hpp's non-finite rules, fp32 P.V accumulation, every index rule of
+// docs/semantics.md §3.4.
 //
 // One CTA = one query row r and a block of up to kHeads heads. The row's selection is expanded
 // (by one thread, in gather order) into tiles of kTile = 32 positions; each tile's latent+rope rows
@@ -41,7 +42,7 @@ constexpr int kDimsPerThread = kNope / kThreads;
 
 static_assert(kThreads / 32 * 2 == kHeads && kNope % kThreads == 0);
 
-// ---- prologue: spec §3.3 on the device (sfa::resolve_lengths without the messages; the limits
+// ---- prologue: docs/semantics.md §3.3 on the device (sfa::resolve_lengths without the messages; the limits
 // and the row map are its functions, ops/sfa/sfa_problem.hpp) ---------------------------------
 
 __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
@@ -178,13 +179,14 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
 #pragma unroll
     for (int c = 0; c < kDimsPerThread; ++c) acc[h][c] = 0.0f;
   // Softmax state of the warp's two heads (the same in every lane).
-  float m_st[2] = {-INFINITY, -INFINITY}, l_st[2] = {0.0f, 0.0f};
+  core::SoftmaxState st[2];
 
   const uint16_t* kp = static_cast<const uint16_t*>(d.k);
   const uint16_t* krp = static_cast<const uint16_t*>(d.k_rope);
   const uint16_t* vp = static_cast<const uint16_t*>(d.v);
   for (;;) {
-    // Thread 0 expands the selection into the next tile (spec §3.4 step 2, gather order).
+    // Thread 0 expands the selection into the next tile (docs/semantics.md §3.4 step 2, gather
+    // order).
     if (tid == 0) {
       int n = 0;
       while (n < kTile) {
@@ -238,20 +240,20 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
       }
       float mx = sc;
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) mx = max_nan(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      float m_new = max_nan(m_st[hh], mx);
-      // A NaN score makes the head NaN (softmax_state.h); the CPU finds it through its weight.
-      if (__any_sync(0xffffffffu, sc != sc)) m_new = nan;
-      const float alpha = rescale(m_st[hh], m_new);
-      const float pivot = m_new == -INFINITY ? 0.0f : m_new;
-      const float pw = expf(sc - pivot);
+      for (int o = 16; o > 0; o >>= 1) {
+        mx = core::softmax_max_nan(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      }
+      // The CPU's softmax_fold_tile, one position per lane. The butterfly's max keeps a NaN score
+      // (the CPU finds one through its weight); the vote is the warp's, +inf max or not alike.
+      const core::SoftmaxTile tile = core::softmax_tile_begin(
+          st[hh], mx, [sc] { return __any_sync(0xffffffffu, sc != sc) != 0; }, core::DeviceExp{});
+      const float pw = expf(sc - tile.pivot);
       float sum = pw;
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      l_st[hh] = l_st[hh] * alpha + sum;
-      m_st[hh] = m_new;
+      core::softmax_tile_end(st[hh], tile, sum);
       s.pw[h][lane] = pw;
-      if (lane == 0) s.alpha[h] = alpha;
+      if (lane == 0) s.alpha[h] = tile.alpha;
     }
     __syncthreads();
     // P.V in gather order.
@@ -285,8 +287,8 @@ __global__ void __launch_bounds__(kThreads) sfa_kernel(SfaProblem p, SfaData d, 
   if (lane == 0) {
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
-      s.fin_m[warp * 2 + hh] = m_st[hh];
-      s.fin_l[warp * 2 + hh] = l_st[hh];
+      s.fin_m[warp * 2 + hh] = st[hh].max;
+      s.fin_l[warp * 2 + hh] = st[hh].sum;
     }
   }
   __syncthreads();

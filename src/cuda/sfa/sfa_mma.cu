@@ -1,9 +1,10 @@
 // SFA on tensor cores: mma.sync m16n8k16 (bf16 / fp16 in, fp32 accumulation), sm_80 and later
 // (sm_90a runs the same instructions; there is no wgmma path). Geometry and shared-memory layout:
 // sfa_mma_geometry.hpp. Semantics: exactly the SIMT kernel's (sfa_kernel.cu) and the CPU's
-// (src/cpu/sfa/sfa_kernel-inl.h), with one difference in arithmetic: P is rounded to the input dtype
-// for the P.V product (the softmax sum uses the fp32 P), which the output tolerance covers
-// (spec §0.2.3: rtol * max|V| with rtol 2^-7 bf16 / 2^-10 fp16, P's rounding is 2^-9 / 2^-11).
+// (src/cpu/sfa/sfa_kernel-inl.h), with one difference in arithmetic: P is rounded to the input
+// dtype for the P.V product (the softmax sum uses the fp32 P), which the output tolerance covers
+// (docs/semantics.md §0.2 item 3: rtol * max|V| with rtol 2^-7 bf16 / 2^-10 fp16, P's rounding is
+// 2^-9 / 2^-11).
 //
 // Per CTA (one query row r, heads [h0, h0 + 16 * m_tiles)):
 //   prologue  bad lengths: NaN; uncovered / causally empty row: zeros; PA_BSND: every selected
@@ -20,8 +21,9 @@
 //   S = Q K^T warp (mi, di): heads 16 mi.., key columns 8 di.., 36 k-steps over d in order; times
 //             scale, columns past the tile's end -inf; fp32 to shared memory.
 //   softmax   4 heads per warp, 8 lanes per head (4 columns each): max / NaN flag / sum by xor
-//             butterflies (every lane the same bits), softmax_state.h's non-finite rules; P in
-//             the input dtype to shared memory, max / sum / rescale per head in shared memory.
+//             butterflies (every lane the same bits), the non-finite rules of
+//             core/online_softmax.hpp; P in the input dtype to shared memory, max / sum / rescale
+//             per head in shared memory.
 //   O += P V  warp (mi, di): output dims 128 di.. (16 n-tiles, fp32 registers), rescaled by the
 //             tile's alpha first; V fragments with ldmatrix.trans.
 //   finish    sinks, empty selection, the final sum as the CPU; O / l stored in the output dtype.
@@ -169,8 +171,8 @@ __device__ __forceinline__ void gather(const SfaLaunchProblem& p, const core::Sf
 
 constexpr int kExpandThreads = 256;
 
-// Row r's selection (spec §3.4 step 2) expanded in gather order into list[r * list_cap ...] and
-// its length into counts[r]: the first -1 before valid_count ends the row (found with an
+// Row r's selection (docs/semantics.md §3.4 step 2) expanded in gather order into list[r * list_cap
+// ...] and its length into counts[r]: the first -1 before valid_count ends the row (found with an
 // atomicMin), every thread then counts the positions of a contiguous chunk of the entries before
 // it, one exclusive scan (thread 0, 256 values) gives each chunk its start, and each thread
 // writes its chunk's positions. Reads only the indices (block ids are the main kernel's, checked
@@ -342,7 +344,7 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
     // Online softmax: head 4 warp + lane / 8, columns 4 (lane % 8)...
     {
       const int h = kHeadsPerSoftmaxWarp * warp + (lane >> 3), c0 = 4 * (lane & 7);
-      const float m_old = s.max[h], l_old = s.sum[h];
+      core::SoftmaxState st{s.max[h], s.sum[h]};
       float sc[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) sc[e] = s.s[h * kMmaSStride + c0 + e];
@@ -350,31 +352,31 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
       int has_nan = sc[0] != sc[0];
 #pragma unroll
       for (int e = 1; e < 4; ++e) {
-        mx = max_nan(mx, sc[e]);
+        mx = core::softmax_max_nan(mx, sc[e]);
         has_nan |= sc[e] != sc[e];
       }
 #pragma unroll
       for (int off = 4; off > 0; off >>= 1) {
-        mx = max_nan(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+        mx = core::softmax_max_nan(mx, __shfl_xor_sync(0xffffffffu, mx, off));
         has_nan |= __shfl_xor_sync(0xffffffffu, has_nan, off);
       }
-      // A NaN score makes the head NaN (softmax_state.h); max_nan alone may not see it.
-      const float m_new = has_nan ? nan : max_nan(m_old, mx);
-      const float alpha = rescale(m_old, m_new);
-      const float pivot = m_new == -INFINITY ? 0.0f : m_new;
+      // The CPU's softmax_fold_tile over the head's 32 columns; has_nan is the tile's NaN test.
+      const core::SoftmaxTile tile = core::softmax_tile_begin(
+          st, mx, [has_nan] { return has_nan != 0; }, core::DeviceExp{});
       float pw[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) pw[e] = expf(sc[e] - pivot);
+      for (int e = 0; e < 4; ++e) pw[e] = expf(sc[e] - tile.pivot);
       float sum = ((pw[0] + pw[1]) + pw[2]) + pw[3];
 #pragma unroll
       for (int off = 4; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
 #pragma unroll
       for (int e = 0; e < 4; ++e) s.p[h * kMmaPStride + c0 + e] = from_f32(pw[e], kBf16);
       __syncwarp();  // every lane has read max / sum before lane 0 of the head writes them
+      core::softmax_tile_end(st, tile, sum);
       if ((lane & 7) == 0) {
-        s.max[h] = m_new;
-        s.sum[h] = l_old * alpha + sum;
-        s.alpha[h] = alpha;
+        s.max[h] = st.max;
+        s.sum[h] = st.sum;
+        s.alpha[h] = tile.alpha;
       }
     }
     __syncthreads();

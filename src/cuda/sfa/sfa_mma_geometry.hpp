@@ -45,10 +45,11 @@ struct SfaMmaLayout {
 SfaMmaLayout sfa_mma_layout(int64_t num_heads, int m_tiles, bool v_is_k);
 
 /// Entries per query row of the MMA path's position list (the row's selection expanded in gather
-/// order by a prologue kernel, spec §3.4; duplicates counted): sparse_size x min(sparse_block_size,
-/// kv_extent), kv_extent the most KV tokens a batch can have (BSND S2, TND T2, PA_BSND block_table
-/// columns x block_size). 0 when the list would pass kMaxListBytes in all or a position might not
-/// fit an int32: the SIMT kernel (which expands the selection as it goes) runs those.
+/// order by a prologue kernel, docs/semantics.md §3.4; duplicates counted): sparse_size x
+/// min(sparse_block_size, kv_extent), kv_extent the most KV tokens a batch can have (BSND S2, TND
+/// T2, PA_BSND block_table columns x block_size). 0 when the list would pass kMaxListBytes in all
+/// or a position might not fit an int32: the SIMT kernel (which expands the selection as it goes)
+/// runs those.
 int64_t sfa_position_list_cap(int64_t num_rows, int64_t sparse_size, int64_t sparse_block_size,
                               int64_t kv_extent);
 constexpr int64_t kMaxListBytes = int64_t{1} << 30;

@@ -19,7 +19,7 @@ const void* base(const std::optional<TensorView>& t, bool present) {
 
 IfaArgs strip_data(const IfaArgs& args, const core::IfaProblem& problem) {
   IfaArgs m = core::strip_fields(kFields, args);
-  // An inactive kv_padding_size (no lengths, a list or a paged cache; spec §2.7) is ignored by
+  // An inactive kv_padding_size (no lengths, a list or a paged cache; docs/semantics.md §2.7) is ignored by
   // create, unvalidated: runs ignore it too, whatever they pass.
   if (!problem.left_padding) m.kv_padding_size.reset();
   return m;

@@ -1,11 +1,12 @@
 #include "ops/ifa/ifa_fault.hpp"
 
+#include "core/strings.hpp"
 #include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::ifa {
 
 std::string ifa_fault_message(const IfaFault& f) {
-  const auto str = [](int64_t v) { return std::to_string(v); };
+  using core::str;
   const std::string b = str(f.batch);
   if (f.kind == core::kIfaBatchFaultBlockId) {
     return "block_table[" + b + "][" + str(f.slot) + "] (" + str(f.id) +

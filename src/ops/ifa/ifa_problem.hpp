@@ -167,8 +167,8 @@ struct IfaData {
 
 /// The attended range of batch b for a left-padding value read at run time (ignored unless
 /// p.left_padding): [begin, begin + kv_len[b]) with begin = S - max(pad, 0) - kv_len[b]; a negative
-/// begin makes the batch empty (spec §2.7). Backend-neutral arithmetic: every backend's prologue
-/// calls it.
+/// begin makes the batch empty (docs/semantics.md §2.7). Backend-neutral arithmetic: every
+/// backend's prologue calls it.
 struct IfaKvRange {
   int64_t begin = 0;
   bool empty = false;
@@ -192,7 +192,8 @@ inline IfaKvRange ifa_kv_range(const IfaProblem& p, int64_t b, int64_t pad_value
   return ifa_kv_range_of(p.left_padding, p.kv_seq_len, p.kv_len[b], pad_value);
 }
 
-/// The masked-score replacement value (spec §2.5 step 5): a replacement, not an addition.
+/// The masked-score replacement value (docs/semantics.md §2.5 step 5): a replacement, not an
+/// addition.
 inline constexpr float kMaskedScore = -1.0e12f;
 
 }  // namespace kvflash::core

@@ -1,6 +1,6 @@
-// validate_ifa: the order of the checks follows spec §2.11 (null pointers, emptiness, dtypes,
-// head limits, layout and shapes, then the per-feature rules), so the first message a user sees
-// is the most basic thing wrong with the call.
+// validate_ifa: the order of the checks follows docs/semantics.md §2.11 (null pointers, emptiness,
+// dtypes, head limits, layout and shapes, then the per-feature rules), so the first message a user
+// sees is the most basic thing wrong with the call.
 #include "ops/ifa/ifa_validate.hpp"
 
 #include <string>
@@ -21,12 +21,13 @@ constexpr int64_t kMaxGroup = 64;
 constexpr int64_t kMaxHeadDim = 512;
 constexpr int64_t kMaxBatch = 65536;
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 struct DtypeCombo {
   DType q, kv, out;
 };
-// Spec §2.2: the (query, key/value, attention_out) rows of the op definition that IFA supports.
+// docs/semantics.md §2.2: the (query, key/value, attention_out) rows of the op definition that IFA
+// supports.
 constexpr DtypeCombo kAllowedCombos[] = {
     {DType::kFloat16, DType::kFloat16, DType::kFloat16},
     {DType::kBFloat16, DType::kBFloat16, DType::kBFloat16},
@@ -59,7 +60,7 @@ Status check_required(const IfaArgs& a) {
   return Status::kSuccess;
 }
 
-// The int8-query BMM path these scales belong to is not supported by IFA (spec §2.10).
+// The int8-query BMM path these scales belong to is not supported by IFA (docs/semantics.md §2.10).
 Status check_unsupported_scales(const IfaArgs& a) {
   const std::pair<const std::optional<TensorView>*, const char*> scales[] = {
       {&a.dequant_scale1, "dequant_scale1"},
@@ -77,8 +78,8 @@ Status check_unsupported_scales(const IfaArgs& a) {
 }
 
 // Calls fn(view, name) on every tensor of the call (optional ones when given) and returns the
-// first failure. kv_padding_size only when with_padding: an inactive one is ignored (spec §2.7),
-// so its geometry is checked where it is used.
+// first failure. kv_padding_size only when with_padding: an inactive one is ignored
+// (docs/semantics.md §2.7), so its geometry is checked where it is used.
 template <typename Fn>
 Status each_view(const IfaArgs& a, bool with_padding, Fn fn) {
   KVFLASH_RETURN_IF_ERROR(fn(a.query, "query"));

@@ -1,5 +1,5 @@
-// The one place that rejects IncreFlashAttention input (spec §2.2-2.11) and turns accepted
-// arguments into the normalised core::IfaProblem the kernels consume.
+// The one place that rejects IncreFlashAttention input (docs/semantics.md §2.2-2.11) and turns
+// accepted arguments into the normalised core::IfaProblem the kernels consume.
 #pragma once
 
 #include "ops/ifa/ifa_problem.hpp"

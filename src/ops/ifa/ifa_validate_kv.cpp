@@ -1,4 +1,4 @@
-// Key/value validation (spec §2.2, §2.3, §2.8, §2.11 rules 6-7): the three KV modes
+// Key/value validation (docs/semantics.md §2.2, §2.3, §2.8, §2.11 rules 6-7): the three KV modes
 // (batch-contiguous, tensor list, paged cache) and the (pos, head, dim) strides of each.
 #include <string>
 
@@ -15,7 +15,7 @@ constexpr int64_t kBlockAlignFloat = 16;    // fp16/bf16 caches
 constexpr int64_t kBlockAlignInt8 = 32;     // int8 caches
 constexpr int64_t kMaxPagedHidden = 65535;  // upstream copy-stride limit of 3-D caches
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 const char* layout_name(Layout l) {
   switch (l) {

@@ -1,6 +1,6 @@
-// Per-batch KV lengths (spec §2.4, §2.7, §2.8): actualSeqLengths (a host array), paged capacity
-// and whether KV left padding applies. The padding value itself lives in device memory and is read
-// by the run (core::ifa_kv_range).
+// Per-batch KV lengths (docs/semantics.md §2.4, §2.7, §2.8): actualSeqLengths (a host array), paged
+// capacity and whether KV left padding applies. The padding value itself lives in device memory and
+// is read by the run (core::ifa_kv_range).
 #include <algorithm>
 #include <string>
 
@@ -12,7 +12,7 @@
 namespace kvflash::ifa {
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 // len_b for every batch from actual_seq_lengths (absent/empty: the key S of the batch).
 Status resolve_lengths(const IfaArgs& a, const IfaShape& s, std::vector<int64_t>* lens) {
@@ -81,7 +81,7 @@ Status check_paged_capacity(const IfaArgs& a, const std::vector<int64_t>& lens, 
 }
 
 // V4 KV left padding: active only with actual_seq_lengths and a batch-contiguous KV; otherwise
-// kv_padding_size is ignored (spec §2.7, decision #12).
+// kv_padding_size is ignored (docs/semantics.md §2.7, decision #12).
 Status resolve_left_padding(const IfaArgs& a, const IfaShape& s, bool* active) {
   *active = false;
   const bool given = a.actual_seq_lengths.has_value() && !a.actual_seq_lengths->empty();

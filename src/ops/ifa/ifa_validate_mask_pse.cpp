@@ -1,5 +1,5 @@
-// attenMask and pseShift (spec §2.2, §2.3, §2.6): shapes, dtypes, bounds, and their (b, h, j)
-// views with stride 0 on broadcast dims.
+// attenMask and pseShift (docs/semantics.md §2.2, §2.3, §2.6): shapes, dtypes, bounds, and their
+// (b, h, j) views with stride 0 on broadcast dims.
 #include <string>
 
 #include "core/view_check.hpp"
@@ -9,7 +9,7 @@
 namespace kvflash::ifa {
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 Status validate_mask(const TensorView& m, const IfaShape& s, core::IfaProblem* p) {
   if (m.numel() == 0)

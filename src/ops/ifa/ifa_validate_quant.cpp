@@ -1,4 +1,4 @@
-// KV antiquant (spec §2.9), output post-quant (§2.10) and the softmax_lse extension.
+// KV antiquant (docs/semantics.md §2.9), output post-quant (§2.10) and the softmax_lse extension.
 #include <string>
 
 #include "core/view_check.hpp"
@@ -8,7 +8,7 @@
 namespace kvflash::ifa {
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 // Antiquant scale/offset as (kv, n2, d). Per-tensor: shape (2). Per-channel: (2, KV_N, 1, D),
 // (2, 1, KV_N, D), (2, KV_N, D) or (2, KV_N*D). Returns false for any other shape.

@@ -1,5 +1,5 @@
-// What a MergePlan holds, for the library's own use (tests read it through MergePlanAccess; it is
-// not part of the public API).
+// What a MergePlan holds, for the library's own use (the plan handle, src/core/plan_handle.hpp,
+// reaches it through MergePlanAccess; it is not part of the public API).
 #pragma once
 
 #include <memory>

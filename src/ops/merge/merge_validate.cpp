@@ -13,7 +13,7 @@
 namespace kvflash::merge {
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 Status invalid(const std::string& msg) { return core::fail(Status::kInvalid, kOpName, msg); }
 Status null_ptr(const std::string& msg) { return core::fail(Status::kNullPtr, kOpName, msg); }

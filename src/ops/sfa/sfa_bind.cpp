@@ -12,7 +12,7 @@
 namespace kvflash::sfa {
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
+using core::str;
 
 Status invalid(const std::string& msg) { return core::fail(Status::kInvalid, kOpName, msg); }
 

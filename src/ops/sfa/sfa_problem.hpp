@@ -80,7 +80,7 @@ struct SfaProblem {
   bool has_sinks = false;  ///< (h) at sinks[h * sinks_s0]
   int64_t sinks_s0 = 1;
 
-  /// The lengths (spec §3.3), read at run time. Absent tensors mean S1 / S2 per batch.
+  /// The lengths (docs/semantics.md §3.3), read at run time. Absent tensors mean S1 / S2 per batch.
   bool query_tnd = false, kv_tnd = false;
   bool has_lengths_query = false, has_lengths_kv = false;
   int64_t lengths_query_s0 = 0, lengths_kv_s0 = 0;  ///< element strides of the int32 tensors
@@ -139,8 +139,8 @@ KVFLASH_HD static inline void sfa_map_rows(const SfaProblem& p, const SfaBatch* 
   }
 }
 
-/// The selection rules of spec §3.4 steps 1-2 for one row: thr is the visible prefix, valid_count
-/// the number of index entries examined. Entries are expanded with sfa_selected_range.
+/// The selection rules of docs/semantics.md §3.4 steps 1-2 for one row: thr is the visible prefix,
+/// valid_count the number of index entries examined. Entries are expanded with sfa_selected_range.
 struct SfaRowLimits {
   /// Uncovered rows and sparse_mode 3 rows with thr <= 0: zeros, max = sum = 0 even with sinks.
   /// (A mode-0 row of an empty KV sequence is valid with an empty selection: step 6.)

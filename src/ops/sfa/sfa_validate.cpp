@@ -1,5 +1,5 @@
-// Every SFA rejection lives here, in the order of spec §3.5 (null pointers first), so that one
-// invalid argument always produces the same code and message whatever else is wrong.
+// Every SFA rejection lives here, in the order of docs/semantics.md §3.5 (null pointers first), so
+// that one invalid argument always produces the same code and message whatever else is wrong.
 #include "ops/sfa/sfa_validate.hpp"
 
 #include <cstdint>
@@ -30,14 +30,7 @@ Status null_ptr(const std::string& msg) { return core::fail(Status::kNullPtr, kO
 std::string shape_str(const TensorView& v) { return v.describe(); }
 
 std::string dims_str(std::initializer_list<int64_t> dims) {
-  std::string s = "[";
-  bool first = true;
-  for (int64_t d : dims) {
-    if (!first) s += ",";
-    s += std::to_string(d);
-    first = false;
-  }
-  return s + "]";
+  return core::dims_str(std::span<const int64_t>(dims.begin(), dims.size()));
 }
 
 bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }

@@ -1,5 +1,6 @@
-// The plain device read kernel: the HBM read-bandwidth ceiling that the GPU benchmark measures the
-// IFA kernels against (issue 9's targets are fractions of it). It reads every 16-byte word once
+// The plain device read kernel: the HBM read-bandwidth ceiling that the GPU benchmark
+// (bench/gpu_read_bw.cpp) measures the IFA kernels against (issue 9's targets are fractions of
+// it). A test hook, not part of libkvflash. It reads every 16-byte word once
 // and folds it into a checksum, so the compiler cannot drop the loads and a test can check that
 // every byte was read.
 #pragma once

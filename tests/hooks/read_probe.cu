@@ -1,7 +1,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_check.hpp"
-#include "cuda/read_probe.hpp"
+#include "hooks/read_probe.hpp"
 
 namespace kvflash::cuda {
 namespace {

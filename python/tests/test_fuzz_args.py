@@ -1,0 +1,235 @@
+"""Property-based fuzzing of the PyTorch operators' argument handling (hypothesis).
+
+Each test starts from a valid call of one operator (torch.ops.kvflash.npu_incre_flash_attention
+and npu_sparse_flash_attention, which kvflash.torch_npu re-exports; kvflash.incre_flash_attention;
+torch.ops.kvflash.merge_attention_states) and breaks one or two of its arguments: None, another
+dtype, one dim more or fewer, a dim one longer or shorter, an empty or non-contiguous tensor,
+another Python type, an out-of-range attribute. A call either succeeds (some changes are legal:
+a strided input, a uint8 mask) or raises ValueError / TypeError / RuntimeError whose message
+names the argument (a dtype, None, type or attribute change: that argument; a shape change: an
+argument of the call, as the message names the pair that disagrees). Anything else, or a crash of
+the process, fails. The examples are derandomised and bounded (about 20 s on two cores).
+"""
+import math
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kvflash
+import kvflash.torch_npu as torch_npu
+from support import IfaSpec, SfaSpec, build_ifa, build_sfa
+
+ACCEPTED = (ValueError, TypeError, RuntimeError)
+EXAMPLES = 120
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
+          torch.int32, torch.int64, torch.bool, torch.complex64]
+INTS = [-(2 ** 63), -(2 ** 31), -5, -1, 0, 1, 2, 3, 7, 64, 2 ** 31, 2 ** 63 - 1]
+FLOATS = [math.nan, math.inf, -math.inf, 0.0, -1.0, 1e-30, 1e30]
+STRINGS = ["", "BSH", "BNSD", "BSND", "TND", "PA_BSND", "bsh", "BSH ", "XYZ", "N"]
+WRONG_TYPES = ["query", 3, 1.5, [1, 2], (4,)]
+# Names the library's messages use for a torch argument, besides the argument's own.
+ALIASES = {"out_dtype": ["out"], "input_layout": ["layout"]}
+TENSOR_KINDS = ["none", "dtype", "rank_up", "rank_down", "longer", "shorter", "empty",
+                "strided", "type"]
+SCALAR_KINDS = ["none", "value", "type"]
+NAME_KINDS = {"none", "dtype", "type", "value"}
+
+
+def _longer(t, dim):
+    return torch.cat([t, t.narrow(dim, 0, 1)], dim)
+
+
+def _strided(t):
+    """The same values in a view whose last dim has stride 2 (not contiguous)."""
+    if t.dim() == 0:
+        return t
+    wide = torch.zeros(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype)
+    view = wide[..., ::2]
+    view.copy_(t)
+    return view
+
+
+def _mutate_tensor(t, kind, data):
+    if kind == "none":
+        return None
+    if kind == "type":
+        return data.draw(st.sampled_from(WRONG_TYPES))
+    if not isinstance(t, torch.Tensor):
+        return t
+    dims = t.dim()
+    dim = data.draw(st.integers(0, max(dims - 1, 0)))
+    if kind == "dtype":
+        dtype = data.draw(st.sampled_from(DTYPES))
+        return t.to(dtype) if dtype != torch.complex64 else t.to(torch.float32).to(dtype)
+    if kind == "rank_up":
+        return t.unsqueeze(0)
+    if kind == "rank_down":
+        if dims == 0:
+            return t.reshape(1)
+        if t.shape[dim] > 0:
+            return t.select(dim, 0)
+        return torch.zeros(t.shape[:dim] + t.shape[dim + 1:], dtype=t.dtype)
+    if kind == "longer":
+        return _longer(t, dim) if dims > 0 and t.shape[dim] > 0 else t
+    if kind == "shorter":
+        return t.narrow(dim, 0, t.shape[dim] - 1) if dims > 0 and t.shape[dim] > 0 else t
+    if kind == "empty":
+        return t.narrow(dim, 0, 0) if dims > 0 else t.reshape(0)
+    if kind == "strided":
+        return _strided(t)
+    raise AssertionError(kind)
+
+
+def _mutate_scalar(value, kind, data):
+    if kind == "none":
+        return None
+    if kind == "type":
+        return data.draw(st.sampled_from([torch.zeros(2), [1.0], "x" if not isinstance(value, str)
+                                          else 1]))
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return data.draw(st.sampled_from(INTS))
+    if isinstance(value, float):
+        return data.draw(st.sampled_from(FLOATS))
+    if isinstance(value, str):
+        return data.draw(st.sampled_from(STRINGS))
+    if isinstance(value, torch.dtype):
+        return data.draw(st.sampled_from(DTYPES))
+    return value
+
+
+def _fuzz_call(data, call, pos_names, pos, kw, extra_names=()):
+    """Breaks one or two arguments of call(*pos, **kw) and checks the outcome. pos_names names the
+    positional arguments; extra_names are optional keyword arguments the base call leaves out."""
+    names = list(pos_names) + list(kw) + [n for n in extra_names if n not in kw]
+    pos, kw = list(pos), dict(kw)
+    changed = []
+    for _ in range(data.draw(st.integers(1, 2))):
+        name = data.draw(st.sampled_from(names))
+        current = pos[pos_names.index(name)] if name in pos_names else kw.get(name)
+        is_tensor = isinstance(current, (torch.Tensor, list)) or current is None
+        if isinstance(current, list) and current and not isinstance(current[0], torch.Tensor):
+            is_tensor = False  # an int list (actual_seq_lengths)
+        kind = data.draw(st.sampled_from(TENSOR_KINDS if is_tensor else SCALAR_KINDS))
+        if current is None and kind not in ("none", "type"):
+            continue  # an absent optional tensor: only its presence can change, below
+        if isinstance(current, list) and is_tensor and current:
+            new = [_mutate_tensor(current[0], kind, data)] + current[1:]
+            if kind == "none":
+                new = None
+        elif is_tensor:
+            new = _mutate_tensor(current, kind, data)
+        else:
+            new = _mutate_scalar(current, kind, data)
+        if name in pos_names:
+            pos[pos_names.index(name)] = new
+        else:
+            kw[name] = new
+        changed.append((name, kind))
+    if not changed:
+        return
+    note = ", ".join(f"{n}:{k}" for n, k in changed)
+    try:
+        call(*pos, **kw)
+    except ACCEPTED as e:
+        message = str(e)
+        if all(kind in NAME_KINDS for _, kind in changed):
+            wanted = [w for n, _ in changed for w in [n] + ALIASES.get(n, [])]
+        else:
+            wanted = [w for n in names for w in [n] + ALIASES.get(n, [])]
+        assert any(w in message for w in wanted), (
+            f"{note}: the {type(e).__name__} does not name {wanted}: {message}")
+    except Exception as e:  # noqa: BLE001 - the point of the test
+        pytest.fail(f"{note}: {type(e).__name__} is not ValueError/TypeError/RuntimeError: {e}")
+
+
+IFA_OPTIONAL = ["padding_mask", "atten_mask", "pse_shift", "actual_seq_lengths",
+                "antiquant_scale", "antiquant_offset", "block_table", "dequant_scale1",
+                "quant_scale1", "dequant_scale2", "quant_scale2", "quant_offset2",
+                "kv_padding_size", "num_heads", "scale_value", "input_layout",
+                "num_key_value_heads", "block_size", "inner_precise"]
+
+
+def _ifa_base(paged):
+    spec = IfaSpec("fuzz", layout="BNSD", heads=4, kv_heads=2, kvn_attr=2, lens=(5, 9), batch=2,
+                   mask="B11S", paged=paged, block_size=16)
+    return build_ifa(spec)
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["dense", "paged"])
+@pytest.mark.parametrize("entry", ["torch.ops", "torch_npu"])
+@FUZZ
+@given(data=st.data())
+def test_npu_incre_flash_attention_bad_arguments(data, entry, paged):
+    q, k, v, kw = _ifa_base(paged)
+    op = (torch.ops.kvflash.npu_incre_flash_attention if entry == "torch.ops"
+          else torch_npu.npu_incre_flash_attention)
+    _fuzz_call(data, op, ["query", "key", "value"], [q, k, v], kw, IFA_OPTIONAL)
+
+
+@FUZZ
+@given(data=st.data())
+def test_incre_flash_attention_extension_bad_arguments(data):
+    q, k, v, kw = _ifa_base(False)
+    kw = dict(kw, return_softmax_lse=True, zero_fully_masked_rows=False)
+    _fuzz_call(data, kvflash.incre_flash_attention, ["query", "key", "value"], [q, [k], [v]], kw,
+               IFA_OPTIONAL)
+
+
+SFA_OPTIONAL = ["block_table", "actual_seq_lengths_query", "actual_seq_lengths_kv", "query_rope",
+                "key_rope", "sparse_block_size", "layout_query", "layout_kv", "sparse_mode",
+                "pre_tokens", "next_tokens", "attention_mode", "return_softmax_lse", "sinks"]
+
+
+@pytest.mark.parametrize("layout_kv", ["BSND", "PA_BSND"])
+@pytest.mark.parametrize("entry", ["torch.ops", "torch_npu"])
+@FUZZ
+@given(data=st.data())
+def test_npu_sparse_flash_attention_bad_arguments(data, entry, layout_kv):
+    args, kw = build_sfa(SfaSpec("fuzz", layout_kv=layout_kv, sinks=True, lse=True))
+    op = (torch.ops.kvflash.npu_sparse_flash_attention if entry == "torch.ops"
+          else torch_npu.npu_sparse_flash_attention)
+    _fuzz_call(data, op, ["query", "key", "value", "sparse_indices", "scale_value"], args, kw,
+               SFA_OPTIONAL)
+
+
+@pytest.mark.parametrize("form", ["lse", "max_sum"])
+@FUZZ
+@given(data=st.data())
+def test_merge_attention_states_bad_arguments(data, form):
+    g = torch.Generator().manual_seed(3)
+    parts, rows, dim = 3, (2, 4), 16
+    partial_out = torch.randn(parts, *rows, dim, generator=g, dtype=torch.float32)
+    if form == "lse":
+        pos = [partial_out, torch.randn(parts, *rows, generator=g)]
+        kw = dict(out_dtype=torch.float16)
+    else:
+        pos = [partial_out, None]
+        kw = dict(partial_max=torch.randn(parts, *rows, generator=g),
+                  partial_sum=torch.rand(parts, *rows, generator=g) + 1, out_dtype=torch.bfloat16)
+    kw["sink"] = torch.randn(*rows, generator=g)
+    _fuzz_call(data, torch.ops.kvflash.merge_attention_states, ["partial_out", "partial_lse"],
+               pos, kw, ["partial_max", "partial_sum", "sink", "out_dtype"])
+
+
+def test_the_fuzzed_base_calls_are_valid():
+    """The starting points are valid calls, so a refusal above comes from the broken argument."""
+    for paged in (False, True):
+        q, k, v, kw = _ifa_base(paged)
+        torch.ops.kvflash.npu_incre_flash_attention(q, k, v, **kw)
+        kvflash.incre_flash_attention(q, [k], [v], return_softmax_lse=True, **kw)
+    for layout_kv in ("BSND", "PA_BSND"):
+        args, kw = build_sfa(SfaSpec("fuzz", layout_kv=layout_kv, sinks=True, lse=True))
+        torch.ops.kvflash.npu_sparse_flash_attention(*args, **kw)
+    po = torch.randn(3, 2, 4, 16)
+    torch.ops.kvflash.merge_attention_states(po, torch.randn(3, 2, 4), sink=torch.randn(2, 4),
+                                             out_dtype=torch.float16)
+    torch.ops.kvflash.merge_attention_states(po, None, partial_max=torch.randn(3, 2, 4),
+                                             partial_sum=torch.rand(3, 2, 4) + 1,
+                                             sink=torch.randn(2, 4), out_dtype=torch.bfloat16)

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Checks that what the comments name exists, so a rename or a removal cannot leave them stale.
+
+In the comments of src/, include/, tests/, python/, tools/, fuzz/ and reference/:
+  - every file path (`cpu/isa.hpp`, `src/core/plan_state.hpp`, `softmax_state.h`) names a file of
+    the repository: a path with a folder must be the tail of a file's path, a bare name the name of
+    a file (see EXTERNAL_FILES for the upstream and third-party files comments may cite);
+  - every qualified name (`core::fail`, `cpu::parallel_for`) and every snake_case call
+    (`bind_data()`) names an identifier that the code (comments removed) of those folders uses;
+  - every citation of a contract section names one that exists: `docs/<page>.md §2.7`,
+    `docs/<page>.md §0.2 item 6`, `docs/semantics.md decision 13b`, and a bare `§2.7` cites
+    docs/semantics.md. The contract lives in docs/, so `spec §...` (the old citation of a document
+    outside the repository) is refused. The citations in docs/*.md and README.md are checked too
+    (a page's bare `§2.7` cites its own section or docs/semantics.md's).
+Run by CTest (`comment_refs`, so by scripts/test.sh too). Prints one line per stale reference and
+exits 1 if there is any.
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCANNED = ["src", "include", "tests", "python", "tools", "fuzz", "reference"]
+CODE_EXT = (".cpp", ".hpp", ".h", ".c", ".cu", ".cuh", ".py", ".cmake", ".sh")
+FILE_EXT = r"(?:hpp|h|cpp|cc|c|cu|cuh|py|md|cmake|sh|txt|json|toml|map|in|yml)"
+
+# Files of other projects that comments cite on purpose (upstream sources, system headers).
+EXTERNAL_FILES = {
+    "acl_rt.h", "acl_base.h", "acl_meta.h", "aclnn_incre_flash_attention.h",
+    "aclnn_sparse_flash_attention.h", "acl/acl.h", "cuda_runtime.h", "cuda_fp16.h", "asm/prctl.h", "immintrin.h",
+    "cuda_bf16.h", "ATen/Parallel.h", "torch/library.h", "sys/auxv.h", "sanitizer/common_interface_defs.h",
+    "sanitizer/lsan_interface.h", "CMakeLists.txt", "setup.py", "conftest.py", "pyproject.toml",
+    "ref.py", "tests/ref.py", "parallel.h", "ParallelOpenMP.h", "libgomp.so.1",
+    "vllm/attention/ops/merge_attn_states.py", "merge_attn_states.py",
+    "sparse_flash_attention_golden.py", "incre_flash_attention_tiling.cpp",
+    "incre_flash_attention_tiling_check.cpp", "ascend_quant_pre_impl.h",
+}
+# Identifiers of other projects that comments name as calls (C/CUDA runtimes, torch, libFuzzer).
+EXTERNAL_SYMBOLS = {
+    "LLVMFuzzerTestOneInput", "LLVMFuzzerCustomMutator", "LLVMFuzzerMutate", "pthread_atfork",
+    "torch_npu", "npu_incre_flash_attention", "npu_sparse_flash_attention",
+    "npu_fused_infer_attention_score", "merge_attn_states", "get_kv_block", "posix_memalign",
+    "__cxa_thread_atexit", "malloc_usable_size", "dl_iterate_phdr", "sched_getaffinity",
+    "cudaStreamSynchronize", "cudaMemcpyAsync", "cudaLaunchHostFunc", "cudaGetLastError",
+    "ldmatrix", "cp_async", "__shfl_xor_sync", "torch.compile", "torch.export",
+    # notation of the formulas the comments quote from docs/semantics.md
+    "round_half_even", "sat8",
+}
+
+
+def repo_files():
+    out = []
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        rel = os.path.relpath(dirpath, ROOT)
+        parts = rel.split(os.sep)
+        if parts[0] in (".git", "build", ".venv") or parts[0].startswith("build"):
+            dirnames[:] = []
+            continue
+        if any(p in ("__pycache__", "corpus", ".pytest_cache") for p in parts):
+            continue
+        for f in filenames:
+            out.append(os.path.normpath(os.path.join(rel, f)).replace(os.sep, "/"))
+    return out
+
+
+STRING_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"' + r"|'(?:[^'\\\n]|\\.)'")
+
+
+def split_code(path, text):
+    """(comment text with line numbers, code text) of one file."""
+    comments, code = [], []
+    if path.endswith((".py", ".cmake", ".sh")) or os.path.basename(path) == "CMakeLists.txt":
+        for n, line in enumerate(text.splitlines(), 1):
+            m = re.search(r"(?:^|\s)#(?!include|define|pragma|if|endif|else)(.*)$", line)
+            if m and not line.lstrip().startswith("#!"):
+                comments.append((n, m.group(1)))
+                code.append(line[: m.start()])
+            else:
+                code.append(line)
+        return comments, "\n".join(code)
+    in_block = False
+    for n, line in enumerate(text.splitlines(), 1):
+        rest, code_line = line, ""
+        while rest:
+            if in_block:
+                end = rest.find("*/")
+                comments.append((n, rest if end < 0 else rest[:end]))
+                if end < 0:
+                    rest = ""
+                else:
+                    in_block, rest = False, rest[end + 2 :]
+                continue
+            stripped = STRING_RE.sub(lambda m: '"' + " " * (len(m.group(0)) - 2) + '"', rest)
+            i, j = stripped.find("//"), stripped.find("/*")
+            if i >= 0 and (j < 0 or i < j):
+                code_line += rest[:i]
+                comments.append((n, rest[i + 2 :]))
+                rest = ""
+            elif j >= 0:
+                code_line += rest[:j]
+                in_block, rest = True, rest[j + 2 :]
+            else:
+                code_line += rest
+                rest = ""
+        code.append(code_line)
+    return comments, "\n".join(code)
+
+
+PATH_RE = re.compile(r"(?<![\w./*-])((?:[\w.-]+/)*[\w-]+(?:[.\w-]*)\." + FILE_EXT + r")(?![\w/])")
+BRACE_RE = re.compile(r"(?<![\w*])((?:[\w.-]+/)*[\w-]*)\{([\w.,-]+)\}((?:[\w-]*)(?:\." + FILE_EXT + r")?)(?![\w{])")
+QUAL_RE = re.compile(r"\b((?:[A-Za-z_]\w*::)+)(~?[A-Za-z_]\w*)")
+CALL_RE = re.compile(r"(?<![\w.:>])([a-z][a-z0-9]*_[a-z0-9_]+)\(")
+CITE_RE = re.compile(
+    r"(?:(docs/[\w-]+\.md)\s+)?(§|decision\s+#?)(\d+[a-z]?(?:\.\d+)*)(?:\s+item\s+(\d+))?")
+SPEC_RE = re.compile(r"\b[Ss]pec\s+(§|decision)|shared/spec")
+
+
+def doc_sections(path, cache={}):
+    if path in cache:
+        return cache[path]
+    sections, decisions = {}, set()
+    full = os.path.join(ROOT, path)
+    if os.path.exists(full):
+        current = None
+        for line in open(full, encoding="utf-8"):
+            m = re.match(r"#+\s+(\d+(?:\.\d+)*)\.?\s", line)
+            if m:
+                current = m.group(1)
+                sections[current] = set()
+                continue
+            m = re.match(r"\s*(\d+)\.\s", line)
+            if m and current:
+                sections[current].add(m.group(1))
+            m = re.match(r"\|\s*(\d+[a-z]?)\s*\|", line)
+            if m:
+                decisions.add(m.group(1))
+    cache[path] = (os.path.exists(full), sections, decisions)
+    return cache[path]
+
+
+def check_citation(doc, kind, number, item):
+    exists, sections, decisions = doc_sections(doc)
+    if not exists:
+        return f"{doc} does not exist"
+    if kind.startswith("decision"):
+        return None if number in decisions else f"{doc} has no decision {number}"
+    if number not in sections:
+        return f"{doc} has no section §{number}"
+    if item and item not in sections[number]:
+        return f"{doc} §{number} has no item {item}"
+    return None
+
+
+def main():
+    files = repo_files()
+    tails = set()
+    names = set()
+    for f in files:
+        names.add(os.path.basename(f))
+        parts = f.split("/")
+        for i in range(len(parts)):
+            tails.add("/".join(parts[i:]))
+    scanned = [f for f in files if f.split("/")[0] in SCANNED and
+               (f.endswith(CODE_EXT) or os.path.basename(f) == "CMakeLists.txt")]
+    per_file, code_words = {}, set()
+    for f in scanned:
+        text = open(os.path.join(ROOT, f), encoding="utf-8", errors="replace").read()
+        comments, code = split_code(f, text)
+        per_file[f] = comments
+        code_words.update(re.findall(r"[A-Za-z_]\w*", code))
+    problems = []
+    for f, comments in per_file.items():
+        for n, c in comments:
+            where = f"{f}:{n}"
+            paths = [m.group(1) for m in PATH_RE.finditer(c)]
+            for m in BRACE_RE.finditer(c):  # ops.{hpp,cpp}
+                cands = [m.group(1) + alt + m.group(3) for alt in m.group(2).split(",")]
+                paths += [p for p in cands if re.search(r"\." + FILE_EXT + "$", p)]
+            for p in paths:
+                p = p.rstrip(".")
+                if "{" in p or p in EXTERNAL_FILES or p.startswith(("http", "www.")):
+                    continue
+                if p.startswith("../") or p.startswith("shared/"):
+                    problems.append(f"{where}: names {p}, outside the repository")
+                    continue
+                known = p in tails if "/" in p else p in names
+                if not known and re.match(r"^[\w-]+\.(md|txt|json|toml|yml)$", p) is None or \
+                        (not known and "/" in p):
+                    problems.append(f"{where}: names {p}, which does not exist")
+            for m in QUAL_RE.finditer(c):
+                sym = m.group(2).lstrip("~")
+                if m.group(1).split("::")[0] in ("std", "at", "c10", "torch", "testing", "CLI"):
+                    continue
+                if sym not in code_words and sym not in EXTERNAL_SYMBOLS:
+                    problems.append(f"{where}: names {m.group(1)}{m.group(2)}, which the code does not have")
+            for m in CALL_RE.finditer(c):
+                sym = m.group(1)
+                if sym not in code_words and sym not in EXTERNAL_SYMBOLS:
+                    problems.append(f"{where}: names {sym}(), which the code does not have")
+            if SPEC_RE.search(c):
+                problems.append(f"{where}: cites the contract outside docs/ (write docs/semantics.md §...)")
+            for m in CITE_RE.finditer(c):
+                doc = m.group(1) or "docs/semantics.md"
+                err = check_citation(doc, m.group(2), m.group(3).rstrip("."), m.group(4))
+                if err:
+                    problems.append(f"{where}: cites {m.group(0).strip()}: {err}")
+    # The pages of docs/ (and the README) cite the contract the same way; check their citations.
+    for f in files:
+        if not (f.startswith("docs/") and f.endswith(".md")) and f != "README.md":
+            continue
+        for n, line in enumerate(open(os.path.join(ROOT, f), encoding="utf-8"), 1):
+            if SPEC_RE.search(line) and f != "docs/semantics.md":
+                problems.append(f"{f}:{n}: cites the contract outside docs/ (write docs/semantics.md §...)")
+            for m in CITE_RE.finditer(line):
+                # A page's bare citation is of its own sections or of docs/semantics.md's;
+                # "a.b.c" may also be point c of section a.b.
+                number = m.group(3).rstrip(".")
+                docs = [m.group(1)] if m.group(1) else [f, "docs/semantics.md"]
+                tries = [(number, m.group(4))]
+                if m.group(1) is None and number.count(".") == 2:
+                    tries.append((number.rsplit(".", 1)[0], None))
+                errs = [check_citation(d, m.group(2), num, item) for d in docs for num, item in tries]
+                err = None if None in errs else errs[0]
+                if err:
+                    problems.append(f"{f}:{n}: cites {m.group(0).strip()}: {err}")
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"{len(problems)} stale reference(s) in comments", file=sys.stderr)
+        return 1
+    print(f"comment references: {len(per_file)} files checked, all names exist")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
