@@ -1,6 +1,6 @@
 // The schemas of torch.ops.kvflash (and, derived from them, torch.ops.kvflash_testing's checks).
-// Their argument names are the field tables' (src/ops/<op>/<op>_fields.hpp): the kernels read
-// each table field by its schema name (schema_args.hpp).
+// Their argument names are the field tables' (src/ops/ifa/ifa_fields.hpp, sfa_fields.hpp,
+// merge_fields.hpp): the kernels read each table field by its schema name (schema_args.hpp).
 #pragma once
 
 #include <string>
