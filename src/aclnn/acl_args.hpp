@@ -71,7 +71,8 @@ template <const auto& kFields, class Acl, class F>
 aclnnStatus each_pair(const Acl& acl, F&& f) {
   aclnnStatus s = ACLNN_SUCCESS;
   [&]<size_t... I>(std::index_sequence<I...>) {
-    (((s = f(std::get<I>(kFields), std::get<I>(acl))) == ACLNN_SUCCESS) && ...);
+    // The && fold stops at the first failure; s holds it, so the fold's value is not needed.
+    static_cast<void>((((s = f(std::get<I>(kFields), std::get<I>(acl))) == ACLNN_SUCCESS) && ...));
   }
   (std::make_index_sequence<std::tuple_size_v<Acl>>{});
   return s;

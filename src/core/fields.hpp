@@ -63,7 +63,12 @@ constexpr void for_each_field(const Fields& fields, F&& f) {
 template <class Fields, class F>
 Status first_failure(const Fields& fields, F&& f) {
   Status s = Status::kSuccess;
-  std::apply([&](const auto&... fld) { (((s = f(fld)) == Status::kSuccess) && ...); }, fields);
+  // The && fold stops at the first failure; s holds it, so the fold's value is not needed.
+  std::apply(
+      [&](const auto&... fld) {
+        static_cast<void>((((s = f(fld)) == Status::kSuccess) && ...));
+      },
+      fields);
   return s;
 }
 
