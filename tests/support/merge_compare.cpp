@@ -1,7 +1,9 @@
 #include "support/merge_compare.hpp"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <sstream>
 
 #include "core/half.hpp"
@@ -31,6 +33,17 @@ namespace kvflash::testing {
       worst = m.str();
     }
   };
+  // Outputs are read by memcpy: the fuzz target places them at any byte address.
+  const auto f32 = [](const void* base, int64_t i) {
+    float x;
+    std::memcpy(&x, static_cast<const std::byte*>(base) + i * int64_t{sizeof(float)}, sizeof(x));
+    return x;
+  };
+  const auto u16 = [](const void* base, int64_t i) {
+    uint16_t x;
+    std::memcpy(&x, static_cast<const std::byte*>(base) + i * int64_t{sizeof(x)}, sizeof(x));
+    return x;
+  };
   const void* out = args.out.base();
   for (int64_t r = 0; r < ref.num_rows; ++r) {
     const bool live = ref.nonempty[r];
@@ -39,9 +52,9 @@ namespace kvflash::testing {
       const int64_t i = r * ref.head_dim + d;
       double got;
       if (dt == DType::kFloat32) {
-        got = static_cast<const float*>(out)[i];
+        got = f32(out, i);
       } else {
-        const uint16_t h = static_cast<const uint16_t*>(out)[i];
+        const uint16_t h = u16(out, i);
         got = dt == DType::kBFloat16 ? core::bf16_to_float(h) : core::fp16_to_float(h);
       }
       const double want = ref.out[i];
@@ -49,13 +62,13 @@ namespace kvflash::testing {
             "out(row " + std::to_string(r) + ", d " + std::to_string(d) + ")");
     }
     if (args.out_lse) {
-      const double got = static_cast<const float*>(args.out_lse->base())[r];
+      const double got = f32(args.out_lse->base(), r);
       check(got, ref.lse[r], 0x1p-10 + 0x1p-16 * std::fabs(ref.lse[r]), !live,
             "lse(row " + std::to_string(r) + ")");
     }
     if (args.out_max) {
-      const double got_m = static_cast<const float*>(args.out_max->base())[r];
-      const double got_s = static_cast<const float*>(args.out_sum->base())[r];
+      const double got_m = f32(args.out_max->base(), r);
+      const double got_s = f32(args.out_sum->base(), r);
       check(got_m, ref.max[r], 0.0, true, "max(row " + std::to_string(r) + ")");
       check(got_s, ref.sum[r], 0x1p-16 * std::fabs(ref.sum[r]), !live,
             "sum(row " + std::to_string(r) + ")");

@@ -5,6 +5,7 @@
 #include "cpu/merge/merge_kernel.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -34,8 +35,20 @@ constexpr int64_t kWeightCache = 256;
 /// Roughly the elements one parallel task reads.
 constexpr int64_t kTaskElements = int64_t{1} << 15;
 
+// fp32 elements are read and written through memcpy: a caller's tensors need not be 4-byte
+// aligned (the validation checks strides and extents, not alignment), and x86 loads them the same.
+inline float ld32(const void* base, int64_t i) {
+  float x;
+  std::memcpy(&x, static_cast<const std::byte*>(base) + i * int64_t{sizeof(float)}, sizeof(x));
+  return x;
+}
+
+inline void st32(void* base, int64_t i, float x) {
+  std::memcpy(static_cast<std::byte*>(base) + i * int64_t{sizeof(float)}, &x, sizeof(x));
+}
+
 inline float load(const void* base, DType dt, int64_t i) {
-  if (dt == DType::kFloat32) return static_cast<const float*>(base)[i];
+  if (dt == DType::kFloat32) return ld32(base, i);
   uint16_t h;
   std::memcpy(&h, static_cast<const uint16_t*>(base) + i, sizeof(h));
   return dt == DType::kBFloat16 ? core::bf16_to_float(h) : core::fp16_to_float(h);
@@ -43,7 +56,7 @@ inline float load(const void* base, DType dt, int64_t i) {
 
 inline void store(void* base, DType dt, int64_t i, float x) {
   if (dt == DType::kFloat32) {
-    static_cast<float*>(base)[i] = x;
+    st32(base, i, x);
     return;
   }
   const uint16_t h = dt == DType::kBFloat16 ? core::float_to_bf16(x) : core::float_to_fp16(x);
@@ -81,7 +94,7 @@ class RowMerge {
       m = core::softmax_max_nan(m, stat(k));
       any = true;
     }
-    const float sink = p.has_sink ? d_.sink[o_sink_] : 0.0f;
+    const float sink = p.has_sink ? ld32(d_.sink, o_sink_) : 0.0f;
     if (p.has_sink) m = core::softmax_max_nan(m, sink);
     if (!any && !p.has_sink) {
       write_empty();
@@ -110,30 +123,30 @@ class RowMerge {
         const float w = k < kWeightCache ? w_[k] : weight(k);
         const void* row = po + (k * p.po_k + o_po_ + d0 * p.po_d) * esize;
         if (p.part_dtype == DType::kFloat32 && p.po_d == 1) {
-          const float* x = static_cast<const float*>(row);
-          for (int64_t i = 0; i < n; ++i) acc[i] += w * x[i];
+          for (int64_t i = 0; i < n; ++i) acc[i] += w * ld32(row, i);
         } else {
           for (int64_t i = 0; i < n; ++i) acc[i] += w * load(row, p.part_dtype, i * p.po_d);
         }
       }
       const int64_t base = r_ * dim + d0;
       if (p.out_dtype == DType::kFloat32) {
-        float* out = static_cast<float*>(d_.out) + base;
-        for (int64_t i = 0; i < n; ++i) out[i] = acc[i] / l;
+        for (int64_t i = 0; i < n; ++i) st32(d_.out, base + i, acc[i] / l);
       } else {
         for (int64_t i = 0; i < n; ++i) store(d_.out, p.out_dtype, base + i, acc[i] / l);
       }
     }
-    if (d_.out_lse != nullptr) d_.out_lse[r_] = core::softmax_lse(m, l, scalar::SoftmaxLog{});
+    if (d_.out_lse != nullptr) {
+      st32(d_.out_lse, r_, core::softmax_lse(m, l, scalar::SoftmaxLog{}));
+    }
     if (d_.out_max != nullptr) {
-      d_.out_max[r_] = m;
-      d_.out_sum[r_] = l;
+      st32(d_.out_max, r_, m);
+      st32(d_.out_sum, r_, l);
     }
   }
 
  private:
-  float stat(int64_t k) const { return d_.partial_m[k * p_.pm_k + o_pm_]; }
-  float part_sum(int64_t k) const { return d_.partial_sum[k * p_.ps_k + o_ps_]; }
+  float stat(int64_t k) const { return ld32(d_.partial_m, k * p_.pm_k + o_pm_); }
+  float part_sum(int64_t k) const { return ld32(d_.partial_sum, k * p_.ps_k + o_ps_); }
   /// An empty part (nothing attended): lse -inf, or sum 0. Never read further.
   bool empty(int64_t k) const {
     return p_.lse_form ? stat(k) == core::kSoftmaxNegInf : part_sum(k) == 0.0f;
@@ -144,11 +157,13 @@ class RowMerge {
   }
   /// No part attended anything and there is no sink: zeros, lse -inf, max = sum = 0.
   void write_empty() {
-    for (int64_t i = 0; i < p_.head_dim; ++i) store(d_.out, p_.out_dtype, r_ * p_.head_dim + i, 0.0f);
-    if (d_.out_lse != nullptr) d_.out_lse[r_] = core::kSoftmaxNegInf;
+    for (int64_t i = 0; i < p_.head_dim; ++i) {
+      store(d_.out, p_.out_dtype, r_ * p_.head_dim + i, 0.0f);
+    }
+    if (d_.out_lse != nullptr) st32(d_.out_lse, r_, core::kSoftmaxNegInf);
     if (d_.out_max != nullptr) {
-      d_.out_max[r_] = 0.0f;
-      d_.out_sum[r_] = 0.0f;
+      st32(d_.out_max, r_, 0.0f);
+      st32(d_.out_sum, r_, 0.0f);
     }
   }
 
