@@ -72,6 +72,16 @@ aclnnStatus aclnnSparseFlashAttentionV2GetWorkspaceSize(
     bool returnSoftmaxLse, const aclTensor* attentionOut, const aclTensor* softmaxMaxOut,
     const aclTensor* softmaxSumOut, uint64_t* workspaceSize, aclOpExecutor** executor) {
   using namespace kvflash;
+  // A required output that is null is 161001 before any argument is converted (a conversion's
+  // 161002 must not hide it); aclnn_only keeps the same rule for the converted arguments.
+  if (returnSoftmaxLse && (softmaxMaxOut == nullptr || softmaxSumOut == nullptr)) {
+    core::clear_error();
+    if (executor != nullptr) *executor = nullptr;
+    return aclnn::c_entry(aclnn::kOp, static_cast<aclnnStatus>(ACLNN_ERR_RUNTIME_ERROR), [&] {
+      return aclnn::null_arg(aclnn::kOp,
+                             softmaxMaxOut == nullptr ? "softmaxMaxOut" : "softmaxSumOut");
+    });
+  }
   return aclnn::plan_phase1<SfaPlan, sfa::kFields>(
       aclnn::kOp,
       std::tuple(query, key, value, sparseIndices, blockTable, actualSeqLengthsQuery,
