@@ -2,10 +2,10 @@
 // (aclnn/acl_args.hpp), SfaPlan::create (which does all validation) and a single-use executor.
 // Nothing is computed here.
 //
-// Wrapper facts (docs/semantics.md §3.1): value == nullptr means key; returnSoftmaxLse with a null softmax
-// output is 161001 (decision #20); V1 is V2 without sinks. Sinks are accepted on every layout
-// (decision #16), matching the DAV_3510 that aclnn/opdev/platform.h reports, so the 361001 that
-// upstream returns for sinks on A2/A3 never arises.
+// Wrapper facts (docs/semantics.md §3.1): value == nullptr means key; returnSoftmaxLse with a null
+// softmax output is 161001 (decision #20); V1 is V2 without sinks. Sinks are accepted on every
+// layout (decision #16), matching the DAV_3510 that aclnn/opdev/platform.h reports, so the 361001
+// that upstream returns for sinks on A2/A3 never arises.
 #include "aclnnop/aclnn_sparse_flash_attention.h"
 
 #include <tuple>
@@ -29,8 +29,9 @@ aclnnStatus aclnn_only(const SfaArgs& a) {
   if (a.return_softmax_lse && !a.softmax_sum) return null_arg(kOp, "softmaxSumOut");
   // An fp32 output is an extension of kvflash's C++ API; aclnn keeps upstream's dtype rule.
   if (a.attention_out.dtype == DType::kFloat32) {
-    return to_aclnn(core::fail(Status::kInvalid, kOp,
-                               "attentionOut dtype fp32 is not supported; expected the query dtype"));
+    return to_aclnn(
+        core::fail(Status::kInvalid, kOp,
+                   "attentionOut dtype fp32 is not supported; expected the query dtype"));
   }
   return ACLNN_SUCCESS;
 }

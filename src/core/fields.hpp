@@ -65,9 +65,7 @@ Status first_failure(const Fields& fields, F&& f) {
   Status s = Status::kSuccess;
   // The && fold stops at the first failure; s holds it, so the fold's value is not needed.
   std::apply(
-      [&](const auto&... fld) {
-        static_cast<void>((((s = f(fld)) == Status::kSuccess) && ...));
-      },
+      [&](const auto&... fld) { static_cast<void>((((s = f(fld)) == Status::kSuccess) && ...)); },
       fields);
   return s;
 }

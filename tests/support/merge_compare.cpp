@@ -11,8 +11,7 @@
 
 namespace kvflash::testing {
 
-::testing::AssertionResult compare_merge_output(const std::string& case_name,
-                                                const MergeArgs& args,
+::testing::AssertionResult compare_merge_output(const std::string& case_name, const MergeArgs& args,
                                                 const reference::MergeReference& ref) {
   const DType dt = args.out.dtype;
   const double rtol = ifa_rtol(dt);
