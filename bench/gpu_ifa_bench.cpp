@@ -141,7 +141,7 @@ Result run_case(const Model& m, const Shape& s, DType kv, int64_t block, int ite
     if (i >= 2) times.push_back(ms);
   }
   if (r.error.empty()) {
-    const kvflash::Status fault = kvflash::cuda::ifa_fault_status(ws, st);
+    const kvflash::Status fault = plan->status(ws, st);
     if (fault != kvflash::Status::kSuccess) r.error = kvflash::last_error_message();
   }
   cudaEventDestroy(e0);

@@ -26,11 +26,12 @@
 #include <string>
 #include <vector>
 
-#include "ops/sfa/sfa_problem.hpp"
 #include "cuda/device.hpp"
 #include "cuda/sfa/sfa_cuda.hpp"
+#include "hooks/sfa_path.hpp"
 #include "kvflash/sfa.hpp"
 #include "ops/sfa/sfa_plan_impl.hpp"
+#include "ops/sfa/sfa_problem.hpp"
 
 namespace {
 
@@ -158,7 +159,7 @@ bool run_shape(const Shape& s, const Options& o) {
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  const Status fault = cuda::sfa_fault_status(p, args, ws, nullptr);
+  const Status fault = plan->status(ws, nullptr);
   std::sort(ms.begin(), ms.end());
   const double med = ms[ms.size() / 2] * 1e-3;
   const double flops = double(b) * n * kTopK * (2.0 * 576 + 2.0 * 512);

@@ -1,10 +1,12 @@
-// Fuzz target: the C++ API (IfaPlan / SfaPlan: create, run, reuse), at every instruction set.
+// Fuzz target: the C++ API (IfaPlan / SfaPlan: create, run, status, reuse), at every instruction
+// set.
 //
 // Invariants (docs/testing.md): create returns a documented status with a message naming an
 // argument and leaves *plan empty on failure; a plan run with arguments of other metadata is
 // refused and writes nothing; a run returns 161002 exactly when the device data is bad; inputs are
 // unchanged and nothing outside an output or the workspace is written; a run at another thread
-// count gives the same bits; and the outputs match the fp64 reference.
+// count gives the same bits; status() of a host plan succeeds and writes nothing; and the outputs
+// match the fp64 reference.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -110,6 +112,14 @@ void run_case(FuzzInput& in, Case& f, const char* op, const std::vector<const ch
     ws.check_guards("the workspace (second run)");
   }
   check(f, a, static_cast<int64_t>(rs), "run");
+  // status(): a host run returned its faults itself, so it reads nothing and succeeds; a device
+  // plan's reads the run's fault record (documented codes only).
+  const Status ss = plan->status(in.flag() ? ws.data() : nullptr);
+  check_status(static_cast<int64_t>(ss), last_error_message(), op, names, "status");
+  if (a.query.device.type == DeviceType::kHost && ss != Status::kSuccess)
+    violated("status() of a host plan returned " + std::to_string(static_cast<int>(ss)));
+  f.mem.check_after(slots, true, "status");
+  ws.check_guards("the workspace (status)");
 }
 
 }  // namespace

@@ -278,6 +278,7 @@ void run(FuzzInput& in, MergeFuzzCase& f) {
              " threads");
   if (merge_attention_states(a) != Status::kSuccess) violated("the one-shot merge failed");
   if (output_bytes(a) != first) violated("the one-shot merge gave other bits than the plan");
+  if (plan->status(ws.data()) != Status::kSuccess) violated("status() of a merge plan failed");
   f.mem.check_after(slots, true, "second runs");
   const ::testing::AssertionResult r =
       testing::compare_merge_output(context(), a, reference::merge_reference(a));

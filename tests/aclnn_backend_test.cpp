@@ -1,20 +1,19 @@
-// The choice of ACL runtime (KVFLASH_ACL_BACKEND, src/aclnn/acl_backend.hpp) and the device-fault
-// record hand-off (src/core/device_fault.hpp): the parts of the CUDA runtime that run without a
-// GPU. The variable is read once per process, so each end-to-end case runs in a child process
-// (a death test that re-executes this binary: "threadsafe" style) that sets it first.
+// The choice of ACL runtime (KVFLASH_ACL_BACKEND, src/aclnn/acl_backend.hpp) and the allocation
+// table: the parts of the CUDA runtime that run without a GPU (the device-fault records it decodes
+// are tests/device_fault_test.cpp's). The variable is read once per process, so each end-to-end
+// case runs in a child process (a death test that re-executes this binary: "threadsafe" style) that
+// sets it first.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 
 #include "acl/acl.h"
 #include "aclnn/acl_backend.hpp"
 #include "aclnn/acl_objects.hpp"
 #include "aclnn/allocation_table.hpp"
-#include "core/device_fault.hpp"
 #include "core/error.hpp"
 #include "cuda/device.hpp"
 
@@ -194,65 +193,6 @@ TEST(AclAllocationTable, RangesLieWithinOneAllocation) {
   EXPECT_FALSE(t.points_into(a + 10));
   EXPECT_TRUE(t.points_into(b + 255));
   EXPECT_EQ(t.size(), 1u);
-}
-
-// ---- device fault records ------------------------------------------------------------------------
-
-kvflash::core::DeviceFaultRecord record(const void* where, size_t bytes) {
-  kvflash::core::DeviceFaultRecord r;
-  r.device_record = where;
-  r.bytes = bytes;
-  r.decode = [](const void*) { return Status::kSuccess; };
-  return r;
-}
-
-TEST(DeviceFaultRecord, WithoutACollectorNothingIsKept) {
-  int word = 0;
-  EXPECT_FALSE(kvflash::core::post_fault_record(record(&word, sizeof(word))));
-}
-
-TEST(DeviceFaultRecord, TheInnermostCollectorGetsTheRecordsInOrder) {
-  int a = 0, b = 0, c = 0;
-  kvflash::core::FaultRecordCollector outer;
-  EXPECT_TRUE(kvflash::core::post_fault_record(record(&a, 4)));
-  {
-    kvflash::core::FaultRecordCollector inner;
-    EXPECT_TRUE(kvflash::core::post_fault_record(record(&b, 4)));
-    EXPECT_TRUE(kvflash::core::post_fault_record(record(&c, 8)));
-    ASSERT_EQ(inner.records.size(), 2u);
-    EXPECT_EQ(inner.records[0].device_record, &b);
-    EXPECT_EQ(inner.records[1].device_record, &c);
-    EXPECT_EQ(inner.records[1].bytes, 8u);
-  }
-  EXPECT_TRUE(kvflash::core::post_fault_record(record(&c, 4)));  // the outer one again
-  ASSERT_EQ(outer.records.size(), 2u);
-  EXPECT_EQ(outer.records[0].device_record, &a);
-  EXPECT_EQ(outer.records[1].device_record, &c);
-}
-
-TEST(DeviceFaultRecord, MalformedRecordsAreRefused) {
-  int word = 0;
-  kvflash::core::FaultRecordCollector collector;
-  EXPECT_FALSE(kvflash::core::post_fault_record(record(nullptr, 4)));
-  EXPECT_FALSE(kvflash::core::post_fault_record(record(&word, 0)));
-  EXPECT_FALSE(
-      kvflash::core::post_fault_record(record(&word, kvflash::core::kMaxFaultRecordBytes + 1)));
-  auto no_decoder = record(&word, 4);
-  no_decoder.decode = nullptr;
-  EXPECT_FALSE(kvflash::core::post_fault_record(no_decoder));
-  EXPECT_TRUE(kvflash::core::post_fault_record(record(&word, kvflash::core::kMaxFaultRecordBytes)));
-  EXPECT_EQ(collector.records.size(), 1u);
-}
-
-// A record posted on another thread does not reach this thread's collector.
-TEST(DeviceFaultRecord, CollectorsArePerThread) {
-  int word = 0;
-  kvflash::core::FaultRecordCollector collector;
-  bool posted = true;
-  std::thread t([&] { posted = kvflash::core::post_fault_record(record(&word, 4)); });
-  t.join();
-  EXPECT_FALSE(posted);
-  EXPECT_TRUE(collector.records.empty());
 }
 
 }  // namespace

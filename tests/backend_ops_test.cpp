@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/lists.hpp"
+#include "hooks/force_backend.hpp"
 #include "ifa_reference.hpp"
 #include "kvflash/ifa.hpp"
 #include "kvflash/merge.hpp"

@@ -259,30 +259,33 @@ TEST(CudaAclRuntime, EventsOrderStreamsAndTime) {
 // ---- faults: reported at synchronisation, never by the aclnn call --------------------------------
 
 #if defined(KVFLASH_HAVE_CUDA)
-// An operator whose run writes a 4-byte fault word into its workspace on the device (nonzero =
-// fault) and posts it, as a CUDA backend does; or whose run itself fails with run_status.
+// An operator whose run writes a fault record at the start of its workspace on the device, as a
+// CUDA backend does (core/device_fault.hpp): a bad block id when device_fault, else "no fault";
+// or whose run itself fails with run_status.
 aclOpExecutor* fault_executor(bool device_fault, Status run_status = Status::kSuccess) {
   kvflash::aclnn::ExecutorWork w;
   w.op = "fault_op";
-  w.workspace_size = 256;
+  w.workspace_size = 512;
   w.run = [device_fault, run_status](void* ws, uint64_t, void* stream) -> Status {
     if (run_status != Status::kSuccess)
       return kvflash::core::fail(run_status, "fault_op", "the run itself failed");
-    if (cudaMemsetAsync(ws, device_fault ? 1 : 0, 4, static_cast<cudaStream_t>(stream)) !=
-        cudaSuccess)
-      return kvflash::core::fail(Status::kRuntime, "fault_op", "cudaMemsetAsync failed");
-    kvflash::core::DeviceFaultRecord r;
-    r.device_record = ws;
-    r.bytes = 4;
-    r.decode = [](const void* bytes) {
-      uint32_t word;
-      std::memcpy(&word, bytes, 4);
-      if (word == 0) return Status::kSuccess;
-      return kvflash::core::fail(Status::kInvalid, "fault_op",
-                                 "block_table[0][1] (99) is not a valid block id");
-    };
-    EXPECT_TRUE(kvflash::core::post_fault_record(std::move(r)));
+    kvflash::core::FaultRecord r;
+    if (device_fault) {
+      r = kvflash::core::fault_of(kvflash::core::kFaultOpIfa, kvflash::core::kFaultBlockId, 0);
+      r.slot = 1;
+      r.value = 99;
+    }
+    // From pageable memory: CUDA stages r before the call returns.
+    if (cudaMemcpyAsync(kvflash::core::fault_record_at(ws), &r, sizeof r, cudaMemcpyHostToDevice,
+                        static_cast<cudaStream_t>(stream)) != cudaSuccess)
+      return kvflash::core::fail(Status::kRuntime, "fault_op", "cudaMemcpyAsync failed");
     return Status::kSuccess;
+  };
+  w.decode_fault = [](const kvflash::core::FaultRecord& r) {
+    if (r.status == 0) return Status::kSuccess;
+    return kvflash::core::fail(Status::kInvalid, "fault_op",
+                               "block_table[0][" + std::to_string(r.slot) + "] (" +
+                                   std::to_string(r.value) + ") is not a valid block id");
   };
   return kvflash::aclnn::make_executor(std::move(w));
 }
@@ -295,45 +298,43 @@ TEST(CudaAclRuntime, DeviceFaultSurfacesAtSynchronisationAs507015) {
   aclrtStream s = nullptr;
   ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
   void* ws = nullptr;
-  ASSERT_EQ(aclrtMalloc(&ws, 256, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMalloc(&ws, 512, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
 
   // A fault: the call succeeds, the synchronisation reports it once.
-  ASSERT_EQ(launch("fault_op", ws, 256, fault_executor(true), s), ACLNN_SUCCESS) << recent();
+  ASSERT_EQ(launch("fault_op", ws, 512, fault_executor(true), s), ACLNN_SUCCESS) << recent();
   EXPECT_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_AICORE_EXCEPTION);
   EXPECT_NE(recent().find("is not a valid block id"), std::string::npos) << recent();
   EXPECT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
 
   // The next call reuses the workspace and clears the word before anyone synchronises: the
   // first call's fault was copied in stream order and is still reported.
-  ASSERT_EQ(launch("fault_op", ws, 256, fault_executor(true), s), ACLNN_SUCCESS);
-  ASSERT_EQ(launch("fault_op", ws, 256, fault_executor(false), s), ACLNN_SUCCESS);
+  ASSERT_EQ(launch("fault_op", ws, 512, fault_executor(true), s), ACLNN_SUCCESS);
+  ASSERT_EQ(launch("fault_op", ws, 512, fault_executor(false), s), ACLNN_SUCCESS);
   EXPECT_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_AICORE_EXCEPTION);
   EXPECT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
 
   // Clean runs: nothing to report.
   for (int i = 0; i < 3; ++i)
-    ASSERT_EQ(launch("fault_op", ws, 256, fault_executor(false), s), ACLNN_SUCCESS);
+    ASSERT_EQ(launch("fault_op", ws, 512, fault_executor(false), s), ACLNN_SUCCESS);
   EXPECT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
 
   // A run that fails on the launching thread: reported at synchronisation too, as on the CPU.
-  ASSERT_EQ(launch("fault_op", ws, 256, fault_executor(false, Status::kInvalid), s),
-            ACLNN_SUCCESS);
+  ASSERT_EQ(launch("fault_op", ws, 512, fault_executor(false, Status::kInvalid), s), ACLNN_SUCCESS);
   EXPECT_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_AICORE_EXCEPTION);
   EXPECT_NE(recent().find("the run itself failed"), std::string::npos) << recent();
-  ASSERT_EQ(launch("fault_op", ws, 256, fault_executor(false, Status::kRuntime), s),
-            ACLNN_SUCCESS);
+  ASSERT_EQ(launch("fault_op", ws, 512, fault_executor(false, Status::kRuntime), s), ACLNN_SUCCESS);
   EXPECT_EQ(aclrtSynchronizeStream(s), ACL_ERROR_INTERNAL_ERROR);
 
   // aclrtSynchronizeDevice reports faults of every stream, the default one included.
-  ASSERT_EQ(launch("fault_op", ws, 256, fault_executor(true), nullptr), ACLNN_SUCCESS);
+  ASSERT_EQ(launch("fault_op", ws, 512, fault_executor(true), nullptr), ACLNN_SUCCESS);
   EXPECT_EQ(aclrtSynchronizeDevice(), ACL_ERROR_RT_AICORE_EXCEPTION);
   EXPECT_EQ(aclrtSynchronizeDevice(), ACL_SUCCESS);
 
   // Phase 2 on a dead stream is refused and leaves the executor usable.
   aclOpExecutor* e = fault_executor(false);
   int not_a_stream = 0;
-  EXPECT_EQ(launch("fault_op", ws, 256, e, &not_a_stream), ACLNN_ERR_PARAM_INVALID);
-  EXPECT_EQ(launch("fault_op", ws, 256, e, s), ACLNN_SUCCESS);
+  EXPECT_EQ(launch("fault_op", ws, 512, e, &not_a_stream), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_EQ(launch("fault_op", ws, 512, e, s), ACLNN_SUCCESS);
   EXPECT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
 
   EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
@@ -554,7 +555,7 @@ TEST(CudaAclnnIfa, BadBlockIdIs507015AtSynchronisation) {
   ASSERT_EQ(r.phase1, ACLNN_SUCCESS) << r.message;
   EXPECT_EQ(r.phase2, ACLNN_SUCCESS) << r.message;
   EXPECT_EQ(r.sync, ACL_ERROR_RT_AICORE_EXCEPTION)
-      << "the IFA CUDA run must post its fault record (core::post_fault_record): " << r.message;
+      << "the IFA CUDA run must leave its fault record (core/device_fault.hpp): " << r.message;
   EXPECT_NE(r.message.find("block_table[0][1] (999)"), std::string::npos) << r.message;
   const size_t row = static_cast<size_t>(p.N * p.D);
   for (size_t i = 0; i < row; ++i)
@@ -677,8 +678,9 @@ TEST(CudaAclnnSfa, BadBlockIdIs507015AtSynchronisation) {
   ASSERT_EQ(r.phase1, ACLNN_SUCCESS) << r.message;
   EXPECT_EQ(r.phase2, ACLNN_SUCCESS) << r.message;
   EXPECT_EQ(r.sync, ACL_ERROR_RT_AICORE_EXCEPTION)
-      << "the SFA CUDA run must post its fault record (core::post_fault_record): " << r.message;
-  EXPECT_NE(r.message.find("block_table[0][1]"), std::string::npos) << r.message;
+      << "the SFA CUDA run must leave its fault record (core/device_fault.hpp): " << r.message;
+  EXPECT_NE(r.message.find("block_table[0][1] (99) is used by query row"), std::string::npos)
+      << r.message;
 }
 
 // The problems above are valid: their CPU sides run here, on any machine (so a GPU run fails only

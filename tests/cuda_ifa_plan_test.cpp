@@ -1,8 +1,8 @@
 // The IFA CUDA backend's host side, which is plain C++ and runs here without a GPU
-// (cuda/ifa/ifa_cuda_plan.hpp): the split-KV schedule (the CPU's chunks), the chunk -> sequence lookup
-// the kernels use, the workspace layout, the launch geometry's limits, the per-run sequence table
-// (pointer arithmetic checked against the tensors' own addressing) and the fault record's status
-// and message (the CPU backend's, for the same bad data).
+// (cuda/ifa/ifa_cuda_plan.hpp): the split-KV schedule (the CPU's chunks), the chunk -> sequence
+// lookup the kernels use, the workspace layout, the launch geometry's limits, the per-run sequence
+// table (pointer arithmetic checked against the tensors' own addressing). The fault record's status
+// and message are tests/device_fault_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -162,11 +162,11 @@ TEST(CudaIfaPlan, LayoutIsAlignedAndDisjoint) {
     p.kv_len.assign(static_cast<size_t>(batch), 700);
     p.kv_len[0] = 0;
     const cuda::IfaCudaLayout l = cuda::ifa_cuda_layout(p);
-    EXPECT_EQ(l.fault, 0u) << "ifa_fault_status finds the record without the plan";
+    EXPECT_EQ(l.fault, 0u) << "core::fault_record_at finds the record without the plan";
     const size_t offsets[] = {l.fault, l.seqs, l.kv_begin, l.state, l.bad_slot, l.slots};
     const size_t nb = static_cast<size_t>(batch);
-    const size_t sizes[] = {sizeof(cuda::IfaCudaFault), sizeof(cuda::IfaCudaSeq) * nb, 8 * nb,
-                            4 * nb, 8 * nb, 0};
+    const size_t sizes[] = {
+        sizeof(core::FaultRecord), sizeof(cuda::IfaCudaSeq) * nb, 8 * nb, 4 * nb, 8 * nb, 0};
     for (size_t i = 0; i + 1 < std::size(offsets); ++i) {
       EXPECT_EQ(offsets[i] % 256, 0u);
       EXPECT_LE(offsets[i] + sizes[i], offsets[i + 1]) << "array " << i << " overlaps the next";
@@ -279,55 +279,6 @@ TEST(CudaIfaPlan, SequenceTableAddressesTheTensors) {
     }
     EXPECT_EQ(cuda::ifa_cuda_total_chunks(p), chunks);
   }
-}
-
-// A fault record decodes to the CPU backend's status and message for the same bad data.
-TEST(CudaIfaPlan, FaultRecordGivesTheCpusMessage) {
-  cuda::IfaCudaFault none;
-  EXPECT_EQ(cuda::ifa_cuda_decode_fault(none), Status::kSuccess);
-
-  IfaCase c = base_case();
-  c.kv_lens = {40, 70, 5};
-  c.paged = true;
-  c.block_size = 16;
-  IfaCaseData data(c);
-  IfaArgs& a = data.mutable_args();
-  const TensorView& t = *a.block_table;
-  auto* id = static_cast<int32_t*>(t.data) + t.offset + 1 * t.strides[0] + 3 * t.strides[1];
-  *id = -7;  // batch 1, slot 3: positions 48..63, attended
-  std::unique_ptr<IfaPlan> plan;
-  ASSERT_EQ(IfaPlan::create(a, &plan), Status::kSuccess) << last_error_message();
-  std::vector<std::byte> ws(plan->workspace_size());
-  ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kInvalid);
-  const std::string cpu = last_error_message();
-
-  cuda::IfaCudaFault r;
-  r.kind = core::kIfaBatchFaultBlockId;
-  r.batch = 1;
-  r.len = 70;
-  r.begin = 0;
-  r.slot = 3;
-  r.id = -7;
-  r.num_blocks = data.num_blocks();
-  EXPECT_EQ(cuda::ifa_cuda_decode_fault(r), Status::kInvalid);
-  EXPECT_EQ(std::string(last_error_message()), cpu);
-
-  cuda::IfaCudaFault m;
-  m.kind = core::kIfaBatchFaultMaskRange;
-  m.batch = 2;
-  m.len = 4;
-  m.begin = 10;
-  m.pad = 3;
-  m.mask_cols = 12;
-  EXPECT_EQ(cuda::ifa_cuda_decode_fault(m), Status::kInvalid);
-  EXPECT_NE(std::string(last_error_message()).find("kv_padding_size (3) puts batch 2's 4 positions"
-                                                   " at [10, 14)"),
-            std::string::npos)
-      << last_error_message();
-
-  cuda::IfaCudaFault junk;
-  junk.kind = 9;
-  EXPECT_EQ(cuda::ifa_cuda_decode_fault(junk), Status::kRuntime);
 }
 
 // The kernels take the plan's params by value (the CPU kernels' struct, sliced from the problem):

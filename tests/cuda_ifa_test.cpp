@@ -136,10 +136,11 @@ class DeviceRun {
   Status run(const IfaArgs& args) {
     const Status s = queue(args);
     if (s != Status::kSuccess) return s;
-    return cuda::ifa_fault_status(ws_, stream_);
+    return plan_->status(ws_, stream_);
   }
+  /// The device-data status of the last queued run (IfaPlan::status).
+  Status status() const { return plan_->status(ws_, stream_); }
   cudaStream_t stream() const { return stream_; }
-  void* workspace() const { return ws_; }
 
  private:
   Status status_ = Status::kRuntime;
@@ -380,7 +381,7 @@ TEST(CudaIfaGraph, CaptureAndReplayMatchDirectRun) {
   for (int rep = 0; rep < 3; ++rep) {
     cudaMemset(dev.args().attention_out.data, 0xFF, extent(dev.args().attention_out));
     CUDA_OK(cudaGraphLaunch(exec, run.stream()));
-    EXPECT_EQ(cuda::ifa_fault_status(run.workspace(), run.stream()), Status::kSuccess);
+    EXPECT_EQ(run.status(), Status::kSuccess);
     ASSERT_TRUE(download(dev.args().attention_out) == direct) << "replay " << rep;
   }
   cudaGraphExecDestroy(exec);

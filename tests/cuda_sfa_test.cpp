@@ -1,7 +1,7 @@
 // SFA on the CUDA backend vs the fp64 oracle, element by element with the CPU's comparator: the
 // shared case list (tests/support/sfa_cases.cpp) through both kernels (mma.sync where the tensors
 // allow it, and the SIMT fallback forced), bad device data (bad block ids, bad lengths: the CPU's
-// NaN rows and, through cuda::sfa_fault_status, its status and message), determinism, and
+// NaN rows and, through SfaPlan::status, its status and message), determinism, and
 // CUDA-graph capture / replay. Every test skips without a usable GPU (printing why).
 //
 // STATUS: compiled; never run on a GPU (none was available when it was written).
@@ -21,10 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "ops/sfa/sfa_problem.hpp"
 #include "cuda/sfa/sfa_cuda.hpp"
+#include "hooks/sfa_path.hpp"
 #include "kvflash/sfa.hpp"
 #include "ops/sfa/sfa_plan_impl.hpp"
+#include "ops/sfa/sfa_problem.hpp"
 #include "sfa_reference.hpp"
 #include "support/sfa_cases.hpp"
 #include "support/sfa_compare.hpp"
@@ -152,7 +153,7 @@ Status run_on_device(const DeviceCase& dc, cudaStream_t stream, SfaPath* path = 
   if (ws.p == nullptr) return Status::kRuntime;
   if (Status s = plan->run(dc.args(), ws.p, plan->workspace_size(), stream); s != Status::kSuccess)
     return s;
-  return cuda::sfa_fault_status(SfaPlanAccess::impl(*plan).problem, dc.args(), ws.p, stream);
+  return plan->status(ws.p, stream);
 }
 
 class CudaSfaCaseTest : public ::testing::TestWithParam<SfaCase> {};
@@ -275,8 +276,7 @@ TEST(CudaSfa, GraphCaptureAndReplay) {
     ASSERT_TRUE(dc.outputs_to_host());
     EXPECT_EQ(data.output_bytes(), direct) << "replay " << i;
   }
-  EXPECT_EQ(cuda::sfa_fault_status(SfaPlanAccess::impl(*plan).problem, dc.args(), ws.p, stream),
-            Status::kSuccess);
+  EXPECT_EQ(plan->status(ws.p, stream), Status::kSuccess);
   (void)cudaGraphExecDestroy(exec);
   (void)cudaGraphDestroy(graph);
   (void)cudaStreamDestroy(stream);
@@ -300,7 +300,7 @@ SfaCase fault_case() {
 bool is_nan16(uint16_t x) { return (x & 0x7c00) == 0x7c00 && (x & 0x3ff) != 0; }
 
 // A bad block id used by a selected range: that batch's rows NaN, the others bit-identical to a
-// clean run, and sfa_fault_status = the CPU's status and message, on both kernels.
+// clean run, and SfaPlan::status = the CPU's status and message, on both kernels.
 TEST(CudaSfa, BadBlockIdFaultsItsRowsOnly) {
   SKIP_WITHOUT_GPU();
   for (bool simt : {false, true}) {

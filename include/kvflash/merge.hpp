@@ -85,6 +85,11 @@ class KVFLASH_API MergePlan {
   Status run(const MergeArgs& args, void* workspace, size_t workspace_size,
              void* stream = nullptr) const;
 
+  /// The status of the device data a run read: every merge runs on host tensors and returns its
+  /// own status, so this reads nothing and returns kSuccess (the member IfaPlan and SfaPlan have
+  /// for their device runs, kept alike).
+  Status status(const void* workspace, void* stream = nullptr) const;
+
   /// The plan-relevant metadata of args as bytes, for keying a cache of plans: every tensor's
   /// dtype, dims, strides, offset and device (or its absence), each list's length and
   /// (the merge has no attributes); no data pointer, not num_threads. Arguments with equal bytes are

@@ -82,6 +82,16 @@ class KVFLASH_API SfaPlan {
   Status run(const SfaArgs& args, void* workspace, size_t workspace_size,
              void* stream = nullptr) const;
 
+  /// The status of the device data the last run queued with `workspace` on `stream` read. A run
+  /// on device tensors (CUDA) returns once its work is queued, so bad device data (bad lengths, a
+  /// bad block id) cannot be its status: the kernels leave a fault record in the workspace instead.
+  /// status() waits for the stream, copies the record back (in stream order) and returns what run()
+  /// returns on host tensors for the same data: kSuccess, or kInvalid with the same message. Call
+  /// it before the workspace is used again; kNullPtr for a null workspace, kRuntime when the copy
+  /// fails. On host tensors run() has already returned that status: status() reads nothing and
+  /// returns kSuccess.
+  Status status(const void* workspace, void* stream = nullptr) const;
+
   /// The plan-relevant metadata of args as bytes, for keying a cache of plans: every tensor's
   /// dtype, dims, strides, offset and device (or its absence), each list's length and
   /// the attributes; no data pointer, not num_threads. Arguments with equal bytes are

@@ -27,9 +27,11 @@
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
+#include "core/device_fault.hpp"
 #include "core/error.hpp"
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
+#include "ops/plan_faults.hpp"
 
 /// A tensor descriptor. `view` carries the view dims, strides, offset and data exactly as given
 /// to aclCreateTensor; view.dtype holds the aclDataType value even when kvflash has no such
@@ -122,6 +124,11 @@ struct ExecutorWork {
   /// cudaStream_t as device_stream and only queues kernels (runtime_cuda.hpp). Either way a
   /// failure is reported by aclrtSynchronizeStream with the message.
   std::function<Status(void* workspace, uint64_t workspace_size, void* device_stream)> run;
+  /// Set when run writes a device fault record at the start of its workspace
+  /// (core/device_fault.hpp; the plan of a device entry with a fault hook): the status of a host
+  /// copy of it. The CUDA runtime queues that copy after each run and calls this at the stream's
+  /// synchronisation (runtime_cuda.hpp). Null: run returns every fault itself.
+  std::function<Status(const core::FaultRecord& record)> decode_fault;
 };
 
 /// Registers a single-use executor and returns its handle (an opaque id, never reused).
@@ -146,6 +153,11 @@ aclnnStatus plan_executor(const char* op, Args args, uint64_t* workspace_size,
   work.run = [state](void* ws, uint64_t size, void* device_stream) {
     return state->plan->run(state->args, ws, static_cast<size_t>(size), device_stream);
   };
+  if (plan_writes_fault_record(*state->plan)) {
+    work.decode_fault = [state](const core::FaultRecord& record) {
+      return plan_decode_fault(*state->plan, record);
+    };
+  }
   const uint64_t size = work.workspace_size;
   *executor = make_executor(std::move(work));
   *workspace_size = size;

@@ -115,9 +115,7 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
     if (on_cuda) {
       // Runs now on this thread, queuing kernels on the stream; a failure of the run itself is
       // kept for the stream's synchronisation (runtime_cuda.hpp).
-      cuda_status = cuda_rt::launch(op, stream, [&](void* cuda_stream) {
-        return owned->run(workspace, workspace_size, cuda_stream);
-      });
+      cuda_status = cuda_rt::launch(op, stream, owned, workspace, workspace_size);
       queued = cuda_status != Status::kInvalid;  // kInvalid: the stream died meanwhile, nothing ran
     } else {
       queued = s->submit(std::move(task));

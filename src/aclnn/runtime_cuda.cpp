@@ -75,11 +75,12 @@ aclError cuda_fail(const char* fn, const char* call, cudaError_t e) {
   } while (0)
 
 // One entry of a stream's record of what its synchronisation must report, in launch order: a
-// failure a run returned on the launching thread, or a fault record being copied into `slot`.
+// failure a run returned on the launching thread, or a run's fault record being copied into
+// `slot`, which work->decode_fault reads.
 struct Pending {
   std::optional<Stream::Failure> failure;
-  void* slot = nullptr;
-  std::function<Status(const void*)> decode;
+  core::FaultRecord* slot = nullptr;
+  std::shared_ptr<const ExecutorWork> work;
 };
 
 struct CudaStream {
@@ -88,28 +89,28 @@ struct CudaStream {
   std::deque<Pending> pending;
 };
 
-// Pinned host slots of core::kMaxFaultRecordBytes for the fault-record copies, carved from chunks
+// Pinned host slots of one core::FaultRecord for the fault-record copies, carved from chunks
 // allocated on demand and reused (cudaMallocHost is far too slow to call per launch).
 class SlotPool {
  public:
-  void* take(cudaError_t* error) {
+  core::FaultRecord* take(cudaError_t* error) {
     std::lock_guard<std::mutex> lock(mu_);
     if (free_.empty()) {
       constexpr size_t kSlots = 256;
       void* chunk = nullptr;
-      if (const cudaError_t e = cudaMallocHost(&chunk, kSlots * core::kMaxFaultRecordBytes);
+      if (const cudaError_t e = cudaMallocHost(&chunk, kSlots * sizeof(core::FaultRecord));
           e != cudaSuccess) {
         *error = e;
         return nullptr;
       }
       for (size_t i = 0; i < kSlots; ++i)
-        free_.push_back(static_cast<char*>(chunk) + i * core::kMaxFaultRecordBytes);
+        free_.push_back(static_cast<core::FaultRecord*>(chunk) + i);
     }
-    void* slot = free_.back();
+    core::FaultRecord* slot = free_.back();
     free_.pop_back();
     return slot;
   }
-  void give(void* slot) {
+  void give(core::FaultRecord* slot) {
     if (slot == nullptr) return;
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(slot);
@@ -117,7 +118,7 @@ class SlotPool {
 
  private:
   std::mutex mu_;
-  std::vector<void*> free_;
+  std::vector<core::FaultRecord*> free_;
 };
 
 struct Runtime {
@@ -221,9 +222,9 @@ aclError sync_and_report(const char* fn, CudaStream& st) {
   for (Pending& p : done) {
     if (!first && p.failure) first = std::move(p.failure);
     // After a failed synchronisation the copies may not have run: the slots are not read.
-    if (!first && sync == cudaSuccess && p.decode) {
+    if (!first && sync == cudaSuccess && p.slot != nullptr) {
       core::clear_error();
-      if (const Status s = p.decode(p.slot); s != Status::kSuccess)
+      if (const Status s = p.work->decode_fault(*p.slot); s != Status::kSuccess)
         first = Stream::Failure{s, last_error_message()};
     }
     rt().slots.give(p.slot);
@@ -521,39 +522,42 @@ aclError event_elapsed_time(float* ms, aclrtEvent start, aclrtEvent end) {
   return ACL_SUCCESS;
 }
 
-Status launch(const char* op, aclrtStream stream, const std::function<Status(void*)>& run) {
+Status launch(const char* op, aclrtStream stream, const std::shared_ptr<const ExecutorWork>& work,
+              void* workspace, uint64_t workspace_size) {
   std::shared_ptr<CudaStream> s = find(stream);
   if (!s)
     return core::fail(Status::kInvalid, op,
                       "stream (" + ptr_str(stream) + ") is not a live aclrtStream");
   std::lock_guard<std::mutex> lock(s->mu);
-  core::FaultRecordCollector collector;
-  const Status ran = run(static_cast<void*>(s->handle));
+  const Status ran = work->run(workspace, workspace_size, static_cast<void*>(s->handle));
   if (ran != Status::kSuccess) {
     Pending p;
     p.failure = Stream::Failure{ran, last_error_message()};
     s->pending.push_back(std::move(p));
+    core::clear_error();  // reported at synchronisation
+    return Status::kSuccess;
   }
-  Status result = Status::kSuccess;
-  for (core::DeviceFaultRecord& rec : collector.records) {
+  if (work->decode_fault) {
+    // The record is copied now, in stream order: the workspace may be reused by the next call
+    // before anyone synchronises.
     Pending p;
     cudaError_t e = cudaSuccess;
     p.slot = rt().slots.take(&e);
     if (p.slot != nullptr)
-      e = cudaMemcpyAsync(p.slot, rec.device_record, rec.bytes, cudaMemcpyDeviceToHost, s->handle);
+      e = cudaMemcpyAsync(p.slot, core::fault_record_at(workspace), sizeof(core::FaultRecord),
+                          cudaMemcpyDeviceToHost, s->handle);
     if (e != cudaSuccess) {  // the run is queued but its faults could not be watched: say so now
       rt().slots.give(p.slot);
       (void)cudaGetLastError();
-      result = core::fail(Status::kRuntime, op,
-                          std::string("cannot queue the copy of the run's fault record: ") +
-                              cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-      continue;
+      return core::fail(Status::kRuntime, op,
+                        std::string("cannot queue the copy of the run's fault record: ") +
+                            cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
     }
-    p.decode = std::move(rec.decode);
+    p.work = work;
     s->pending.push_back(std::move(p));
   }
-  if (result == Status::kSuccess) core::clear_error();  // a failed run is reported at sync
-  return result;
+  core::clear_error();
+  return Status::kSuccess;
 }
 
 }  // namespace kvflash::aclnn::cuda_rt

@@ -1,5 +1,5 @@
-// The ACL runtime on the CUDA runtime (KVFLASH_ACL_BACKEND=cuda, see acl_backend.hpp). runtime.cpp's
-// C entry points check their arguments exactly as on the CPU, then call these when
+// The ACL runtime on the CUDA runtime (KVFLASH_ACL_BACKEND=cuda, see acl_backend.hpp).
+// runtime.cpp's C entry points check their arguments exactly as on the CPU, then call these when
 // cuda_runtime() is true. Plain C++ (no CUDA header), defined only in builds with the CUDA backend
 // (KVFLASH_HAVE_CUDA); never called otherwise.
 //
@@ -11,19 +11,21 @@
 //
 // Errors found while running (ACL semantics, as on the CPU): a phase-2 run returns at once after
 // queuing its kernels, so neither a failed run nor bad device data can be reported by the aclnn
-// call. Each stream keeps (1) the first failure a run returned on the calling thread and (2) the
-// fault records the runs posted (core/device_fault.hpp), each copied in stream order into a pinned
-// host slot. aclrtSynchronizeStream (and aclrtSynchronizeDevice) synchronise, then decode the
-// records in launch order: the first failure is reported, 507015 for bad device data, and
-// forgotten. No host synchronisation happens inside an aclnn call, so a run can also be captured
-// in a CUDA graph.
+// call. Each stream keeps, in launch order, (1) the failures runs returned on the calling thread
+// and (2) the fault record of each run whose plan writes one (core/device_fault.hpp), copied in
+// stream order from the start of its workspace into a pinned host slot of
+// sizeof(core::FaultRecord). aclrtSynchronizeStream (and aclrtSynchronizeDevice) synchronise,
+// then decode the records in launch order with the executor's decode_fault (the plan entry's
+// fault hook): the first failure is reported, 507015 for bad device data, and forgotten. No host
+// synchronisation happens inside an aclnn call, so a run can also be captured in a CUDA graph.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <memory>
 
 #include "acl/acl.h"
+#include "aclnn/acl_objects.hpp"
 #include "kvflash/status.hpp"
 
 namespace kvflash::aclnn::cuda_rt {
@@ -68,10 +70,12 @@ aclError query_event(aclrtEvent event, bool* complete);
 aclError stream_wait_event(aclrtStream stream, aclrtEvent event);
 aclError event_elapsed_time(float* ms, aclrtEvent start, aclrtEvent end);
 
-/// Phase 2 of an aclnn operator on stream (already checked live): calls run(cudaStream_t) on this
-/// thread (it queues kernels and returns), keeps a non-success status and its message for the
-/// stream's next synchronisation, and queues the copies of the fault records run posted. kInvalid
-/// only when the stream is not live (nothing ran); kRuntime when a record copy cannot be queued.
-Status launch(const char* op, aclrtStream stream, const std::function<Status(void*)>& run);
+/// Phase 2 of an aclnn operator on stream (already checked live): calls work->run(workspace,
+/// workspace_size, cudaStream_t) on this thread (it queues kernels and returns), keeps a
+/// non-success status and its message for the stream's next synchronisation, and, when the run
+/// succeeded and work->decode_fault is set, queues the copy of the run's fault record. kInvalid
+/// only when the stream is not live (nothing ran); kRuntime when the record copy cannot be queued.
+Status launch(const char* op, aclrtStream stream, const std::shared_ptr<const ExecutorWork>& work,
+              void* workspace, uint64_t workspace_size);
 
 }  // namespace kvflash::aclnn::cuda_rt

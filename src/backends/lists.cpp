@@ -1,5 +1,6 @@
 #include "backends/lists.hpp"
 
+#include "core/error.hpp"
 #include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/merge/merge_kernel.hpp"
@@ -7,7 +8,9 @@
 #if defined(KVFLASH_HAVE_CUDA)
 #include "cuda/device.hpp"
 #include "cuda/ifa/ifa_cuda.hpp"
+#include "cuda/ifa/ifa_cuda_plan.hpp"
 #include "cuda/sfa/sfa_cuda.hpp"
+#include "ops/sfa/sfa_fault.hpp"
 // An entry of a list in builds with the CUDA backend only.
 #define KVFLASH_CUDA_ENTRY(...) __VA_ARGS__,
 #else
@@ -26,35 +29,45 @@ bool cpu_available(const char** why) {
 
 // A CPU entry: available when the CPU supports kIsa, running kKernels (so nothing inside the run
 // chooses an instruction set again). Host tensors run synchronously: the stream is null
-// (core::plan_run checks it).
+// (core::plan_run checks it), and the run returns every fault itself (no fault hook).
 template <Isa kIsa, const cpu::IfaKernels* kKernels>
 constexpr IfaBackend cpu_ifa(const char* name) {
-  return {name, DeviceType::kHost, cpu_available<kIsa>, cpu::ifa_workspace_size,
+  return {name,
+          DeviceType::kHost,
+          cpu_available<kIsa>,
+          cpu::ifa_workspace_size,
           [](const core::IfaProblem& p, const core::IfaData& d, const core::RunContext& ctx) {
             return cpu::ifa_run(p, d, ctx, *kKernels);
-          }};
+          },
+          nullptr};
 }
 template <Isa kIsa, const cpu::SfaKernels* kKernels>
 constexpr SfaBackend cpu_sfa(const char* name) {
-  return {name, DeviceType::kHost, cpu_available<kIsa>, cpu::sfa_workspace_size,
+  return {name,
+          DeviceType::kHost,
+          cpu_available<kIsa>,
+          cpu::sfa_workspace_size,
           [](const core::SfaProblem& p, const core::SfaData& d, const core::RunContext& ctx) {
             return cpu::sfa_run(p, d, ctx, *kKernels);
-          }};
+          },
+          nullptr};
 }
 
 bool always(const char**) { return true; }
 size_t no_workspace(const core::MergeProblem&) { return 0; }
 
 // CUDA entries queue their kernels on the run's stream without a host synchronisation: bad device
-// data is recorded in the workspace and posted for the aclnn runtime (core/device_fault.hpp);
-// C++ callers read it with cuda::ifa_fault_status / cuda::sfa_fault_status. The SFA entry chooses
+// data is written as the workspace's fault record (core/device_fault.hpp), which the entry's fault
+// hook decodes into the CPU's status and message (IfaPlan::status / SfaPlan::status for C++
+// callers, aclrtSynchronizeStream on the aclnn CUDA runtime). The SFA entry chooses
 // its kernel per run (mma.sync or the SIMT fallback: cuda/sfa/sfa_mma_geometry.hpp); both share
 // one workspace layout.
 // (clang-format would indent the entry after a KVFLASH_CUDA_ENTRY.)
 // clang-format off
 constexpr IfaBackend kIfaList[] = {
     KVFLASH_CUDA_ENTRY(IfaBackend{"cuda", DeviceType::kCuda, cuda::device_available,
-                                  cuda::ifa_workspace_size, cuda::ifa_run})
+                                  cuda::ifa_workspace_size, cuda::ifa_run,
+                                  cuda::ifa_cuda_decode_fault})
     cpu_ifa<Isa::kAvx512Bf16, &cpu::avx512::kIfaKernelsBf16>("cpu-avx512bf16"),
     cpu_ifa<Isa::kAvx512, &cpu::avx512::kIfaKernels>("cpu-avx512"),
     cpu_ifa<Isa::kAvx2, &cpu::avx2::kIfaKernels>("cpu-avx2"),
@@ -67,7 +80,7 @@ constexpr IfaBackend kIfaList[] = {
 // clang-format off
 constexpr SfaBackend kSfaList[] = {
     KVFLASH_CUDA_ENTRY(SfaBackend{"cuda", DeviceType::kCuda, cuda::device_available,
-                                  cuda::sfa_workspace_size, cuda::sfa_run})
+                                  cuda::sfa_workspace_size, cuda::sfa_run, sfa::sfa_fault_status})
     cpu_sfa<Isa::kAvx512Bf16, &cpu::avx512::kSfaKernels>("cpu-avx512bf16"),
     cpu_sfa<Isa::kAvx512, &cpu::avx512::kSfaKernels>("cpu-avx512"),
     cpu_sfa<Isa::kAvx2, &cpu::avx2::kSfaKernels>("cpu-avx2"),
@@ -79,7 +92,7 @@ constexpr SfaBackend kSfaList[] = {
 // x86-64 code without FMA gives the same bits on every CPU, so every rank of a context-parallel
 // group merges identically whatever its instruction set (cpu/merge/merge_kernel.hpp).
 constexpr MergeBackend kMergeList[] = {
-    {"cpu", DeviceType::kHost, always, no_workspace, cpu::merge_run},
+    {"cpu", DeviceType::kHost, always, no_workspace, cpu::merge_run, nullptr},
 };
 
 }  // namespace
@@ -87,5 +100,20 @@ constexpr MergeBackend kMergeList[] = {
 std::span<const IfaBackend> ifa_backends() { return kIfaList; }
 std::span<const SfaBackend> sfa_backends() { return kSfaList; }
 std::span<const MergeBackend> merge_backends() { return kMergeList; }
+
+Status read_fault_record(const char* op, Device device, const void* workspace, void* stream,
+                         core::FaultRecord* record) {
+#if defined(KVFLASH_HAVE_CUDA)
+  if (device.type == DeviceType::kCuda) {
+    return cuda::copy_to_host(op, record, core::fault_record_at(workspace), sizeof *record, stream);
+  }
+#else
+  (void)workspace;
+  (void)stream;
+  (void)record;
+#endif
+  return core::fail(Status::kRuntime, op,
+                    "this build of kvflash cannot read the memory of " + device_name(device));
+}
 
 }  // namespace kvflash

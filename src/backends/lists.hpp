@@ -6,6 +6,9 @@
 #include <span>
 
 #include "core/backend.hpp"
+#include "core/device_fault.hpp"
+#include "kvflash/status.hpp"
+#include "kvflash/tensor.hpp"
 #include "ops/ifa/ifa_problem.hpp"
 #include "ops/merge/merge_problem.hpp"
 #include "ops/sfa/sfa_problem.hpp"
@@ -19,5 +22,12 @@ using MergeBackend = core::Backend<core::MergeProblem, core::MergeData>;
 std::span<const IfaBackend> ifa_backends();
 std::span<const SfaBackend> sfa_backends();
 std::span<const MergeBackend> merge_backends();
+
+/// The fault record a device run left at the start of workspace (core::fault_record_at, on
+/// device's memory), copied into *record once the work queued on stream before this call has run
+/// (the host waits for the stream). kRuntime, recorded for op, when the copy fails or the build
+/// has no backend for device.
+Status read_fault_record(const char* op, Device device, const void* workspace, void* stream,
+                         core::FaultRecord* record);
 
 }  // namespace kvflash

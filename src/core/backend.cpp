@@ -9,8 +9,6 @@
 namespace kvflash::core {
 namespace {
 
-std::atomic<const char*> g_forced{nullptr};
-
 bool env_names_dispatch() {
   const char* v = std::getenv("KVFLASH_VERBOSE");
   if (v == nullptr) return false;
@@ -27,8 +25,10 @@ bool env_names_dispatch() {
 
 }  // namespace
 
-void force_backend(const char* name) { g_forced.store(name, std::memory_order_relaxed); }
-const char* forced_backend() { return g_forced.load(std::memory_order_relaxed); }
+std::atomic<const char*>& forced_backend_name() {
+  static std::atomic<const char*> name{nullptr};
+  return name;
+}
 
 bool backend_named(const char* entry, const char* name) { return std::strcmp(entry, name) == 0; }
 

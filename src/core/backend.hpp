@@ -7,9 +7,11 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <span>
 
+#include "core/device_fault.hpp"
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
 
@@ -32,17 +34,26 @@ struct Backend {
   bool (*available)(const char** why);
   /// Bytes of workspace for p: a function of p only.
   size_t (*workspace_size)(const Problem& p);
-  /// Runs p on d (bound from arguments already matched against the plan). Bad device data is
-  /// reported through the status; the affected rows get the documented fault result.
+  /// Runs p on d (bound from arguments already matched against the plan). A host entry reports
+  /// bad device data through the status; a device entry, which returns once its work is queued,
+  /// writes a FaultRecord at the start of ctx.workspace (core/device_fault.hpp). Either way the
+  /// affected rows get the documented fault result.
   Status (*run)(const Problem& p, const Data& d, const RunContext& ctx);
+  /// The fault hook of a device entry: the status of a host copy of the record its run wrote,
+  /// kSuccess for "no fault", else what the CPU backend returns for the same data, with the same
+  /// message (recorded with core::fail). Null for entries whose run returns every fault itself
+  /// (the CPU entries): they write no record.
+  Status (*fault_status)(const Problem& p, const FaultRecord& record);
 };
 
-/// Tests: when name is not null, a plan runs only the entry of that name (if it is in the list of
-/// the plan's device and available; otherwise none). Process-wide; set it between runs. name must
-/// outlive its use (an entry's own name, a literal).
-void force_backend(const char* name);
-/// The name force_backend set, or null.
-const char* forced_backend();
+/// The entry name tests force (tests/hooks/force_backend.hpp sets it): when not null, a plan runs
+/// only the entry of that name (if it is in the list of the plan's device and available;
+/// otherwise none). Process-wide.
+std::atomic<const char*>& forced_backend_name();
+/// forced_backend_name()'s value.
+inline const char* forced_backend() {
+  return forced_backend_name().load(std::memory_order_relaxed);
+}
 
 /// Whether b is the entry of that name (helper of select_backend).
 bool backend_named(const char* entry, const char* name);
@@ -87,7 +98,7 @@ void print_dispatch(const char* op, const char* shape, std::span<const B> list, 
     if (&b == chosen) break;
     if (b.device != device) continue;
     const char* why = "not available";
-    if (b.available(&why)) why = "another entry is forced (core::force_backend)";
+    if (b.available(&why)) why = "another entry is forced (core::forced_backend)";
     line.skipped(b.name, why);
   }
   line.print(chosen != nullptr ? chosen->name : nullptr);

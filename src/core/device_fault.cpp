@@ -1,22 +1,16 @@
 #include "core/device_fault.hpp"
 
-#include <utility>
+#include <string>
+
+#include "core/error.hpp"
 
 namespace kvflash::core {
-namespace {
-thread_local FaultRecordCollector* t_collector = nullptr;
-}  // namespace
 
-FaultRecordCollector::FaultRecordCollector() : outer_(t_collector) { t_collector = this; }
-
-FaultRecordCollector::~FaultRecordCollector() { t_collector = outer_; }
-
-bool post_fault_record(DeviceFaultRecord record) {
-  if (t_collector == nullptr || record.device_record == nullptr || !record.decode ||
-      record.bytes == 0 || record.bytes > kMaxFaultRecordBytes)
-    return false;
-  t_collector->records.push_back(std::move(record));
-  return true;
+Status unreadable_fault(const char* op, const FaultRecord& r) {
+  return fail(Status::kRuntime, op,
+              "the device run left a fault record that cannot be decoded (status " +
+                  std::to_string(r.status) + ", operator " + std::to_string(r.op) + ", kind " +
+                  std::to_string(r.kind) + ")");
 }
 
 }  // namespace kvflash::core

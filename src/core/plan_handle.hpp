@@ -1,7 +1,7 @@
 // An operator's public plan class, written once: create (the output pointer, the allocations,
-// the generic plan_create of core/plan_state.hpp), run, the one-shot call and the fingerprint,
-// with every plan-level message. IfaPlan, SfaPlan and MergePlan forward to PlanHandle<Desc>,
-// where Desc names the operator's pieces:
+// the generic plan_create of core/plan_state.hpp), run, status (a device run's fault record), the
+// one-shot call and the fingerprint, with every plan-level message. IfaPlan, SfaPlan and MergePlan
+// forward to PlanHandle<Desc>, where Desc names the operator's pieces:
 //
 //   struct Desc {
 //     using Plan = IfaPlan;          // the public class
@@ -52,6 +52,34 @@ struct PlanHandle {
                     void* stream) {
     clear_error();
     return plan_run(Desc::ops, Access::impl(plan), args, workspace, workspace_size, stream);
+  }
+
+  static Status status(const Plan& plan, const void* workspace, void* stream) {
+    clear_error();
+    try {
+      return plan_status(Desc::ops, Access::impl(plan), workspace, stream);
+    } catch (const std::bad_alloc&) {
+      return fail_noalloc(Status::kRuntime, op(), "out of memory while reporting a device fault");
+    }
+  }
+
+  /// For the aclnn CUDA runtime, which copies the record itself (in stream order, into pinned
+  /// memory) and decodes it when the stream is synchronised: whether the plan's runs write a
+  /// fault record (a device plan whose entry has a fault hook)...
+  static bool writes_fault_record(const Plan& plan) {
+    return plan_fault_entry(Desc::ops, Access::impl(plan)) != nullptr;
+  }
+  /// ... and the status of a host copy of one: the entry's hook (kSuccess when there is none).
+  static Status decode_fault(const Plan& plan, const FaultRecord& record) {
+    clear_error();
+    const Impl& impl = Access::impl(plan);
+    const auto* entry = plan_fault_entry(Desc::ops, impl);
+    if (entry == nullptr) return Status::kSuccess;
+    try {
+      return entry->fault_status(impl.problem, record);
+    } catch (const std::bad_alloc&) {
+      return fail_noalloc(Status::kRuntime, op(), "out of memory while reporting a device fault");
+    }
   }
 
   /// Validate, allocate a workspace (host memory), run.

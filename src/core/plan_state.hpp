@@ -43,6 +43,10 @@ struct PlanOps {
   /// The problem's shape in a few words, for KVFLASH_VERBOSE=dispatch (into buf, no allocation).
   void (*describe)(const Problem& problem, char* buf, size_t size);
   std::span<const Backend<Problem, Data>> (*backends)();
+  /// The fault record a device run left at the start of a workspace, copied to the host in stream
+  /// order (backends/lists.hpp: read_fault_record).
+  Status (*read_fault_record)(const char* op, Device device, const void* workspace, void* stream,
+                              FaultRecord* record);
 };
 
 template <typename Problem, typename Args, typename Data>
@@ -120,6 +124,37 @@ Status plan_run_checked(const PlanOps<Problem, Args, Data>& ops,
   } catch (...) {
     return fail(Status::kRuntime, ops.op, "run failed");
   }
+}
+
+/// The entry whose fault hook decodes the plan's records: the one its runs use (select_backend),
+/// when it has a hook; otherwise null (host plans: their runs return every fault themselves).
+template <typename Problem, typename Args, typename Data>
+const Backend<Problem, Data>* plan_fault_entry(const PlanOps<Problem, Args, Data>& ops,
+                                               const PlanState<Problem, Args>& state) {
+  const auto* backend = select_backend(ops.backends(), state.problem.device.type);
+  return backend != nullptr && backend->fault_status != nullptr ? backend : nullptr;
+}
+
+/// Plan::status (core/plan_handle.hpp): kSuccess for host plans (nothing read); for a device plan,
+/// its entry's hook on the fault record of the run queued with workspace on stream, read back in
+/// stream order.
+template <typename Problem, typename Args, typename Data>
+Status plan_status(const PlanOps<Problem, Args, Data>& ops, const PlanState<Problem, Args>& state,
+                   const void* workspace, void* stream) {
+  const Device device = state.problem.device;
+  if (device.type == DeviceType::kHost) return Status::kSuccess;
+  const auto* backend = plan_fault_entry(ops, state);
+  if (backend == nullptr) {
+    if (select_backend(ops.backends(), device.type) != nullptr) return Status::kSuccess;
+    return fail(Status::kRuntime, ops.op, "no backend is available for " + device_name(device));
+  }
+  if (workspace == nullptr) {
+    return fail(Status::kNullPtr, ops.op,
+                "workspace is null: status() reads the fault record a run left in its workspace");
+  }
+  FaultRecord record;
+  KVFLASH_RETURN_IF_ERROR(ops.read_fault_record(ops.op, device, workspace, stream, &record));
+  return backend->fault_status(state.problem, record);
 }
 
 /// The run of a plan. It allocates nothing itself; only the message of a refused run does, and if

@@ -2,6 +2,8 @@
 
 #if defined(KVFLASH_HAVE_CUDA)
 #include <cuda_runtime_api.h>
+
+#include "cuda/cuda_check.hpp"
 #endif
 
 namespace kvflash::cuda {
@@ -48,5 +50,14 @@ const DeviceInfo& device_info() {
   static const DeviceInfo info = query();  // magic static: one query, thread-safe
   return info;
 }
+
+#if defined(KVFLASH_HAVE_CUDA)
+Status copy_to_host(const char* op, void* dst, const void* src, size_t n, void* stream) {
+  const auto st = static_cast<cudaStream_t>(stream);
+  KVFLASH_CUDA_TRY(op, cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, st));
+  KVFLASH_CUDA_TRY(op, cudaStreamSynchronize(st));
+  return Status::kSuccess;
+}
+#endif
 
 }  // namespace kvflash::cuda

@@ -4,7 +4,10 @@
 // the CPU there.
 #pragma once
 
+#include <cstddef>
 #include <string>
+
+#include "kvflash/status.hpp"
 
 namespace kvflash::cuda {
 
@@ -27,5 +30,11 @@ inline bool device_available(const char** why) {
   if (!info.present && why != nullptr) *why = info.reason.c_str();
   return info.present;
 }
+
+/// Copies n bytes of device memory at src to the host at dst in stream order (after the work
+/// queued on `stream`, a cudaStream_t; null = the legacy default stream) and waits for the copy.
+/// kRuntime, recorded for op with CUDA's message, when CUDA fails. Defined only in builds with
+/// the CUDA backend (KVFLASH_HAVE_CUDA).
+Status copy_to_host(const char* op, void* dst, const void* src, size_t n, void* stream);
 
 }  // namespace kvflash::cuda

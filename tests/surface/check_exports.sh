@@ -51,11 +51,11 @@ for fn in 'kvflash::dtype_size(' 'kvflash::dtype_name(' 'kvflash::dtype_is_known
           'kvflash::TensorView::contiguous(' 'kvflash::TensorView::numel(' \
           'kvflash::TensorView::is_contiguous(' 'kvflash::TensorView::describe' \
           'kvflash::IfaPlan::create(' 'kvflash::IfaPlan::~IfaPlan(' 'kvflash::IfaPlan::workspace_size(' \
-          'kvflash::IfaPlan::run(' 'kvflash::IfaPlan::fingerprint(' 'kvflash::device_name' \
+          'kvflash::IfaPlan::run(' 'kvflash::IfaPlan::status(' 'kvflash::IfaPlan::fingerprint(' 'kvflash::device_name' \
           'kvflash::SfaPlan::create(' 'kvflash::SfaPlan::~SfaPlan(' 'kvflash::SfaPlan::workspace_size(' \
-          'kvflash::SfaPlan::run(' 'kvflash::SfaPlan::fingerprint(' \
+          'kvflash::SfaPlan::run(' 'kvflash::SfaPlan::status(' 'kvflash::SfaPlan::fingerprint(' \
           'kvflash::MergePlan::create(' 'kvflash::MergePlan::~MergePlan(' \
-          'kvflash::MergePlan::workspace_size(' 'kvflash::MergePlan::run(' \
+          'kvflash::MergePlan::workspace_size(' 'kvflash::MergePlan::run(' 'kvflash::MergePlan::status(' \
           'kvflash::MergePlan::fingerprint(' \
           'kvflash::merge_attention_states(' \
           'kvflash::incre_flash_attention(' 'kvflash::sparse_flash_attention(' \

@@ -154,21 +154,21 @@ Status ifa_report_faults(const core::IfaProblem& p, const core::IfaData& d) {
   for (int64_t b = 0; b < p.batch; ++b) {
     const uint8_t state = d.batch_state[b];
     if (state != core::kIfaBatchFaultBlockId && state != core::kIfaBatchFaultMaskRange) continue;
-    ifa::IfaFault f;
-    f.kind = state;
-    f.batch = b;
+    const bool block_id = state == core::kIfaBatchFaultBlockId;
+    core::FaultRecord f = core::fault_of(
+        core::kFaultOpIfa, block_id ? core::kFaultBlockId : core::kFaultPaddingPastMask, b);
     f.len = p.kv_len[b];
     f.begin = d.kv_begin[b];
-    if (state == core::kIfaBatchFaultBlockId) {
+    if (block_id) {
       const core::BlockTableView& bt = p.block_table;
       f.slot = bad_slot(p, d.block_table, b, f.begin);
-      f.id = d.block_table[b * bt.s0 + f.slot * bt.s1];
-      f.num_blocks = bt.num_blocks;
+      f.value = d.block_table[b * bt.s0 + f.slot * bt.s1];
+      f.limit = bt.num_blocks;
     } else {
-      f.pad = d.kv_padding_size[0];
-      f.mask_cols = p.mask_cols;
+      f.value = d.kv_padding_size[0];
+      f.limit = p.mask_cols;
     }
-    return ifa::invalid(ifa::ifa_fault_message(f));
+    return ifa::ifa_fault_status(f);
   }
   return Status::kSuccess;
 }

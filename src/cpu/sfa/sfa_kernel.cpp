@@ -5,13 +5,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <string>
 
-#include "core/error.hpp"
-#include "core/strings.hpp"
 #include "core/workspace_arena.hpp"
 #include "cpu/thread_pool.hpp"
 #include "ops/sfa/sfa_bind.hpp"
+#include "ops/sfa/sfa_fault.hpp"
 #include "ops/sfa/sfa_validate.hpp"
 
 namespace kvflash::cpu {
@@ -108,32 +106,6 @@ void write_all_nan(const SfaProblem& p, const core::SfaData& d) {
   }
 }
 
-// kInvalid naming the first row whose selection used a bad block id, else kSuccess.
-Status report_faults(const SfaProblem& p, const core::SfaData& d, const uint8_t* row_fault) {
-  using core::str;
-  for (int64_t r = 0; r < p.num_rows; ++r) {
-    if (row_fault[r] == 0) continue;
-    const core::SfaRowLimits lim = core::sfa_row_limits(p, d, r);
-    const int64_t b = d.rows[r].batch;
-    for (int64_t k = 0; k < lim.valid_count; ++k) {
-      int64_t begin, end;
-      if (!core::sfa_selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size,
-                                    lim.thr, &begin, &end)) {
-        break;
-      }
-      if (begin == end) continue;
-      const int64_t slot = core::sfa_bad_slot(p, d, b, begin, end);
-      if (slot < 0) continue;
-      const int32_t id = d.block_table[b * p.bt_s0 + slot * p.bt_s1];
-      return core::fail(Status::kInvalid, sfa::kOpName,
-                        "block_table[" + str(b) + "][" + str(slot) + "] (" + str(id) +
-                            ") is used by query row " + str(r) + " and must be a block id in [0, " +
-                            str(p.num_blocks) + "); the outputs of row " + str(r) + " are NaN");
-    }
-  }
-  return Status::kSuccess;
-}
-
 // The split for `threads` workers on a workspace with `lanes` scratch lanes.
 SfaSchedule schedule_for(const SfaProblem& p, int lanes, int threads) {
   SfaSchedule s;
@@ -153,7 +125,9 @@ SfaSchedule sfa_schedule(const SfaProblem& p, int threads) {
 size_t sfa_workspace_size(const SfaProblem& p) { return sfa_layout(p).bytes; }
 
 Status sfa_report_faults(const SfaProblem& p, const core::SfaData& d, const uint8_t* row_fault) {
-  return report_faults(p, d, row_fault);
+  core::FaultRecord fault;
+  if (!core::sfa_row_fault_record(p, d, row_fault, &fault)) return Status::kSuccess;
+  return sfa::sfa_fault_status(p, fault);
 }
 
 Status sfa_run(const SfaProblem& p, const core::SfaData& data, const core::RunContext& ctx,
@@ -190,7 +164,7 @@ Status sfa_run(const SfaProblem& p, const core::SfaData& data, const core::RunCo
     r->k->task(*r->p, *r->d, *r->s, lane_scratch(*r->l, r->base, worker, r->s->head_block),
                r->row_fault, task);
   });
-  return report_faults(p, d, row_fault);
+  return sfa_report_faults(p, d, row_fault);
 }
 
 }  // namespace kvflash::cpu

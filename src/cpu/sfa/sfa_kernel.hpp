@@ -63,8 +63,8 @@ Status sfa_run(const core::SfaProblem& p, const core::SfaData& d, const core::Ru
 
 /// The status of a run whose per-row fault flags (1 = the row used a bad block id) are row_fault:
 /// kInvalid naming the first such row's first bad block_table entry (d's pointers, batches and
-/// rows readable on the host), else kSuccess. The CUDA backend's sfa_fault_status reuses it, so
-/// both devices report the same message.
+/// rows readable on the host), else kSuccess. The record is core::sfa_row_fault_record's, the one
+/// the CUDA kernels write, so both devices report the same message (ops/sfa/sfa_fault.hpp).
 Status sfa_report_faults(const core::SfaProblem& p, const core::SfaData& d,
                          const uint8_t* row_fault);
 

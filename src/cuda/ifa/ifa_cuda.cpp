@@ -11,10 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <string>
 
-#include "core/device_fault.hpp"
 #include "core/workspace_arena.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/ifa/ifa_launch.hpp"
@@ -25,7 +22,6 @@ namespace {
 
 // The aligned base inside a caller's workspace (the layout reserves the slack).
 void* aligned(void* ws) { return core::align_base(ws, kIfaCudaWorkspaceAlign); }
-const void* aligned(const void* ws) { return core::align_base(ws, kIfaCudaWorkspaceAlign); }
 
 Status launch_failed(int e) {
   return cuda_fail(static_cast<cudaError_t>(e), ifa::kIfaOp, "queueing the IFA CUDA kernels");
@@ -53,25 +49,7 @@ Status ifa_run(const core::IfaProblem& p, const core::IfaData& d, const core::Ru
   }
   const int e = ifa_cuda_launch(p, d, layout, geometry, base, stream);
   if (e != 0) return launch_failed(e);
-  // For the aclnn CUDA runtime (core/device_fault.hpp): the record, copied in stream order and
-  // decoded at stream synchronisation into the CPU's status and message (507015 there).
-  core::post_fault_record({static_cast<const unsigned char*>(base) + layout.fault,
-                           sizeof(IfaCudaFault), [](const void* bytes) {
-                             IfaCudaFault record;
-                             std::memcpy(&record, bytes, sizeof record);
-                             return ifa_cuda_decode_fault(record);
-                           }});
   return Status::kSuccess;
-}
-
-Status ifa_fault_status(const void* workspace, void* stream) {
-  const auto st = static_cast<cudaStream_t>(stream);
-  IfaCudaFault record;
-  const auto* src = static_cast<const unsigned char*>(aligned(workspace)) + IfaCudaLayout{}.fault;
-  KVFLASH_CUDA_TRY(ifa::kIfaOp,
-                   cudaMemcpyAsync(&record, src, sizeof(record), cudaMemcpyDeviceToHost, st));
-  KVFLASH_CUDA_TRY(ifa::kIfaOp, cudaStreamSynchronize(st));
-  return ifa_cuda_decode_fault(record);
 }
 
 }  // namespace kvflash::cuda

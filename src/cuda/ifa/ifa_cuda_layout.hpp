@@ -1,6 +1,6 @@
 // The IFA CUDA backend's plain data besides the plan's core::IfaParams and the run's core::IfaData
 // (which the kernels take by value): the per-run per-batch table (the device's form of the
-// problem's per-batch host arrays), the fault record, the workspace layout and the launch
+// problem's per-batch host arrays), the workspace layout (the fault record first) and the launch
 // geometry. Plain C++ with no CUDA header: the host side (ifa_cuda_plan.cpp, unit-tested on the
 // CPU) computes everything here, the kernels (ifa_kernel.cu) only read it. Functions both sides
 // call are KVFLASH_HD.
@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/device_fault.hpp"
 #include "core/hd.hpp"
 #include "core/workspace_arena.hpp"
 
@@ -36,8 +37,9 @@ inline constexpr int kIfaCudaHeaderFloats = 4;    ///< slot header: max, sum, an
 inline constexpr int kIfaCudaSeqsPerUpload = 40;
 /// The largest dynamic shared memory any supported part gives one CTA (sm_80: 163 KB).
 inline constexpr size_t kIfaCudaMaxSmem = 166912;
-/// Alignment of the workspace base and of each region (IfaCudaLayout).
-inline constexpr size_t kIfaCudaWorkspaceAlign = 256;
+/// Alignment of the workspace base and of each region (IfaCudaLayout): the fault record's, so
+/// core::fault_record_at finds it.
+inline constexpr size_t kIfaCudaWorkspaceAlign = core::kFaultRecordAlign;
 /// bad_slot value of a batch whose block ids were all valid.
 inline constexpr unsigned long long kIfaCudaNoBadSlot = ~0ull;
 
@@ -61,17 +63,9 @@ struct IfaCudaSeqUpload {
 };
 static_assert(sizeof(IfaCudaSeqUpload) < 4000, "kernel parameters stay below 4 KB");
 
-/// The run's fault report in the workspace: the first faulted batch (lowest b), with the fields of
-/// ifa::IfaFault. kind 0 = no fault; else core::kIfaBatchFaultBlockId / kIfaBatchFaultMaskRange.
-struct IfaCudaFault {
-  int32_t kind = 0;
-  int32_t pad0 = 0;
-  int64_t batch = 0, len = 0, begin = 0, slot = 0, id = 0, num_blocks = 0, pad = 0, mask_cols = 0;
-};
-
 /// Byte offsets from the kIfaCudaWorkspaceAlign-aligned workspace base.
 struct IfaCudaLayout {
-  size_t fault = 0;      ///< IfaCudaFault; always 0, so it is found without the plan
+  size_t fault = 0;      ///< core::FaultRecord: always 0 (core::take_fault_record)
   size_t seqs = 0;       ///< IfaCudaSeq [batch]
   size_t kv_begin = 0;   ///< int64 [batch]: first attended position (left padding)
   size_t state = 0;      ///< int32 [batch]: core::IfaBatchState

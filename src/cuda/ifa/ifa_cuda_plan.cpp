@@ -1,12 +1,10 @@
 #include "cuda/ifa/ifa_cuda_plan.hpp"
 
 #include <algorithm>
-#include <string>
 
 #include "core/workspace_arena.hpp"
 #include "cpu/ifa/ifa_workspace.hpp"
 #include "ops/ifa/ifa_bind.hpp"
-#include "ops/ifa/ifa_error.hpp"
 #include "ops/ifa/ifa_fault.hpp"
 
 namespace kvflash::cuda {
@@ -31,7 +29,7 @@ IfaCudaLayout ifa_cuda_layout(const core::IfaProblem& p) {
   IfaCudaLayout l;
   const size_t batch = static_cast<size_t>(p.batch);
   core::WorkspaceArena arena(kIfaCudaWorkspaceAlign);
-  l.fault = arena.take_array<IfaCudaFault>(1);
+  l.fault = core::take_fault_record(arena);
   l.seqs = arena.take_array<IfaCudaSeq>(batch);
   l.kv_begin = arena.take_array<int64_t>(batch);
   l.state = arena.take_array<int32_t>(batch);
@@ -98,23 +96,8 @@ void ifa_cuda_seq_entries(const core::IfaProblem& p, const core::IfaData& d, int
   }
 }
 
-Status ifa_cuda_decode_fault(const IfaCudaFault& r) {
-  if (r.kind == 0) return Status::kSuccess;
-  ifa::IfaFault f;
-  f.kind = static_cast<uint8_t>(r.kind);
-  f.batch = r.batch;
-  f.len = r.len;
-  f.begin = r.begin;
-  f.slot = r.slot;
-  f.id = r.id;
-  f.num_blocks = r.num_blocks;
-  f.pad = r.pad;
-  f.mask_cols = r.mask_cols;
-  if (r.kind != core::kIfaBatchFaultBlockId && r.kind != core::kIfaBatchFaultMaskRange) {
-    return core::fail(Status::kRuntime, ifa::kIfaOp,
-                      "the CUDA run recorded an unknown fault kind " + std::to_string(r.kind));
-  }
-  return ifa::invalid(ifa::ifa_fault_message(f));
+Status ifa_cuda_decode_fault(const core::IfaProblem& /*p*/, const core::FaultRecord& r) {
+  return ifa::ifa_fault_status(r);
 }
 
 }  // namespace kvflash::cuda

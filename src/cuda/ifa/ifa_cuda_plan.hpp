@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/device_fault.hpp"
 #include "cuda/ifa/ifa_cuda_layout.hpp"
 #include "kvflash/status.hpp"
 #include "ops/ifa/ifa_problem.hpp"
@@ -31,8 +32,8 @@ size_t ifa_cuda_workspace_size(const core::IfaProblem& p);
 void ifa_cuda_seq_entries(const core::IfaProblem& p, const core::IfaData& d, int64_t first,
                           int count, IfaCudaSeq* out);
 
-/// kSuccess for a record of kind 0; else kInvalid (161002) with ifa::ifa_fault_message's text,
-/// the message the CPU backend gives for the same bad data.
-Status ifa_cuda_decode_fault(const IfaCudaFault& record);
+/// The CUDA entry's fault hook (core::Backend::fault_status) on a host copy of the record the run
+/// wrote: ifa::ifa_fault_status, the CPU backend's status and message for the same bad data.
+Status ifa_cuda_decode_fault(const core::IfaProblem& p, const core::FaultRecord& record);
 
 }  // namespace kvflash::cuda

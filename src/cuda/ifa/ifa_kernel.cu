@@ -17,7 +17,8 @@
 //     the warp folds its head's tile into the online softmax (core/online_softmax.hpp, warp
 //     butterfly reductions broadcast from lane 0). P.V: thread i owns channels i + 128c of every
 //     head, accumulating positions in order. The CTA leaves (max, sum, any_unmasked, acc) per head.
-//  4. report: the first faulted batch's record (ifa::IfaFault fields) into the workspace;
+//  4. report: the first faulted batch's core::FaultRecord at the workspace's start, the fields the
+//     CPU prologue fills (cpu/ifa/ifa_workspace.cpp: ifa_report_faults);
 //  5. merge: one CTA per (b, h): chunks combined in chunk order (the CPU's log-sum-exp merge),
 //     output rounding (fp16/bf16/fp32, int8 quant with quant_scale2/offset2), LSE, the empty,
 //     fully-masked and fault rows.
@@ -35,6 +36,7 @@
 
 #include <cstdint>
 
+#include "core/device_fault.hpp"
 #include "core/online_softmax.hpp"
 #include "cuda/ifa/ifa_launch.hpp"
 #include "ops/ifa/ifa_problem.hpp"
@@ -53,7 +55,7 @@ constexpr int kHeadsPerWarp = kIfaCudaMaxHeads / kIfaCudaWarps;
 
 // The workspace's arrays (ifa_cuda_layout).
 struct Ws {
-  IfaCudaFault* fault;
+  core::FaultRecord* fault;
   IfaCudaSeq* seqs;
   int64_t* kv_begin;
   int32_t* state;
@@ -64,7 +66,7 @@ struct Ws {
 
 Ws carve(const IfaCudaLayout& l, void* base) {
   auto* b = static_cast<unsigned char*>(base);
-  return Ws{reinterpret_cast<IfaCudaFault*>(b + l.fault),
+  return Ws{reinterpret_cast<core::FaultRecord*>(b + l.fault),
             reinterpret_cast<IfaCudaSeq*>(b + l.seqs),
             reinterpret_cast<int64_t*>(b + l.kv_begin),
             reinterpret_cast<int32_t*>(b + l.state),
@@ -121,7 +123,7 @@ __global__ void upload_kernel(IfaCudaSeqUpload u, IfaCudaSeq* seqs) {
 // ---- 2. prologue -------------------------------------------------------------------------------
 
 __global__ void prologue_kernel(P p, D d, Ws w) {
-  if (threadIdx.x == 0) *w.fault = IfaCudaFault{};
+  if (threadIdx.x == 0) *w.fault = core::FaultRecord{};
   const int64_t pad = p.left_padding ? d.kv_padding_size[0] : 0;
   for (int64_t b = threadIdx.x; b < p.batch; b += blockDim.x) {
     const int64_t len = w.seqs[b].kv_len;
@@ -469,22 +471,21 @@ __global__ void __launch_bounds__(kIfaCudaThreads, kDims == 1 ? 4 : 1)
 
 __global__ void report_kernel(P p, D d, Ws w) {
   for (int64_t b = 0; b < p.batch; ++b) {
-    IfaCudaFault f;
-    f.batch = b;
-    f.len = w.seqs[b].kv_len;
-    f.begin = w.kv_begin[b];
+    core::FaultRecord f;
     if (w.state[b] == core::kIfaBatchFaultMaskRange) {
-      f.kind = core::kIfaBatchFaultMaskRange;
-      f.pad = p.left_padding ? d.kv_padding_size[0] : 0;
-      f.mask_cols = p.mask_cols;
+      f = core::fault_of(core::kFaultOpIfa, core::kFaultPaddingPastMask, b);
+      f.value = p.left_padding ? d.kv_padding_size[0] : 0;
+      f.limit = p.mask_cols;
     } else if (w.bad_slot[b] != kIfaCudaNoBadSlot) {
-      f.kind = core::kIfaBatchFaultBlockId;
+      f = core::fault_of(core::kFaultOpIfa, core::kFaultBlockId, b);
       f.slot = static_cast<int64_t>(w.bad_slot[b]);
-      f.id = d.block_table[b * p.block_table.s0 + f.slot * p.block_table.s1];
-      f.num_blocks = p.block_table.num_blocks;
+      f.value = d.block_table[b * p.block_table.s0 + f.slot * p.block_table.s1];
+      f.limit = p.block_table.num_blocks;
     } else {
       continue;
     }
+    f.len = w.seqs[b].kv_len;
+    f.begin = w.kv_begin[b];
     *w.fault = f;
     return;
   }
@@ -625,7 +626,7 @@ int ifa_cuda_launch(const P& p, const D& d, const IfaCudaLayout& l, const IfaCud
   }
   const auto st = static_cast<cudaStream_t>(stream);
   const Ws w = carve(l, base);
-  // Always queued, also for an empty batch: it clears the fault record ifa_fault_status reads.
+  // Always queued, also for an empty batch: it clears the fault record (core/device_fault.hpp).
   prologue_kernel<<<1, 256, 0, st>>>(p, d, w);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
   if (g.chunk_ctas > 0) {

@@ -9,41 +9,29 @@
 
 #include "core/backend.hpp"
 #include "cuda/sfa/sfa_mma_geometry.hpp"
-#include "kvflash/sfa.hpp"
 #include "kvflash/status.hpp"
 #include "ops/sfa/sfa_problem.hpp"
 
 namespace kvflash::cuda {
 
-/// Device workspace bytes for p: the run-time lengths and row map, per-row fault flags and the
-/// call's fault word. A function of p only.
+/// Device workspace bytes for p: the fault record, the run-time lengths and row map, per-row fault
+/// flags, the fault word and the MMA path's position lists. A function of p only.
 size_t sfa_workspace_size(const core::SfaProblem& p);
 
 /// Queues p on the bound data d on ctx.stream (a cudaStream_t; null = the legacy default stream)
-/// with ctx.workspace (device memory): a one-thread prologue
-/// that reads the actual-length tensors on the device (docs/semantics.md §3.3), then the attention kernel. No
-/// host synchronisation, so it is CUDA-graph capturable. Bad device data is never dereferenced:
-/// bad lengths make every output NaN, a bad block id makes its query row NaN, and the workspace's
-/// fault word / row flags record it (read by the runtime at stream synchronisation). Returns
-/// kRuntime (361001) only when a launch fails. Defined only in builds with the CUDA backend.
+/// with ctx.workspace (device memory): a one-thread prologue that reads the actual-length tensors
+/// on the device (docs/semantics.md §3.3), the attention kernel, then a one-thread fault report.
+/// No host synchronisation, so it is CUDA-graph capturable. Bad device data is never
+/// dereferenced: bad lengths make every output NaN, a bad block id makes its query row NaN, and
+/// the workspace's fault record (core/device_fault.hpp) names the entry the CPU backend names
+/// (SfaPlan::status and the aclnn CUDA runtime decode it with sfa::sfa_fault_status, the entry's
+/// fault hook). Returns kRuntime (361001) only when a launch fails. Defined only in builds with
+/// the CUDA backend.
 Status sfa_run(const core::SfaProblem& p, const core::SfaData& d, const core::RunContext& ctx);
 
-/// The device-stream fault contract (the core's Backend::run returns before the device has read
-/// anything): after a successful sfa_run, the run's fault word and per-row flags sit in its
-/// workspace until the next run with that workspace. sfa_fault_status synchronises `stream`, reads
-/// them back and returns what the CPU backend's run returns for the same data: kSuccess, or
-/// kInvalid (161002) with the CPU's message (the bad actual-length entry, or the first row's bad
-/// block_table[b][slot]); the outputs are already NaN as on the CPU. It copies the few device
-/// tensors it needs to name the entry (lengths, indices, block table) only when a fault is set.
-/// Callers: the tests and C++ API users on CUDA. The aclnn CUDA runtime instead gets the fault word
-/// that sfa_run posts (core/device_fault.hpp) and reports 507015 at stream synchronisation.
-Status sfa_fault_status(const core::SfaProblem& p, const SfaArgs& args, const void* workspace,
-                        void* stream);
-
-/// The kernel sfa_run queues for these tensors on the current device (host-side choice: shapes,
-/// pointer alignment, device limits, the override below).
-SfaPathChoice sfa_path_for(const core::SfaProblem& p, const SfaArgs& args);
-/// The same for a run's bound data.
+/// The kernel sfa_run queues for a run's bound data on the current device (host-side choice:
+/// shapes, pointer alignment, device limits, the override below). Tests and benchmarks ask it for
+/// given tensors through tests/hooks/sfa_path.hpp.
 SfaPathChoice sfa_path_for(const core::SfaProblem& p, const core::SfaData& d);
 
 /// Process-wide override for tests and A/B benchmarks: force the SIMT kernel (also set by the

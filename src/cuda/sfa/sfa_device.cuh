@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "core/device_fault.hpp"
 #include "core/online_softmax.hpp"
 #include "core/workspace_arena.hpp"
 #include "cuda/sfa/sfa_launch.hpp"
@@ -24,11 +25,13 @@ using Row = core::SfaRow;
 constexpr int kNope = 512;
 constexpr int kQk = 576;
 
-// The call's fault word (workspace): bit 0 bad lengths, bit 1 a bad block id (sfa_launch.hpp).
-constexpr uint32_t kFaultLengths = kSfaFaultLengths;
-constexpr uint32_t kFaultBlockId = kSfaFaultBlockId;
+// The call's fault word (workspace), the kernels' own state: bit 0 bad lengths (every output NaN),
+// bit 1 a bad block id (its row NaN, its row flag set). What the run reports is the fault record.
+constexpr uint32_t kFaultLengths = 1u;
+constexpr uint32_t kFaultBlockId = 2u;
 
 struct Ws {
+  core::FaultRecord* record;
   Batch* batches;
   Row* rows;
   uint8_t* row_fault;
@@ -37,16 +40,18 @@ struct Ws {
   int32_t* list;    // MMA path: row r's positions at list[r * list_cap ...], gather order
 };
 
-// Byte offsets of the prologue's tables in the (kSfaCudaWorkspaceAlign-aligned) workspace: batches,
-// rows, the per-row fault flags, the fault word, the MMA path's lists. sfa_launch_workspace_size
-// and sfa_fault_status (host) use the same layout; bytes includes the base's alignment slack.
+// Byte offsets of the prologue's tables in the (kSfaCudaWorkspaceAlign-aligned) workspace: the
+// fault record (first: core::take_fault_record), batches, rows, the per-row fault flags, the
+// fault word, the MMA path's lists. sfa_launch_workspace_size uses the same layout; bytes includes
+// the base's alignment slack.
 struct WsAt {
-  size_t batches, rows, row_fault, fault, counts, list, bytes;
+  size_t record, batches, rows, row_fault, fault, counts, list, bytes;
 };
 inline WsAt ws_at(int64_t batch, int64_t num_rows, int64_t list_cap) {
   WsAt a;
   core::WorkspaceArena arena(kSfaCudaWorkspaceAlign);
   const size_t list_rows = list_cap > 0 ? static_cast<size_t>(num_rows) : 0;
+  a.record = core::take_fault_record(arena);
   a.batches = arena.take_array<Batch>(static_cast<size_t>(batch));
   a.rows = arena.take_array<Row>(static_cast<size_t>(num_rows));
   a.row_fault = arena.take_array<uint8_t>(static_cast<size_t>(num_rows));
@@ -61,6 +66,7 @@ inline Ws carve(const SfaLaunchProblem& p, void* base) {
   auto* b = static_cast<unsigned char*>(base);
   const WsAt a = ws_at(p.batch, p.num_rows, p.list_cap);
   Ws w;
+  w.record = reinterpret_cast<core::FaultRecord*>(b + a.record);
   w.batches = reinterpret_cast<Batch*>(b + a.batches);
   w.rows = reinterpret_cast<Row*>(b + a.rows);
   w.row_fault = b + a.row_fault;

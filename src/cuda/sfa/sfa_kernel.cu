@@ -17,7 +17,8 @@
 // NOT tensor cores: this is the fallback for what the mma.sync path (sfa_mma.cu) does not take
 // (sfa_mma_geometry.hpp's sfa_choose_path: rows that are not contiguous and 16-byte aligned,
 // devices below sm_80, a tile that does not fit the shared memory) and the kernel that path is
-// checked against on a GPU. sfa_launch (bottom) queues the prologue and one of the two.
+// checked against on a GPU. sfa_launch (bottom) queues the prologue, one of the two and the fault
+// report.
 // STATUS: compiled, never run.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -42,50 +43,33 @@ constexpr int kDimsPerThread = kNope / kThreads;
 
 static_assert(kThreads / 32 * 2 == kHeads && kNope % kThreads == 0);
 
-// ---- prologue: docs/semantics.md §3.3 on the device (sfa::resolve_lengths without the messages; the limits
-// and the row map are its functions, ops/sfa/sfa_problem.hpp) ---------------------------------
+// ---- prologue: docs/semantics.md §3.3 on the device (core::sfa_resolve_lengths, the CPU's own
+// function; the limits and the row map are ops/sfa/sfa_problem.hpp's too) ---------------------
 
 __global__ void resolve_kernel(SfaProblem p, SfaData d, Ws w) {
   *w.fault = 0;
-  bool bad = false;
-  int64_t prev_q = 0, prev_kv = 0;
-  for (int64_t b = 0; b < p.batch; ++b) {
-    Batch bt{p.s1, p.kv_rows, 0};
-    if (p.has_lengths_query) {
-      const int64_t x = d.lengths_query[b * p.lengths_query_s0];
-      if (p.query_tnd) {
-        bad = bad || x < prev_q || x > core::sfa_query_length_limit(p);
-        bt.lq = x - prev_q;
-        prev_q = x;
-      } else {
-        bad = bad || x < 0 || x > core::sfa_query_length_limit(p);
-        bt.lq = x;
-      }
-    }
-    if (p.has_lengths_kv) {
-      const int64_t x = d.lengths_kv[b * p.lengths_kv_s0];
-      if (p.kv_tnd) {
-        bad = bad || x < prev_kv || x > core::sfa_kv_length_limit(p);
-        bt.kv_row0 = prev_kv;
-        bt.lkv = x - prev_kv;
-        prev_kv = x;
-      } else {
-        bad = bad || x < 0 || x > core::sfa_kv_length_limit(p);
-        bt.lkv = x;
-      }
-    }
-    w.batches[b] = bt;
-  }
+  core::FaultRecord fault;  // stays "no fault" unless a length is bad
+  const bool ok = core::sfa_resolve_lengths(p, d, w.batches, &fault);
+  *w.record = fault;
   // Uncovered rows also when the lengths are bad: the MMA path reads the map before the fault word.
   for (int64_t r = 0; r < p.num_rows; ++r) {
     w.rows[r] = Row{};
     w.row_fault[r] = 0;
   }
-  if (bad) {
+  if (!ok) {
     *w.fault = kFaultLengths;
     return;
   }
   core::sfa_map_rows(p, w.batches, w.rows);
+}
+
+// ---- fault report: after the attention kernel, the first flagged row's record, found as the CPU
+// finds it (core::sfa_row_fault_record) -----------------------------------------------------------
+
+__global__ void report_kernel(SfaProblem p, SfaData d, Ws w) {
+  if ((*w.fault & kFaultBlockId) == 0 || (*w.fault & kFaultLengths) != 0) return;
+  core::FaultRecord fault;
+  if (core::sfa_row_fault_record(p, d, w.row_fault, &fault)) *w.record = fault;
 }
 
 // ---- the attention kernel ----------------------------------------------------------------------
@@ -331,11 +315,6 @@ size_t sfa_launch_workspace_size(int64_t batch, int64_t num_rows, int64_t list_c
   return ws_at(batch, num_rows, list_cap).bytes;
 }
 
-SfaWsOffsets sfa_ws_offsets(int64_t batch, int64_t num_rows) {
-  const WsAt a = ws_at(batch, num_rows, 0);  // the list comes after what this names
-  return {a.row_fault, a.fault};
-}
-
 int sfa_launch(const SfaProblem& p, const SfaData& bound, void* workspace, void* stream,
                SfaLaunchPath path) {
   void* base = core::align_base(workspace, kSfaCudaWorkspaceAlign);
@@ -347,17 +326,23 @@ int sfa_launch(const SfaProblem& p, const SfaData& bound, void* workspace, void*
   auto st = static_cast<cudaStream_t>(stream);
   resolve_kernel<<<1, 1, 0, st>>>(p, d, w);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
-  if (p.num_rows == 0 || p.num_heads == 0) return 0;
-  if (path.mma) return sfa_mma_launch(p, d, base, path.m_tiles, st);
-  const int smem = static_cast<int>(sizeof(Smem));
-  if (cudaError_t e =
-          cudaFuncSetAttribute(sfa_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      e != cudaSuccess) {
-    return static_cast<int>(e);
+  if (p.num_rows > 0 && p.num_heads > 0) {
+    if (path.mma) {
+      if (const int e = sfa_mma_launch(p, d, base, path.m_tiles, st); e != 0) return e;
+    } else {
+      const int smem = static_cast<int>(sizeof(Smem));
+      if (cudaError_t e =
+              cudaFuncSetAttribute(sfa_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+          e != cudaSuccess) {
+        return static_cast<int>(e);
+      }
+      const dim3 grid(static_cast<unsigned>(p.num_rows),
+                      static_cast<unsigned>((p.num_heads + kHeads - 1) / kHeads));
+      sfa_kernel<<<grid, kThreads, smem, st>>>(p, d, w);
+      if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
+    }
   }
-  const dim3 grid(static_cast<unsigned>(p.num_rows),
-                  static_cast<unsigned>((p.num_heads + kHeads - 1) / kHeads));
-  sfa_kernel<<<grid, kThreads, smem, st>>>(p, d, w);
+  report_kernel<<<1, 1, 0, st>>>(p, d, w);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/device_fault.hpp"
 #include "ops/sfa/sfa_problem.hpp"
 
 namespace kvflash::cuda {
@@ -18,25 +19,13 @@ struct SfaLaunchProblem : core::SfaProblem {
   int64_t list_cap = 0;  ///< position-list entries per row (sfa_position_list_cap; 0: none)
 };
 
-/// The fault word's bits (the workspace's last 4 bytes before the 256-byte pad; see
-/// sfa_fault_word_offset): bad actual-length data (every output NaN), a bad block id (its row NaN,
-/// its row flag set).
-constexpr uint32_t kSfaFaultLengths = 1u;
-constexpr uint32_t kSfaFaultBlockId = 2u;
-
-/// Alignment of the workspace base (a caller's pointer is moved up to it) and of its tables.
-inline constexpr size_t kSfaCudaWorkspaceAlign = 256;
+/// Alignment of the workspace base (a caller's pointer is moved up to it) and of its tables: the
+/// fault record's, which comes first, so core::fault_record_at finds it.
+inline constexpr size_t kSfaCudaWorkspaceAlign = core::kFaultRecordAlign;
 
 /// Workspace bytes for a problem of `batch` batches and `num_rows` query rows, with list_cap
 /// position-list entries per row (the MMA path's; 0 for none).
 size_t sfa_launch_workspace_size(int64_t batch, int64_t num_rows, int64_t list_cap);
-
-/// Where the prologue's tables lie in the workspace, from its 256-byte aligned start: the per-row
-/// fault flags (one byte per query row) and the fault word. sfa_fault_status reads them back.
-struct SfaWsOffsets {
-  size_t row_fault = 0, fault = 0;
-};
-SfaWsOffsets sfa_ws_offsets(int64_t batch, int64_t num_rows);
 
 /// Which kernel sfa_launch queues (sfa_mma_geometry.hpp's choice, made on the host).
 struct SfaLaunchPath {
@@ -44,8 +33,10 @@ struct SfaLaunchPath {
   int m_tiles = 1;  ///< MMA: 16-head tiles per CTA
 };
 
-/// Queues the prologue and the attention kernel on stream (a cudaStream_t). 0 on success, else the
-/// cudaError_t of the failed launch.
+/// Queues the prologue, the attention kernel and the fault report on stream (a cudaStream_t): the
+/// workspace's core::FaultRecord then holds the first bad entry, the one the CPU backend names
+/// (core::sfa_resolve_lengths, core::sfa_row_fault_record). 0 on success, else the cudaError_t of
+/// the failed launch.
 int sfa_launch(const SfaLaunchProblem& p, const core::SfaData& d, void* workspace, void* stream,
                SfaLaunchPath path);
 

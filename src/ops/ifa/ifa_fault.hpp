@@ -1,29 +1,24 @@
-// A run's report of bad device data, written once for every backend: the CPU prologue and the CUDA
-// fault record describe the first faulted batch with these fields, and the message is the same
-// text on both.
+// IFA's report of bad device data, written once for every backend: the CPU prologue
+// (cpu/ifa/ifa_workspace.cpp) and the CUDA kernels (cuda/ifa/ifa_kernel.cu) describe the first
+// faulted batch with one core::FaultRecord (core/device_fault.hpp), and this turns it into the
+// status and message, so both devices report the same text.
 #pragma once
 
-#include <cstdint>
 #include <string>
+
+#include "core/device_fault.hpp"
+#include "kvflash/status.hpp"
 
 namespace kvflash::ifa {
 
-struct IfaFault {
-  uint8_t kind = 0;  ///< core::kIfaBatchFaultBlockId or core::kIfaBatchFaultMaskRange
-  int64_t batch = 0;
-  int64_t len = 0;    ///< kv_len of the batch
-  int64_t begin = 0;  ///< first attended position (after left padding)
-  // kIfaBatchFaultBlockId
-  int64_t slot = 0;  ///< block-table column of the first bad id in the attended range
-  int64_t id = 0;    ///< the id found there
-  int64_t num_blocks = 0;
-  // kIfaBatchFaultMaskRange
-  int64_t pad = 0;  ///< kv_padding_size[0] as read
-  int64_t mask_cols = 0;
-};
-
 /// "block_table[b][slot] (id) is not a valid block id: ..." / "kv_padding_size (pad) puts batch
-/// b's ...": what the run's status message says (without the operator prefix).
-std::string ifa_fault_message(const IfaFault& f);
+/// b's ...": the message of a record of kind kFaultBlockId / kFaultPaddingPastMask (without the
+/// operator prefix).
+std::string ifa_fault_message(const core::FaultRecord& r);
+
+/// The status of record r: kSuccess for no fault; kInvalid with ifa_fault_message(r), the CPU
+/// backend's message; kRuntime (core::unreadable_fault) for a record that is not IFA's. The CUDA
+/// entry's fault hook (core::Backend::fault_status).
+Status ifa_fault_status(const core::FaultRecord& r);
 
 }  // namespace kvflash::ifa

@@ -13,6 +13,7 @@
 #include "ops/ifa/ifa_fields.hpp"
 #include "ops/ifa/ifa_plan_impl.hpp"
 #include "ops/ifa/ifa_validate.hpp"
+#include "ops/plan_faults.hpp"
 
 namespace kvflash {
 namespace {
@@ -24,7 +25,7 @@ struct Desc {
   static constexpr const auto& fields = ifa::kFields;
   static constexpr core::PlanOps<core::IfaProblem, IfaArgs, core::IfaData> ops = {
       ifa::kIfaOp,    ifa::validate_ifa, ifa::strip_data, ifa::check_matches_plan,
-      ifa::bind_data, ifa::describe,     ifa_backends};
+      ifa::bind_data, ifa::describe,     ifa_backends,    read_fault_record};
 };
 using Handle = core::PlanHandle<Desc>;
 
@@ -42,6 +43,16 @@ size_t IfaPlan::workspace_size() const { return impl_->workspace_size; }
 Status IfaPlan::run(const IfaArgs& args, void* workspace, size_t workspace_size,
                     void* stream) const {
   return Handle::run(*this, args, workspace, workspace_size, stream);
+}
+
+Status IfaPlan::status(const void* workspace, void* stream) const {
+  return Handle::status(*this, workspace, stream);
+}
+
+bool plan_writes_fault_record(const IfaPlan& plan) { return Handle::writes_fault_record(plan); }
+
+Status plan_decode_fault(const IfaPlan& plan, const core::FaultRecord& record) {
+  return Handle::decode_fault(plan, record);
 }
 
 Status IfaPlan::fingerprint(const IfaArgs& args, std::string* bytes) {

@@ -22,7 +22,7 @@ struct Desc {
   static constexpr const auto& fields = merge::kFields;
   static constexpr core::PlanOps<core::MergeProblem, MergeArgs, core::MergeData> ops = {
       merge::kOpName,   merge::validate, merge::strip_data, merge::check_matches_plan,
-      merge::bind_data, merge::describe, merge_backends};
+      merge::bind_data, merge::describe, merge_backends,    read_fault_record};
 };
 using Handle = core::PlanHandle<Desc>;
 
@@ -40,6 +40,10 @@ size_t MergePlan::workspace_size() const { return impl_->workspace_size; }
 Status MergePlan::run(const MergeArgs& args, void* workspace, size_t workspace_size,
                       void* stream) const {
   return Handle::run(*this, args, workspace, workspace_size, stream);
+}
+
+Status MergePlan::status(const void* workspace, void* stream) const {
+  return Handle::status(*this, workspace, stream);
 }
 
 Status MergePlan::fingerprint(const MergeArgs& args, std::string* bytes) {

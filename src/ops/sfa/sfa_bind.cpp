@@ -1,54 +1,14 @@
 #include "ops/sfa/sfa_bind.hpp"
 
 #include <cstdio>
-#include <string>
 
-#include "core/error.hpp"
 #include "core/plan_fields.hpp"
 #include "core/view_check.hpp"
+#include "ops/sfa/sfa_fault.hpp"
 #include "ops/sfa/sfa_fields.hpp"
 #include "ops/sfa/sfa_validate.hpp"
 
 namespace kvflash::sfa {
-namespace {
-
-using core::str;
-
-Status invalid(const std::string& msg) { return core::fail(Status::kInvalid, kOpName, msg); }
-
-// One actual-length tensor: per-batch counts in [0, limit] (BSND, PA_BSND), or prefix sums (TND),
-// non-decreasing from >= 0 up to at most limit. count(b) receives batch b's count, first(b) its
-// first row (prefix sums only).
-template <typename Count, typename First>
-Status read_lengths(const int32_t* data, int64_t s0, bool prefix, const char* name, int64_t batch,
-                    int64_t limit, const char* limit_name, Count count, First first) {
-  int64_t prev = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t x = data[b * s0];
-    if (!prefix) {
-      if (x < 0 || x > limit) {
-        return invalid(std::string(name) + "[" + str(b) + "] (" + str(x) + ") must be in [0, " +
-                       limit_name + " = " + str(limit) + "]");
-      }
-      count(b) = x;
-      continue;
-    }
-    if (x < prev) {
-      return invalid(std::string(name) + " must be non-decreasing prefix sums starting at >= 0; " +
-                     "entry " + str(b) + " (" + str(x) + ") < " + str(prev));
-    }
-    if (x > limit) {
-      return invalid(std::string(name) + "[" + str(b) + "] (" + str(x) + ") exceeds " + limit_name +
-                     " (" + str(limit) + ")");
-    }
-    first(b) = prev;
-    count(b) = x - prev;
-    prev = x;
-  }
-  return Status::kSuccess;
-}
-
-}  // namespace
 
 SfaArgs strip_data(const SfaArgs& args, const core::SfaProblem& /*problem*/) {
   SfaArgs m = core::strip_fields(kFields, args);
@@ -92,27 +52,8 @@ void bind_data(const core::SfaProblem& p, const SfaArgs& a, core::SfaData* d) {
 
 Status resolve_lengths(const core::SfaProblem& p, const core::SfaData& d, core::SfaBatch* batches,
                        core::SfaRow* rows) {
-  const int64_t n = p.batch;
-  for (int64_t b = 0; b < n; ++b) batches[b] = {p.s1, p.kv_rows, 0};
-  // BSND query rows of batch b start at b * S1; TND rows at the prefix sum before b.
-  int64_t unused = 0;
-  if (p.has_lengths_query) {
-    KVFLASH_RETURN_IF_ERROR(read_lengths(
-        d.lengths_query, p.lengths_query_s0, p.query_tnd, "actual_seq_lengths_query", n,
-        core::sfa_query_length_limit(p), p.query_tnd ? "query T1" : "query S1",
-        [&](int64_t b) -> int64_t& { return batches[b].lq; },
-        [&](int64_t) -> int64_t& { return unused; }));
-  }
-  if (p.has_lengths_kv) {
-    const char* limit_name = p.kv_tnd  ? "key T2"
-                             : p.paged ? "block_table columns * block_size"
-                                       : "key S2";
-    KVFLASH_RETURN_IF_ERROR(read_lengths(
-        d.lengths_kv, p.lengths_kv_s0, p.kv_tnd, "actual_seq_lengths_kv", n,
-        core::sfa_kv_length_limit(p), limit_name,
-        [&](int64_t b) -> int64_t& { return batches[b].lkv; },
-        [&](int64_t b) -> int64_t& { return batches[b].kv_row0; }));
-  }
+  core::FaultRecord fault;
+  if (!core::sfa_resolve_lengths(p, d, batches, &fault)) return sfa_fault_status(p, fault);
   core::sfa_map_rows(p, batches, rows);
   return Status::kSuccess;
 }

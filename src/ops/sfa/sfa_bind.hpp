@@ -22,9 +22,10 @@ Status check_matches_plan(const SfaArgs& plan, const SfaArgs& args);
 void bind_data(const core::SfaProblem& p, const SfaArgs& args, core::SfaData* d);
 
 /// Derives the per-batch lengths (B entries) and the row map (num_rows entries) from the
-/// actual-length tensors bound in d, which it reads (docs/semantics.md §3.3). kInvalid, naming the
-/// tensor and entry, when a value is out of range: a count outside [0, S1] / [0, S2] / [0,
-/// capacity], a decreasing prefix sum, or a last prefix beyond T1 / T2.
+/// actual-length tensors bound in d, which it reads (docs/semantics.md §3.3;
+/// core::sfa_resolve_lengths, which the CUDA prologue runs too). kInvalid, naming the tensor and
+/// entry (sfa::sfa_fault_message), when a value is out of range: a count outside [0, S1] /
+/// [0, S2] / [0, capacity], a decreasing prefix sum, or a last prefix beyond T1 / T2.
 Status resolve_lengths(const core::SfaProblem& p, const core::SfaData& d, core::SfaBatch* batches,
                        core::SfaRow* rows);
 

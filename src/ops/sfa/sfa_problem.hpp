@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "core/device_fault.hpp"
 #include "core/hd.hpp"
 #include "kvflash/tensor.hpp"
 
@@ -186,6 +187,75 @@ KVFLASH_HD static inline int64_t sfa_bad_slot(const SfaProblem& p, const SfaData
     if (id < 0 || id >= p.num_blocks) return slot;
   }
   return -1;
+}
+
+/// The per-batch lengths from the actual-length tensors bound in d, which it reads
+/// (docs/semantics.md §3.3), in the order the CPU backend reads them: actual_seq_lengths_query
+/// for every batch, then actual_seq_lengths_kv. A count must lie in [0, limit]; prefix sums (TND)
+/// must not decrease and the last may not exceed the limit. At the first entry that breaks a
+/// rule, *fault describes it (kFaultQueryLength / kFaultKvLength) and the result is false; the
+/// batches are then incomplete. Absent tensors mean S1 / S2 per batch.
+KVFLASH_HD static inline bool sfa_resolve_lengths(const SfaProblem& p, const SfaData& d,
+                                                  SfaBatch* batches, FaultRecord* fault) {
+  for (int64_t b = 0; b < p.batch; ++b) batches[b] = SfaBatch{p.s1, p.kv_rows, 0};
+  for (int t = 0; t < 2; ++t) {
+    const bool query = t == 0;
+    if (!(query ? p.has_lengths_query : p.has_lengths_kv)) continue;
+    const int32_t* data = query ? d.lengths_query : d.lengths_kv;
+    const int64_t s0 = query ? p.lengths_query_s0 : p.lengths_kv_s0;
+    const bool prefix = query ? p.query_tnd : p.kv_tnd;
+    const int64_t limit = query ? sfa_query_length_limit(p) : sfa_kv_length_limit(p);
+    int64_t prev = 0;  // prefix sums: where batch b's rows begin
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const int64_t x = data[b * s0];
+      if (x < prev || x > limit) {  // prev is 0 for counts
+        *fault = fault_of(kFaultOpSfa, query ? kFaultQueryLength : kFaultKvLength, b);
+        fault->value = x;
+        fault->limit = limit;
+        fault->begin = prev;
+        return false;
+      }
+      if (query) {
+        batches[b].lq = x - prev;
+      } else {
+        batches[b].lkv = x - prev;
+        batches[b].kv_row0 = prev;
+      }
+      if (prefix) prev = x;
+    }
+  }
+  return true;
+}
+
+/// The record of a run whose per-row fault flags (1 = the row selected a range with a bad block
+/// id) are row_fault: the first flagged row, the first of its selected ranges (index order) that
+/// holds a bad id, and that range's first bad block-table slot, as kFaultBlockId. False (and
+/// *fault untouched) when no flagged row has one. d's tables (rows, batches, indices,
+/// block_table) must be readable where this runs.
+KVFLASH_HD static inline bool sfa_row_fault_record(const SfaProblem& p, const SfaData& d,
+                                                   const uint8_t* row_fault, FaultRecord* fault) {
+  for (int64_t r = 0; r < p.num_rows; ++r) {
+    if (row_fault[r] == 0) continue;
+    const SfaRowLimits lim = sfa_row_limits(p, d, r);
+    const int64_t b = d.rows[r].batch;
+    for (int64_t k = 0; k < lim.valid_count; ++k) {
+      int64_t begin, end;
+      if (!sfa_selected_range(d.indices[p.indices.index(r, 0, k)], p.sparse_block_size, lim.thr,
+                              &begin, &end)) {
+        break;
+      }
+      if (begin == end) continue;
+      const int64_t slot = sfa_bad_slot(p, d, b, begin, end);
+      if (slot < 0) continue;
+      *fault = fault_of(kFaultOpSfa, kFaultBlockId, b);
+      fault->row = r;
+      fault->slot = slot;
+      fault->value = d.block_table[b * p.bt_s0 + slot * p.bt_s1];
+      fault->limit = p.num_blocks;
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace kvflash::core
