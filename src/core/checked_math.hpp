@@ -28,11 +28,5 @@ inline std::optional<int64_t> checked_product(const int64_t* dims, int n) {
   }
   return r;
 }
-/// Rounds n up to a multiple of a (a > 0), or nullopt on overflow.
-inline std::optional<int64_t> checked_round_up(int64_t n, int64_t a) {
-  auto s = checked_add(n, a - 1);
-  if (!s) return std::nullopt;
-  return *s / a * a;
-}
 
 }  // namespace kvflash::core
