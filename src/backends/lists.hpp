@@ -7,6 +7,7 @@
 
 #include "core/backend.hpp"
 #include "ops/ifa/ifa_problem.hpp"
+#include "ops/li/li_problem.hpp"
 #include "ops/merge/merge_problem.hpp"
 #include "ops/sfa/sfa_problem.hpp"
 
@@ -15,9 +16,11 @@ namespace kvflash {
 using IfaBackend = core::Backend<core::IfaProblem, core::IfaData>;
 using SfaBackend = core::Backend<core::SfaProblem, core::SfaData>;
 using MergeBackend = core::Backend<core::MergeProblem, core::MergeData>;
+using LiBackend = core::Backend<core::LiProblem, core::LiData>;
 
 std::span<const IfaBackend> ifa_backends();
 std::span<const SfaBackend> sfa_backends();
 std::span<const MergeBackend> merge_backends();
+std::span<const LiBackend> li_backends();
 
 }  // namespace kvflash
