@@ -78,7 +78,9 @@ Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
   if (a.query.data == nullptr) return null_ptr("query is null");
   if (a.key.data == nullptr) return null_ptr("key is null");
   if (a.weights.data == nullptr) return null_ptr("weights is null");
-  if (a.sparse_indices.data == nullptr) return null_ptr("sparse_indices is null");
+  // An empty output (numel 0, possibly without data) is a shape error (rule 9), not a null.
+  if (a.sparse_indices.data == nullptr && a.sparse_indices.numel() != 0)
+    return null_ptr("sparse_indices is null");
   if (a.return_value &&
       (!a.sparse_values || (a.sparse_values->data == nullptr && a.sparse_values->numel() != 0)))
     return null_ptr("return_value is true but sparse_values is null");
