@@ -286,8 +286,7 @@ bool bench_sweep(const std::string& name, std::vector<std::string>* problems, st
   if (name == "quick") {
     out = {"ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32", "ifa:b2,s64,n4,kvn2,d64,kv=bf16,paged=0",
            "ifa:b1,s16,n4,kvn2,d64,kv=int8,paged=32,layout=bnsd",
-           "sfa:b1,topk64,s256,n16,blk1,paged=64,kv=bf16",
-           "li:b2,s1024,n16,topk64,next2,paged=64,kv=bf16"};
+           "sfa:b1,topk64,s256,n16,blk1,paged=64,kv=bf16"};
   } else if (name == "default") {
     // The shapes of the round-2 issue (docs/perf.md), sized so that the whole sweep with its
     // peers (bench/peers.py) runs in about 10 minutes on 2 cores. Llama-3-8B attention is the
@@ -314,7 +313,6 @@ bool bench_sweep(const std::string& name, std::vector<std::string>* problems, st
     out.push_back("sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16");  // DeepSeek-V3.2 MLA
     out.push_back("sfa:b4,topk2048,s8192,n16,blk1,paged=64,kv=bf16");   // a 16-head shard
     out.push_back("sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=fp16");
-    out.push_back("li:b4,s32768,n64,topk2048,paged=128,kv=bf16");  // DeepSeek-V3.2 indexer
   } else {
     *error = "unknown sweep '" + name + "' (default, quick)";
     return false;
