@@ -101,7 +101,7 @@ bool run_dsa_demo(const DemoOptions& options, double read_bandwidth_gbs,
   LiWorkloadShape shape;
   shape.name = "deepseek-v3.2";
   shape.batch = options.quick ? 2 : 4;
-  shape.kv_len = options.quick ? 8192 : 16384;
+  shape.kv_len = options.quick ? 8192 : 32768;
   auto li = std::make_unique<LiWorkload>();
   make_li_workload(shape, li.get());
   li->args.num_threads = options.num_threads;
