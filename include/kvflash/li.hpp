@@ -47,7 +47,10 @@ struct LightningIndexerArgs {
   /// int32 BSND (B,S1,1,K) | TND (T,1,K), contiguous.
   TensorView sparse_indices;
   /// The query dtype, the shape of sparse_indices, contiguous: the scores rounded (nearest even),
-  /// -inf in -1 slots. Required with return_value; ignored (not even looked at) without.
+  /// -inf in -1 slots (NaN in a faulted row). Or fp32 (kvflash extension, not through aclnn or
+  /// torch_npu's schema): the fp32 scores unrounded, what a context-parallel rank hands to the
+  /// exact top-k merge (docs/lightning_indexer.md). Required with return_value; ignored (not even
+  /// looked at) without.
   std::optional<TensorView> sparse_values;
   /// Worker threads for this call; 0 = the library default. Results do not depend on it.
   int num_threads = 0;

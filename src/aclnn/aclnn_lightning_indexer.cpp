@@ -21,7 +21,16 @@ namespace {
 constexpr const char* kOp = li::kOpName;
 char kBsnd[] = "BSND";
 
-aclnnStatus no_rule(const LightningIndexerArgs&) { return ACLNN_SUCCESS; }
+// An fp32 sparseValuesOut is an extension of kvflash's C++ API (the unrounded scores); aclnn keeps
+// upstream's dtype rule.
+aclnnStatus aclnn_only(const LightningIndexerArgs& a) {
+  if (a.return_value && a.sparse_values && a.sparse_values->dtype == DType::kFloat32) {
+    return to_aclnn(
+        core::fail(Status::kInvalid, kOp,
+                   "sparseValuesOut dtype fp32 is not supported; expected the query dtype"));
+  }
+  return ACLNN_SUCCESS;
+}
 
 }  // namespace
 }  // namespace kvflash::aclnn
@@ -50,7 +59,7 @@ aclnnStatus aclnnLightningIndexerGetWorkspaceSize(
                  layoutKeyOptional != nullptr ? layoutKeyOptional : aclnn::kBsnd, sparseCount,
                  sparseMode, preTokens, nextTokens, returnValues, sparseIndicesOut,
                  returnValues ? sparseValuesOut : nullptr),
-      aclnn::no_rule, workspaceSize, executor);
+      aclnn::aclnn_only, workspaceSize, executor);
 }
 
 aclnnStatus aclnnLightningIndexer(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

@@ -31,6 +31,7 @@ void bind_data(const core::LiProblem& p, const LightningIndexerArgs& a, core::Li
     d->block_table = static_cast<const int32_t*>(core::element0(*a.block_table));
   d->indices = static_cast<int32_t*>(core::element0(a.sparse_indices));
   if (p.return_value) d->values = core::element0(*a.sparse_values);
+  if (p.scores_out) d->scores = static_cast<float*>(core::element0(*a.sparse_values));
 }
 
 void describe(const core::LiProblem& p, char* buf, size_t size) {

@@ -61,9 +61,12 @@ struct LiData {
   float* scores = nullptr;
 };
 
-/// LiParams plus where the call's tensors live (what the backend list dispatches on).
+/// LiParams plus where the call's tensors live (what the backend list dispatches on), and
+/// whether sparse_values is fp32 (then bound as LiData::scores, and LiParams::return_value is
+/// off: the query-dtype values are not written).
 struct LiProblem : LiParams {
   Device device{};
+  bool scores_out = false;
 };
 
 }  // namespace kvflash::core

@@ -123,7 +123,10 @@ Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
     return invalid(std::string("weights dtype must be fp32 or the query dtype (") + dtype_name(dt) +
                    "), got " + dtype_name(a.weights.dtype));
   KVFLASH_RETURN_IF_ERROR(expect_dtype(a.sparse_indices, "sparse_indices", DType::kInt32));
-  if (values) KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.sparse_values, "sparse_values", dt));
+  // sparse_values: the query dtype, or fp32 (kvflash extension: the unrounded scores, what a
+  // context-parallel rank hands to the exact top-k merge; not available through aclnn).
+  if (values && a.sparse_values->dtype != DType::kFloat32)
+    KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.sparse_values, "sparse_values", dt));
   if (a.block_table)
     KVFLASH_RETURN_IF_ERROR(expect_dtype(*a.block_table, "block_table", DType::kInt32));
 
@@ -283,7 +286,8 @@ Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
     p.has_ask = true;
     p.ask_s = a.actual_seq_lengths_key->strides[0];
   }
-  p.return_value = values;
+  p.scores_out = values && a.sparse_values->dtype == DType::kFloat32;
+  p.return_value = values && !p.scores_out;
   return Status::kSuccess;
 }
 
