@@ -212,6 +212,22 @@ TEST(AclnnLiTest, InvalidArgumentsAre161002NamingThem) {
   expect_invalid([](LiCall& c) { c.asq = nullptr; }, "actual_seq_lengths_query");
 }
 
+// The C++ API's fp32 sparse_values (the unrounded scores) is an extension: aclnn keeps upstream's
+// rule, the query dtype.
+TEST(AclnnLiTest, Fp32SparseValuesOutIs161002) {
+  LiCaseData data(small_case(LiQLayout::kTnd, LiKLayout::kPaBsnd, true));
+  std::vector<float> scores(data.call().sparse_indices.numel());
+  LightningIndexerArgs a = data.call();
+  a.sparse_values = TensorView::contiguous(scores.data(), kvflash::DType::kFloat32,
+                                           {a.sparse_indices.shape[0], 1, a.sparse_count});
+  LiCall c(a);
+  uint64_t ws = 0;
+  aclOpExecutor* ex = kSentinel;
+  EXPECT_EQ(c.phase1(&ws, &ex), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_EQ(ex, nullptr);
+  EXPECT_NE(recent().find("sparseValuesOut dtype fp32"), std::string::npos) << recent();
+}
+
 TEST(AclnnLiTest, Phase2Contract) {
   LiCaseData data(small_case(LiQLayout::kTnd, LiKLayout::kPaBsnd, false));
   LiCall c(data.call());
