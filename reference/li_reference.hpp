@@ -1,7 +1,8 @@
-// The LightningIndexer oracle (docs/fia-pfa-indexer.md D9, D10, docs/fia-pfa-indexer.md §3.3; docs/semantics.md §0.2):
-// a plain double-precision implementation that reads the user-level arguments (LiCall) directly
-// — layouts, per-batch or cumulative lengths, the block table, strides and offsets — so it shares
-// no code with the kernels (src/cpu/li/). Every element is read through its view; a score is
+// The LightningIndexer oracle (docs/fia-pfa-indexer.md D9, D10, docs/fia-pfa-indexer.md §3.3;
+// docs/semantics.md §0.2): a plain double-precision implementation that reads the user-level
+// arguments (LiCall) directly — layouts, per-batch or cumulative lengths, the block table, strides
+// and offsets — so it shares no code with the kernels (src/cpu/li/). Every element is read through
+// its view; a score is
 //   score[t, s] = sum_h w[t,h] * relu(q[t,h,:] . k[s,:])
 // in double (no scale), the selection is a full stable sort of the row's valid keys by descending
 // score (NaN above everything, ties to the lower key index), and values are rounded once (RNE)
@@ -18,36 +19,17 @@
 #include <string>
 #include <vector>
 
+#include "kvflash/li.hpp"
 #include "kvflash/tensor.hpp"
 
 namespace kvflash::reference {
 
 inline constexpr int64_t kLiHeadDim = 128;
 
-/// The user-level arguments of one LightningIndexer call, named and typed as
-/// aclnnLightningIndexerGetWorkspaceSize / torch npu_lightning_indexer (docs/fia-pfa-indexer.md §1.4, §2.1). Views
-/// are borrowed.
-struct LiCall {
-  TensorView query;    ///< BSND (B,S1,N1,128) | TND (T,N1,128); fp16 or bf16
-  TensorView key;      ///< BSND (B,S2,1,128) | TND (T2,1,128) | PA_BSND (blocks,block_size,1,128)
-  TensorView weights;  ///< BSND (B,S1,N1) | TND (T,N1); fp32 or the query dtype
-  /// int32 (B): BSND query counts per batch (absent: S1); TND prefix sums (required).
-  std::optional<TensorView> actual_seq_lengths_query;
-  /// int32 (B): BSND / PA_BSND key counts per batch (absent: S2; required for PA); TND prefix sums.
-  std::optional<TensorView> actual_seq_lengths_key;
-  std::optional<TensorView> block_table;  ///< int32 (B, M); PA_BSND only
-  std::string layout_query = "BSND";      ///< "BSND" | "TND"
-  std::string layout_key = "BSND";        ///< "BSND" | "TND" (== layout_query) | "PA_BSND"
-  int64_t sparse_count = 2048;            ///< 1..2048, or a multiple of 1024 up to 8192
-  int64_t sparse_mode = 3;                ///< 0: j < S2_b; 3: j < S2_b - S1_b + i + 1
-  int64_t pre_tokens = std::numeric_limits<int64_t>::max();   ///< must be INT64_MAX
-  int64_t next_tokens = std::numeric_limits<int64_t>::max();  ///< must be INT64_MAX
-  bool return_value = false;
-  TensorView sparse_indices;  ///< int32 BSND (B,S1,1,K) | TND (T,1,K)
-  /// Query dtype, the shape of sparse_indices; written only when return_value.
-  std::optional<TensorView> sparse_values;
-  int num_threads = 0;  ///< for the kernels; the reference ignores it
-};
+/// The user-level arguments of one LightningIndexer call: the public LightningIndexerArgs
+/// (kvflash/li.hpp), named and typed as aclnnLightningIndexerGetWorkspaceSize / torch
+/// npu_lightning_indexer (docs/fia-pfa-indexer.md §1.4, §2.1). num_threads is ignored here.
+using LiCall = LightningIndexerArgs;
 
 /// How a query row was produced.
 enum class LiRowKind : uint8_t {

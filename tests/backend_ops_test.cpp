@@ -15,12 +15,16 @@
 #include "hooks/force_backend.hpp"
 #include "ifa_reference.hpp"
 #include "kvflash/ifa.hpp"
+#include "kvflash/li.hpp"
 #include "kvflash/merge.hpp"
 #include "kvflash/sfa.hpp"
+#include "li_reference.hpp"
 #include "merge_reference.hpp"
 #include "sfa_reference.hpp"
 #include "support/compare.hpp"
 #include "support/ifa_cases.hpp"
+#include "support/li_cases.hpp"
+#include "support/li_compare.hpp"
 #include "support/merge_cases.hpp"
 #include "support/merge_compare.hpp"
 #include "support/sfa_cases.hpp"
@@ -70,6 +74,7 @@ TEST(BackendOps, EveryOperatorHasAHostEntry) {
   EXPECT_FALSE(host_entries(ifa_backends()).empty());
   EXPECT_FALSE(host_entries(sfa_backends()).empty());
   EXPECT_FALSE(host_entries(merge_backends()).empty());
+  EXPECT_FALSE(host_entries(li_backends()).empty());
 }
 
 class BackendOpsIfa : public ::testing::TestWithParam<IfaCase> {};
@@ -115,6 +120,48 @@ TEST_P(BackendOpsSfa, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, BackendOpsSfa, ::testing::ValuesIn(sfa_cases_for_run()),
                          [](const ::testing::TestParamInfo<SfaCase>& info) {
+                           return std::to_string(info.index) + "_" + info.param.test_name();
+                         });
+
+class BackendOpsLi : public ::testing::TestWithParam<LiCase> {};
+
+// Every entry at 1, 2 and 5 threads through the plan: the reference's selection (bad device data:
+// kInvalid naming the reference's fault, its rows -1), and the same bits at every thread count.
+TEST_P(BackendOpsLi, MatchesReference) {
+  const LiCase& c = GetParam();
+  LiCaseData data(c);
+  const reference::LiReference ref = reference::li_reference(data.call());
+  for (const char* entry : host_entries(li_backends())) {
+    ForcedEntry forced(entry);
+    std::vector<std::byte> first;
+    for (int threads : kThreadCounts) {
+      SCOPED_TRACE(std::string("entry=") + entry + " threads=" + std::to_string(threads));
+      data.poison_outputs();
+      data.mutable_call().num_threads = threads;
+      std::unique_ptr<LightningIndexerPlan> plan;
+      ASSERT_EQ(LightningIndexerPlan::create(data.call(), &plan), Status::kSuccess)
+          << last_error_message();
+      std::vector<std::byte> ws(plan->workspace_size());
+      const Status st = plan->run(data.call(), ws.data(), ws.size());
+      if (ref.fault.empty()) {
+        ASSERT_EQ(st, Status::kSuccess) << c.name() << ": " << last_error_message();
+      } else {
+        ASSERT_EQ(st, Status::kInvalid) << c.name();
+        EXPECT_NE(std::string(last_error_message()).find(ref.fault), std::string::npos)
+            << last_error_message() << " does not name " << ref.fault;
+      }
+      ASSERT_TRUE(compare_li_output(c.name(), data.call(), ref, c.expect_mostly_empty));
+      if (first.empty()) {
+        first = data.output_bytes();
+      } else {
+        EXPECT_TRUE(first == data.output_bytes()) << c.name() << ": bits differ from 1 thread";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BackendOpsLi, ::testing::ValuesIn(li_cases_for_run()),
+                         [](const ::testing::TestParamInfo<LiCase>& info) {
                            return std::to_string(info.index) + "_" + info.param.test_name();
                          });
 

@@ -55,6 +55,15 @@ set_tests_properties(cli_bench_sfa_tiny PROPERTIES
 add_test(NAME cli_bench_sfa_bad_problem COMMAND kvflash_cli bench sfa:b1,paged=64,blk128 --no-bandwidth)
 set_tests_properties(cli_bench_sfa_bad_problem PROPERTIES
   PASS_REGULAR_EXPRESSION "blk must divide the paged block size" LABELS cli)
+# An li problem string runs and passes its check; a bad sparse_count is refused with its rule.
+add_test(NAME cli_bench_li_tiny
+  COMMAND kvflash_cli bench li:b2,s1024,n16,topk64,next2,paged=64,kv=bf16 --iters 1 --no-bandwidth)
+set_tests_properties(cli_bench_li_tiny PROPERTIES
+  PASS_REGULAR_EXPRESSION "bench \\[1/1\\] li:.*4 rows x 1024 keys.*PASSED.*all problems ran and passed"
+  FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 120 LABELS cli)
+add_test(NAME cli_bench_li_bad_topk COMMAND kvflash_cli bench li:topk3000 --no-bandwidth)
+set_tests_properties(cli_bench_li_bad_topk PROPERTIES
+  PASS_REGULAR_EXPRESSION "topk \\(sparse_count\\) is in \\[1, 2048\\] or a multiple of 1024" LABELS cli)
 add_test(NAME cli_bench_sfa_too_many_heads COMMAND kvflash_cli bench sfa:n129 --no-bandwidth)
 set_tests_properties(cli_bench_sfa_too_many_heads PROPERTIES
   PASS_REGULAR_EXPRESSION "problem 'sfa:n129': n129: n \\(query heads\\) is a power of 2 in \\[1, 128\\]" LABELS cli)
@@ -89,6 +98,11 @@ add_test(NAME cli_demo_sfa_bound COMMAND kvflash_cli demo --quick --iters 1)
 set_tests_properties(cli_demo_sfa_bound PROPERTIES
   PASS_REGULAR_EXPRESSION "\nsfa  deepseek-v3.2 [^\n]*GB/s \\([0-9]+% of the compute peak: compute-bound\\)\n"
   TIMEOUT 600 LABELS cli)
+# The demo's DSA step: both halves timed with their shares, the indexer and SFA fp64-checked.
+add_test(NAME cli_demo_dsa_step COMMAND kvflash_cli demo --quick --iters 1 --no-bandwidth)
+set_tests_properties(cli_demo_dsa_step PROPERTIES
+  PASS_REGULAR_EXPRESSION "\ndsa  deepseek-v3.2 decode step [^\n]*indexer N=64 top-2048 [^\n]*%[^\n]*SFA N=128 [^\n]*per layer\n[^\n]*PASSED\n[^\n]*SFA over the indexer's selection[^\n]*PASSED\n"
+  FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 600 LABELS cli)
 # `cmake --install` after scripts/demo.sh: it builds kvflash_installed, which depends on every
 # installed target (cmake/install.cmake).
 add_test(NAME cli_demo_script_builds_installed_targets

@@ -38,7 +38,7 @@ Status run_with_k(const reference::LiCall& call, int64_t k, std::vector<int32_t>
   d.scores = scores->data();
   d.values = nullptr;
   std::vector<std::byte> ws(cpu::li_workspace_size(p));
-  return cpu::li_run(p, d, cpu::detected_isa(), 2, ws.data());
+  return li_run_isa(p, d, cpu::detected_isa(), 2, ws.data());
 }
 
 // Which rank holds global key position j of a row.

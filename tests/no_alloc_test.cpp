@@ -13,14 +13,13 @@
 
 #include "cpu/fia/fia_kernel.hpp"
 #include "cpu/isa.hpp"
-#include "cpu/li/li_kernel.hpp"
 #include "kvflash/ifa.hpp"
+#include "kvflash/li.hpp"
 #include "kvflash/sfa.hpp"
 #include "support/fia_bind.hpp"
 #include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/li_cases.hpp"
-#include "support/li_run.hpp"
 #include "support/sfa_cases.hpp"
 
 namespace {
@@ -135,23 +134,22 @@ TEST(NoAllocation, FiaKernelRunOnEveryCase) {
   }
 }
 
-// The LightningIndexer kernel has no plan yet either: li_run over the test binding of every case
-// without a fault (a fault's message is built when there is one), at 1, 2 and 5 threads (rows,
-// row pairs and key shares).
-TEST(NoAllocation, LiKernelRunOnEveryCase) {
+// LightningIndexerPlan::run over every case without a fault (a fault's message is built when
+// there is one), at 1, 2 and 5 threads (rows, row pairs and key shares).
+TEST(NoAllocation, LightningIndexerRunOnEveryCase) {
   for (const LiCase& c : li_cases_for_run()) {
     if (c.fault != LiFault::kNone) continue;
     LiCaseData data(c);
-    cpu::LiParams p;
-    cpu::LiData d;
-    li_bind(data.call(), &p, &d);
-    std::vector<std::byte> ws(cpu::li_workspace_size(p));
-    const cpu::Isa isa = cpu::detected_isa();
+    std::unique_ptr<LightningIndexerPlan> plan;
+    ASSERT_EQ(LightningIndexerPlan::create(data.call(), &plan), Status::kSuccess)
+        << last_error_message();
+    std::vector<std::byte> ws(plan->workspace_size());
     for (int threads : kThreads) {
-      ASSERT_EQ(cpu::li_run(p, d, isa, threads, ws.data()), Status::kSuccess);  // warm
+      data.mutable_call().num_threads = threads;
+      const LightningIndexerArgs& args = data.call();
+      ASSERT_EQ(plan->run(args, ws.data(), ws.size()), Status::kSuccess);  // warm
       Status st = Status::kRuntime;
-      const int64_t n =
-          allocations_during([&] { st = cpu::li_run(p, d, isa, threads, ws.data()); });
+      const int64_t n = allocations_during([&] { st = plan->run(args, ws.data(), ws.size()); });
       ASSERT_EQ(st, Status::kSuccess) << c.name();
       ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
     }

@@ -12,6 +12,7 @@
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
 #include "ifa_workload.hpp"
+#include "li_workload.hpp"
 
 namespace kvflash::tools {
 namespace {
@@ -64,6 +65,28 @@ Row sfa_row(const BenchProblem& p, const SfaWorkloadResult& r) {
   row.sparse_block = s.sparse_block_size;
   row.ms_per_call = r.ms_per_call;
   row.bytes = r.gathered_bytes;
+  row.gbs = r.gbs;
+  row.gflops = r.gflops;
+  row.passed = r.passed;
+  return row;
+}
+
+Row li_row(const BenchProblem& p, const LiWorkloadResult& r) {
+  const LiWorkloadShape& s = p.li;
+  Row row;
+  row.problem = p.name;
+  row.op = "li";
+  row.kv_dtype = dtype_name(s.dtype);
+  row.layout = "bsnd";
+  row.batch = s.batch * s.next_n;
+  row.kv_len = s.kv_len;
+  row.heads = s.num_heads;
+  row.kv_heads = 1;
+  row.head_dim = 128;
+  row.paged = s.block_size;
+  row.top_k = s.top_k;
+  row.ms_per_call = r.ms_per_call;
+  row.bytes = r.key_bytes;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
   row.passed = r.passed;
@@ -150,8 +173,8 @@ bool write_csv(const CliOptions& o, double bw, const Peaks& peaks, const std::ve
                  r.layout.c_str(), r.heads, r.kv_heads, r.head_dim, r.top_k, r.sparse_block,
                  r.ms_per_call, r.bytes, r.gbs, r.gflops, bw > 0 ? r.gbs / bw : 0.0,
                  peak > 0 ? r.gflops / peak : 0.0, r.passed ? "true" : "false",
-                 cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, bw,
-                 peaks.bf16, peaks.fma, peak, peaks.amx);
+                 cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, bw, peaks.bf16,
+                 peaks.fma, peak, peaks.amx);
   }
   return std::fclose(f) == 0;
 }
@@ -180,14 +203,16 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
   }
   const double peak = peaks.compute();
   if (peak > 0) {
-    std::printf("compute peak (measured): bf16 vdpbf16ps loop %.0f GFLOP/s, fp32 FMA loop %.0f "
-                "GFLOP/s\n",
-                peaks.bf16, peaks.fma);
+    std::printf(
+        "compute peak (measured): bf16 vdpbf16ps loop %.0f GFLOP/s, fp32 FMA loop %.0f "
+        "GFLOP/s\n",
+        peaks.bf16, peaks.fma);
   }
   if (peaks.amx > 0) {
-    std::printf("matrix engine peak (measured): AMX tdpbf16ps loop %.0f GFLOP/s (no kernel runs on "
-                "tiles yet)\n",
-                peaks.amx);
+    std::printf(
+        "matrix engine peak (measured): AMX tdpbf16ps loop %.0f GFLOP/s (no kernel runs on "
+        "tiles yet)\n",
+        peaks.amx);
   } else if (!o.skip_bandwidth) {
     std::printf("matrix engine peak: none (isa %s; amx: %s)\n", cpu::isa_name(cpu::active_isa()),
                 cpu::detected_isa() >= cpu::Isa::kAmx ? "capped" : cpu::amx_unavailable_reason());
@@ -214,6 +239,10 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
       IfaWorkloadResult r;
       ok = run_ifa_workload(p.ifa, options, read_bandwidth_gbs, /*check_sample=*/true, &r) && ok;
       rows.push_back(ifa_row(p, r));
+    } else if (p.op == BenchOp::kLi) {
+      LiWorkloadResult r;
+      ok = run_li_workload(p.li, options, read_bandwidth_gbs, peak, &r) && ok;
+      rows.push_back(li_row(p, r));
     } else {
       SfaWorkloadResult r;
       ok = run_sfa_workload(p.sfa, options, read_bandwidth_gbs, &r) && ok;

@@ -211,6 +211,48 @@ bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape*
   return true;
 }
 
+constexpr const char* kLiOthers =
+    "topk (sparse_count) is in [1, 2048] or a multiple of 1024 up to 8192; paged (block size) is "
+    "a multiple of 16 in [16, 1024]; kv is bf16 or fp16";
+
+bool parse_li(const std::string& text, std::string_view rest, LiWorkloadShape* shape,
+              std::string* error) {
+  LiWorkloadShape s;
+  s.name = text;
+  const IntKey keys[] = {{"b", "requests", 1, kCliMaxBatch, &s.batch},
+                         {"s", "cached tokens", 1, kCliMaxKvLen, &s.kv_len},
+                         {"n", "indexer heads", 1, 64, &s.num_heads},
+                         {"next", "query rows per request", 1, 4, &s.next_n}};
+  const bool ok = for_each_item(
+      text, rest, error, [&](std::string_view key, std::string_view value, auto fail) {
+        bool known = false;
+        if (!parse_int_key(keys, key, value, &known, fail)) return false;
+        if (known) return true;
+        if (key == "topk") {
+          // The operator's sparse_count rule (src/ops/li/li_validate.cpp).
+          if (!parse_int(value, 1, 8192, &s.top_k) || (s.top_k > 2048 && s.top_k % 1024 != 0))
+            return fail("topk (sparse_count) is in [1, 2048] or a multiple of 1024 up to 8192");
+        } else if (key == "paged") {
+          if (!parse_int(value, 16, 1024, &s.block_size) || s.block_size % 16 != 0)
+            return fail("paged (block size) is a multiple of 16 in [16, 1024]");
+        } else if (key == "kv") {
+          if (value == "bf16") {
+            s.dtype = DType::kBFloat16;
+          } else if (value == "fp16") {
+            s.dtype = DType::kFloat16;
+          } else {
+            return fail("kv is bf16 or fp16");
+          }
+        } else {
+          return fail("unknown key (" + all_keys(keys, kLiOthers) + ")");
+        }
+        return true;
+      });
+  if (!ok) return false;
+  *shape = std::move(s);
+  return true;
+}
+
 }  // namespace
 
 bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::string* error) {
@@ -227,9 +269,12 @@ bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::st
   } else if (op == "sfa") {
     p.op = BenchOp::kSfa;
     if (!parse_sfa(text, rest, &p.sfa, error)) return false;
+  } else if (op == "li") {
+    p.op = BenchOp::kLi;
+    if (!parse_li(text, rest, &p.li, error)) return false;
   } else {
-    *error =
-        "problem '" + text + "': unknown operator '" + std::string(op) + "' (ifa:... or sfa:...)";
+    *error = "problem '" + text + "': unknown operator '" + std::string(op) +
+             "' (ifa:..., sfa:... or li:...)";
     return false;
   }
   *problem = std::move(p);

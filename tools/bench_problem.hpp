@@ -8,8 +8,12 @@
 // heads (a power of 2 up to 128, sharing the one latent KV head of 512 + 64 rope dims), blk the
 // sparse block size (a power of 2 up to 128 that divides paged), paged the block size (0 = a
 // contiguous BSND cache), kv the dtype of query, cache and output (bf16 | fp16). Keys may come in
-// any order; a key left out keeps the default shown above. Named sweeps expand to lists of such
-// strings (bench_sweep).
+// any order; a key left out keeps the default shown above.
+//   li:b4,s32768,n64,topk2048,next1,paged=128,kv=bf16
+// the lightning indexer (DeepSeek-V3.2's): b requests, s cached tokens of every request, n
+// indexer heads (1..64, D = 128), topk sparse_count, next the query rows per request (MTP), paged
+// the cache block size, kv the dtype of query, key and weights (bf16 | fp16). Named sweeps expand
+// to lists of such strings (bench_sweep).
 #pragma once
 
 #include <string>
@@ -17,10 +21,11 @@
 
 #include "bench_sfa.hpp"
 #include "ifa_workload.hpp"
+#include "li_workload.hpp"
 
 namespace kvflash::tools {
 
-enum class BenchOp { kIfa, kSfa };
+enum class BenchOp { kIfa, kSfa, kLi };
 
 /// One parsed problem string: op selects which shape is meaningful.
 struct BenchProblem {
@@ -28,6 +33,7 @@ struct BenchProblem {
   BenchOp op = BenchOp::kIfa;
   IfaWorkloadShape ifa;
   SfaWorkloadShape sfa;
+  LiWorkloadShape li;
 };
 
 /// Parses one problem string into *problem. Returns false with the reason in *error for an

@@ -65,7 +65,8 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
   CLI::App* bench_cmd = app.add_subcommand(
       "bench",
       "Time problems like ifa:b8,s4096,n32,kvn8,d128,kv=bf16,paged=128 or "
-      "sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16 (each checked against fp64)");
+      "sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16 or "
+      "li:b4,s32768,n64,topk2048,next1,paged=128,kv=bf16 (each checked against fp64)");
   bench_cmd->add_option("problems", problems, "problem strings (none: only the probes)");
   bench_cmd->add_option("--sweep", sweep, "add a named sweep's problems: default, quick");
   bench_cmd->add_flag("--list", bench_list, "print the problems, one a line, and run nothing");

@@ -25,4 +25,10 @@ bool run_ifa_demo(const DemoOptions& options, bool int8_kv, double read_bandwidt
 bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs,
                   double compute_peak_gflops);
 
+/// The whole DeepSeek-V3.2 sparse-attention step (lightning indexer, then SFA over its selection),
+/// each half timed, checked against fp64 end to end (tools/demo_dsa.cpp). Returns true when the
+/// checks passed.
+bool run_dsa_demo(const DemoOptions& options, double read_bandwidth_gbs,
+                  double compute_peak_gflops);
+
 }  // namespace kvflash::tools

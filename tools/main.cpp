@@ -2,8 +2,8 @@
 //   kvflash demo   the main job: embedded decode workloads, checked against the reference, timed
 //   kvflash ifa    one IFA decode step of a shape given on the command line: timed, optionally
 //                  checked
-//   kvflash bench  problem strings (ifa:b8,s4096,..., sfa:b4,topk2048,...) or a named sweep: timed,
-//                  checked, optionally written as JSON and CSV
+//   kvflash bench  problem strings (ifa:b8,s4096,..., sfa:b4,topk2048,..., li:b4,s32768,...) or a
+//                  named sweep: timed, checked, optionally written as JSON and CSV
 //   kvflash info   the version and what this machine gives kvflash (ISA, threads, read bandwidth)
 #include <algorithm>
 #include <cstdio>
@@ -53,6 +53,7 @@ int run(const kvflash::tools::CliOptions& o) {
   bool ok = tools::run_ifa_demo(demo, /*int8_kv=*/false, bw);
   ok = tools::run_ifa_demo(demo, /*int8_kv=*/true, bw) && ok;
   ok = tools::run_sfa_demo(demo, bw, peak) && ok;
+  ok = tools::run_dsa_demo(demo, bw, peak) && ok;
   std::printf("demo: %s\n", ok ? "all sample checks passed" : "SAMPLE CHECK FAILED");
   return ok ? 0 : 1;
 }

@@ -18,6 +18,7 @@ from . import _build_info
 
 __version__ = _build_info.VERSION
 __all__ = ["npu_incre_flash_attention", "npu_sparse_flash_attention", "incre_flash_attention"]
+__all__ += ["npu_lightning_indexer"]
 
 
 def _release(version):
@@ -68,6 +69,10 @@ def npu_incre_flash_attention(query, key, value, *, actual_seq_lengths=None, **k
 #: torch_npu.npu_sparse_flash_attention: returns (attention_out, softmax_max, softmax_sum). Its
 #: lengths are tensors in torch_npu's schema already.
 npu_sparse_flash_attention = _torch.ops.kvflash.npu_sparse_flash_attention
+
+#: torch_npu.npu_lightning_indexer: returns (sparse_indices, sparse_values); its lengths are int32
+#: tensors (docs/python.md).
+npu_lightning_indexer = _torch.ops.kvflash.npu_lightning_indexer
 
 
 def _tensor_list(x):

@@ -1,14 +1,15 @@
 """torch_npu's attention operators on any machine: ``import kvflash.torch_npu as torch_npu``.
 
 ``npu_incre_flash_attention`` and ``npu_sparse_flash_attention`` have torch_npu 2.14.0's
-signatures and semantics (docs/python.md); they are ``torch.ops.kvflash.*``. Nothing else of
-torch_npu is provided.
+signatures and semantics, ``npu_lightning_indexer`` torch_npu 7.3.0's (docs/python.md); they
+are ``torch.ops.kvflash.*``. Nothing else of torch_npu is provided.
 """
 from kvflash import npu_incre_flash_attention, npu_sparse_flash_attention
+from kvflash import npu_lightning_indexer
 
 __all__ = ["npu_incre_flash_attention", "npu_sparse_flash_attention"]
+__all__ += ["npu_lightning_indexer"]
 
 
 def __getattr__(name):
-    raise AttributeError(f"kvflash.torch_npu provides npu_incre_flash_attention and "
-                         f"npu_sparse_flash_attention only, not {name!r}")
+    raise AttributeError(f"kvflash.torch_npu provides {', '.join(__all__)} only, not {name!r}")

@@ -2,6 +2,8 @@
 // shapes, which FakeTensor uses for torch.compile and torch.export; Autograd: outputs whose
 // backward raises "not differentiable"), plus private helpers for the tests.
 // Loading the library also hands kvflash's parallel loops to torch's intra-op threads.
+#include "ops.hpp"
+
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/function.h>
@@ -14,7 +16,6 @@
 
 #include "kvflash/parallel.hpp"
 #include "kvflash/status.hpp"
-#include "ops.hpp"
 #include "schemas.hpp"
 
 namespace kvflash::torch_ext {
@@ -47,6 +48,7 @@ std::vector<int64_t> plan_cache_info() {
 void clear_plan_cache() {
   clear_ifa_plan_cache();
   clear_sfa_plan_cache();
+  clear_li_plan_cache();
 }
 
 // kvflash's thread count for a call with num_threads 0 (the backend's: at::get_num_threads()).
@@ -107,6 +109,7 @@ TORCH_LIBRARY(kvflash, m) {
   m.def(kSfaNpuSchema);
   m.def(ifa_ext_schema().c_str());
   m.def(kMergeSchema);
+  m.def(kLiNpuSchema);
   m.def("_plan_cache_info() -> int[]", &plan_cache_info);
   m.def("_clear_plan_cache() -> ()", &clear_plan_cache);
   m.def("_num_threads() -> int", &num_threads);
@@ -118,12 +121,14 @@ TORCH_LIBRARY_IMPL(kvflash, CPU, m) {
   m.impl("npu_sparse_flash_attention", boxed<&sfa_cpu>());
   m.impl("incre_flash_attention", boxed<&ifa_cpu<true>>());
   m.impl("merge_attention_states", boxed<&merge_cpu>());
+  m.impl("npu_lightning_indexer", boxed<&li_cpu>());
 }
 
 // CUDA tensors run the same functions (they are device-generic: outputs and workspace are made
 // with the query's options, the run is queued on torch's current stream, no host synchronisation).
 // Registered whatever torch or kvflash was built with: without a CUDA backend in libkvflash the
-// plan is refused with 361001 ("no backend runs on ..."), a clear error instead of a missing kernel.
+// plan is refused with 361001 ("no backend runs on ..."), a clear error instead of a missing
+// kernel.
 TORCH_LIBRARY_IMPL(kvflash, CUDA, m) {
   using namespace kvflash::torch_ext;
   m.impl("npu_incre_flash_attention", boxed<&ifa_cpu<false>>());
@@ -133,8 +138,9 @@ TORCH_LIBRARY_IMPL(kvflash, CUDA, m) {
 
 TORCH_LIBRARY_IMPL(kvflash, Autograd, m) {
   using namespace kvflash::torch_ext;
-  for (const char* op : {"npu_incre_flash_attention", "npu_sparse_flash_attention",
-                         "incre_flash_attention", "merge_attention_states"})
+  for (const char* op :
+       {"npu_incre_flash_attention", "npu_sparse_flash_attention", "incre_flash_attention",
+        "merge_attention_states", "npu_lightning_indexer"})
     m.impl(op, boxed<&not_differentiable>());
 }
 
@@ -144,4 +150,5 @@ TORCH_LIBRARY_IMPL(kvflash, Meta, m) {
   m.impl("npu_sparse_flash_attention", boxed<&sfa_meta>());
   m.impl("incre_flash_attention", boxed<&ifa_meta<true>>());
   m.impl("merge_attention_states", boxed<&merge_meta>());
+  m.impl("npu_lightning_indexer", boxed<&li_meta>());
 }

@@ -25,6 +25,12 @@ void sfa_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::St
 void merge_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
 void merge_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
 
+// ---- the lightning indexer (li_op.cpp): npu_lightning_indexer ----
+void li_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
+void li_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
+std::tuple<int64_t, int64_t, int64_t> li_plan_cache_stats();
+void clear_li_plan_cache();
+
 /// Plan cache statistics (hits, misses, cached plans) of IFA and SFA, and clearing them.
 std::tuple<int64_t, int64_t, int64_t> ifa_plan_cache_stats();
 std::tuple<int64_t, int64_t, int64_t> sfa_plan_cache_stats();

@@ -56,4 +56,30 @@ std::vector<Int> merge_lse_shape(const Sizes& partial_out) {
   return std::vector<Int>(partial_out.begin() + 1, partial_out.end() - 1);
 }
 
+/// torch_npu's shape of npu_lightning_indexer's sparse_indices (and of sparse_values with
+/// return_value): BSND query [B, S1, key.size(2), K]; TND [T, key.size(1 for a TND key, else 2),
+/// K]. nullopt when an empty tensor, a rank or sparse_count <= 0 leaves it undefined, and for a
+/// sparse_count above the library's 8192 (no huge allocation before the library names it): the
+/// library then rejects the call.
+template <class Int, class Sizes>
+std::optional<std::vector<Int>> li_indices_shape(const Sizes& q, const Sizes& k,
+                                                 const std::string& layout_query,
+                                                 const std::string& layout_key,
+                                                 int64_t sparse_count) {
+  const bool k_tnd = layout_key == "TND";
+  const size_t head_axis = k_tnd ? 1 : 2;
+  if (sparse_count <= 0 || sparse_count > 8192 || k.size() <= head_axis || q.size() < 2)
+    return std::nullopt;
+  for (const auto& d : q)
+    if (d == 0) return std::nullopt;
+  for (const auto& d : k)
+    if (d == 0) return std::nullopt;
+  if (layout_query == "BSND") {
+    if (q.size() != 4) return std::nullopt;
+    return std::vector<Int>{q[0], q[1], k[2], Int(sparse_count)};
+  }
+  if (q.size() != 3) return std::nullopt;
+  return std::vector<Int>{q[0], k[head_axis], Int(sparse_count)};
+}
+
 }  // namespace kvflash::torch_ext

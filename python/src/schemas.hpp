@@ -13,7 +13,8 @@ namespace kvflash::torch_ext {
 // torch_npu 2.14.0's schemas, verbatim but for the namespace (python/tests/test_schema.py compares
 // them with the lines).
 inline constexpr const char* kIfaNpuSchema =
-    "npu_incre_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? padding_mask=None, "
+    "npu_incre_flash_attention(Tensor query, Tensor key, Tensor value, *, Tensor? "
+    "padding_mask=None, "
     "Tensor? atten_mask=None, Tensor? pse_shift=None, SymInt[]? actual_seq_lengths=None, "
     "Tensor? antiquant_scale=None, Tensor? antiquant_offset=None, Tensor? block_table=None, "
     "Tensor? dequant_scale1=None, Tensor? quant_scale1=None, Tensor? dequant_scale2=None, "
@@ -25,10 +26,19 @@ inline constexpr const char* kSfaNpuSchema =
     "npu_sparse_flash_attention(Tensor query, Tensor key, Tensor? value, Tensor sparse_indices, "
     "float scale_value, *, Tensor? block_table=None, Tensor? actual_seq_lengths_query=None, "
     "Tensor? actual_seq_lengths_kv=None, Tensor? query_rope=None, Tensor? key_rope=None, "
-    "int sparse_block_size=1, str layout_query=\"BSND\", str layout_kv=\"BSND\", int sparse_mode=3, "
+    "int sparse_block_size=1, str layout_query=\"BSND\", str layout_kv=\"BSND\", int "
+    "sparse_mode=3, "
     "int pre_tokens=9223372036854775807, int next_tokens=9223372036854775807, "
     "int attention_mode=0, bool return_softmax_lse=False, Tensor? sinks=None) -> "
     "(Tensor, Tensor, Tensor)";
+
+// torch_npu's npu_lightning_indexer (OPF 7.3.0 / master), verbatim but for the namespace.
+inline constexpr const char* kLiNpuSchema =
+    "npu_lightning_indexer(Tensor query, Tensor key, Tensor weights, *, "
+    "Tensor? actual_seq_lengths_query=None, Tensor? actual_seq_lengths_key=None, "
+    "Tensor? block_table=None, str layout_query=\"BSND\", str layout_key=\"BSND\", "
+    "int sparse_count=2048, int sparse_mode=3, int pre_tokens=9223372036854775807, "
+    "int next_tokens=9223372036854775807, bool return_value=False) -> (Tensor, Tensor)";
 
 // kvflash's log-sum-exp merge of K partial results (kvflash/merge.hpp): partial_out [K, rows..., D]
 // with partial_lse [K, rows...] or partial_max + partial_sum; returns out [rows..., D] (out_dtype,

@@ -13,15 +13,24 @@ namespace {
 
 std::optional<DType> dtype_of(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return DType::kFloat32;
-    case at::kHalf: return DType::kFloat16;
-    case at::kBFloat16: return DType::kBFloat16;
-    case at::kChar: return DType::kInt8;
-    case at::kInt: return DType::kInt32;
-    case at::kByte: return DType::kUInt8;
-    case at::kLong: return DType::kInt64;
-    case at::kBool: return DType::kBool;
-    default: return std::nullopt;
+    case at::kFloat:
+      return DType::kFloat32;
+    case at::kHalf:
+      return DType::kFloat16;
+    case at::kBFloat16:
+      return DType::kBFloat16;
+    case at::kChar:
+      return DType::kInt8;
+    case at::kInt:
+      return DType::kInt32;
+    case at::kByte:
+      return DType::kUInt8;
+    case at::kLong:
+      return DType::kInt64;
+    case at::kBool:
+      return DType::kBool;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -79,15 +88,17 @@ std::optional<TensorView> view_of(const std::optional<at::Tensor>& t, const char
 
 void throw_status(Status status) {
   std::string message = last_error_message();
-  if (message.empty()) message = "kvflash failed with status " + std::to_string(static_cast<int>(status));
-  if (status == Status::kInvalid || status == Status::kNullPtr) C10_THROW_ERROR(ValueError, message);
+  if (message.empty())
+    message = "kvflash failed with status " + std::to_string(static_cast<int>(status));
+  if (status == Status::kInvalid || status == Status::kNullPtr)
+    C10_THROW_ERROR(ValueError, message);
   C10_THROW_ERROR(Error, message);
 }
 
 namespace {
 // The stream a run on like's device is queued on: torch's current stream for a CUDA tensor (its
-// cudaStream_t, through c10's device-generic interface, so this file needs no CUDA header and builds
-// without a CUDA toolkit), null for a CPU tensor. Nothing here synchronises with the device.
+// cudaStream_t, through c10's device-generic interface, so this file needs no CUDA header and
+// builds without a CUDA toolkit), null for a CPU tensor. Nothing here synchronises with the device.
 void* stream_of(const at::Tensor& like) {
   if (!like.is_cuda()) return nullptr;
   const c10::impl::DeviceGuardImplInterface* impl =
@@ -116,6 +127,10 @@ void run_plan(const IfaPlan& plan, const IfaArgs& args, const at::Tensor& like) 
   run_with_workspace(plan, args, like);
 }
 void run_plan(const SfaPlan& plan, const SfaArgs& args, const at::Tensor& like) {
+  run_with_workspace(plan, args, like);
+}
+void run_plan(const LightningIndexerPlan& plan, const LightningIndexerArgs& args,
+              const at::Tensor& like) {
   run_with_workspace(plan, args, like);
 }
 

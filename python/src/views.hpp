@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "kvflash/ifa.hpp"
+#include "kvflash/li.hpp"
 #include "kvflash/sfa.hpp"
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
@@ -38,5 +39,7 @@ std::optional<TensorView> view_of(const std::optional<at::Tensor>& t, const char
 /// library's error.
 void run_plan(const IfaPlan& plan, const IfaArgs& args, const at::Tensor& like);
 void run_plan(const SfaPlan& plan, const SfaArgs& args, const at::Tensor& like);
+void run_plan(const LightningIndexerPlan& plan, const LightningIndexerArgs& args,
+              const at::Tensor& like);
 
 }  // namespace kvflash::torch_ext

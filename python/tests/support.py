@@ -7,6 +7,7 @@ docs/conventions.md, the worst element reported). Slots the operators must not r
 positions past a length, unused blocks) hold NaN, so a stray read shows in the output.
 """
 import dataclasses
+import itertools
 import math
 import zlib
 from typing import Optional
@@ -426,3 +427,128 @@ def check_sfa(s: SfaSpec, out, args, kw):
     return torch.ops.kvflash_testing.sfa_check(
         q, key, value, idx, scale, attention_out, softmax_max, softmax_sum, case_name=s.name,
         allow_mostly_empty=s.allow_mostly_empty, **kw)
+
+
+def build_li(layout_q="TND", layout_k="PA_BSND", dtype=torch.bfloat16, w_dtype=None, heads=8,
+             sparse_count=16, q_lens=(1, 3), kv_lens=(40, 70), block_size=16, sparse_mode=3,
+             return_value=False, seed=0):
+    """A valid npu_lightning_indexer call: (query, key, weights, kwargs). Key rows are N(0, 1); a
+    paged cache's blocks are handed out in shuffled order (two spare ones), unused table slots
+    hold -1. Lengths are int32 tensors: TND prefix sums, per batch otherwise."""
+    g = _gen(seed)
+    w_dtype = dtype if w_dtype is None else w_dtype
+    b = len(q_lens)
+    if layout_q == "TND":
+        t = sum(q_lens)
+        q = randn((t, heads, 128), dtype, g)
+        w = randn((t, heads), w_dtype, g)
+        asq = torch.tensor(list(itertools.accumulate(q_lens)), dtype=torch.int32)
+    else:
+        s1 = max(q_lens)
+        q = randn((b, s1, heads, 128), dtype, g)
+        w = randn((b, s1, heads), w_dtype, g)
+        asq = torch.tensor(q_lens, dtype=torch.int32)
+    kw = dict(actual_seq_lengths_query=asq, layout_query=layout_q, layout_key=layout_k,
+              sparse_count=sparse_count, sparse_mode=sparse_mode, return_value=return_value)
+    if layout_k == "PA_BSND":
+        per = [-(-n // block_size) for n in kv_lens]
+        blocks = sum(per) + 2
+        perm = torch.randperm(blocks, generator=g)
+        table = torch.full((b, max(per) + 1), -1, dtype=torch.int32)
+        at = 0
+        for i, n in enumerate(per):
+            table[i, :n] = perm[at:at + n].to(torch.int32)
+            at += n
+        k = randn((blocks, block_size, 1, 128), dtype, g)
+        kw.update(block_table=table, actual_seq_lengths_key=torch.tensor(kv_lens, dtype=torch.int32))
+    elif layout_k == "TND":
+        k = randn((sum(kv_lens), 1, 128), dtype, g)
+        kw["actual_seq_lengths_key"] = torch.tensor(list(itertools.accumulate(kv_lens)),
+                                                    dtype=torch.int32)
+    else:
+        k = randn((b, max(kv_lens), 1, 128), dtype, g)
+        kw["actual_seq_lengths_key"] = torch.tensor(kv_lens, dtype=torch.int32)
+    return q, k, w, kw
+
+
+def li_key_rows(k, kw, b, kv_first, n):
+    """Batch b's first n logical key rows [n, 128] of a call built by build_li."""
+    layout = kw["layout_key"]
+    if layout == "PA_BSND":
+        bs = k.shape[1]
+        rows = [k[int(kw["block_table"][b, j // bs]), j % bs, 0] for j in range(n)]
+        return torch.stack(rows) if rows else k.new_zeros((0, 128))
+    if layout == "TND":
+        return k[kv_first:kv_first + n, 0]
+    return k[b, :n, 0]
+
+
+def li_reference(q, k, w, kw):
+    """The fp64 indexer per query row: a list of (scores [n] float64, magnitudes [n]) or None
+    (a padding row), in row order (BSND b * S1 + i, TND t)."""
+    tnd = kw["layout_query"] == "TND"
+    asq = kw["actual_seq_lengths_query"].tolist()
+    ask = kw["actual_seq_lengths_key"].tolist()
+    key_tnd = kw["layout_key"] == "TND"
+    rows = []
+    b_count = len(asq)
+    s1 = None if tnd else q.shape[1]
+    for b in range(b_count):
+        lq = asq[b] - (asq[b - 1] if tnd and b > 0 else 0)
+        lkv = ask[b] - (ask[b - 1] if key_tnd and b > 0 else 0)
+        kv_first = ask[b - 1] if key_tnd and b > 0 else 0
+        q_first = (asq[b - 1] if b > 0 else 0) if tnd else b * s1
+        count = lq if tnd else s1
+        for i in range(count):
+            if i >= lq:
+                rows.append(None)
+                continue
+            r = q_first + i
+            qr = (q[r] if tnd else q[b, i]).double()  # [N, 128]
+            wr = (w[r] if tnd else w[b, i]).double()  # [N]
+            n = lkv - lq + i + 1 if kw["sparse_mode"] == 3 else lkv
+            n = max(0, min(n, lkv))
+            keys = li_key_rows(k, kw, b, kv_first, n).double()
+            dots = qr @ keys.T  # [N, n]
+            scores = (wr[:, None] * dots.clamp(min=0)).sum(0)
+            mags = (wr.abs()[:, None] * (qr.abs() @ keys.abs().T)).sum(0)
+            rows.append((scores, mags))
+    return rows
+
+
+def check_li(indices, values, ref, sparse_count, heads, dtype):
+    """Every row of indices [rows, K] (and values) against li_reference's rows: min(n, K)
+    distinct valid indices then -1; no unselected key and no later key clearly above a selected
+    one (by more than both fp32 tolerances); values the score rounded to dtype."""
+    indices = indices.reshape(-1, sparse_count)
+    if values is not None:
+        values = values.reshape(-1, sparse_count).double()
+    assert indices.shape[0] == len(ref)
+    for r, row in enumerate(ref):
+        got = indices[r].tolist()
+        if row is None:
+            assert got == [-1] * sparse_count, f"padding row {r}: {got}"
+            continue
+        scores, mags = row
+        n = scores.shape[0]
+        c = min(n, sparse_count)
+        assert got[c:] == [-1] * (sparse_count - c), f"row {r}: {got}"
+        sel = got[:c]
+        assert len(set(sel)) == c and all(0 <= j < n for j in sel), f"row {r}: {sel}"
+        tol = (128 + heads + 2) * 2.0 ** -24 * 1.01 * mags + 2.0 ** -100
+        lo = scores - tol
+        hi = scores + tol
+        chosen = torch.tensor(sel, dtype=torch.long)
+        rest = torch.ones(n, dtype=torch.bool)
+        rest[chosen] = False
+        if rest.any():
+            assert not (lo[rest].max() > hi[chosen].min()), f"row {r}: an unselected key ranks above"
+        for a in range(c - 1):
+            assert not (lo[sel[a + 1]] > hi[sel[a]]), f"row {r}: slot {a + 1} above slot {a}"
+        if values is not None:
+            u = 2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11
+            want = scores[chosen]
+            err = (values[r, :c] - want).abs()
+            allow = 2 * u * want.abs() + (1 + 2 * u) * tol[chosen]
+            assert bool((err <= allow).all()), f"row {r}: values {values[r, :c]} vs {want}"
+            assert bool((values[r, c:] == -math.inf).all()), f"row {r}: padding values"

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import kvflash
 import kvflash.torch_npu as torch_npu
-from support import IfaSpec, SfaSpec, build_ifa, build_sfa
+from support import IfaSpec, SfaSpec, build_ifa, build_li, build_sfa
 
 ACCEPTED = (ValueError, TypeError, RuntimeError)
 EXAMPLES = 120
@@ -199,6 +199,20 @@ def test_npu_sparse_flash_attention_bad_arguments(data, entry, layout_kv):
                SFA_OPTIONAL)
 
 
+LI_OPTIONAL = ["actual_seq_lengths_query", "actual_seq_lengths_key", "block_table",
+               "layout_query", "layout_key", "sparse_count", "sparse_mode", "pre_tokens",
+               "next_tokens", "return_value"]
+
+
+@pytest.mark.parametrize("layouts", [("TND", "PA_BSND"), ("BSND", "BSND")], ids="_".join)
+@FUZZ
+@given(data=st.data())
+def test_npu_lightning_indexer_bad_arguments(data, layouts):
+    q, k, w, kw = build_li(*layouts, return_value=True)
+    _fuzz_call(data, torch_npu.npu_lightning_indexer, ["query", "key", "weights"], [q, k, w], kw,
+               LI_OPTIONAL)
+
+
 @pytest.mark.parametrize("form", ["lse", "max_sum"])
 @FUZZ
 @given(data=st.data())
@@ -227,6 +241,9 @@ def test_the_fuzzed_base_calls_are_valid():
     for layout_kv in ("BSND", "PA_BSND"):
         args, kw = build_sfa(SfaSpec("fuzz", layout_kv=layout_kv, sinks=True, lse=True))
         torch.ops.kvflash.npu_sparse_flash_attention(*args, **kw)
+    for layouts in (("TND", "PA_BSND"), ("BSND", "BSND")):
+        q, k, w, kw = build_li(*layouts, return_value=True)
+        torch_npu.npu_lightning_indexer(q, k, w, **kw)
     po = torch.randn(3, 2, 4, 16)
     torch.ops.kvflash.merge_attention_states(po, torch.randn(3, 2, 4), sink=torch.randn(2, 4),
                                              out_dtype=torch.float16)

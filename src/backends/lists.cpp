@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/isa.hpp"
+#include "cpu/li/li_kernel_isa.hpp"
 #include "cpu/merge/merge_kernel.hpp"
 #include "cpu/sfa/sfa_kernel_isa.hpp"
 #if defined(KVFLASH_HAVE_CUDA)
@@ -53,6 +54,15 @@ constexpr SfaBackend cpu_sfa(const char* name) {
           nullptr};
 }
 
+template <Isa kIsa, const cpu::LiKernels* kKernels>
+constexpr LiBackend cpu_li(const char* name) {
+  return {name, DeviceType::kHost, cpu_available<kIsa>,
+          [](const core::LiProblem& p) { return cpu::li_workspace_size(p); },
+          [](const core::LiProblem& p, const core::LiData& d, const core::RunContext& ctx) {
+            return cpu::li_run(p, d, ctx, *kKernels);
+          }};
+}
+
 bool always(const char**) { return true; }
 size_t no_workspace(const core::MergeProblem&) { return 0; }
 
@@ -95,11 +105,21 @@ constexpr MergeBackend kMergeList[] = {
     {"cpu", DeviceType::kHost, always, no_workspace, cpu::merge_run, nullptr},
 };
 
+// The LightningIndexer: avx512bf16 scores bf16 inputs with vdpbf16ps (cpu/li/li_kernel-inl.h);
+// no CUDA entry yet.
+constexpr LiBackend kLiList[] = {
+    cpu_li<Isa::kAvx512Bf16, &cpu::avx512::kLiKernelsBf16>("cpu-avx512bf16"),
+    cpu_li<Isa::kAvx512, &cpu::avx512::kLiKernels>("cpu-avx512"),
+    cpu_li<Isa::kAvx2, &cpu::avx2::kLiKernels>("cpu-avx2"),
+    cpu_li<Isa::kScalar, &cpu::scalar::kLiKernels>("cpu-scalar"),
+};
+
 }  // namespace
 
 std::span<const IfaBackend> ifa_backends() { return kIfaList; }
 std::span<const SfaBackend> sfa_backends() { return kSfaList; }
 std::span<const MergeBackend> merge_backends() { return kMergeList; }
+std::span<const LiBackend> li_backends() { return kLiList; }
 
 Status read_fault_record(const char* op, Device device, const void* workspace, void* stream,
                          core::FaultRecord* record) {

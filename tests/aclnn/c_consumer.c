@@ -18,6 +18,7 @@
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
+#include "aclnnop/aclnn_lightning_indexer.h"
 #include "aclnnop/aclnn_sparse_flash_attention.h"
 #include "aclnnop/aclnn_sparse_flash_attention_v2.h"
 #include "kvflash/export.h"
@@ -90,6 +91,14 @@ int main(void) {
   EXPECT(executor == NULL);
   EXPECT(aclnnSparseFlashAttention(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclnnSparseFlashAttentionV2(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  /* LightningIndexer: a null weights is 161001 naming it, and clears the executor slot. */
+  executor = (aclOpExecutor*)0x10;
+  EXPECT(aclnnLightningIndexerGetWorkspaceSize(t, t, NULL, NULL, NULL, NULL, NULL, NULL, 2048, 3,
+                                               INT64_MAX, INT64_MAX, false, t, NULL, &ws,
+                                               &executor) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(executor == NULL);
+  EXPECT(strstr(aclGetRecentErrMsg(), "weights") != NULL);
+  EXPECT(aclnnLightningIndexer(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclDestroyTensor(t) == ACLNN_SUCCESS);
 
   EXPECT(aclrtFree(dev) == ACL_SUCCESS);

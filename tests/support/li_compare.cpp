@@ -53,10 +53,12 @@ double li_score_tolerance(double magnitude, int64_t num_heads) {
   const int64_t s1 = q_tnd ? 0 : call.query.shape[1];
   const int64_t n1 = call.query.shape[q_tnd ? 1 : 2];
   const int64_t kk = ref.sparse_count;
-  const DType vt = call.query.dtype;
-  const double u2 = vt == DType::kFloat16 ? 0x1p-10 : 0x1p-7;
-  const double sub = vt == DType::kFloat16 ? 0x1p-24 : 0x1p-133;
   const bool values = call.return_value && call.sparse_values;
+  // The values' dtype: the query's, or fp32 (the C++ API's unrounded scores: within the score
+  // tolerance alone).
+  const DType vt = values ? call.sparse_values->dtype : call.query.dtype;
+  const double u2 = vt == DType::kFloat32 ? 0.0 : vt == DType::kFloat16 ? 0x1p-10 : 0x1p-7;
+  const double sub = vt == DType::kFloat32 ? 0x1p-149 : vt == DType::kFloat16 ? 0x1p-24 : 0x1p-133;
   LiCompareStats st;
   Failure fail;
 

@@ -15,7 +15,8 @@
 //   - keys with exactly equal reference scores (bitwise equal inputs; both NaN; both +-inf):
 //     the lower index is selected and output first (D9's tie rule, exact on every evaluation);
 //   - values (return_value): equal to the reference's rounding of the selected key's score, or
-//     within 2u |s| + (1 + 2u) tol(j) of it (u = 2^-8 bf16, 2^-11 fp16, plus its least subnormal).
+//     within 2u |s| + (1 + 2u) tol(j) of it (u = 2^-8 bf16, 2^-11 fp16, plus its least subnormal;
+//     fp32 values, the C++ API's unrounded scores: u = 0).
 #pragma once
 
 #include <gtest/gtest.h>

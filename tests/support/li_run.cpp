@@ -1,5 +1,7 @@
 #include "support/li_run.hpp"
 
+#include "cpu/li/li_kernel_isa.hpp"
+
 namespace kvflash::testing {
 
 void li_bind(const reference::LiCall& c, cpu::LiParams* pp, cpu::LiData* dd) {
@@ -63,6 +65,30 @@ void li_bind(const reference::LiCall& c, cpu::LiParams* pp, cpu::LiData* dd) {
   d.values = p.return_value ? c.sparse_values->base() : nullptr;
 }
 
+const cpu::LiKernels& li_kernels(cpu::Isa isa) {
+  switch (isa) {
+    case cpu::Isa::kAmx:
+    case cpu::Isa::kAvx512Bf16:
+      return cpu::avx512::kLiKernelsBf16;
+    case cpu::Isa::kAvx512:
+      return cpu::avx512::kLiKernels;
+    case cpu::Isa::kAvx2:
+      return cpu::avx2::kLiKernels;
+    case cpu::Isa::kScalar:
+      break;
+  }
+  return cpu::scalar::kLiKernels;
+}
+
+Status li_run_isa(const cpu::LiParams& p, const cpu::LiData& d, cpu::Isa isa, int num_threads,
+                  void* ws) {
+  core::RunContext ctx;
+  ctx.num_threads = num_threads;
+  ctx.workspace = ws;
+  ctx.workspace_size = cpu::li_workspace_size(p);
+  return cpu::li_run(p, d, ctx, li_kernels(isa));
+}
+
 Status li_run_call(const reference::LiCall& call, cpu::Isa isa, int num_threads,
                    std::vector<std::byte>* ws) {
   cpu::LiParams p;
@@ -70,7 +96,7 @@ Status li_run_call(const reference::LiCall& call, cpu::Isa isa, int num_threads,
   li_bind(call, &p, &d);
   const size_t need = cpu::li_workspace_size(p);
   if (ws->size() < need) ws->resize(need);
-  return cpu::li_run(p, d, isa, num_threads, ws->data());
+  return li_run_isa(p, d, isa, num_threads, ws->data());
 }
 
 }  // namespace kvflash::testing

@@ -16,6 +16,14 @@ namespace kvflash::testing {
 /// The kernel's view of a call: strides and pointers of every tensor.
 void li_bind(const reference::LiCall& call, cpu::LiParams* p, cpu::LiData* d);
 
+/// The kernel table of isa's backend entry (cpu/li/li_kernel_isa.hpp: avx512bf16 and amx take
+/// the BF16 table, as the backend list does).
+const cpu::LiKernels& li_kernels(cpu::Isa isa);
+
+/// li_run of p on d with isa's kernels (isa must be supported) and num_threads (0 = default).
+Status li_run_isa(const cpu::LiParams& p, const cpu::LiData& d, cpu::Isa isa, int num_threads,
+                  void* ws);
+
 /// li_run on call's tensors with isa and num_threads (0 = default), in a workspace of
 /// li_workspace_size bytes taken from *ws (grown as needed, never shrunk).
 Status li_run_call(const reference::LiCall& call, cpu::Isa isa, int num_threads,

@@ -12,7 +12,6 @@
 #include "core/error.hpp"
 #include "core/half.hpp"
 #include "core/strings.hpp"
-#include "cpu/li/li_kernel_isa.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace kvflash::cpu {
@@ -384,29 +383,17 @@ void split_select(const Split& sp, int64_t row) {
 
 size_t li_workspace_size(const LiParams& p) { return li_layout(p).bytes; }
 
-Status li_run(const LiParams& p, const LiData& d, Isa isa, int num_threads, void* ws) {
+Status li_run(const LiParams& p, const LiData& d, const core::RunContext& ctx, const LiKernels& k) {
   const LiLayout l = li_layout(p);
+  void* ws = ctx.workspace;
+  const int num_threads = ctx.num_threads;
   const uintptr_t raw = reinterpret_cast<uintptr_t>(ws);
   std::byte* base = static_cast<std::byte*>(ws) + ((raw + kAlign - 1) / kAlign * kAlign - raw);
   auto* batches = reinterpret_cast<LiBatch*>(base + l.batches);
   auto* row_batch = reinterpret_cast<int32_t*>(base + l.row_batch);
   const Prologue pr = resolve(p, d, batches, row_batch);
 
-  LiScoreRowsFn score = li_score_rows_scalar;
-  switch (isa) {
-    case Isa::kAmx:  // no AMX tiles in this kernel yet: the AVX-512 BF16 scorer
-    case Isa::kAvx512Bf16:
-      score = p.dtype == DType::kBFloat16 ? li_score_rows_avx512bf16 : li_score_rows_avx512;
-      break;
-    case Isa::kAvx512:
-      score = li_score_rows_avx512;
-      break;
-    case Isa::kAvx2:
-      score = li_score_rows_avx2;
-      break;
-    case Isa::kScalar:
-      break;
-  }
+  const LiScoreRowsFn score = p.dtype == DType::kBFloat16 ? k.score_bf16 : k.score_fp16;
   const Run run{&p, &d, &l, base, batches, row_batch, pr.call_fault, score};
   const int threads = num_threads > 0 ? num_threads : default_num_threads();
   const int participants =

@@ -12,9 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cpu/isa.hpp"
+#include "core/backend.hpp"
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
+#include "ops/li/li_problem.hpp"
 
 namespace kvflash::cpu {
 
@@ -25,55 +26,10 @@ inline constexpr int64_t kLiMaxHeads = 64;
 /// a function of the problem only, never of the thread count.
 inline constexpr int kLiMaxLanes = 64;
 
-enum class LiKeyLayout : int32_t { kBsnd = 0, kTnd = 1, kPaged = 2 };
-
-/// One call's problem: everything known from metadata. Strides and offsets are in elements of the
-/// tensor they describe; every pointer of LiData points at element 0 of its view.
-struct LiParams {
-  int64_t batch = 0;
-  int64_t num_heads = 0;             ///< N1, 1..64
-  int64_t sparse_count = 0;          ///< K
-  int64_t sparse_mode = 3;           ///< 0 or 3
-  bool q_tnd = false;                ///< query TND (rows t) or BSND (rows b * s1 + i)
-  int64_t s1 = 0;                    ///< BSND query S1
-  int64_t num_rows = 0;              ///< B * S1 or T
-  DType dtype = DType::kBFloat16;    ///< query and key: fp16 or bf16
-  DType w_dtype = DType::kBFloat16;  ///< weights: fp32 or the query dtype
-  /// Query element (b, i, h, d) at b*q_sb + i*q_ss + h*q_sh + d*q_sd (TND: t*q_ss + ...).
-  int64_t q_sb = 0, q_ss = 0, q_sh = 0, q_sd = 1;
-  /// Weight element (b, i, h) at b*w_sb + i*w_ss + h*w_sh (TND: t*w_ss + h*w_sh).
-  int64_t w_sb = 0, w_ss = 0, w_sh = 1;
-  /// Key element: BSND (b, j, d) at b*k_s0 + j*k_s1 + d*k_sd; TND (t, d) at t*k_s1 + d*k_sd;
-  /// paged (block, pos, d) at block*k_s0 + pos*k_s1 + d*k_sd.
-  LiKeyLayout key_layout = LiKeyLayout::kBsnd;
-  int64_t k_s0 = 0, k_s1 = 0, k_sd = 1;
-  /// Most keys one batch may have: BSND S2, TND T2, paged block_table columns * block_size.
-  int64_t kv_cap = 0;
-  int64_t block_size = 0, num_blocks = 0, bt_s0 = 0, bt_s1 = 0;  ///< paged only
-  /// Length tensors: per batch (BSND query, BSND / paged key) or prefix sums (TND), int32 with
-  /// the given element stride. Absent: BSND query S1, BSND key S2 (required otherwise).
-  bool has_asq = false, has_ask = false;
-  int64_t asq_s = 1, ask_s = 1;
-  bool return_value = false;
-  // Outputs are contiguous [num_rows, sparse_count]: int32 indices, values in the query dtype.
-};
-
-/// The pointers of one call (element 0 of each view).
-struct LiData {
-  const void* query = nullptr;
-  const void* key = nullptr;
-  const void* weights = nullptr;
-  const int32_t* asq = nullptr;
-  const int32_t* ask = nullptr;
-  const int32_t* block_table = nullptr;
-  int32_t* indices = nullptr;
-  void* values = nullptr;  ///< only when return_value
-  /// Optional (null: not written): the fp32 scores of the selection, [num_rows, sparse_count],
-  /// -inf in -1 slots, NaN in every slot of a faulted row. What a context-parallel rank hands to
-  /// li_merge_topk: the query-dtype values are rounded, so equal-looking values could order
-  /// differently from the scores they came from.
-  float* scores = nullptr;
-};
+// The problem and the bound pointers are the operator's (ops/li/li_problem.hpp).
+using core::LiData;
+using core::LiKeyLayout;
+using core::LiParams;
 
 /// A query row the kernel scores: its batch, where its batch's keys start (TND), and its number
 /// of valid keys n >= 1 (keys 0..n-1 of the batch's logical sequence); and what one scorer call
@@ -106,15 +62,36 @@ inline constexpr int kLiRowGroup = 2;
 inline constexpr int64_t kLiKeyChunk = 32;
 inline constexpr int64_t kLiRadixBins = 2048;
 
+/// Writes the order keys (li_order_key) of the scores of keys rows[r].j0..rows[r].j1-1 of each
+/// row r < count into s[r].keys[j0, j1), and the histogram of their first radix digits
+/// (key >> kLiRadixShift0) into s[r].hist (the selection's first pass, for those keys); stages
+/// the query row and weights into s[r].q, s[r].w first when rows[r].stage (else reads them there).
+/// The rows (1..kLiRowGroup) are of one batch and share j0: every key block is read once for all
+/// of them (s[0]'s key staging). A key's order key is the same bits whichever range, group, call
+/// or thread scores it. The seam of li_kernel-inl.h: a matrix-engine scorer has this signature and
+/// duty too.
+using LiScoreRowsFn = void (*)(const LiParams& p, const LiData& d, const LiRowRef* rows,
+                               const LiScratch* s, int count);
+
+/// One instruction set's scorers, compiled in its own translation unit (li_kernel_<isa>.cpp,
+/// tables declared in li_kernel_isa.hpp) and named by its entry of the backend list
+/// (src/backends/lists.cpp), so nothing inside a run chooses an instruction set. The run picks
+/// by the problem's dtype only.
+struct LiKernels {
+  LiScoreRowsFn score_fp16;  ///< fp16 query and key
+  LiScoreRowsFn score_bf16;  ///< bf16 query and key
+};
+
 /// Bytes of workspace li_run needs for p (any alignment accepted): a function of p only.
 size_t li_workspace_size(const LiParams& p);
 
-/// Computes sparse_indices (and sparse_values) of p for d's tensors with isa's kernels (isa must
-/// be supported) on num_threads workers (0 = default). Output bits depend on nothing but the
-/// inputs and the ISA level (never on the thread count). Bad device data (D10) is kInvalid naming
+/// Computes sparse_indices (and sparse_values) of p for d's tensors with kernels k (whose
+/// instruction set the CPU must support) on ctx.num_threads workers (0 = default), in
+/// ctx.workspace (li_workspace_size(p) bytes). Output bits depend on nothing but the inputs and
+/// the kernels' ISA level (never on the thread count). Bad device data (D10) is kInvalid naming
 /// the first bad entry: the rows it concerns are all -1 with NaN values, every other row is
 /// computed.
-Status li_run(const LiParams& p, const LiData& d, Isa isa, int num_threads, void* ws);
+Status li_run(const LiParams& p, const LiData& d, const core::RunContext& ctx, const LiKernels& k);
 
 /// Element offset of query row `row`'s (h = 0, d = 0) and of its weight (h = 0).
 inline int64_t li_query_offset(const LiParams& p, int64_t row) {

@@ -19,11 +19,6 @@ namespace kvflash::cpu::avx2 {
 #include "cpu/simd_math-inl.h"
 #include "cpu/li/li_kernel-inl.h"
 // clang-format on
-}  // namespace kvflash::cpu::avx2
 
-namespace kvflash::cpu {
-void li_score_rows_avx2(const LiParams& p, const LiData& d, const LiRowRef* rows,
-                        const LiScratch* s, int count) {
-  avx2::li_body::score_rows_f32(p, d, rows, s, count);
-}
-}  // namespace kvflash::cpu
+const LiKernels kLiKernels = {li_body::score_rows_f32, li_body::score_rows_f32};
+}  // namespace kvflash::cpu::avx2

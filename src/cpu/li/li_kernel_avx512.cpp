@@ -21,15 +21,7 @@ namespace kvflash::cpu::avx512 {
 #include "cpu/simd_math-inl.h"
 #include "cpu/li/li_kernel-inl.h"
 // clang-format on
-}  // namespace kvflash::cpu::avx512
 
-namespace kvflash::cpu {
-void li_score_rows_avx512(const LiParams& p, const LiData& d, const LiRowRef* rows,
-                          const LiScratch* s, int count) {
-  avx512::li_body::score_rows_f32(p, d, rows, s, count);
-}
-void li_score_rows_avx512bf16(const LiParams& p, const LiData& d, const LiRowRef* rows,
-                              const LiScratch* s, int count) {
-  avx512::li_body::score_rows_bf16(p, d, rows, s, count);
-}
-}  // namespace kvflash::cpu
+const LiKernels kLiKernels = {li_body::score_rows_f32, li_body::score_rows_f32};
+const LiKernels kLiKernelsBf16 = {li_body::score_rows_f32, li_body::score_rows_bf16};
+}  // namespace kvflash::cpu::avx512
