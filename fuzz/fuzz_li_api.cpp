@@ -95,6 +95,13 @@ void run(FuzzInput& in, LiFuzzCase& f) {
     ws.check_guards("the workspace (second run)");
   }
   check_li_run(f, a, static_cast<int64_t>(rs), message, "run");
+  // status(): a host run returned its faults itself, so it reads nothing and succeeds.
+  const Status ss = plan->status(in.flag() ? ws.data() : nullptr);
+  check_status(static_cast<int64_t>(ss), last_error_message(), kOp, li_names(), "status");
+  if (ss != Status::kSuccess)
+    violated("status() of a host plan returned " + std::to_string(static_cast<int>(ss)));
+  f.mem.check_after(slots, true, "status");
+  ws.check_guards("the workspace (status)");
 }
 
 }  // namespace

@@ -86,6 +86,19 @@ TEST(LiPlan, WorkspaceAndStreamChecks) {
   EXPECT_EQ(LightningIndexerPlan::create(data.call(), nullptr), Status::kNullPtr);
 }
 
+TEST(LiPlan, StatusOfAHostPlanReadsNothing) {
+  // run() on host tensors returns any fault itself: status() reads nothing and succeeds.
+  LiCaseData data(small_case(false));
+  std::unique_ptr<LightningIndexerPlan> plan;
+  ASSERT_EQ(LightningIndexerPlan::create(data.call(), &plan), Status::kSuccess);
+  std::vector<std::byte> ws(plan->workspace_size());
+  ASSERT_EQ(plan->run(data.call(), ws.data(), ws.size()), Status::kSuccess);
+  const std::vector<std::byte> after_run = ws;
+  EXPECT_EQ(plan->status(ws.data()), Status::kSuccess);
+  EXPECT_EQ(plan->status(nullptr), Status::kSuccess);
+  EXPECT_EQ(ws, after_run);
+}
+
 TEST(LiPlan, FingerprintFollowsTheMetadataOnly) {
   LiCaseData a(small_case(false)), b(small_case(false));
   std::string fa, fb, fc;

@@ -82,6 +82,11 @@ class KVFLASH_API LightningIndexerPlan {
   Status run(const LightningIndexerArgs& args, void* workspace, size_t workspace_size,
              void* stream = nullptr) const;
 
+  /// The status of the device data the last run with `workspace` on `stream` read (see
+  /// IfaPlan::status). The indexer has host entries only: run() has already returned that status,
+  /// so status() reads nothing and returns kSuccess (kNullPtr for a null workspace on a device plan).
+  Status status(const void* workspace, void* stream = nullptr) const;
+
   /// The plan-relevant metadata of args as bytes, for keying a cache of plans (see
   /// SfaPlan::fingerprint). kRuntime when out of memory.
   static Status fingerprint(const LightningIndexerArgs& args, std::string* bytes);

@@ -56,11 +56,14 @@ constexpr SfaBackend cpu_sfa(const char* name) {
 
 template <Isa kIsa, const cpu::LiKernels* kKernels>
 constexpr LiBackend cpu_li(const char* name) {
-  return {name, DeviceType::kHost, cpu_available<kIsa>,
+  return {name,
+          DeviceType::kHost,
+          cpu_available<kIsa>,
           [](const core::LiProblem& p) { return cpu::li_workspace_size(p); },
           [](const core::LiProblem& p, const core::LiData& d, const core::RunContext& ctx) {
             return cpu::li_run(p, d, ctx, *kKernels);
-          }};
+          },
+          nullptr};
 }
 
 bool always(const char**) { return true; }

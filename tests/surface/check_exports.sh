@@ -59,7 +59,7 @@ for fn in 'kvflash::dtype_size(' 'kvflash::dtype_name(' 'kvflash::dtype_is_known
           'kvflash::MergePlan::fingerprint(' \
           'kvflash::merge_attention_states(' \
           'kvflash::LightningIndexerPlan::create(' 'kvflash::LightningIndexerPlan::run(' \
-          'kvflash::LightningIndexerPlan::workspace_size(' \
+          'kvflash::LightningIndexerPlan::workspace_size(' 'kvflash::LightningIndexerPlan::status(' \
           'kvflash::LightningIndexerPlan::fingerprint(' 'kvflash::lightning_indexer(' \
           'kvflash::incre_flash_attention(' 'kvflash::sparse_flash_attention(' \
           'kvflash::last_error_message(' 'kvflash::set_num_threads(' 'kvflash::get_num_threads(' \

@@ -12,6 +12,7 @@
 #include "ops/li/li_fields.hpp"
 #include "ops/li/li_plan_impl.hpp"
 #include "ops/li/li_validate.hpp"
+#include "ops/plan_faults.hpp"
 
 namespace kvflash {
 namespace {
@@ -23,7 +24,7 @@ struct Desc {
   static constexpr const auto& fields = li::kFields;
   static constexpr core::PlanOps<core::LiProblem, LightningIndexerArgs, core::LiData> ops = {
       li::kOpName,   li::validate, li::strip_data, li::check_matches_plan,
-      li::bind_data, li::describe, li_backends};
+      li::bind_data, li::describe, li_backends,    read_fault_record};
 };
 using Handle = core::PlanHandle<Desc>;
 
@@ -42,6 +43,18 @@ size_t LightningIndexerPlan::workspace_size() const { return impl_->workspace_si
 Status LightningIndexerPlan::run(const LightningIndexerArgs& args, void* workspace,
                                  size_t workspace_size, void* stream) const {
   return Handle::run(*this, args, workspace, workspace_size, stream);
+}
+
+Status LightningIndexerPlan::status(const void* workspace, void* stream) const {
+  return Handle::status(*this, workspace, stream);
+}
+
+bool plan_writes_fault_record(const LightningIndexerPlan& plan) {
+  return Handle::writes_fault_record(plan);
+}
+
+Status plan_decode_fault(const LightningIndexerPlan& plan, const core::FaultRecord& record) {
+  return Handle::decode_fault(plan, record);
 }
 
 Status LightningIndexerPlan::fingerprint(const LightningIndexerArgs& args, std::string* bytes) {
