@@ -1,7 +1,7 @@
-// The main of the fuzz targets in builds without libFuzzer (gcc, the release and sanitizer
-// presets): runs LLVMFuzzerTestOneInput once on every file named on the command line, or in the
-// directories named, in sorted order. CTest replays the committed corpora with it, so every
-// reproducer of a fixed bug is a regression test in every build.
+// The main of the fuzz targets in builds without libFuzzer (the release, ci and tsan presets; the
+// asan preset links libFuzzer instead): runs LLVMFuzzerTestOneInput once on every file named on
+// the command line, or in the directories named, in sorted order. CTest replays the committed
+// corpora with it, so every reproducer of a fixed bug is a regression test in every build.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

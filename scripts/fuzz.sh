@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the fuzz preset (clang, ASan + UBSan, libFuzzer) and runs every fuzz target of fuzz/
+# Builds the fuzz targets in the asan preset's build (clang, ASan + UBSan, libFuzzer: the build
+# whose tests scripts/test.sh runs as well) and runs every fuzz target of fuzz/
 # (docs/testing.md), each on its committed corpus plus new inputs: one per core at a time for the
 # bounded run, one after another for the campaign (KVFLASH_FUZZ_JOBS overrides either).
 #
@@ -9,7 +10,7 @@
 #                                          kept in build/fuzz-campaign/<target>, logs beside them
 #
 # Fails on any crash, leak, timeout, out-of-memory or invariant violation; the reproducer is
-# written to build/fuzz-artifacts/<target>-crash-* (replay: build/fuzz/fuzz/fuzz_<target> FILE).
+# written to build/fuzz-artifacts/<target>-crash-* (replay: build/asan/fuzz/fuzz_<target> FILE).
 # KVFLASH_FUZZ_TARGETS overrides the list of targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +24,8 @@ secs=${1:-$([ $campaign = 1 ] && echo 900 || echo 15)}
 read -r -a targets <<<"${KVFLASH_FUZZ_TARGETS:-ifa_aclnn sfa_aclnn cpp_api merge_api cli li_aclnn li_api}"
 
 echo "=== [fuzz] configure + build"
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j"$(nproc)" --target fuzz_all
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j"$(nproc)" --target fuzz_all
 if [ $campaign = 1 ]; then
   work=build/fuzz-campaign
 else
@@ -43,7 +44,7 @@ fuzz_one() {
   mkdir -p "$work/$t"
   [ -f "fuzz/$t.dict" ] && extra+=("-dict=fuzz/$t.dict")
   start=$(date +%s)
-  build/fuzz/fuzz/fuzz_"$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=30 \
+  build/asan/fuzz/fuzz_"$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=30 \
       -max_len=512 -len_control=0 -print_final_stats=1 \
       -artifact_prefix=build/fuzz-artifacts/"$t"- "${extra[@]}" \
       "$work/$t" "fuzz/corpus/$t" >"$log" 2>&1 || rc=$?

@@ -7,9 +7,10 @@ set -euo pipefail
 # C compiler builds the C consumer test; make is the generator of the find_package consumer test,
 # tests/aclnn, and of `pip install .` without ninja); binutils' nm and c++filt check the exported
 # symbols; pkg-config builds the pkg-config consumer tests; GoogleTest is the test framework;
-# CLI11 parses the kvflash program's options. The fuzz targets (scripts/fuzz.sh, the fuzz preset)
-# need clang 14 with its runtime libraries (libclang-rt-14-dev carries libFuzzer and the
-# sanitizers) and llvm-14 (llvm-symbolizer for stack traces; llvm-profdata / llvm-cov).
+# CLI11 parses the kvflash program's options. The sanitizer builds (the asan preset, which holds
+# the fuzz targets, and the tsan preset) need clang 14 with its runtime libraries
+# (libclang-rt-14-dev carries libFuzzer and the sanitizers) and llvm-14 (llvm-symbolizer for stack
+# traces; llvm-profdata / llvm-cov).
 packages=(cmake ninja-build make gcc g++ binutils pkg-config libgtest-dev libcli11-dev
           clang-14 libclang-rt-14-dev llvm-14)
 missing=()
