@@ -1,5 +1,7 @@
 #include "backends/lists.hpp"
 
+#include "cpu/fia/fia_entry.hpp"
+#include "cpu/fia/fia_kernel_isa.hpp"
 #include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/merge/merge_kernel.hpp"
@@ -82,10 +84,28 @@ constexpr MergeBackend kMergeList[] = {
     {"cpu", DeviceType::kHost, always, no_workspace, cpu::merge_run},
 };
 
+// FIA / PFA: one CPU entry per level, each bound to its kernel table (cpu/fia/fia_kernel_isa.hpp).
+// The Q_S = 1 decode branch (D4) runs the same kernel's split-KV path (docs/conventions.md).
+template <Isa kIsa, const cpu::FiaKernels* kKernels>
+constexpr FiaBackend cpu_fia(const char* name) {
+  return {name, DeviceType::kHost, cpu_available<kIsa>, cpu::fia_entry_workspace_size,
+          [](const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx) {
+            return cpu::fia_entry_run(p, d, ctx, *kKernels);
+          }};
+}
+
+constexpr FiaBackend kFiaList[] = {
+    cpu_fia<Isa::kAvx512Bf16, &cpu::avx512::kFiaKernelsBf16>("cpu-avx512bf16"),
+    cpu_fia<Isa::kAvx512, &cpu::avx512::kFiaKernels>("cpu-avx512"),
+    cpu_fia<Isa::kAvx2, &cpu::avx2::kFiaKernels>("cpu-avx2"),
+    cpu_fia<Isa::kScalar, &cpu::scalar::kFiaKernels>("cpu-scalar"),
+};
+
 }  // namespace
 
 std::span<const IfaBackend> ifa_backends() { return kIfaList; }
 std::span<const SfaBackend> sfa_backends() { return kSfaList; }
 std::span<const MergeBackend> merge_backends() { return kMergeList; }
+std::span<const FiaBackend> fia_backends() { return kFiaList; }
 
 }  // namespace kvflash

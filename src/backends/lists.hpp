@@ -6,6 +6,7 @@
 #include <span>
 
 #include "core/backend.hpp"
+#include "ops/fia/fia_problem.hpp"
 #include "ops/ifa/ifa_problem.hpp"
 #include "ops/merge/merge_problem.hpp"
 #include "ops/sfa/sfa_problem.hpp"
@@ -19,5 +20,8 @@ using MergeBackend = core::Backend<core::MergeProblem, core::MergeData>;
 std::span<const IfaBackend> ifa_backends();
 std::span<const SfaBackend> sfa_backends();
 std::span<const MergeBackend> merge_backends();
+
+using FiaBackend = core::Backend<core::FiaProblem, core::FiaData>;
+std::span<const FiaBackend> fia_backends();
 
 }  // namespace kvflash
