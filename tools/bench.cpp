@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_fia.hpp"
 #include "bench_sfa.hpp"
 #include "bf16_peak.hpp"
 #include "cache_flush.hpp"
@@ -64,6 +65,27 @@ Row sfa_row(const BenchProblem& p, const SfaWorkloadResult& r) {
   row.sparse_block = s.sparse_block_size;
   row.ms_per_call = r.ms_per_call;
   row.bytes = r.gathered_bytes;
+  row.gbs = r.gbs;
+  row.gflops = r.gflops;
+  row.passed = r.passed;
+  return row;
+}
+
+Row fia_row(const BenchProblem& p, const FiaWorkloadResult& r) {
+  const FiaWorkloadShape& s = p.fia;
+  Row row;
+  row.problem = p.name;
+  row.op = s.prompt ? "pfa" : "fia";
+  row.kv_dtype = dtype_name(s.dtype);
+  row.layout = s.block_size == 0 ? "contiguous" : "bsnd";
+  row.batch = s.batch;
+  row.kv_len = s.kv();
+  row.heads = s.num_heads;
+  row.kv_heads = s.num_kv_heads;
+  row.head_dim = s.head_dim;
+  row.paged = s.block_size;
+  row.ms_per_call = r.ms_per_call;
+  row.bytes = r.bytes;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
   row.passed = r.passed;
@@ -150,8 +172,8 @@ bool write_csv(const CliOptions& o, double bw, const Peaks& peaks, const std::ve
                  r.layout.c_str(), r.heads, r.kv_heads, r.head_dim, r.top_k, r.sparse_block,
                  r.ms_per_call, r.bytes, r.gbs, r.gflops, bw > 0 ? r.gbs / bw : 0.0,
                  peak > 0 ? r.gflops / peak : 0.0, r.passed ? "true" : "false",
-                 cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, bw,
-                 peaks.bf16, peaks.fma, peak, peaks.amx);
+                 cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, bw, peaks.bf16,
+                 peaks.fma, peak, peaks.amx);
   }
   return std::fclose(f) == 0;
 }
@@ -180,14 +202,16 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
   }
   const double peak = peaks.compute();
   if (peak > 0) {
-    std::printf("compute peak (measured): bf16 vdpbf16ps loop %.0f GFLOP/s, fp32 FMA loop %.0f "
-                "GFLOP/s\n",
-                peaks.bf16, peaks.fma);
+    std::printf(
+        "compute peak (measured): bf16 vdpbf16ps loop %.0f GFLOP/s, fp32 FMA loop %.0f "
+        "GFLOP/s\n",
+        peaks.bf16, peaks.fma);
   }
   if (peaks.amx > 0) {
-    std::printf("matrix engine peak (measured): AMX tdpbf16ps loop %.0f GFLOP/s (no kernel runs on "
-                "tiles yet)\n",
-                peaks.amx);
+    std::printf(
+        "matrix engine peak (measured): AMX tdpbf16ps loop %.0f GFLOP/s (no kernel runs on "
+        "tiles yet)\n",
+        peaks.amx);
   } else if (!o.skip_bandwidth) {
     std::printf("matrix engine peak: none (isa %s; amx: %s)\n", cpu::isa_name(cpu::active_isa()),
                 cpu::detected_isa() >= cpu::Isa::kAmx ? "capped" : cpu::amx_unavailable_reason());
@@ -214,6 +238,11 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
       IfaWorkloadResult r;
       ok = run_ifa_workload(p.ifa, options, read_bandwidth_gbs, /*check_sample=*/true, &r) && ok;
       rows.push_back(ifa_row(p, r));
+    } else if (p.op == BenchOp::kFia) {
+      FiaWorkloadResult r;
+      ok = run_fia_workload(p.fia, options, &r) && ok;
+      if (peak > 0) std::printf("     %.2f of the compute peak\n", r.gflops / peak);
+      rows.push_back(fia_row(p, r));
     } else {
       SfaWorkloadResult r;
       ok = run_sfa_workload(p.sfa, options, read_bandwidth_gbs, &r) && ok;

@@ -8,19 +8,24 @@
 // heads (a power of 2 up to 128, sharing the one latent KV head of 512 + 64 rope dims), blk the
 // sparse block size (a power of 2 up to 128 that divides paged), paged the block size (0 = a
 // contiguous BSND cache), kv the dtype of query, cache and output (bf16 | fp16). Keys may come in
-// any order; a key left out keeps the default shown above. Named sweeps expand to lists of such
-// strings (bench_sweep).
+// any order; a key left out keeps the default shown above.
+//   fia:b1,q2048,s0,n32,kvn8,d128,mode=3,paged=0,kv=bf16   (pfa: the same keys but paged)
+// b batch, q query rows and s KV length of every sequence (s0 = q: a prompt), n / kvn heads, d
+// head dim (a multiple of 16), mode 0 (no mask) or 3 (causal), paged the block size of a BnBsH
+// cache (fia only; 0 = contiguous BSND), kv bf16 | fp16; pfa runs PromptFlashAttention. Named
+// sweeps expand to lists of such strings (bench_sweep).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "bench_fia.hpp"
 #include "bench_sfa.hpp"
 #include "ifa_workload.hpp"
 
 namespace kvflash::tools {
 
-enum class BenchOp { kIfa, kSfa };
+enum class BenchOp { kIfa, kSfa, kFia };
 
 /// One parsed problem string: op selects which shape is meaningful.
 struct BenchProblem {
@@ -28,6 +33,7 @@ struct BenchProblem {
   BenchOp op = BenchOp::kIfa;
   IfaWorkloadShape ifa;
   SfaWorkloadShape sfa;
+  FiaWorkloadShape fia;
 };
 
 /// Parses one problem string into *problem. Returns false with the reason in *error for an
