@@ -296,12 +296,9 @@ bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::st
 bool bench_sweep(const std::string& name, std::vector<std::string>* problems, std::string* error) {
   std::vector<std::string> out;
   if (name == "quick") {
-    out = {"ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32",
-           "ifa:b2,s64,n4,kvn2,d64,kv=bf16,paged=0",
+    out = {"ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32", "ifa:b2,s64,n4,kvn2,d64,kv=bf16,paged=0",
            "ifa:b1,s16,n4,kvn2,d64,kv=int8,paged=32,layout=bnsd",
-           "sfa:b1,topk64,s256,n16,blk1,paged=64,kv=bf16",
-           "fia:b1,q64,s96,n4,kvn2,d64,paged=16",
-           "pfa:b1,q64,n4,kvn2,d64"};
+           "sfa:b1,topk64,s256,n16,blk1,paged=64,kv=bf16"};
   } else if (name == "default") {
     // The shapes of the round-2 issue (docs/perf.md), sized so that the whole sweep with its
     // peers (bench/peers.py) runs in about 10 minutes on 2 cores. Llama-3-8B attention is the
