@@ -61,13 +61,15 @@ void write_fault_rows(const FiaParams& p, const FiaData& d, const FiaBatch& bt) 
 }  // namespace
 
 size_t fia_entry_workspace_size(const core::FiaProblem& p) {
+  if (p.use_ifa) return ifa_workspace_size(p.ifa);
   FiaParams params = p.params;
   params.batches = p.batches.data();
   return kAlign + head_layout(p).end + fia_workspace_size(params);
 }
 
 Status fia_entry_run(const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx,
-                     const FiaKernels& k) {
+                     const FiaKernels& k, const IfaKernels& ik) {
+  if (p.use_ifa) return ifa_run(p.ifa, d.ifa, ctx, ik);
   auto* base = reinterpret_cast<std::byte*>(
       (reinterpret_cast<uintptr_t>(ctx.workspace) + kAlign - 1) / kAlign * kAlign);
   const Head h = head_layout(p);

@@ -55,6 +55,21 @@ void bind_data(const core::FiaProblem& p, const FiaArgs& a, core::FiaData* out) 
   if (pp.has_lse) d.lse = static_cast<float*>(core::element0(*a.softmax_lse));
   if (p.q_padding) out->q_padding = static_cast<const int64_t*>(at(a.query_padding_size));
   if (p.kv_padding) out->kv_padding = static_cast<const int64_t*>(at(a.kv_padding_size));
+  if (p.use_ifa) {  // what ifa::bind_data binds, from the same tensors
+    core::IfaData& i = out->ifa;
+    i.q = d.q, i.out = d.out, i.lse = nullptr;
+    i.k_cache = d.k, i.v_cache = d.v;
+    if (p.ifa.k.list) i.k_list = a.key.data();
+    if (p.ifa.v.list) i.v_list = a.value.data();
+    if (p.ifa.k.paged) i.block_table = d.block_table;
+    if (p.ifa.mask.present) i.mask = at(a.atten_mask);
+    if (p.ifa.pse.present) i.pse = at(a.pse_shift);
+    if (p.ifa.antiquant_scale.present) i.antiquant_scale = at(a.antiquant_scale);
+    if (p.ifa.antiquant_offset.present) i.antiquant_offset = at(a.antiquant_offset);
+    if (p.ifa.quant_scale2.present) i.quant_scale2 = at(a.quant_scale2);
+    if (p.ifa.quant_offset2.present) i.quant_offset2 = at(a.quant_offset2);
+    if (p.ifa.left_padding) i.kv_padding_size = static_cast<const int64_t*>(at(a.kv_padding_size));
+  }
 }
 
 FiaResolved resolve_batches(const core::FiaProblem& p, const core::FiaData& d,
@@ -123,11 +138,11 @@ FiaResolved resolve_batches(const core::FiaProblem& p, const core::FiaData& d,
 
 void describe(const core::FiaProblem& p, char* buf, size_t size) {
   const cpu::FiaParams& pp = p.params;
-  std::snprintf(buf, size, "B=%lld N=%lld KV_N=%lld D=%lld rows=%lld %s%s%s",
+  std::snprintf(buf, size, "B=%lld N=%lld KV_N=%lld D=%lld rows=%lld %s%s%s%s",
                 static_cast<long long>(pp.batch), static_cast<long long>(pp.num_heads),
                 static_cast<long long>(pp.num_kv_heads), static_cast<long long>(pp.head_dim),
                 static_cast<long long>(p.rows), dtype_name(pp.dtype), pp.paged ? " paged" : "",
-                p.decode ? " decode" : "");
+                p.decode ? " decode" : "", p.use_ifa ? " (IFA kernels)" : "");
 }
 
 }  // namespace kvflash::fia

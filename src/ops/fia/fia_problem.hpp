@@ -13,6 +13,7 @@
 
 #include "cpu/fia/fia_kernel.hpp"
 #include "kvflash/tensor.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::core {
 
@@ -40,7 +41,9 @@ struct FiaProblem {
   int64_t q_capacity = 0, kv_capacity = 0;
   /// Paged KV: the cache's block count (ids must be in [0, num_blocks)).
   int64_t num_blocks = 0;
-  int64_t workspace_head = 0;  ///< bytes of the run's own region before the kernel's workspace
+  /// D4's decode branch on IFA's kernels (fia_validate_ifa.cpp): the call as IFA's problem.
+  bool use_ifa = false;
+  IfaProblem ifa;
 };
 
 /// The pointers of one run (core::element0 of each view), and what a backend reads in stream
@@ -51,6 +54,7 @@ struct FiaData {
   const int64_t* kv_padding = nullptr;
   const TensorView* key_list = nullptr;
   const TensorView* value_list = nullptr;
+  IfaData ifa;  ///< use_ifa: the pointers as ifa::bind_data would bind them
 };
 
 /// Row i of a batch sees positions [i + lo, i + hi] (D3; D4: everything), from the batch's
