@@ -5,7 +5,10 @@
 // than the host need the cases' buffers in device memory: tests/cuda_*_test.cpp check them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdio>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -13,7 +16,9 @@
 
 #include "backends/lists.hpp"
 #include "hooks/force_backend.hpp"
+#include "fia_reference.hpp"
 #include "ifa_reference.hpp"
+#include "kvflash/fia.hpp"
 #include "kvflash/ifa.hpp"
 #include "kvflash/li.hpp"
 #include "kvflash/merge.hpp"
@@ -22,6 +27,8 @@
 #include "merge_reference.hpp"
 #include "sfa_reference.hpp"
 #include "support/compare.hpp"
+#include "support/fia_args.hpp"
+#include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/li_cases.hpp"
 #include "support/li_compare.hpp"
@@ -75,6 +82,7 @@ TEST(BackendOps, EveryOperatorHasAHostEntry) {
   EXPECT_FALSE(host_entries(sfa_backends()).empty());
   EXPECT_FALSE(host_entries(merge_backends()).empty());
   EXPECT_FALSE(host_entries(li_backends()).empty());
+  EXPECT_FALSE(host_entries(fia_backends()).empty());
 }
 
 class BackendOpsIfa : public ::testing::TestWithParam<IfaCase> {};
@@ -185,6 +193,59 @@ TEST(BackendOpsMerge, MatchesReference) {
     }
   }
 }
+
+// FIA / PFA through FiaPlan: every case of the shared list at every entry and thread count. The
+// CPU kernel's rows need a value head dim that is a multiple of 16: other cases must be refused
+// (kInvalid naming value's head dim), never run.
+class BackendOpsFia : public ::testing::TestWithParam<FiaCase> {};
+
+std::map<std::string, double>& fia_worst() {
+  static std::map<std::string, double> w;
+  return w;
+}
+
+TEST_P(BackendOpsFia, MatchesReference) {
+  const FiaCase& c = GetParam();
+  FiaCaseData data(c);
+  FiaArgs args = fia_args(data.call());
+  if (c.dv() % 16 != 0) {
+    std::unique_ptr<FiaPlan> plan;
+    EXPECT_EQ(FiaPlan::create(args, &plan), Status::kInvalid) << c.name();
+    EXPECT_NE(std::string(last_error_message()).find("value's head dim"), std::string::npos)
+        << last_error_message();
+    return;
+  }
+  const reference::FiaReference ref = reference::fia_reference(data.call());
+  for (const char* entry : host_entries(fia_backends())) {
+    ForcedEntry forced(entry);
+    for (int threads : kThreadCounts) {
+      SCOPED_TRACE(std::string("entry=") + entry + " threads=" + std::to_string(threads));
+      data.poison_outputs();
+      args.num_threads = threads;
+      ASSERT_TRUE(run_plan<FiaPlan>(args)) << c.name();
+      double worst = 0;
+      ASSERT_TRUE(compare_fia_output(c.name(), data.call(), ref, &worst, c.expect_mostly_empty));
+      double& w = fia_worst()[dtype_name(c.out_dtype)];
+      w = std::max(w, worst);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BackendOpsFia, ::testing::ValuesIn(fia_cases_for_run()),
+                         [](const ::testing::TestParamInfo<FiaCase>& info) {
+                           return std::to_string(info.index) + "_" + info.param.test_name();
+                         });
+
+// The worst err/tol per output dtype over the sweep, printed when the program ends.
+class FiaWorstPrinter : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const auto& [dtype, w] : fia_worst())
+      std::printf("fia worst err/tol %s: %.3g\n", dtype.c_str(), w);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kFiaWorstPrinter =
+    ::testing::AddGlobalTestEnvironment(new FiaWorstPrinter);
 
 // A forced entry that is not in the list runs nothing: the run fails instead of falling back.
 TEST(BackendOps, ForcingAnUnknownEntryRunsNothing) {

@@ -2,11 +2,14 @@
 // every ISA this CPU has and several thread counts, every output element checked; and its
 // determinism (same bits for any thread count and batch composition).
 //
-// The operator's binding does not exist yet (issue 18's recipe will give it), so bind()
-// (tests/support/fia_bind.hpp) reduces a case to the kernel's FiaParams the way that binding will: per-batch rows, offsets and
-// the visibility band of D3/D4, pse / mask columns, antiquant and post-quant parameters, the
-// shared prefix and tensor lists. Cases outside the kernel's subset (value D not a multiple of
+// bind() (tests/support/fia_bind.hpp) reduces a case to the kernel's FiaParams on its own, apart
+// from the operator's validation and binding (src/ops/fia/, tested through FiaPlan by
+// tests/backend_ops_test.cpp): per-batch rows, offsets and the visibility band of D3/D4, pse /
+// mask columns, antiquant and post-quant parameters, the shared prefix and tensor lists. Cases
+// outside the kernel's subset (value D not a multiple of
 // 16) are counted and skipped by name.
+#include "cpu/fia/fia_kernel.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "cpu/fia/fia_kernel.hpp"
 #include "cpu/isa.hpp"
 #include "fia_reference.hpp"
 #include "support/fia_bind.hpp"
@@ -64,12 +66,12 @@ TEST_P(FiaKernelTest, MatchesReference) {
   for (cpu::Isa isa : isas_to_test()) {
     ScopedIsaCap cap(isa);
     for (int threads : kThreadCounts) {
-      SCOPED_TRACE(std::string("isa=") + cpu::isa_name(isa) + " threads=" + std::to_string(threads));
+      SCOPED_TRACE(std::string("isa=") + cpu::isa_name(isa) +
+                   " threads=" + std::to_string(threads));
       data.poison_outputs();
       run_kernel(bd, threads);
       double worst = 0;
-      ASSERT_TRUE(compare_fia_output(c.name(), data.call(), ref, &worst,
-                                     c.expect_mostly_empty));
+      ASSERT_TRUE(compare_fia_output(c.name(), data.call(), ref, &worst, c.expect_mostly_empty));
       double& w = worst_by_dtype()[dtype_name(c.out_dtype)];
       w = std::max(w, worst);
     }

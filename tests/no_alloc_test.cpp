@@ -11,12 +11,13 @@
 #include <new>
 #include <vector>
 
-#include "cpu/fia/fia_kernel.hpp"
 #include "cpu/isa.hpp"
+#include "cpu/li/li_kernel.hpp"
+#include "kvflash/fia.hpp"
 #include "kvflash/ifa.hpp"
 #include "kvflash/li.hpp"
 #include "kvflash/sfa.hpp"
-#include "support/fia_bind.hpp"
+#include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/li_cases.hpp"
@@ -117,18 +118,22 @@ TEST(NoAllocation, SfaRunOnEveryCase) {
   expect_no_allocation<SfaPlan, SfaCaseData>(sfa_cases_for_run());
 }
 
-// The FIA prefill kernel has no plan yet (its operator binding follows the backend contract), so
-// its run is reached directly: fia_run over the kernel test's binding of every case.
-TEST(NoAllocation, FiaKernelRunOnEveryCase) {
+// FIA / PFA through FiaPlan on every case the kernel covers (value D a multiple of 16; others are
+// refused at create).
+TEST(NoAllocation, FiaRunOnEveryCase) {
   for (const FiaCase& c : fia_cases_for_run()) {
-    if (!fia_kernel_covers(c)) continue;
+    if (c.dv() % 16 != 0) continue;
     FiaCaseData data(c);
-    const FiaBound bd = bind(c, data.call());
-    std::vector<std::byte> ws(cpu::fia_workspace_size(bd.p));
+    FiaArgs args = fia_args(data.call());
+    std::unique_ptr<FiaPlan> plan;
+    ASSERT_EQ(FiaPlan::create(args, &plan), Status::kSuccess) << last_error_message();
+    std::vector<std::byte> ws(plan->workspace_size());
     for (int threads : kThreads) {
-      cpu::fia_run(bd.p, bd.d, ws.data(), ws.size(), threads);  // warm
-      const int64_t n =
-          allocations_during([&] { cpu::fia_run(bd.p, bd.d, ws.data(), ws.size(), threads); });
+      args.num_threads = threads;
+      ASSERT_EQ(plan->run(args, ws.data(), ws.size()), Status::kSuccess);  // warm
+      Status st = Status::kRuntime;
+      const int64_t n = allocations_during([&] { st = plan->run(args, ws.data(), ws.size()); });
+      ASSERT_EQ(st, Status::kSuccess) << last_error_message();
       ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
     }
   }

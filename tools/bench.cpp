@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_fia.hpp"
 #include "bench_sfa.hpp"
 #include "bf16_peak.hpp"
 #include "cache_flush.hpp"
@@ -65,6 +66,27 @@ Row sfa_row(const BenchProblem& p, const SfaWorkloadResult& r) {
   row.sparse_block = s.sparse_block_size;
   row.ms_per_call = r.ms_per_call;
   row.bytes = r.gathered_bytes;
+  row.gbs = r.gbs;
+  row.gflops = r.gflops;
+  row.passed = r.passed;
+  return row;
+}
+
+Row fia_row(const BenchProblem& p, const FiaWorkloadResult& r) {
+  const FiaWorkloadShape& s = p.fia;
+  Row row;
+  row.problem = p.name;
+  row.op = s.prompt ? "pfa" : "fia";
+  row.kv_dtype = dtype_name(s.dtype);
+  row.layout = s.block_size == 0 ? "contiguous" : "bsnd";
+  row.batch = s.batch;
+  row.kv_len = s.kv();
+  row.heads = s.num_heads;
+  row.kv_heads = s.num_kv_heads;
+  row.head_dim = s.head_dim;
+  row.paged = s.block_size;
+  row.ms_per_call = r.ms_per_call;
+  row.bytes = r.bytes;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
   row.passed = r.passed;
@@ -239,6 +261,11 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
       IfaWorkloadResult r;
       ok = run_ifa_workload(p.ifa, options, read_bandwidth_gbs, /*check_sample=*/true, &r) && ok;
       rows.push_back(ifa_row(p, r));
+    } else if (p.op == BenchOp::kFia) {
+      FiaWorkloadResult r;
+      ok = run_fia_workload(p.fia, options, &r) && ok;
+      if (peak > 0) std::printf("     %.2f of the compute peak\n", r.gflops / peak);
+      rows.push_back(fia_row(p, r));
     } else if (p.op == BenchOp::kLi) {
       LiWorkloadResult r;
       ok = run_li_workload(p.li, options, read_bandwidth_gbs, peak, &r) && ok;

@@ -211,6 +211,60 @@ bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape*
   return true;
 }
 
+constexpr const char* kFiaOthers =
+    "mode is 0 (no mask) or 3 (causal); paged (block size, fia only) is 0 (a contiguous cache) or "
+    "a multiple of 16 up to 512; kv is bf16 or fp16";
+
+// fia: / pfa: (prompt) problem strings: one prefill step (q query rows over s keys per sequence).
+bool parse_fia(const std::string& text, std::string_view rest, bool prompt, FiaWorkloadShape* shape,
+               std::string* error) {
+  FiaWorkloadShape s;
+  s.name = text;
+  s.prompt = prompt;
+  // The operator's limits: value (= query) head dim a multiple of 16 up to 512.
+  const IntKey keys[] = {{"b", "batch", 1, kCliMaxBatch, &s.batch},
+                         {"q", "query rows per sequence", 1, kCliMaxKvLen, &s.q_len},
+                         {"s", "KV length (0 = q)", 0, kCliMaxKvLen, &s.kv_len},
+                         {"n", "query heads", 1, kCliMaxHeads, &s.num_heads},
+                         {"kvn", "KV heads, dividing n", 1, kCliMaxHeads, &s.num_kv_heads},
+                         {"d", "head dim, a multiple of 16", 16, kCliMaxHeadDim, &s.head_dim}};
+  const bool ok = for_each_item(
+      text, rest, error, [&](std::string_view key, std::string_view value, auto fail) {
+        bool known = false;
+        if (!parse_int_key(keys, key, value, &known, fail)) return false;
+        if (known) return true;
+        if (key == "mode") {
+          if (!parse_int(value, 0, 3, &s.sparse_mode) || (s.sparse_mode != 0 && s.sparse_mode != 3))
+            return fail("mode is 0 (no mask) or 3 (causal)");
+        } else if (key == "paged") {
+          if (prompt) return fail("pfa has no paged cache (PromptFlashAttention)");
+          if (!parse_int(value, 0, kCliMaxBlockSize, &s.block_size) || s.block_size % 16 != 0)
+            return fail("paged (block size) is 0 (a contiguous cache) or a multiple of 16 up to " +
+                        std::to_string(kCliMaxBlockSize));
+        } else if (key == "kv") {
+          if (value == "bf16") {
+            s.dtype = DType::kBFloat16;
+          } else if (value == "fp16") {
+            s.dtype = DType::kFloat16;
+          } else {
+            return fail("kv is bf16 or fp16");
+          }
+        } else {
+          return fail("unknown key (" + all_keys(keys, kFiaOthers) + ")");
+        }
+        return true;
+      });
+  if (!ok) return false;
+  if (s.num_heads % s.num_kv_heads != 0)
+    return problem_error(text,
+                         "n (" + std::to_string(s.num_heads) + ") must be a multiple of kvn (" +
+                             std::to_string(s.num_kv_heads) + ")",
+                         error);
+  if (s.head_dim % 16 != 0) return problem_error(text, "d must be a multiple of 16", error);
+  *shape = std::move(s);
+  return true;
+}
+
 constexpr const char* kLiOthers =
     "topk (sparse_count) is in [1, 2048] or a multiple of 1024 up to 8192; paged (block size) is "
     "a multiple of 16 in [16, 1024]; kv is bf16 or fp16";
@@ -269,12 +323,15 @@ bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::st
   } else if (op == "sfa") {
     p.op = BenchOp::kSfa;
     if (!parse_sfa(text, rest, &p.sfa, error)) return false;
+  } else if (op == "fia" || op == "pfa") {
+    p.op = BenchOp::kFia;
+    if (!parse_fia(text, rest, op == "pfa", &p.fia, error)) return false;
   } else if (op == "li") {
     p.op = BenchOp::kLi;
     if (!parse_li(text, rest, &p.li, error)) return false;
   } else {
     *error = "problem '" + text + "': unknown operator '" + std::string(op) +
-             "' (ifa:..., sfa:... or li:...)";
+             "' (ifa:..., sfa:..., li:..., fia:... or pfa:...)";
     return false;
   }
   *problem = std::move(p);

@@ -12,20 +12,25 @@
 //   li:b4,s32768,n64,topk2048,next1,paged=128,kv=bf16
 // the lightning indexer (DeepSeek-V3.2's): b requests, s cached tokens of every request, n
 // indexer heads (1..64, D = 128), topk sparse_count, next the query rows per request (MTP), paged
-// the cache block size, kv the dtype of query, key and weights (bf16 | fp16). Named sweeps expand
-// to lists of such strings (bench_sweep).
+// the cache block size, kv the dtype of query, key and weights (bf16 | fp16).
+//   fia:b1,q2048,s0,n32,kvn8,d128,mode=3,paged=0,kv=bf16   (pfa: the same keys but paged)
+// b batch, q query rows and s KV length of every sequence (s0 = q: a prompt), n / kvn heads, d
+// head dim (a multiple of 16), mode 0 (no mask) or 3 (causal), paged the block size of a BnBsH
+// cache (fia only; 0 = contiguous BSND), kv bf16 | fp16; pfa runs PromptFlashAttention. Named
+// sweeps expand to lists of such strings (bench_sweep).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "bench_fia.hpp"
 #include "bench_sfa.hpp"
 #include "ifa_workload.hpp"
 #include "li_workload.hpp"
 
 namespace kvflash::tools {
 
-enum class BenchOp { kIfa, kSfa, kLi };
+enum class BenchOp { kIfa, kSfa, kLi, kFia };
 
 /// One parsed problem string: op selects which shape is meaningful.
 struct BenchProblem {
@@ -34,6 +39,7 @@ struct BenchProblem {
   IfaWorkloadShape ifa;
   SfaWorkloadShape sfa;
   LiWorkloadShape li;
+  FiaWorkloadShape fia;
 };
 
 /// Parses one problem string into *problem. Returns false with the reason in *error for an

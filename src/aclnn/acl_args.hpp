@@ -37,6 +37,12 @@ inline Status convert(const char* op, const char* name, unsigned, const aclTenso
                       std::vector<TensorView>* out) {
   return tensor_list_views(op, name, l, out);
 }
+// One tensor as a one-element list (PromptFlashAttention's key / value are FiaArgs's lists).
+inline Status convert(const char* op, const char* name, unsigned, const aclTensor* t,
+                      std::vector<TensorView>* out) {
+  out->assign(1, TensorView{});
+  return tensor_view(op, name, t, &out->front());
+}
 inline Status convert(const char* op, const char* name, unsigned, const aclIntArray* a,
                       std::optional<std::vector<int64_t>>* out) {
   return optional_int_array(op, name, a, out);
@@ -91,8 +97,9 @@ constexpr bool acl_prefix() {
 }  // namespace acl_args_detail
 
 /// Phase 1 (aclnn*GetWorkspaceSize): acl holds the newest entry point's parameters but the last
-/// two, in table order; check(const Args&) -> aclnnStatus is the entry point's own rule on the
-/// converted arguments. *executor is null unless it succeeds; no exception leaves (361001).
+/// two, in table order; check(Args&) -> aclnnStatus is the entry point's own rule on the
+/// converted arguments (it may also set what the entry point implies: PFA's FiaArgs::prompt).
+/// *executor is null unless it succeeds; no exception leaves (361001).
 template <class Plan, const auto& kFields, class... Acl, class Check>
 aclnnStatus plan_phase1(const char* op, const std::tuple<Acl...>& acl, Check&& check,
                         uint64_t* workspace_size, aclOpExecutor** executor) {
@@ -111,7 +118,7 @@ aclnnStatus plan_phase1(const char* op, const std::tuple<Acl...>& acl, Check&& c
     s = acl_args_detail::each_pair<kFields>(acl, [&](const auto& f, const auto& a) {
       return to_aclnn(acl_args_detail::convert(op, f.acl_name, f.flags, a, &(args.*f.member)));
     });
-    if (s == ACLNN_SUCCESS) s = check(static_cast<const Args&>(args));
+    if (s == ACLNN_SUCCESS) s = check(args);
     if (s != ACLNN_SUCCESS) return s;
     return plan_executor<Plan>(op, std::move(args), workspace_size, executor);
   });

@@ -1,6 +1,8 @@
 #include "backends/lists.hpp"
 
 #include "core/error.hpp"
+#include "cpu/fia/fia_entry.hpp"
+#include "cpu/fia/fia_kernel_isa.hpp"
 #include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/li/li_kernel_isa.hpp"
@@ -117,12 +119,36 @@ constexpr LiBackend kLiList[] = {
     cpu_li<Isa::kScalar, &cpu::scalar::kLiKernels>("cpu-scalar"),
 };
 
+// FIA / PFA: one CPU entry per level, each bound to its kernel table (cpu/fia/fia_kernel_isa.hpp).
+// The Q_S = 1 decode branch (D4) runs the same level's IFA kernels where IFA expresses the call
+// (ops/fia/fia_validate_ifa.cpp), else the FIA kernel's split-KV path.
+template <Isa kIsa, const cpu::FiaKernels* kKernels, const cpu::IfaKernels* kIfa>
+constexpr FiaBackend cpu_fia(const char* name) {
+  return {name,
+          DeviceType::kHost,
+          cpu_available<kIsa>,
+          cpu::fia_entry_workspace_size,
+          [](const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx) {
+            return cpu::fia_entry_run(p, d, ctx, *kKernels, *kIfa);
+          },
+          nullptr};
+}
+
+constexpr FiaBackend kFiaList[] = {
+    cpu_fia<Isa::kAvx512Bf16, &cpu::avx512::kFiaKernelsBf16, &cpu::avx512::kIfaKernelsBf16>(
+        "cpu-avx512bf16"),
+    cpu_fia<Isa::kAvx512, &cpu::avx512::kFiaKernels, &cpu::avx512::kIfaKernels>("cpu-avx512"),
+    cpu_fia<Isa::kAvx2, &cpu::avx2::kFiaKernels, &cpu::avx2::kIfaKernels>("cpu-avx2"),
+    cpu_fia<Isa::kScalar, &cpu::scalar::kFiaKernels, &cpu::scalar::kIfaKernels>("cpu-scalar"),
+};
+
 }  // namespace
 
 std::span<const IfaBackend> ifa_backends() { return kIfaList; }
 std::span<const SfaBackend> sfa_backends() { return kSfaList; }
 std::span<const MergeBackend> merge_backends() { return kMergeList; }
 std::span<const LiBackend> li_backends() { return kLiList; }
+std::span<const FiaBackend> fia_backends() { return kFiaList; }
 
 Status read_fault_record(const char* op, Device device, const void* workspace, void* stream,
                          core::FaultRecord* record) {

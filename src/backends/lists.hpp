@@ -9,6 +9,7 @@
 #include "core/device_fault.hpp"
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
+#include "ops/fia/fia_problem.hpp"
 #include "ops/ifa/ifa_problem.hpp"
 #include "ops/li/li_problem.hpp"
 #include "ops/merge/merge_problem.hpp"
@@ -20,11 +21,13 @@ using IfaBackend = core::Backend<core::IfaProblem, core::IfaData>;
 using SfaBackend = core::Backend<core::SfaProblem, core::SfaData>;
 using MergeBackend = core::Backend<core::MergeProblem, core::MergeData>;
 using LiBackend = core::Backend<core::LiProblem, core::LiData>;
+using FiaBackend = core::Backend<core::FiaProblem, core::FiaData>;
 
 std::span<const IfaBackend> ifa_backends();
 std::span<const SfaBackend> sfa_backends();
 std::span<const MergeBackend> merge_backends();
 std::span<const LiBackend> li_backends();
+std::span<const FiaBackend> fia_backends();
 
 /// The fault record a device run left at the start of workspace (core::fault_record_at, on
 /// device's memory), copied into *record once the work queued on stream before this call has run

@@ -13,12 +13,15 @@ namespace kvflash {
 class IfaPlan;
 class SfaPlan;
 class LightningIndexerPlan;
+class FiaPlan;
 
 bool plan_writes_fault_record(const IfaPlan& plan);
 bool plan_writes_fault_record(const SfaPlan& plan);
 bool plan_writes_fault_record(const LightningIndexerPlan& plan);
+bool plan_writes_fault_record(const FiaPlan& plan);
 Status plan_decode_fault(const IfaPlan& plan, const core::FaultRecord& record);
 Status plan_decode_fault(const SfaPlan& plan, const core::FaultRecord& record);
 Status plan_decode_fault(const LightningIndexerPlan& plan, const core::FaultRecord& record);
+Status plan_decode_fault(const FiaPlan& plan, const core::FaultRecord& record);
 
 }  // namespace kvflash

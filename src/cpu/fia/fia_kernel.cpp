@@ -58,19 +58,32 @@ struct Counts {
   int64_t tasks = 0, merges = 0, slot_floats = 0;
 };
 
-Counts count(const FiaParams& p) {
+// bound: the most any run of p's plan needs. Left padding read at run time (the operator's
+// fia::resolve_batches) can shorten a batch's key range or move its band left, which can move a
+// decode-like batch's range across one more tile or chunk boundary (even into a split); the
+// workspace, a function of the plan, reserves that for every batch that could split.
+Counts count(const FiaParams& p, bool bound = false) {
   const int64_t tq = fia_query_tile(group(p));
   const int64_t rowf = static_cast<int64_t>(scalar::fia_slot_floats_entry(p));
   Counts c;
   for (int64_t b = 0; b < p.batch; ++b) {
     const FiaBatch& bt = p.batches[b];
-    if (split_batch(p, bt)) {
+    const int64_t plain = (bt.q_rows + tq - 1) / tq * p.num_kv_heads;
+    const bool may_split = bt.q_rows > 0 && bt.q_rows * group(p) <= kFiaSplitRows;
+    if (bound && may_split) {
+      int64_t f = 0, l = 0;
+      tile_range(p, bt, 0, &f, &l);
+      const int64_t ch = (f > l ? 0 : l - f + 1) / kFiaSplitTiles + 2;
+      c.tasks += std::max(ch * p.num_kv_heads, plain);
+      c.merges += p.num_kv_heads;
+      c.slot_floats += ch * bt.q_rows * group(p) * rowf * p.num_kv_heads;
+    } else if (split_batch(p, bt)) {
       const int64_t ch = split_chunks(p, bt);
       c.tasks += ch * p.num_kv_heads;
       c.merges += p.num_kv_heads;
       c.slot_floats += ch * bt.q_rows * group(p) * rowf * p.num_kv_heads;
     } else {
-      c.tasks += (bt.q_rows + tq - 1) / tq * p.num_kv_heads;
+      c.tasks += plain;
     }
   }
   return c;
@@ -95,18 +108,38 @@ struct Run {
 }  // namespace
 
 size_t fia_workspace_size(const FiaParams& p) {
-  const Counts c = count(p);
+  const Counts c = count(p, true);
   return kAlign + round_up(static_cast<size_t>(c.tasks) * sizeof(FiaTask)) +
          round_up(static_cast<size_t>(c.merges) * sizeof(FiaMergeUnit)) +
          round_up(static_cast<size_t>(c.slot_floats) * sizeof(float)) +
          static_cast<size_t>(kFiaMaxParticipants) * scratch_bytes(p);
 }
 
+const FiaKernels& fia_kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::kAmx:
+    case Isa::kAvx512Bf16:
+      return avx512::kFiaKernelsBf16;
+    case Isa::kAvx512:
+      return avx512::kFiaKernels;
+    case Isa::kAvx2:
+      return avx2::kFiaKernels;
+    case Isa::kScalar:
+      break;
+  }
+  return scalar::kFiaKernels;
+}
+
 void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t workspace_size,
              int num_threads) {
+  fia_run(p, d, workspace, workspace_size, num_threads, fia_kernels_for(active_isa()));
+}
+
+void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t workspace_size,
+             int num_threads, const FiaKernels& k) {
   (void)workspace_size;  // the caller sized it with fia_workspace_size(p)
-  auto* base = reinterpret_cast<std::byte*>(
-      (reinterpret_cast<uintptr_t>(workspace) + kAlign - 1) / kAlign * kAlign);
+  auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(workspace) + kAlign - 1) /
+                                            kAlign * kAlign);
   const Counts c = count(p);
   auto* tasks = reinterpret_cast<FiaTask*>(base);
   base += round_up(static_cast<size_t>(c.tasks) * sizeof(FiaTask));
@@ -117,7 +150,7 @@ void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t works
 
   const int64_t G = group(p), tq = fia_query_tile(G);
   const int64_t rowf = static_cast<int64_t>(scalar::fia_slot_floats_entry(p));
-  int64_t k = 0, mu = 0, slot = 0;
+  int64_t nt = 0, mu = 0, slot = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
     const FiaBatch& bt = p.batches[b];
     if (split_batch(p, bt)) {
@@ -129,7 +162,7 @@ void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t works
         for (int64_t x = 0; x < ch; ++x) {
           const int64_t c0 = (f / kFiaSplitTiles + x) * kFiaSplitTiles;
           const int64_t t0 = std::max(f, c0), t1 = std::min(l, c0 + kFiaSplitTiles - 1);
-          tasks[k++] = {t1 - t0 + 1, b, n2, 0, t0, t1, slot};
+          tasks[nt++] = {t1 - t0 + 1, b, n2, 0, t0, t1, slot};
           slot += rows * rowf;
         }
       }
@@ -140,7 +173,7 @@ void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t works
       int64_t f = 0, l = 0;
       tile_range(p, bt, qt, &f, &l);
       for (int64_t n2 = 0; n2 < p.num_kv_heads; ++n2)
-        tasks[k++] = {l - f + 1, b, n2, qt, 0, INT64_MAX, -1};
+        tasks[nt++] = {l - f + 1, b, n2, qt, 0, INT64_MAX, -1};
     }
   }
   // Longest first: with one-at-a-time claiming this balances causal work (late query tiles see
@@ -154,26 +187,9 @@ void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t works
     return x.t_first < y.t_first;
   });
 
-  FiaTaskFn fn = scalar::fia_task_entry;
-  FiaMergeFn merge = scalar::fia_merge_entry;
-  switch (active_isa()) {
-    case Isa::kAmx:  // no AMX tiles in this kernel yet: the AVX-512 BF16 body
-    case Isa::kAvx512Bf16:
-      fn = scalar::fia_bf16_dot_shape_entry(p) ? avx512::fia_task_bf16_entry
-                                                : avx512::fia_task_entry;
-      merge = avx512::fia_merge_entry;
-      break;
-    case Isa::kAvx512:
-      fn = avx512::fia_task_entry;
-      merge = avx512::fia_merge_entry;
-      break;
-    case Isa::kAvx2:
-      fn = avx2::fia_task_entry;
-      merge = avx2::fia_merge_entry;
-      break;
-    case Isa::kScalar:
-      break;
-  }
+  const FiaTaskFn fn =
+      k.task_bf16 != nullptr && scalar::fia_bf16_dot_shape_entry(p) ? k.task_bf16 : k.task;
+  const FiaMergeFn merge = k.merge;
   const int threads =
       std::min(num_threads > 0 ? num_threads : default_num_threads(), kFiaMaxParticipants);
   const Run run{&p, &d, tasks, merges, slots, base, scratch_bytes(p), fn, merge};

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cpu/isa.hpp"
 #include "kvflash/tensor.hpp"
 
 namespace kvflash::cpu {
@@ -79,8 +80,9 @@ struct FiaDequant {
   /// Element offsets of the first parameter in the scale / offset tensors (combined parameters:
   /// the key or value half).
   int64_t scale_at = 0, offset_at = 0;
-  int64_t chan_head = 0;               ///< kChannel: element n2 * chan_head + d
-  int64_t tok_batch = 0, tok_pos = 0;  ///< kToken: element b * tok_batch + (tok_first + j) * tok_pos
+  int64_t chan_head = 0;  ///< kChannel: element n2 * chan_head + d
+  int64_t tok_batch = 0,
+          tok_pos = 0;  ///< kToken: element b * tok_batch + (tok_first + j) * tok_pos
 };
 
 /// A row whose every head is written as padding (D5: output 0, LSE +inf).
@@ -90,10 +92,10 @@ struct FiaPadRow {
 
 struct FiaParams {
   int64_t batch = 0, num_heads = 0, num_kv_heads = 0;
-  int64_t head_dim = 0;   ///< Q/K D without rope
-  int64_t rope_dim = 0;   ///< 0: no rope
-  int64_t value_dim = 0;  ///< a multiple of 16
-  DType dtype = DType::kFloat16;      ///< of query, query_rope, key_rope, and key / value unless int8
+  int64_t head_dim = 0;           ///< Q/K D without rope
+  int64_t rope_dim = 0;           ///< 0: no rope
+  int64_t value_dim = 0;          ///< a multiple of 16
+  DType dtype = DType::kFloat16;  ///< of query, query_rope, key_rope, and key / value unless int8
   DType out_dtype = DType::kFloat16;  ///< fp16, bf16, fp32, or int8 (post-quant)
   /// int8 key / value, dequantised by k_dq / v_dq (data: k_scale, k_offset, v_scale, v_offset).
   bool kv_int8 = false;
@@ -121,9 +123,9 @@ struct FiaParams {
   /// then at k_pos apart (BnBsH: KV_N*D; BnNBsD: D).
   bool paged = false;
   int64_t block_size = 0, k_block = 0, kr_block = 0, v_block = 0;
-  bool has_mask = false;                     ///< 1-byte mask, nonzero = masked
-  int64_t mask_row = 0, mask_col = 0;        ///< element strides (mask_row 0: one row for all)
-  bool has_lse = false, has_sink = false;    ///< sink: (N,) of `sink_dtype`
+  bool has_mask = false;                   ///< 1-byte mask, nonzero = masked
+  int64_t mask_row = 0, mask_col = 0;      ///< element strides (mask_row 0: one row for all)
+  bool has_lse = false, has_sink = false;  ///< sink: (N,) of `sink_dtype`
   DType sink_dtype = DType::kBFloat16;
   const FiaBatch* batches = nullptr;  ///< [batch]
   const FiaPadRow* pad_rows = nullptr;
@@ -155,12 +157,36 @@ struct FiaData {
   float* lse = nullptr;
 };
 
+/// One task (batch b, KV head n2, query tile qt) over its key tiles in [t_first, t_last], with
+/// `scratch` of fia_scratch_floats(p) floats; slot null: rows finished, else split-KV partials.
+using FiaTaskFn = void (*)(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
+                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot);
+/// The merge of a split task's `chunks` slots (fia_merge in fia_kernel-inl.h).
+using FiaMergeFn = void (*)(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
+                            int64_t n2, int64_t qt, int64_t chunks, const float* slots);
+
+/// One instruction set's FIA kernels, compiled in its own translation unit
+/// (fia_kernel_<isa>.cpp, tables declared in fia_kernel_isa.hpp) and named by its entry of the
+/// backend list (src/backends/lists.cpp), so nothing inside a run chooses an ISA again.
+struct FiaKernels {
+  FiaTaskFn task;
+  /// The task with AVX512-BF16 scores, used where fia_bf16_dot_shape(p) holds; null: none.
+  FiaTaskFn task_bf16;
+  FiaMergeFn merge;
+};
+
+/// The table of an ISA level (amx runs the avx512bf16 one: no tiles in this kernel yet).
+const FiaKernels& fia_kernels_for(Isa isa);
+
 /// Bytes of workspace fia_run needs for p: a function of p only (never of threads or ISA).
 size_t fia_workspace_size(const FiaParams& p);
 
-/// Runs the kernel at the active ISA (cpu::active_isa()) on up to num_threads threads (0: the
-/// library default). Never allocates; `workspace` must hold fia_workspace_size(p) bytes, any
-/// alignment.
+/// Runs kernels k on up to num_threads threads (0: the library default). Never allocates;
+/// `workspace` must hold fia_workspace_size(p) bytes, any alignment.
+void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t workspace_size,
+             int num_threads, const FiaKernels& k);
+
+/// fia_run with the table of the active ISA (cpu::active_isa()).
 void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t workspace_size,
              int num_threads);
 

@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/online_softmax.hpp"
 #include "cpu/fia/fia_kernel.hpp"
 #include "cpu/fia/fia_kernel_isa.hpp"
-#include "core/online_softmax.hpp"
 #include "cpu/simd_avx2.h"
 
 namespace kvflash::cpu::avx2 {
@@ -25,4 +25,5 @@ void fia_merge_entry(const FiaParams& p, const FiaData& d, float* scratch, int64
                      int64_t qt, int64_t chunks, const float* slots) {
   fia_merge(p, d, scratch, b, n2, qt, chunks, slots);
 }
+const FiaKernels kFiaKernels = {fia_task_entry, nullptr, fia_merge_entry};
 }  // namespace kvflash::cpu::avx2

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/online_softmax.hpp"
 #include "cpu/fia/fia_kernel.hpp"
 #include "cpu/fia/fia_kernel_isa.hpp"
-#include "core/online_softmax.hpp"
 #include "cpu/simd_avx512.h"
 
 namespace kvflash::cpu::avx512 {
@@ -32,4 +32,6 @@ void fia_task_bf16_entry(const FiaParams& p, const FiaData& d, float* scratch, i
                          int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
   fia_task_body<true>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
 }
+const FiaKernels kFiaKernels = {fia_task_entry, nullptr, fia_merge_entry};
+const FiaKernels kFiaKernelsBf16 = {fia_task_entry, fia_task_bf16_entry, fia_merge_entry};
 }  // namespace kvflash::cpu::avx512

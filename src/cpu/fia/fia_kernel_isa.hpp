@@ -1,5 +1,6 @@
 // Per-ISA entry points of the FIA prefill kernel (one translation unit each, see
-// fia_kernel-inl.h). Only fia_kernel.cpp calls them, after checking the ISA with active_isa().
+// fia_kernel-inl.h), and each level's kernel table (cpu::FiaKernels). The backend list names the
+// tables (src/backends/lists.cpp), in entries available only where the CPU has the level.
 #pragma once
 
 #include <cstdint>
@@ -8,21 +9,14 @@
 
 namespace kvflash::cpu {
 
-/// One task (batch b, KV head n2, query tile qt) over its key tiles in [t_first, t_last], with
-/// `scratch` of fia_scratch_floats(p) floats; slot null: rows finished, else split-KV partials.
-using FiaTaskFn = void (*)(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
-                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot);
-/// The merge of a split task's `chunks` slots (fia_merge in fia_kernel-inl.h).
-using FiaMergeFn = void (*)(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
-                            int64_t n2, int64_t qt, int64_t chunks, const float* slots);
-
-#define KVFLASH_FIA_ENTRIES                                                                    \
-  void fia_task_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,          \
-                      int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot);   \
-  void fia_merge_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,         \
+#define KVFLASH_FIA_ENTRIES                                                                        \
+  void fia_task_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2, \
+                      int64_t qt, int64_t t_first, int64_t t_last, float* slot);                   \
+  void fia_merge_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,            \
                        int64_t n2, int64_t qt, int64_t chunks, const float* slots);
 namespace scalar {
 KVFLASH_FIA_ENTRIES
+extern const FiaKernels kFiaKernels;
 int64_t fia_scratch_floats_entry(const FiaParams& p);
 /// Floats of one split-KV merge slot row (fia_slot_floats).
 int64_t fia_slot_floats_entry(const FiaParams& p);
@@ -33,9 +27,14 @@ bool fia_bf16_dot_shape_entry(const FiaParams& p);
 }  // namespace scalar
 namespace avx2 {
 KVFLASH_FIA_ENTRIES
+extern const FiaKernels kFiaKernels;
 }  // namespace avx2
 namespace avx512 {
 KVFLASH_FIA_ENTRIES
+extern const FiaKernels kFiaKernels;
+/// The same kernels scoring bf16 Q and K with AVX512-BF16 dot products where the shape allows
+/// (fia_bf16_dot_shape): the avx512bf16 level.
+extern const FiaKernels kFiaKernelsBf16;
 /// The task with AVX512-BF16 scores (avx512bf16 level, fia_bf16_dot_shape(p) only).
 void fia_task_bf16_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
                          int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot);

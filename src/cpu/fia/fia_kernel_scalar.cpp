@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/online_softmax.hpp"
 #include "cpu/fia/fia_kernel.hpp"
 #include "cpu/fia/fia_kernel_isa.hpp"
-#include "core/online_softmax.hpp"
 #include "cpu/simd_scalar.h"
 
 namespace kvflash::cpu::scalar {
@@ -35,4 +35,5 @@ void fia_pad_rows_entry(const FiaParams& p, const FiaData& d, float* scratch) {
 }
 
 bool fia_bf16_dot_shape_entry(const FiaParams& p) { return fia_bf16_dot_shape(p); }
+const FiaKernels kFiaKernels = {fia_task_entry, nullptr, fia_merge_entry};
 }  // namespace kvflash::cpu::scalar

@@ -1,0 +1,176 @@
+#include "fia_fuzz.hpp"
+
+#include <cstring>
+#include <optional>
+
+#include "ops/fia/fia_fields.hpp"
+
+namespace kvflash::fuzz {
+namespace {
+
+constexpr uint64_t kMaxBacked = uint64_t{1} << 24;
+
+std::vector<testing::FiaCase> usable_cases(bool pfa) {
+  std::vector<testing::FiaCase> out;
+  for (const testing::FiaCase& c : testing::fia_cases(testing::Tier::kSmoke)) {
+    // FIA's entry points cannot say prompt (PFA's cases go to PFA's); aclnn has no fp32 output.
+    if (c.dv() % 16 != 0 || c.out_dtype == DType::kFloat32 || (c.prompt && !pfa)) continue;
+    if (pfa && (c.paged || c.list_mode || c.lse || c.sink || c.rope_dim || c.prefix_len ||
+                c.q_padding >= 0 || c.kv_padding >= 0 || c.kv_dtype == DType::kInt8))
+      continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
+// The views of a call, in a fixed order (absent optionals are skipped).
+std::vector<TensorView*> views(reference::FiaCall& a) {
+  std::vector<TensorView*> v = {&a.query, &a.attention_out};
+  for (TensorView& t : a.key) v.push_back(&t);
+  for (TensorView& t : a.value) v.push_back(&t);
+  for (std::optional<TensorView>* o :
+       {&a.pse_shift, &a.atten_mask, &a.quant_scale2, &a.quant_offset2, &a.antiquant_scale,
+        &a.antiquant_offset, &a.block_table, &a.query_padding_size, &a.kv_padding_size,
+        &a.key_antiquant_scale, &a.key_antiquant_offset, &a.value_antiquant_scale,
+        &a.value_antiquant_offset, &a.key_shared_prefix, &a.value_shared_prefix, &a.query_rope,
+        &a.key_rope, &a.learnable_sink, &a.softmax_lse})
+    if (*o) v.push_back(&**o);
+  return v;
+}
+
+// Gives a mutated view memory of its own (or the unreadable page).
+void back(FiaFuzzCase* f, TensorView* t) {
+  const std::optional<uint64_t> bytes = view_bytes(*t);
+  if (!bytes || *bytes > kMaxBacked) {
+    t->data = unreadable_page();
+    f->runnable = false;
+    return;
+  }
+  f->memory.push_back(std::make_unique<Guarded>(static_cast<size_t>(*bytes), 0, 0));
+  t->data = f->memory.back()->data();
+}
+
+void mutate(FuzzInput& in, FiaFuzzCase* f) {
+  reference::FiaCall& a = f->call;
+  static const char* const kLayouts[] = {"BSH",       "BSND",     "BNSD",    "TND",     "NTD",
+                                         "BNSD_BSND", "BSH_NBSD", "TND_NTD", "NTD_TND", "BSH_BNSD",
+                                         "NSD",       "",         "bsnd",    "TND_TND"};
+  const int n = static_cast<int>(in.below(4));
+  for (int m = 0; m < n; ++m) {
+    f->mutated = true;
+    std::vector<TensorView*> vs = views(a);
+    TensorView* t = vs[in.below(static_cast<uint32_t>(vs.size()))];
+    switch (in.below(10)) {
+      case 0:
+        if (t->rank > 0) {
+          const int i = static_cast<int>(in.below(static_cast<uint32_t>(t->rank)));
+          t->shape[i] = in.special(t->shape[i]);
+        }
+        back(f, t);
+        break;
+      case 1:
+        if (t->rank > 0) {
+          const int i = static_cast<int>(in.below(static_cast<uint32_t>(t->rank)));
+          t->strides[i] = in.special(t->strides[i]);
+        }
+        back(f, t);
+        break;
+      case 2:
+        t->offset = in.special(t->offset);
+        back(f, t);
+        break;
+      case 3:
+        t->dtype = static_cast<DType>(in.in(-1, 40));
+        back(f, t);
+        break;
+      case 4: {
+        int64_t* attrs[] = {&a.num_heads,           &a.num_key_value_heads, &a.sparse_mode,
+                            &a.pre_tokens,          &a.next_tokens,         &a.inner_precise,
+                            &a.block_size,          &a.antiquant_mode,      &a.key_antiquant_mode,
+                            &a.value_antiquant_mode};
+        int64_t* x = attrs[in.below(10)];
+        *x = in.special(*x);
+        break;
+      }
+      case 5:
+        a.input_layout = kLayouts[in.below(sizeof kLayouts / sizeof kLayouts[0])];
+        break;
+      case 6: {  // an optional tensor appears (a copy of the query's view) or disappears
+        std::optional<TensorView>* opts[] = {
+            &a.pse_shift,      &a.atten_mask,         &a.quant_scale2,      &a.antiquant_scale,
+            &a.block_table,    &a.query_padding_size, &a.key_shared_prefix, &a.query_rope,
+            &a.learnable_sink, &a.softmax_lse};
+        std::optional<TensorView>* o = opts[in.below(10)];
+        if (*o) {
+          o->reset();
+        } else {
+          *o = a.query;
+        }
+        break;
+      }
+      case 7: {
+        auto& l = in.flag() ? a.actual_seq_lengths : a.actual_seq_lengths_kv;
+        if (!l || l->empty() || in.rare(4)) {
+          l = std::vector<int64_t>(in.below(5), in.special(3));
+        } else {
+          (*l)[in.below(static_cast<uint32_t>(l->size()))] = in.special((*l)[0]);
+        }
+        break;
+      }
+      case 8:
+        a.softmax_lse_flag = !a.softmax_lse_flag;
+        break;
+      default:
+        if (!a.key.empty() && in.flag()) {
+          a.key.pop_back();
+        } else {
+          a.value.push_back(a.value.empty() ? a.query : a.value.back());
+        }
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+bool decode_fia(FuzzInput& in, bool pfa, FiaFuzzCase* f) {
+  static const std::vector<testing::FiaCase> kCases[2] = {usable_cases(false), usable_cases(true)};
+  const auto& cases = kCases[pfa ? 1 : 0];
+  if (cases.empty()) return false;
+  testing::FiaCase c = cases[in.below(static_cast<uint32_t>(cases.size()))];
+  if (pfa) c.prompt = true;
+  f->data = std::make_unique<testing::FiaCaseData>(c);
+  f->call = f->data->call();
+  set_context(c.name());
+  mutate(in, f);
+  return true;
+}
+
+const std::vector<const char*>& fia_names() {
+  static const std::vector<const char*> names = [] {
+    // Every member and aclnn parameter name of both tables, and the phase arguments.
+    std::vector<const char*> n = {"workspace", "workspaceSize", "executor", "stream", "plan"};
+    const auto add = [&](const auto& table) {
+      core::for_each_field(table, [&](const auto& f) {
+        n.push_back(f.name);
+        if (f.acl_name != nullptr) n.push_back(f.acl_name);
+      });
+    };
+    add(fia::kFields);
+    add(fia::kPfaAclFields);
+    return n;
+  }();
+  return names;
+}
+
+void check_fia_run(FiaFuzzCase& f, const char* where) {
+  for (const auto& m : f.memory) m->check_guards(where);
+  if (f.mutated) return;
+  ++stats().compared;
+  const reference::FiaReference ref = reference::fia_reference(f.call);
+  const auto r = testing::compare_fia_output(f.data->spec().name(), f.call, ref, nullptr,
+                                             f.data->spec().expect_mostly_empty);
+  if (!r) violated(std::string(where) + ": output differs from the oracle: " + r.message());
+}
+
+}  // namespace kvflash::fuzz

@@ -1,0 +1,144 @@
+// Fuzz target: aclnnPromptFlashAttention / V2 / V3 through the C API, both phases and the
+// stream, over mutated prompt cases of the shared list (fia_fuzz.hpp), with the invariants of
+// fuzz_fia_aclnn.cpp.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnn/acl_meta.h"
+#include "aclnnop/aclnn_prompt_flash_attention.h"
+#include "aclnnop/aclnn_prompt_flash_attention_v2.h"
+#include "aclnnop/aclnn_prompt_flash_attention_v3.h"
+#include "fia_fuzz.hpp"
+#include "fuzz_input.hpp"
+#include "harness.hpp"
+
+namespace kvflash::fuzz {
+namespace {
+
+constexpr const char* kOp = "fused_infer_attention_score";
+constexpr const char* kPfa = "prompt_flash_attention";
+
+struct Handles {
+  std::vector<aclTensor*> tensors;
+  std::vector<aclTensorList*> lists;
+  std::vector<aclIntArray*> arrays;
+  ~Handles() {
+    for (aclTensorList* l : lists) aclDestroyTensorList(l);
+    for (aclTensor* t : tensors) aclDestroyTensor(t);
+    for (aclIntArray* a : arrays) aclDestroyIntArray(a);
+  }
+  aclTensor* make(const TensorView& v) {
+    // 1-D storage of the view's extent where it has one, else the view's own dims.
+    const std::optional<uint64_t> bytes = view_bytes(v);
+    const int64_t storage =
+        bytes && dtype_is_known(v.dtype) ? static_cast<int64_t>(*bytes / dtype_size(v.dtype)) : 0;
+    const bool flat = bytes && dtype_is_known(v.dtype) && v.rank >= 0 && v.rank <= kMaxRank;
+    aclTensor* t = aclCreateTensor(v.shape.data(), v.rank, static_cast<aclDataType>(v.dtype),
+                                   v.strides.data(), v.offset, ACL_FORMAT_ND,
+                                   flat ? &storage : v.shape.data(), flat ? 1 : v.rank, v.data);
+    if (t != nullptr) tensors.push_back(t);
+    return t;
+  }
+  aclTensor* opt(const std::optional<TensorView>& v) { return v ? make(*v) : nullptr; }
+  aclTensorList* list(const std::vector<TensorView>& vs) {
+    std::vector<aclTensor*> ts;
+    for (const TensorView& v : vs) ts.push_back(make(v));
+    aclTensorList* l = aclCreateTensorList(ts.data(), ts.size());
+    if (l != nullptr) lists.push_back(l);
+    return l;
+  }
+  aclIntArray* ints(const std::optional<std::vector<int64_t>>& v) {
+    if (!v) return nullptr;
+    aclIntArray* a = aclCreateIntArray(v->data(), v->size());
+    if (a != nullptr) arrays.push_back(a);
+    return a;
+  }
+};
+
+void run(FuzzInput& in) {
+  FiaFuzzCase f;
+  if (!decode_fia(in, /*pfa=*/true, &f)) {
+    ++stats().skipped;
+    return;
+  }
+  const int version = 1 + static_cast<int>(in.below(3));
+  add_context("aclnn PFA V" + std::to_string(version));
+  reference::FiaCall& a = f.call;
+  if (version == 1) {  // V1 has no actualSeqLengthsKv, sparseMode (0) or innerPrecise (1)
+    a.actual_seq_lengths_kv.reset();
+    a.sparse_mode = 0;
+    a.inner_precise = 1;
+    f.mutated = true;  // no longer the listed case: not compared with the oracle
+  } else if (version == 2) {
+    a.inner_precise = 1;
+  }
+  Handles h;
+  std::string layout = a.input_layout;
+  uint64_t ws_size = 12345;
+  aclOpExecutor* exec = reinterpret_cast<aclOpExecutor*>(uintptr_t{0xdead0});
+  aclTensor* q = h.make(a.query);
+  aclTensor* k = a.key.empty() ? nullptr : h.make(a.key[0]);
+  aclTensor* v = a.value.empty() ? nullptr : h.make(a.value[0]);
+  aclTensor* pse = h.opt(a.pse_shift);
+  aclTensor* mask = h.opt(a.atten_mask);
+  aclIntArray* asl = h.ints(a.actual_seq_lengths);
+  aclIntArray* askv = h.ints(a.actual_seq_lengths_kv);
+  aclTensor* qs2 = h.opt(a.quant_scale2);
+  aclTensor* qo2 = h.opt(a.quant_offset2);
+  aclTensor* out = h.make(a.attention_out);
+  aclnnStatus st = 0;
+  if (version == 1) {
+    st = aclnnPromptFlashAttentionGetWorkspaceSize(
+        q, k, v, pse, mask, asl, a.num_heads, a.scale_value, a.pre_tokens, a.next_tokens,
+        layout.data(), a.num_key_value_heads, out, &ws_size, &exec);
+  } else if (version == 2) {
+    st = aclnnPromptFlashAttentionV2GetWorkspaceSize(
+        q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, a.num_heads,
+        a.scale_value, a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads,
+        a.sparse_mode, out, &ws_size, &exec);
+  } else {
+    st = aclnnPromptFlashAttentionV3GetWorkspaceSize(
+        q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, a.num_heads,
+        a.scale_value, a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads,
+        a.sparse_mode, a.inner_precise, out, &ws_size, &exec);
+  }
+  // Null checks name PFA; validation names FIA (PFA is its subset).
+  const std::string msg = aclGetRecentErrMsg();
+  check_status(st, msg.c_str(), msg.rfind("[prompt", 0) == 0 ? kPfa : kOp, fia_names(), "phase 1");
+  if (st != 0) {
+    if (exec != nullptr) violated("phase 1 failed but *executor is not null");
+    ++stats().refused;
+    return;
+  }
+  if (exec == nullptr) violated("phase 1 succeeded without an executor");
+  if (!f.runnable || ws_size > (uint64_t{1} << 28)) {
+    if (aclDestroyAclOpExecutor(exec) != 0) violated("aclDestroyAclOpExecutor failed");
+    ++stats().planned_only;
+    return;
+  }
+  Guarded ws(static_cast<size_t>(ws_size), in.below(64));
+  const aclnnStatus s2 = version == 1 ? aclnnPromptFlashAttention(ws.data(), ws_size, exec, nullptr)
+                         : version == 2
+                             ? aclnnPromptFlashAttentionV2(ws.data(), ws_size, exec, nullptr)
+                             : aclnnPromptFlashAttentionV3(ws.data(), ws_size, exec, nullptr);
+  if (s2 != 0) violated("phase 2 returned " + std::to_string(s2) + ": " + aclGetRecentErrMsg());
+  const aclError sync = aclrtSynchronizeStream(nullptr);
+  ws.check_guards("the workspace");
+  if (sync != ACL_SUCCESS)
+    violated("aclrtSynchronizeStream returned " + std::to_string(sync) + ": " +
+             aclGetRecentErrMsg());
+  ++stats().ran;
+  check_fia_run(f, "aclnnPromptFlashAttention");
+}
+
+}  // namespace
+}  // namespace kvflash::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  kvflash::fuzz::FuzzInput in(data, size);
+  ++kvflash::fuzz::stats().inputs;
+  kvflash::fuzz::run(in);
+  return 0;
+}

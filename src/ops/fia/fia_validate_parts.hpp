@@ -1,0 +1,55 @@
+// What the FIA validator's files share: the shape of the call as the first checks derive it,
+// and the checks of the optional parts (fia_validate_extras.cpp) that fia_validate.cpp calls in
+// order. Internal to src/ops/fia.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvflash/fia.hpp"
+#include "kvflash/status.hpp"
+#include "ops/fia/fia_problem.hpp"
+
+namespace kvflash::fia {
+
+/// (batch, row, head) element strides of a tensor in one layout.
+struct FiaStrides {
+  int64_t batch = 0, row = 0, head = 0;
+};
+
+/// The call's geometry, from the checks of query, key / value and the host lengths.
+struct FiaShape {
+  std::string in, out;  ///< query and output layouts ("BSH", "BSND", "BNSD", "NBSD", "TND", "NTD")
+  bool tnd = false, decode = false, paged = false, list = false, rope = false;
+  int64_t B = 0, S1 = 0, T = 0, N = 0, KVN = 0, D = 0, Dv = 0, Dr = 0;
+  int64_t S2 = 0;                          ///< the key tensor's S (non-paged, non-list)
+  int64_t P = 0;                           ///< shared prefix length
+  int64_t capacity = 0;                    ///< paged: block_table columns * block_size
+  std::vector<int64_t> q_len, kv_len;      ///< per batch (kv_len without the prefix)
+  std::vector<int64_t> q_first, kv_first;  ///< TND: cumulative starts (else 0)
+  int64_t max_q = 0, max_kv = 0;
+  /// Mask / pse columns a row may read (prefix first): P + the key S, the paged capacity or the
+  /// longest TND length.
+  int64_t columns = 0;
+};
+
+Status invalid(const std::string& msg);
+Status refused(const std::string& feature);
+
+/// The element strides of t in layout l ("BSH" heads of D elements).
+FiaStrides layout_strides(const TensorView& t, const std::string& l, int64_t D);
+
+/// The optional parts, in validation order; each fills its part of p.
+Status check_mask(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p, int64_t* mask_batch);
+Status check_pse(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p, int64_t* pse_batch);
+Status check_antiquant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
+Status check_post_quant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
+Status check_sink(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
+
+/// D4: when the decode-branch call is one IncreFlashAttention expresses, p->ifa holds its IFA
+/// problem and p->use_ifa is set (fia_validate_ifa.cpp); otherwise the FIA kernel runs it. Fails
+/// only when out of memory (kRuntime).
+Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
+
+}  // namespace kvflash::fia

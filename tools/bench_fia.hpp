@@ -1,0 +1,44 @@
+// FIA / PFA workloads for `kvflash bench` (fia: / pfa: problem strings): one prefill (or
+// chunked-prefill / decode) step of a given shape, with deterministic data, timed, and the last
+// query rows of the first sequence checked against the double-precision reference.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "demo.hpp"
+#include "kvflash/tensor.hpp"
+
+namespace kvflash::tools {
+
+struct FiaWorkloadShape {
+  std::string name = "fia";
+  bool prompt = false;  ///< pfa: PromptFlashAttention (never the decode branch)
+  int64_t batch = 1;
+  int64_t q_len = 2048;    ///< query rows of every sequence
+  int64_t kv_len = 0;      ///< KV length of every sequence (0 = q_len: a prompt)
+  int64_t num_heads = 32;  ///< query heads
+  int64_t num_kv_heads = 8;
+  int64_t head_dim = 128;
+  int64_t sparse_mode = 3;  ///< 0 (no mask) or 3 (causal, right-down; the 2048x2048 mask)
+  /// Paged cache (BnBsH, shuffled block table) with this block size when > 0 (fia only); a
+  /// contiguous BSND cache when 0.
+  int64_t block_size = 0;
+  DType dtype = DType::kBFloat16;  ///< query, cache and output: bf16 | fp16
+  int64_t kv() const { return kv_len == 0 ? q_len : kv_len; }
+};
+
+struct FiaWorkloadResult {
+  double ms_per_call = 0;  ///< median
+  double gflops = 0;       ///< 4 * visible (row, key) pairs * N * D / median time
+  double bytes = 0;        ///< Q, K, V read once, the output written
+  double gbs = 0;
+  bool passed = false;
+};
+
+/// Builds, times (median after one warm-up) and checks the workload; prints two lines. Returns
+/// the check's verdict; fills *result.
+bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
+                      FiaWorkloadResult* result);
+
+}  // namespace kvflash::tools
