@@ -111,9 +111,9 @@ FiaResolved resolve_batches(const core::FiaProblem& p, const core::FiaData& d,
         const int64_t id = d.kernel.block_table[bt.k_offset + k];
         if (id >= 0 && id < p.num_blocks) continue;
         if (r.num_faults++ == 0) {
-          r.first.kind = core::kIfaBatchFaultBlockId;
-          r.first.batch = b, r.first.len = bt.kv_len - pp.prefix_len, r.first.slot = k;
-          r.first.id = id, r.first.num_blocks = p.num_blocks;
+          r.first = core::fault_of(core::kFaultOpIfa, core::kFaultBlockId, b);
+          r.first.len = bt.kv_len - pp.prefix_len, r.first.slot = k;
+          r.first.value = id, r.first.limit = p.num_blocks;
         }
         faulted[b] = 1;
         break;

@@ -28,7 +28,8 @@ void bind_data(const core::FiaProblem& p, const FiaArgs& args, core::FiaData* d)
 struct FiaResolved {
   int64_t num_pad_rows = 0;
   int64_t num_faults = 0;
-  ifa::IfaFault first;  ///< the first faulted batch (a block id outside [0, num_blocks))
+  /// The first faulted batch (a block id outside [0, num_blocks)), as IFA describes one.
+  core::FaultRecord first;
 };
 
 /// Reads the device data bound in d (query / KV padding sizes, block-table ids) and writes the
