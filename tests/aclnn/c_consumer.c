@@ -14,11 +14,16 @@
 #include "acl/acl_rt.h"
 #include "aclnn/acl_meta.h"
 #include "aclnn/aclnn_base.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
 #include "aclnnop/aclnn_incre_flash_attention.h"
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
 #include "aclnnop/aclnn_lightning_indexer.h"
+#include "aclnnop/aclnn_prompt_flash_attention.h"
+#include "aclnnop/aclnn_prompt_flash_attention_v2.h"
+#include "aclnnop/aclnn_prompt_flash_attention_v3.h"
 #include "aclnnop/aclnn_sparse_flash_attention.h"
 #include "aclnnop/aclnn_sparse_flash_attention_v2.h"
 #include "kvflash/export.h"
@@ -99,6 +104,18 @@ int main(void) {
   EXPECT(executor == NULL);
   EXPECT(strstr(aclGetRecentErrMsg(), "weights") != NULL);
   EXPECT(aclnnLightningIndexer(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  /* PromptFlashAttention V3: a null query is 161001 and clears the executor slot; FIA V3/V4 and
+     PFA phase 2 without an executor are 161001. */
+  executor = (aclOpExecutor*)0x10;
+  EXPECT(aclnnPromptFlashAttentionV3GetWorkspaceSize(NULL, t, t, NULL, NULL, NULL, NULL, NULL, NULL,
+                                                     NULL, NULL, NULL, 1, 1.0, INT64_MAX, INT64_MAX,
+                                                     layout, 1, 0, 1, t, &ws,
+                                                     &executor) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(executor == NULL);
+  EXPECT(strstr(aclGetRecentErrMsg(), "query") != NULL);
+  EXPECT(aclnnPromptFlashAttentionV3(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(aclnnFusedInferAttentionScoreV3(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(aclnnFusedInferAttentionScoreV4(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclDestroyTensor(t) == ACLNN_SUCCESS);
 
   EXPECT(aclrtFree(dev) == ACL_SUCCESS);
