@@ -20,6 +20,9 @@ import torch
 import kvflash
 
 TOKENS_MAX = 2147483647
+# (case, output dtype, worst |err| / bound, elements checked) of every check(); conftest.py reports
+# the worst per dtype.
+WORST = []
 RTOL = {torch.float16: 2.0 ** -10, torch.bfloat16: 2.0 ** -7, torch.float32: 2.0 ** -16}
 
 
@@ -331,9 +334,9 @@ def reference(case: FiaCase):
     return want, lse, vmax
 
 
-def check(case: FiaCase, out, lse=None):
+def check(case: FiaCase, out, lse=None, record=True):
     """'' when every element of out (and lse) is within tolerance, else the first failures; and
-    the worst |err| / bound."""
+    the worst |err| / bound (recorded in WORST unless `record` is False)."""
     want, want_lse, vmax = reference(case)
     s = case.spec
     assert out.shape == want.shape, (out.shape, want.shape)
@@ -364,4 +367,6 @@ def check(case: FiaCase, out, lse=None):
             idx = (~lok).nonzero()[0].tolist()
             problems.append(f"[{s}] lse{tuple(idx)}: got {lg[tuple(idx)]} want "
                             f"{want_lse[tuple(idx)]}")
+    if record:
+        WORST.append((str(s), str(out.dtype).replace("torch.", ""), worst, out.numel()))
     return "\n".join(problems), worst

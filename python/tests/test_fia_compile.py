@@ -34,7 +34,8 @@ def step(pq, pk, pv, q, k, v, table, q_lens, kv_lens, sink):
     out2, _ = torch_npu.npu_fused_infer_attention_score_v2(
         q[:6], k, v, num_query_heads=4, num_key_value_heads=2, input_layout="TND",
         pre_tokens=8, next_tokens=0, atten_mask=MASK, sparse_mode=4, softmax_scale=0.125,
-        block_table=table[:2], block_size=16, actual_seq_qlen=[1, 6], actual_seq_kvlen=[30, 12],
+        block_table=table[:2], block_size=16, actual_seq_qlen=[1, 6],
+        actual_seq_kvlen=[30, 12],
         learnable_sink=sink)
     return prompt, out, lse, out2, out.float() * 2
 

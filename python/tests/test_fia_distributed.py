@@ -63,7 +63,8 @@ def test_matches_single_process_and_ranks_agree(results, case):
     rowmax = w.abs().reshape(-1, d).amax(dim=1, keepdim=True).reshape(*w.shape[:-1], 1)
     bound = 4 * UNIT[single_out.dtype] * (w.abs() + rowmax)
     err = (out.double() - w).abs()
-    assert bool((err <= bound).all()), f"{case}: worst {float((err / bound.clamp(min=1e-30)).max())} x the bound"
+    worst = float((err / bound.clamp(min=1e-30)).max())
+    assert bool((err <= bound).all()), f"{case}: worst error {worst} x the bound"
     fin = torch.isfinite(single_lse)
     assert torch.equal(fin, torch.isfinite(lse)) and torch.equal(lse[~fin], single_lse[~fin])
     x = single_lse[fin].double()

@@ -73,15 +73,11 @@ SPECS = [
     FiaSpec("pfa_int8_out", op="pfa", layout="BSND", int8_out=True, dtype=BF16),
 ]
 
-WORST = {}
-
-
 @pytest.mark.parametrize("spec", SPECS, ids=str)
 def test_values_against_float64(spec):
     case = build_fia(spec)
     out, lse = run(case)
-    problems, worst = check(case, out, lse)
-    WORST[spec.name] = worst
+    problems, _ = check(case, out, lse)
     assert not problems, problems
 
 
@@ -251,3 +247,45 @@ def test_deterministic_across_thread_counts():
         torch.set_num_threads(threads)
     for out, lse in results[1:]:
         assert torch.equal(out, results[0][0]) and torch.equal(lse, results[0][1])
+
+
+def _v1_names(case):
+    """The call's arguments in FIA v1's names (the check's schema is v1's), and whether it is
+    PFA."""
+    kw = dict(case.kwargs)
+    renames = {"num_query_heads": "num_heads", "softmax_scale": "scale",
+               "actual_seq_qlen": "actual_seq_lengths", "actual_seq_kvlen": "actual_seq_lengths_kv",
+               "return_softmax_lse": "softmax_lse_flag", "quant_scale_out": "quant_scale2",
+               "quant_offset_out": "quant_offset2", "scale_value": "scale"}
+    kw = {renames.get(k, k): v for k, v in kw.items()}
+    if case.spec.op == "pfa":
+        kw.setdefault("next_tokens", 0)  # PFA's default
+    return kw
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=str)
+def test_outputs_against_the_cpp_oracle(spec):
+    """The same outputs through the project's fp64 oracle and comparator
+    (torch.ops.kvflash_testing.fia_check: reference/fia_reference.hpp, every element)."""
+    case = build_fia(spec)
+    out, lse = run(case)
+    kw = _v1_names(case)
+    q, k, v = case.args
+    verdict = torch.ops.kvflash_testing.fia_check(
+        q, k, v, out, lse, prompt=spec.op == "pfa", case_name=spec.name,
+        allow_mostly_empty=True, **kw)
+    assert verdict == "", verdict
+
+
+def test_both_checks_catch_a_wrong_element():
+    case = build_fia(FiaSpec("wrong_element", layout="TND", lse=True))
+    out, lse = run(case)
+    bad = out.clone()
+    bad[3, 1, 5] += 0.25
+    assert check(case, bad, lse, record=False)[0]
+    q, k, v = case.args
+    assert torch.ops.kvflash_testing.fia_check(q, k, v, bad, lse, case_name="wrong_element",
+                                               **_v1_names(case))
+    bad_lse = lse.clone()
+    bad_lse[2, 0, 0] += 0.01
+    assert check(case, out, bad_lse, record=False)[0]
