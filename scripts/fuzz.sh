@@ -20,7 +20,7 @@ if [ "${1:-}" = "--campaign" ]; then
   shift
 fi
 secs=${1:-$([ $campaign = 1 ] && echo 900 || echo 15)}
-read -r -a targets <<<"${KVFLASH_FUZZ_TARGETS:-ifa_aclnn sfa_aclnn cpp_api merge_api cli fia_aclnn pfa_aclnn}"
+read -r -a targets <<<"${KVFLASH_FUZZ_TARGETS:-ifa_aclnn sfa_aclnn cpp_api merge_api cli fia_aclnn pfa_aclnn fia_api}"
 
 echo "=== [fuzz] configure + build"
 cmake --preset fuzz >/dev/null

@@ -28,8 +28,11 @@
 #include "aclnn/acl_meta.h"
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
 #include "aclnnop/aclnn_sparse_flash_attention_v2.h"
+#include "kvflash/fia.hpp"
 #include "kvflash/ifa.hpp"
 #include "kvflash/sfa.hpp"
+#include "support/fia_args.hpp"
+#include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/sfa_cases.hpp"
 
@@ -195,6 +198,57 @@ TEST(Faults, SfaPlanCreate) {
             0);
   std::vector<std::byte> ws(plan->workspace_size());
   ASSERT_EQ(plan->run(data.args(), ws.data(), ws.size()), Status::kSuccess) << message();
+}
+
+// FIA: a paged causal prefill and a decode-branch call (planned on IFA's kernels, D4).
+TEST(Faults, FiaPlanCreate) {
+  FiaCase pre;
+  pre.num_heads = 4, pre.num_kv_heads = 2, pre.head_dim = 64;
+  pre.q_lens = {5, 3}, pre.kv_lens = {9, 7};
+  pre.paged = true, pre.sparse_mode = 3, pre.mask = FiaMask::kCompressed, pre.lse = true;
+  FiaCase dec = pre;
+  dec.paged = false, dec.lse = false, dec.q_lens = {1, 1}, dec.sparse_mode = 0;
+  dec.mask = FiaMask::kNone;
+  for (const FiaCase& c : {pre, dec}) {
+    FiaCaseData data(c);
+    const FiaArgs args = fia_args(data.call());
+    std::unique_ptr<FiaPlan> plan;
+    const int64_t points =
+        sweep<Status>([&] { return FiaPlan::create(args, &plan); },
+                      [&](Status s, int64_t k) {
+                        ASSERT_EQ(s, Status::kRuntime) << c.name() << ": allocation " << k;
+                        ASSERT_FALSE(plan) << c.name() << ": allocation " << k;
+                        ASSERT_NE(message().find("out of memory"), std::string::npos) << message();
+                      },
+                      [&](Status s) { ASSERT_EQ(s, Status::kSuccess) << message(); });
+    EXPECT_GT(points, 0) << c.name();
+    std::vector<std::byte> ws(plan->workspace_size());
+    ASSERT_EQ(plan->run(args, ws.data(), ws.size()), Status::kSuccess) << message();
+  }
+}
+
+// FIA: zero-stride K/V of 2^40 positions with lengths to match is refused while planning, and
+// planning allocates nothing in proportion to the lengths.
+TEST(AbsurdSizes, FiaLengthsPastMemory) {
+  FiaCase c;
+  c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 64;
+  c.q_lens = {5, 3}, c.kv_lens = {9, 7};
+  c.sparse_mode = 3, c.mask = FiaMask::kCompressed;
+  FiaCaseData data(c);
+  FiaArgs a = fia_args(data.call());
+  for (auto* list : {&a.key, &a.value}) {
+    TensorView& t = (*list)[0];
+    t.shape[1] = int64_t{1} << 40;  // BSND (B, S, KV_N, D): S = 2^40 positions of stride 0
+    t.strides[1] = 0;
+  }
+  a.actual_seq_lengths_kv = std::vector<int64_t>{int64_t{1} << 40, int64_t{1} << 40};
+  std::unique_ptr<FiaPlan> plan;
+  t_count = 0;
+  t_fail_at = std::numeric_limits<int64_t>::max();
+  const Status s = FiaPlan::create(a, &plan);
+  t_fail_at = 0;
+  EXPECT_EQ(s, Status::kInvalid) << message();
+  EXPECT_LT(t_count, 1000) << "planning allocated in proportion to the lengths";
 }
 
 // A refused run whose message cannot be allocated still returns (it never throws).

@@ -25,4 +25,11 @@ bool run_ifa_demo(const DemoOptions& options, bool int8_kv, double read_bandwidt
 bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs,
                   double compute_peak_gflops);
 
+/// Llama-3-8B prefill then decode through FusedInferAttentionScore on one paged cache: a prompt
+/// (TND, sparse_mode 3) and a few decode steps, each checked against fp64, timed against the
+/// compute peak (prefill) and the read bandwidth (decode; 0 = not measured). Returns true when
+/// every check passed.
+bool run_fia_demo(const DemoOptions& options, double read_bandwidth_gbs,
+                  double compute_peak_gflops);
+
 }  // namespace kvflash::tools

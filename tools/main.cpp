@@ -53,6 +53,7 @@ int run(const kvflash::tools::CliOptions& o) {
   bool ok = tools::run_ifa_demo(demo, /*int8_kv=*/false, bw);
   ok = tools::run_ifa_demo(demo, /*int8_kv=*/true, bw) && ok;
   ok = tools::run_sfa_demo(demo, bw, peak) && ok;
+  ok = tools::run_fia_demo(demo, bw, peak) && ok;
   std::printf("demo: %s\n", ok ? "all sample checks passed" : "SAMPLE CHECK FAILED");
   return ok ? 0 : 1;
 }

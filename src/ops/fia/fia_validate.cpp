@@ -38,6 +38,7 @@ using core::str;
 
 constexpr int64_t kMaxHeadDim = 512;
 constexpr int64_t kRopeDim = 64;
+constexpr int64_t kMaxHeads = 1024;  // far above upstream's 256; keeps N x D products small
 
 bool is_fp16_or_bf16(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
@@ -169,6 +170,8 @@ Status check_refused(const FiaArgs& a) {
 
 Status check_attributes(const FiaArgs& a, FiaShape* s) {
   if (a.num_heads < 1) return invalid("num_heads must be >= 1, got " + str(a.num_heads));
+  if (a.num_heads > kMaxHeads)
+    return invalid("num_heads must be <= " + str(kMaxHeads) + ", got " + str(a.num_heads));
   if (a.num_key_value_heads < 0)
     return invalid("num_key_value_heads must be >= 0 (0 = num_heads), got " +
                    str(a.num_key_value_heads));
@@ -290,8 +293,10 @@ Status check_kv(const FiaArgs& a, FiaShape* s) {
     s->capacity = *cap;
   } else {
     const std::string& l = s->in;
-    const int64_t dv_guess =
-        l == "BSH" ? (v.rank == 3 ? v.shape[2] / KVN : 0) : v.shape[v.rank - 1];
+    // value's D from its own dims (their layout is checked below; rank 0 gives 0, refused).
+    const int64_t dv_guess = l == "BSH"   ? (v.rank == 3 ? v.shape[2] / KVN : 0)
+                             : v.rank > 0 ? v.shape[v.rank - 1]
+                                          : 0;
     s->Dv = dv_guess;
     if (s->list) {
       if (s->tnd) return invalid("key / value tensor lists need a B/S layout, not " + l);
@@ -374,7 +379,9 @@ Status check_rope_prefix(const FiaArgs& a, FiaShape* s) {
   if (s->rope) {
     const TensorView& qr = *a.query_rope;
     const TensorView& kr = *a.key_rope;
-    s->Dr = s->in == "BSH" ? (qr.rank == 3 ? qr.shape[2] / s->N : 0) : qr.shape[qr.rank - 1];
+    s->Dr = s->in == "BSH" ? (qr.rank == 3 ? qr.shape[2] / s->N : 0)
+            : qr.rank > 0  ? qr.shape[qr.rank - 1]
+                           : 0;
     if (s->Dr != kRopeDim)
       return invalid("query_rope's head dim must be " + str(kRopeDim) + ", got " + qr.describe());
     if (qr.dtype != a.query.dtype || kr.dtype != a.query.dtype)
@@ -601,12 +608,14 @@ Status validate(const FiaArgs& user_args, core::FiaProblem* pr) {
     return invalid("inner_precise must be 0 or 1 with a query length of 1, got " +
                    str(a.inner_precise));
   KVFLASH_RETURN_IF_ERROR(check_kv(a, &s));
+  // The outputs first: being contiguous, they bound B x S1 (or T) before anything per batch or
+  // per row is sized.
+  KVFLASH_RETURN_IF_ERROR(check_outputs(a, s));
   KVFLASH_RETURN_IF_ERROR(check_lengths(a, &s));
   KVFLASH_RETURN_IF_ERROR(check_rope_prefix(a, &s));
   s.columns = s.P + (s.paged ? s.capacity : s.tnd ? s.max_kv : s.S2);
   if (s.list)
     for (const TensorView& t : a.key) s.columns = std::max(s.columns, s.P + seq_dim(t, s.in));
-  KVFLASH_RETURN_IF_ERROR(check_outputs(a, s));
   *pr = core::FiaProblem{};
   int64_t mask_batch = 0, pse_batch = 0;
   KVFLASH_RETURN_IF_ERROR(check_mask(a, s, pr, &mask_batch));
@@ -616,7 +625,7 @@ Status validate(const FiaArgs& user_args, core::FiaProblem* pr) {
   KVFLASH_RETURN_IF_ERROR(check_sink(a, s, pr));
   KVFLASH_RETURN_IF_ERROR(check_size(s));
   fill_problem(a, s, mask_batch, pse_batch, pr);
-  if (s.decode) plan_decode_on_ifa(a, s, pr);
+  if (s.decode) KVFLASH_RETURN_IF_ERROR(plan_decode_on_ifa(a, s, pr));
   return Status::kSuccess;
 }
 

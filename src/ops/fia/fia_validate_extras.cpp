@@ -129,6 +129,9 @@ Status check_mask(const FiaArgs& a, const FiaShape& s, core::FiaProblem* pr, int
     return Status::kSuccess;
   }
   const int r = m.rank;
+  if (r < 2 || r > 4)
+    return invalid("atten_mask must have rank 2, 3 or 4 for sparse_mode " + str(mode) + ", got " +
+                   m.describe());
   if (m.shape[r - 1] < s.columns)
     return invalid("atten_mask's last dim (" + str(m.shape[r - 1]) + ") must cover the " +
                    str(s.columns) + " key positions (shared prefix included)");

@@ -12,12 +12,12 @@
 
 namespace kvflash::fia {
 
-void plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p) {
+Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p) {
   p->use_ifa = false;
   const bool expressible = s.decode && s.in == s.out && !a.softmax_lse_flag &&
                            !a.key_shared_prefix && !a.learnable_sink && !a.key_antiquant_scale &&
                            !a.value_antiquant_scale && a.antiquant_mode == 0;
-  if (!expressible) return;
+  if (!expressible) return Status::kSuccess;
   IfaArgs i;
   i.query = a.query;
   i.key = a.key;
@@ -40,12 +40,15 @@ void plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p
   i.attention_out = a.attention_out;
   i.zero_fully_masked_rows = true;
   core::IfaProblem ifa;
-  if (ifa::validate_ifa(i, &ifa) != Status::kSuccess) {
-    core::clear_error();  // not an error: the FIA kernel runs the call
-    return;
+  const Status st = ifa::validate_ifa(i, &ifa);
+  if (st == Status::kRuntime) return st;  // out of memory: the plan fails
+  if (st != Status::kSuccess) {
+    core::clear_error();  // a refusal is not an error: the FIA kernel runs the call
+    return Status::kSuccess;
   }
   p->ifa = std::move(ifa);
   p->use_ifa = true;
+  return Status::kSuccess;
 }
 
 }  // namespace kvflash::fia

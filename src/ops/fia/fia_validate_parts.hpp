@@ -48,7 +48,8 @@ Status check_post_quant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p
 Status check_sink(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
 
 /// D4: when the decode-branch call is one IncreFlashAttention expresses, p->ifa holds its IFA
-/// problem and p->use_ifa is set (fia_validate_ifa.cpp); otherwise the FIA kernel runs it.
-void plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
+/// problem and p->use_ifa is set (fia_validate_ifa.cpp); otherwise the FIA kernel runs it. Fails
+/// only when out of memory (kRuntime).
+Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
 
 }  // namespace kvflash::fia
