@@ -118,3 +118,13 @@ def incre_flash_attention(query, key, value, *, padding_mask=None, atten_mask=No
         input_layout=input_layout, num_key_value_heads=num_key_value_heads,
         block_size=block_size, inner_precise=inner_precise,
         return_softmax_lse=return_softmax_lse, zero_fully_masked_rows=zero_fully_masked_rows)
+
+
+# PromptFlashAttention / FusedInferAttentionScore (torch_npu's names; kvflash/_fia.py).
+from ._fia import (  # noqa: E402
+    _npu_fused_infer_attention_score_get_max_workspace,
+    _npu_fused_infer_attention_score_v2_get_max_workspace, npu_fused_infer_attention_score,
+    npu_fused_infer_attention_score_v2, npu_prompt_flash_attention)
+
+__all__ += ["npu_prompt_flash_attention", "npu_fused_infer_attention_score",
+            "npu_fused_infer_attention_score_v2"]

@@ -30,9 +30,11 @@ import torch.distributed as dist
 
 from . import _host_lengths
 from . import incre_flash_attention as _ifa
+from . import npu_fused_infer_attention_score as _fia
 
 __all__ = ["ContiguousShards", "RoundRobinBlocks", "context_parallel_incre_flash_attention",
-           "context_parallel_sparse_flash_attention", "merge_indexer_topk"]
+           "context_parallel_sparse_flash_attention", "merge_indexer_topk",
+           "context_parallel_fused_infer_attention_score"]
 
 
 @dataclass(frozen=True)
@@ -507,3 +509,116 @@ def merge_indexer_topk(scores, indices, sparse_count):
     out_scores[:, :take] = torch.where(ok, flat_scores.gather(1, order[:, :take]),
                                        torch.full_like(sel, float("-inf"), dtype=torch.float32))
     return out_idx, out_scores
+
+
+def context_parallel_fused_infer_attention_score(query, key, value, *, group=None, sharding,
+                                                 atten_mask=None, actual_seq_lengths=None,
+                                                 actual_seq_lengths_kv=None, block_table=None,
+                                                 query_rope=None, key_rope=None, num_heads=1,
+                                                 scale=1.0, input_layout="BSH",
+                                                 num_key_value_heads=0, sparse_mode=0,
+                                                 inner_precise=0, block_size=0,
+                                                 softmax_lse_flag=False):
+    """``kvflash.npu_fused_infer_attention_score`` decode (one query token per sequence) over a KV
+    cache sharded across ``group``: each rank attends its shard with FIA (``softmax_lse_flag``
+    on), and the partial (output, LSE) rows are merged exactly (docs/distributed.md).
+
+    ``key`` / ``value`` (and MLA's ``key_rope``) are this rank's shard; the rest is given as for the
+    single-process op in global terms. Layouts BSH / BSND / BNSD with query S = 1 (FIA's decode
+    branch, or rope decode) and TND with one token per request (``actual_seq_lengths`` = 1, 2,
+    ..., B). ``ContiguousShards`` for a non-paged B/S-layout cache, ``RoundRobinBlocks`` for a
+    paged one (``block_table``, ``actual_seq_lengths_kv`` per request). ``atten_mask``: B/S layouts
+    a decode mask over global positions (the shard's columns are taken, as for IFA); TND the
+    compressed 2048 x 2048 mask of ``sparse_mode=3`` (every key of a decode row is visible).
+    Returns ``(attention_out, softmax_lse)`` as the single-process op (the LSE ``[0]`` unless
+    ``softmax_lse_flag``; +inf for a row with nothing to attend), the same bits on every rank.
+    Not supported (ValueError): other output layouts, sparse modes other than 0 / 3, int8 KV or
+    output, left padding, shared prefix (pass them to the single-process op).
+    """
+    op = "context_parallel_fused_infer_attention_score"
+    _check_sharding(op, sharding)
+    if input_layout not in ("BSH", "BSND", "BNSD", "TND"):
+        _fail(op, f"input_layout must be BSH, BSND, BNSD or TND, got {input_layout!r}")
+    if sparse_mode not in (0, 3) or isinstance(sparse_mode, bool):
+        _fail(op, f"sparse_mode must be 0 or 3 (decode rows see every key), got {sparse_mode!r}")
+    tnd = input_layout == "TND"
+    _check_tensor(op, "query", query, (3,) if input_layout in ("BSH", "TND") else (4,))
+    if isinstance(key, (list, tuple)) or isinstance(value, (list, tuple)):
+        _fail(op, "key and value must be tensors (this rank's shard), not lists")
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
+        _fail(op, f"num_heads ({num_heads}) must be a positive int")
+    q_lens = _host_ints(op, "actual_seq_lengths", actual_seq_lengths)
+    kv_lens = _host_ints(op, "actual_seq_lengths_kv", actual_seq_lengths_kv)
+    if tnd:
+        t = query.shape[0]
+        if q_lens is None or q_lens != list(range(1, len(q_lens) + 1)) or len(q_lens) != t:
+            _fail(op, f"TND decode needs actual_seq_lengths 1, 2, ..., T (one token per request) "
+                      f"for a query of {t} tokens, got {q_lens}")
+        if atten_mask is not None and sparse_mode != 3:
+            _fail(op, "TND: atten_mask is the compressed mask of sparse_mode=3")
+        b = t
+    else:
+        s_axis = 2 if input_layout == "BNSD" else 1
+        if query.shape[s_axis] != 1:
+            _fail(op, f"query must hold one token per sequence (S = 1), got shape "
+                      f"{tuple(query.shape)}")
+        b = query.shape[0]
+    if isinstance(sharding, RoundRobinBlocks):
+        if block_table is None or kv_lens is None:
+            _fail(op, "RoundRobinBlocks (a paged cache) needs block_table and "
+                      "actual_seq_lengths_kv")
+        _check_tensor(op, "block_table", block_table, (2,))
+        _check_tensor(op, "key", key, (3, 4))
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+            _fail(op, f"block_size ({block_size}) must be a positive int with block_table")
+    else:
+        if block_table is not None or tnd:
+            _fail(op, "ContiguousShards describes a non-paged B/S-layout cache; use "
+                      "RoundRobinBlocks with block_table")
+        _check_tensor(op, "key", key, (query.dim(),))
+    world, rank = _world(group)
+    if isinstance(sharding, ContiguousShards):
+        n = key.shape[s_axis]
+        off, s_glob = _check_bounds(sharding, world, rank, n)
+        lens = kv_lens if kv_lens is not None else [s_glob] * b
+        local = [min(max(x - off, 0), n) for x in lens]
+        positions = torch.arange(off, off + n)
+        local_bt = None
+    else:
+        local_bt = block_table[:, rank::world].contiguous()
+        if local_bt.shape[1] == 0:  # fewer blocks than ranks: one unused column (never read)
+            local_bt = torch.zeros((block_table.shape[0], 1), dtype=block_table.dtype)
+        local = _rr_lengths(kv_lens, block_size, world, rank)
+        positions = _rr_positions(local_bt.shape[1], block_size, world, rank)
+    mask = atten_mask if tnd else _slice_last(atten_mask, positions)
+    if key.numel() == 0:  # an empty shard: an empty partial (LSE +inf), no local call
+        kv_heads = num_key_value_heads or num_heads
+        dv = value.shape[-1] // kv_heads * num_heads if input_layout == "BSH" else value.shape[-1]
+        out = query.new_zeros(*query.shape[:-1], dv)
+        lse = torch.full((b, num_heads, 1) if tnd else (b, num_heads, 1, 1), float("inf"))
+    else:
+        out, lse = _fia(query, key, value, atten_mask=mask, actual_seq_lengths=q_lens,
+                        actual_seq_lengths_kv=local, block_table=local_bt,
+                        query_rope=query_rope, key_rope=key_rope, num_heads=num_heads,
+                        scale=scale, input_layout=input_layout,
+                        num_key_value_heads=num_key_value_heads,
+                        sparse_mode=sparse_mode, inner_precise=inner_precise,
+                        block_size=block_size, softmax_lse_flag=True)
+    # Rows (B or T, N) x Dv in fp32, the LSE as column Dv; an empty partial's LSE is +inf in FIA
+    # (D5) and -inf for the merge.
+    d = out.shape[-1] // num_heads if input_layout == "BSH" else out.shape[-1]
+    o = out.reshape(b, num_heads, d).float()
+    part_lse = lse.reshape(b, num_heads, 1)
+    part_lse = torch.where(part_lse == float("inf"), torch.full_like(part_lse, float("-inf")),
+                           part_lse)
+    parts = torch.cat([o, part_lse], dim=2).reshape(b * num_heads, d + 1)
+    g = _gather(parts, group).reshape(world, b, num_heads, d + 1)
+    merged, merged_lse, _, _ = torch.ops.kvflash.merge_attention_states(
+        g[..., :d], g[..., d], out_dtype=query.dtype)
+    merged = merged.reshape(out.shape)
+    if not softmax_lse_flag:
+        return merged, torch.empty(0, dtype=torch.float32)
+    merged_lse = torch.where(merged_lse == float("-inf"), torch.full_like(merged_lse, float("inf")),
+                             merged_lse)
+    return merged, merged_lse.reshape(lse.shape)
+

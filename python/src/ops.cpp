@@ -49,6 +49,7 @@ void clear_plan_cache() {
   clear_ifa_plan_cache();
   clear_sfa_plan_cache();
   clear_li_plan_cache();
+  clear_fia_plan_cache();
 }
 
 // kvflash's thread count for a call with num_threads 0 (the backend's: at::get_num_threads()).
@@ -101,6 +102,31 @@ template <void (*kernel)(const c10::OperatorHandle&, c10::DispatchKeySet, torch:
 torch::CppFunction boxed() {
   return torch::CppFunction::makeFromBoxedFunction<kernel>();
 }
+
+// PFA and FIA's operators (fia_op.cpp), registered for CPU, CUDA, Meta and Autograd below.
+struct FiaRegistration {
+  const char* name;
+  torch::CppFunction (*cpu)();
+  torch::CppFunction (*meta)();
+};
+template <kvflash::torch_ext::FiaOp kOp, kvflash::torch_ext::FiaForm kForm>
+constexpr FiaRegistration fia_registration(const char* name) {
+  return {name, &boxed<&kvflash::torch_ext::fia_cpu<kOp, kForm>>,
+          &boxed<&kvflash::torch_ext::fia_meta<kOp, kForm>>};
+}
+using kvflash::torch_ext::FiaForm;
+using kvflash::torch_ext::FiaOp;
+constexpr FiaRegistration kFiaOps[] = {
+    fia_registration<FiaOp::kPfa, FiaForm::kFunctional>("npu_prompt_flash_attention"),
+    fia_registration<FiaOp::kFia, FiaForm::kFunctional>("npu_fused_infer_attention_score"),
+    fia_registration<FiaOp::kFia, FiaForm::kOut>("npu_fused_infer_attention_score.out"),
+    fia_registration<FiaOp::kFia, FiaForm::kWorkspace>(
+        "_npu_fused_infer_attention_score_get_max_workspace"),
+    fia_registration<FiaOp::kFiaV2, FiaForm::kFunctional>("npu_fused_infer_attention_score_v2"),
+    fia_registration<FiaOp::kFiaV2, FiaForm::kOut>("npu_fused_infer_attention_score_v2.out"),
+    fia_registration<FiaOp::kFiaV2, FiaForm::kWorkspace>(
+        "_npu_fused_infer_attention_score_v2_get_max_workspace"),
+};
 }  // namespace
 
 TORCH_LIBRARY(kvflash, m) {
@@ -110,6 +136,14 @@ TORCH_LIBRARY(kvflash, m) {
   m.def(ifa_ext_schema().c_str());
   m.def(kMergeSchema);
   m.def(kLiNpuSchema);
+  m.def(kPfaNpuSchema);
+  m.def(kFiaNpuSchema);
+  m.def(fia_out_schema(false).c_str());
+  m.def(fia_workspace_schema(false).c_str());
+  m.def(kFiaV2NpuSchema);
+  m.def(fia_out_schema(true).c_str());
+  m.def(fia_workspace_schema(true).c_str());
+  m.def("_fia_plan_cache_info() -> int[]", &fia_plan_cache_info);
   m.def("_plan_cache_info() -> int[]", &plan_cache_info);
   m.def("_clear_plan_cache() -> ()", &clear_plan_cache);
   m.def("_num_threads() -> int", &num_threads);
@@ -122,6 +156,7 @@ TORCH_LIBRARY_IMPL(kvflash, CPU, m) {
   m.impl("incre_flash_attention", boxed<&ifa_cpu<true>>());
   m.impl("merge_attention_states", boxed<&merge_cpu>());
   m.impl("npu_lightning_indexer", boxed<&li_cpu>());
+  for (const FiaRegistration& r : kFiaOps) m.impl(r.name, r.cpu());
 }
 
 // CUDA tensors run the same functions (they are device-generic: outputs and workspace are made
@@ -134,6 +169,7 @@ TORCH_LIBRARY_IMPL(kvflash, CUDA, m) {
   m.impl("npu_incre_flash_attention", boxed<&ifa_cpu<false>>());
   m.impl("npu_sparse_flash_attention", boxed<&sfa_cpu>());
   m.impl("incre_flash_attention", boxed<&ifa_cpu<true>>());
+  for (const FiaRegistration& r : kFiaOps) m.impl(r.name, r.cpu());
 }
 
 TORCH_LIBRARY_IMPL(kvflash, Autograd, m) {
@@ -142,6 +178,7 @@ TORCH_LIBRARY_IMPL(kvflash, Autograd, m) {
        {"npu_incre_flash_attention", "npu_sparse_flash_attention", "incre_flash_attention",
         "merge_attention_states", "npu_lightning_indexer"})
     m.impl(op, boxed<&not_differentiable>());
+  for (const FiaRegistration& r : kFiaOps) m.impl(r.name, boxed<&not_differentiable>());
 }
 
 TORCH_LIBRARY_IMPL(kvflash, Meta, m) {
@@ -151,4 +188,5 @@ TORCH_LIBRARY_IMPL(kvflash, Meta, m) {
   m.impl("incre_flash_attention", boxed<&ifa_meta<true>>());
   m.impl("merge_attention_states", boxed<&merge_meta>());
   m.impl("npu_lightning_indexer", boxed<&li_meta>());
+  for (const FiaRegistration& r : kFiaOps) m.impl(r.name, r.meta());
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <tuple>
+#include <vector>
 
 namespace kvflash::torch_ext {
 
@@ -30,6 +31,17 @@ void li_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
 void li_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
 std::tuple<int64_t, int64_t, int64_t> li_plan_cache_stats();
 void clear_li_plan_cache();
+// ---- PFA / FIA (fia_op.cpp): npu_prompt_flash_attention, npu_fused_infer_attention_score(_v2),
+// their .out forms and _npu_fused_infer_attention_score(_v2)_get_max_workspace ----
+enum class FiaOp { kPfa, kFia, kFiaV2 };
+enum class FiaForm { kFunctional, kOut, kWorkspace };
+template <FiaOp kOp, FiaForm kForm>
+void fia_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
+template <FiaOp kOp, FiaForm kForm>
+void fia_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
+/// [PFA hits, misses, cached plans, FIA hits, misses, cached plans], and clearing both caches.
+std::vector<int64_t> fia_plan_cache_info();
+void clear_fia_plan_cache();
 
 /// Plan cache statistics (hits, misses, cached plans) of IFA and SFA, and clearing them.
 std::tuple<int64_t, int64_t, int64_t> ifa_plan_cache_stats();

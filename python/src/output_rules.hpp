@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kvflash::torch_ext {
@@ -80,6 +81,123 @@ std::optional<std::vector<Int>> li_indices_shape(const Sizes& q, const Sizes& k,
   }
   if (q.size() != 3) return std::nullopt;
   return std::vector<Int>{q[0], k[head_axis], Int(sparse_count)};
+}
+
+// ---- PromptFlashAttention / FusedInferAttentionScore (docs/fia-pfa-indexer.md §1.5) ----
+
+/// input_layout's query and output layouts, torch_npu's list: "BNSD_BSND" -> {BNSD, BSND}, "TND"
+/// -> {TND, TND}; nullopt for any other string. (kvflash runs a subset; the library refuses the
+/// rest, naming the layout.)
+struct FiaLayoutPair {
+  std::string_view in, out;
+};
+inline std::optional<FiaLayoutPair> fia_layout_pair(std::string_view layout) {
+  for (std::string_view one : {"BSH", "BSND", "BNSD", "TND", "NTD", "NSD"})
+    if (layout == one) return FiaLayoutPair{one, one};
+  for (std::string_view two : {"BNSD_BSND", "BSH_BNSD", "BSND_BNSD", "NTD_TND", "BSH_NBSD",
+                               "BSND_NBSD", "BNSD_NBSD", "TND_NTD"})
+    if (layout == two)
+      return FiaLayoutPair{two.substr(0, two.find('_')), two.substr(two.find('_') + 1)};
+  return std::nullopt;
+}
+
+/// Whether a layout's query is (T, N, D)-like: its LSE is [T, N, 1].
+inline bool fia_token_layout(std::string_view in) { return in == "TND" || in == "NTD"; }
+
+/// The query rank a layout needs (3 or 4).
+inline size_t fia_query_rank(std::string_view in) { return in == "BSND" || in == "BNSD" ? 4 : 3; }
+
+/// FIA's (v1 and v2) attention_out shape: [B,S1,N*d] (BSH), [B,S1,N,d] (BSND), [B,N,S1,d]
+/// (BNSD), [N,B,S1,d] (NBSD), [T,N,d] (TND), [N,T,d] (NTD), [N,S1,d] (NSD), where d is value's
+/// head dim (with block_table: value rank 3 size(2) / KV_N, rank 4 size(3), rank 5 size(2) *
+/// size(4); without: BSH size(2) / KV_N, BSND/BNSD size(3), TND/NTD/NSD size(2); x8 for int32),
+/// or the query's when that is 0. nullopt where the rule is undefined (an unknown layout, a rank
+/// the layout does not have, num_heads or KV_N <= 0).
+template <class Int, class Sizes>
+std::optional<std::vector<Int>> fia_out_shape(const Sizes& q, const Sizes& v,
+                                              std::string_view input_layout, int64_t num_heads,
+                                              int64_t num_kv_heads, bool paged, bool value_int32) {
+  const auto layouts = fia_layout_pair(input_layout);
+  const int64_t kvn = num_kv_heads == 0 ? num_heads : num_kv_heads;
+  if (!layouts || num_heads <= 0 || kvn <= 0) return std::nullopt;
+  const std::string_view in = layouts->in, out = layouts->out;
+  if (q.size() != fia_query_rank(in)) return std::nullopt;
+  const size_t vr = v.size();
+  std::optional<Int> vd;
+  if (paged) {
+    if (vr == 3) vd = v[2] / kvn;
+    if (vr == 4) vd = v[3];
+    if (vr == 5) vd = v[2] * v[4];
+  } else if (in == "BSH") {
+    if (vr == 3) vd = v[2] / kvn;
+  } else if (in == "BSND" || in == "BNSD") {
+    if (vr == 4) vd = v[3];
+  } else if (vr == 3) {
+    vd = v[2];
+  }
+  if (!vd) return std::nullopt;
+  Int d = value_int32 ? *vd * 8 : *vd;
+  if (d == 0) d = in == "BSH" ? q[2] / num_heads : q[q.size() - 1];
+  const Int n(num_heads);
+  if (in == "TND" || in == "NTD") {
+    const Int& t = in == "TND" ? q[0] : q[1];
+    return out == "TND" ? std::vector<Int>{t, n, d} : std::vector<Int>{n, t, d};
+  }
+  if (in == "NSD") return std::vector<Int>{n, q[1], d};
+  const Int& b = q[0];
+  const Int& s1 = in == "BNSD" ? q[2] : q[1];
+  if (out == "BSH") return std::vector<Int>{b, s1, n * d};
+  if (out == "BSND") return std::vector<Int>{b, s1, n, d};
+  if (out == "BNSD") return std::vector<Int>{b, n, s1, d};
+  return std::vector<Int>{n, b, s1, d};  // NBSD
+}
+
+/// FIA's softmax_lse (fp32) when softmax_lse_flag / return_softmax_lse: [T, N, 1] for a TND / NTD
+/// query, [B, N, S1, 1] otherwise (NSD: B = 1); nullopt where the rule is undefined (as above).
+/// Not requested: [0] (torch_npu's shape; the caller makes it).
+template <class Int, class Sizes>
+std::optional<std::vector<Int>> fia_lse_shape(const Sizes& q, std::string_view input_layout,
+                                              int64_t num_heads) {
+  const auto layouts = fia_layout_pair(input_layout);
+  if (!layouts || num_heads <= 0 || q.size() != fia_query_rank(layouts->in)) return std::nullopt;
+  const std::string_view in = layouts->in;
+  const Int n(num_heads), one(1);
+  if (in == "TND") return std::vector<Int>{q[0], n, one};
+  if (in == "NTD") return std::vector<Int>{q[1], n, one};
+  if (in == "NSD") return std::vector<Int>{one, n, q[1], one};
+  return std::vector<Int>{q[0], n, in == "BNSD" ? q[2] : q[1], one};
+}
+
+/// FIA's attention_out dtype: int8 with quant_scale2 (v2: quant_scale_out); for an int8 query
+/// query_rope's dtype if given, else fp16; else the query's.
+inline at::ScalarType fia_out_dtype(const at::Tensor& query, const c10::IValue& quant_scale2,
+                                    const c10::IValue& query_rope) {
+  const auto given = [](const c10::IValue& v) { return v.isTensor() && v.toTensor().defined(); };
+  if (given(quant_scale2)) return at::kChar;
+  if (query.scalar_type() == at::kChar)
+    return given(query_rope) ? query_rope.toTensor().scalar_type() : at::kHalf;
+  return query.scalar_type();
+}
+
+/// PFA's attention_out shape: the query's, but [q0, q1, value.size(2)] for TND and [q0, q2, q1,
+/// q3] for BNSD_BSND; nullopt where a rank leaves that undefined. Its dtype: int8 with
+/// quant_scale2, fp16 for an int8 query, else the query's.
+template <class Int, class Sizes>
+std::optional<std::vector<Int>> pfa_out_shape(const Sizes& q, const Sizes& v,
+                                              std::string_view input_layout) {
+  if (input_layout == "TND") {
+    if (q.size() != 3 || v.size() != 3) return std::nullopt;
+    return std::vector<Int>{q[0], q[1], v[2]};
+  }
+  if (input_layout == "BNSD_BSND") {
+    if (q.size() != 4) return std::nullopt;
+    return std::vector<Int>{q[0], q[2], q[1], q[3]};
+  }
+  return std::vector<Int>(q.begin(), q.end());
+}
+inline at::ScalarType pfa_out_dtype(const at::Tensor& query, const c10::IValue& quant_scale2) {
+  if (quant_scale2.isTensor() && quant_scale2.toTensor().defined()) return at::kChar;
+  return query.scalar_type() == at::kChar ? at::kHalf : query.scalar_type();
 }
 
 }  // namespace kvflash::torch_ext

@@ -31,21 +31,33 @@ bool suits(MemberKind kind, const c10::TypePtr& type) {
 SchemaIndex::SchemaIndex(const c10::FunctionSchema& schema, const std::vector<const char*>& fields,
                          const std::vector<MemberKind>& kinds,
                          std::initializer_list<std::string_view> extras)
+    : SchemaIndex(schema, fields, kinds, std::vector<std::string_view>(extras), {}) {}
+
+SchemaIndex::SchemaIndex(const c10::FunctionSchema& schema, const std::vector<const char*>& fields,
+                         const std::vector<MemberKind>& kinds,
+                         const std::vector<std::string_view>& extras,
+                         const std::vector<std::pair<std::string_view, std::string_view>>& renames)
     : op_(schema.name()), field_(fields.size(), -1) {
   for (const c10::Argument& a : schema.arguments()) {
     names_.push_back(a.name());
     optional_.push_back(a.type()->kind() == c10::TypeKind::OptionalType);
   }
+  // The schema argument each field is read from.
+  std::vector<std::string_view> bound(fields.begin(), fields.end());
+  for (const auto& [field, argument] : renames) {
+    const auto it = std::find(bound.begin(), bound.end(), field);
+    TORCH_CHECK(it != bound.end(), "[", op_, "] renames a field the table does not have: ", field);
+    *it = argument;
+  }
   for (size_t i = 0; i < fields.size(); ++i) {
-    field_[i] = find(fields[i]);
+    field_[i] = bound[i].empty() ? -1 : find(bound[i]);
     if (field_[i] < 0) continue;
     const c10::TypePtr& type = schema.arguments()[static_cast<size_t>(field_[i])].type();
-    TORCH_CHECK(suits(kinds[i], type), "[", op_, "] the schema's argument ", fields[i], " (",
-                type->str(), ") does not suit its field's member type");
+    TORCH_CHECK(suits(kinds[i], type), "[", op_, "] the schema's argument ", bound[i], " (",
+                type->str(), ") does not suit its field's member type (", fields[i], ")");
   }
   for (const std::string& name : names_) {
-    const bool field = std::any_of(fields.begin(), fields.end(),
-                                   [&](const char* f) { return name == f; });
+    const bool field = std::find(bound.begin(), bound.end(), name) != bound.end();
     const bool extra = std::find(extras.begin(), extras.end(), name) != extras.end();
     TORCH_CHECK(field || extra, "[", op_, "] the schema's argument ", name,
                 " is neither a field of the operator's table nor read by its kernel");

@@ -37,6 +37,13 @@ class SchemaIndex {
   SchemaIndex(const c10::FunctionSchema& schema, const std::vector<const char*>& fields,
               const std::vector<MemberKind>& kinds,
               std::initializer_list<std::string_view> extras);
+  /// As above, with each {field, argument} of `renames` read from that schema argument instead
+  /// of the one named as the field (an empty argument name: the field is not read from the
+  /// schema at all). For schemas that name a field otherwise (FIA v2's num_query_heads is
+  /// FiaArgs::num_heads).
+  SchemaIndex(const c10::FunctionSchema& schema, const std::vector<const char*>& fields,
+              const std::vector<MemberKind>& kinds, const std::vector<std::string_view>& extras,
+              const std::vector<std::pair<std::string_view, std::string_view>>& renames);
 
   /// The operator's name, "kvflash::npu_incre_flash_attention": the prefix of every message.
   const char* op() const { return op_.c_str(); }
@@ -94,6 +101,10 @@ class SchemaArgs {
  public:
   SchemaArgs(const c10::FunctionSchema& schema, std::initializer_list<std::string_view> extras)
       : index_(schema, names(), kinds(), extras) {}
+  /// With renamed fields (SchemaIndex).
+  SchemaArgs(const c10::FunctionSchema& schema, const std::vector<std::string_view>& extras,
+             const std::vector<std::pair<std::string_view, std::string_view>>& renames)
+      : index_(schema, names(), kinds(), extras, renames) {}
 
   const SchemaIndex& index() const { return index_; }
   const char* op() const { return index_.op(); }

@@ -25,4 +25,25 @@ std::string ifa_ext_schema() {
                        "(Tensor attention_out, Tensor softmax_lse)"}});
 }
 
+std::string fia_out_schema(bool v2) {
+  const char* name =
+      v2 ? "npu_fused_infer_attention_score_v2(" : "npu_fused_infer_attention_score(";
+  const char* last = v2 ? "int? out_dtype=None" : "bool softmax_lse_flag=False";
+  const std::string from = std::string(last) + ") -> (Tensor, Tensor)";
+  const std::string to = std::string(last) +
+                         ", Tensor? workspace=None, Tensor(a!) attention_out, Tensor(b!) "
+                         "softmax_lse) -> (Tensor(a!), Tensor(b!))";
+  const std::string out_name = std::string(name, std::string_view(name).size() - 1) + ".out(";
+  return edit_schema(v2 ? kFiaV2NpuSchema : kFiaNpuSchema, {{name, out_name}, {from, to}});
+}
+
+std::string fia_workspace_schema(bool v2) {
+  const char* name =
+      v2 ? "npu_fused_infer_attention_score_v2(" : "npu_fused_infer_attention_score(";
+  const std::string ws_name =
+      "_" + std::string(name, std::string_view(name).size() - 1) + "_get_max_workspace(";
+  return edit_schema(v2 ? kFiaV2NpuSchema : kFiaNpuSchema,
+                     {{name, ws_name}, {") -> (Tensor, Tensor)", ") -> Tensor"}});
+}
+
 }  // namespace kvflash::torch_ext

@@ -58,4 +58,62 @@ std::string edit_schema(std::string_view schema,
 /// tensor, or one per batch), then the softmax LSE output and zeroed fully masked rows.
 std::string ifa_ext_schema();
 
+// ---- PromptFlashAttention / FusedInferAttentionScore (fia_op.cpp) ----
+// torch_npu's schemas (op-plugin master, docs/fia-pfa-indexer.md §1.1-§1.3), verbatim but
+// for the namespace; python/tests/test_schema.py compares them with those lines. The argument names
+// the field table (src/ops/fia/fia_fields.hpp) does not use are mapped in fia_op.cpp.
+inline constexpr const char* kPfaNpuSchema =
+    "npu_prompt_flash_attention(Tensor query, Tensor key, Tensor value, *, "
+    "Tensor? padding_mask=None, Tensor? atten_mask=None, Tensor? pse_shift=None, "
+    "int[]? actual_seq_lengths=None, Tensor? deq_scale1=None, Tensor? quant_scale1=None, "
+    "Tensor? deq_scale2=None, Tensor? quant_scale2=None, Tensor? quant_offset2=None, "
+    "int num_heads=1, float scale_value=1.0, int pre_tokens=2147483647, int next_tokens=0, "
+    "str input_layout=\"BSH\", int num_key_value_heads=0, int[]? actual_seq_lengths_kv=None, "
+    "int sparse_mode=0) -> Tensor";
+
+inline constexpr const char* kFiaNpuSchema =
+    "npu_fused_infer_attention_score(Tensor query, Tensor key, Tensor value, *, "
+    "Tensor? pse_shift=None, Tensor? atten_mask=None, SymInt[]? actual_seq_lengths=None, "
+    "SymInt[]? actual_seq_lengths_kv=None, Tensor? dequant_scale1=None, "
+    "Tensor? quant_scale1=None, Tensor? dequant_scale2=None, Tensor? quant_scale2=None, "
+    "Tensor? quant_offset2=None, Tensor? antiquant_scale=None, Tensor? antiquant_offset=None, "
+    "Tensor? key_antiquant_scale=None, Tensor? key_antiquant_offset=None, "
+    "Tensor? value_antiquant_scale=None, Tensor? value_antiquant_offset=None, "
+    "Tensor? block_table=None, Tensor? query_padding_size=None, Tensor? kv_padding_size=None, "
+    "Tensor? key_shared_prefix=None, Tensor? value_shared_prefix=None, "
+    "SymInt[]? actual_shared_prefix_len=None, Tensor? query_rope=None, Tensor? key_rope=None, "
+    "Tensor? key_rope_antiquant_scale=None, int num_heads=1, float scale=1.0, "
+    "int pre_tokens=2147483647, int next_tokens=2147483647, str input_layout=\"BSH\", "
+    "int num_key_value_heads=0, int sparse_mode=0, int inner_precise=0, int block_size=0, "
+    "int antiquant_mode=0, int key_antiquant_mode=0, int value_antiquant_mode=0, "
+    "bool softmax_lse_flag=False) -> (Tensor, Tensor)";
+
+// The newest v2 (op-plugin master; the 7.2.0/7.3.0 form lacks quant_scale_p and out_dtype, and
+// keyword callers of that form call this one unchanged).
+inline constexpr const char* kFiaV2NpuSchema =
+    "npu_fused_infer_attention_score_v2(Tensor query, Tensor key, Tensor value, *, "
+    "Tensor? query_rope=None, Tensor? key_rope=None, Tensor? pse_shift=None, "
+    "Tensor? atten_mask=None, SymInt[]? actual_seq_qlen=None, SymInt[]? actual_seq_kvlen=None, "
+    "Tensor? block_table=None, Tensor? dequant_scale_query=None, Tensor? dequant_scale_key=None, "
+    "Tensor? dequant_offset_key=None, Tensor? dequant_scale_value=None, "
+    "Tensor? dequant_offset_value=None, Tensor? dequant_scale_key_rope=None, "
+    "Tensor? quant_scale_out=None, Tensor? quant_offset_out=None, Tensor? quant_scale_p=None, "
+    "Tensor? learnable_sink=None, int num_query_heads=1, int num_key_value_heads=0, "
+    "float softmax_scale=1.0, int pre_tokens=2147483647, int next_tokens=2147483647, "
+    "str input_layout=\"BSH\", int sparse_mode=0, int block_size=0, int query_quant_mode=0, "
+    "int key_quant_mode=0, int value_quant_mode=0, int inner_precise=0, "
+    "bool return_softmax_lse=False, int? query_dtype=None, int? key_dtype=None, "
+    "int? value_dtype=None, int? query_rope_dtype=None, int? key_rope_dtype=None, "
+    "int? key_shared_prefix_dtype=None, int? value_shared_prefix_dtype=None, "
+    "int? dequant_scale_query_dtype=None, int? dequant_scale_key_dtype=None, "
+    "int? dequant_scale_value_dtype=None, int? dequant_scale_key_rope_dtype=None, "
+    "int? out_dtype=None) -> (Tensor, Tensor)";
+
+/// The companions of FIA v1 (v2 with `v2`): `.out` (the schema's arguments, then `Tensor?
+/// workspace=None, Tensor(a!) attention_out, Tensor(b!) softmax_lse`, returning the two) and
+/// `_npu_fused_infer_attention_score(_v2)_get_max_workspace` (the schema's arguments, returning
+/// the workspace), as torch_npu declares them.
+std::string fia_out_schema(bool v2);
+std::string fia_workspace_schema(bool v2);
+
 }  // namespace kvflash::torch_ext

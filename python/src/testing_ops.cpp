@@ -7,6 +7,10 @@
 //                           docs/conventions.md, worst element reported). "" means it passed.
 //                           Their schemas are the operators' (schemas.hpp) with the outputs as
 //                           inputs and the check's options, read through the same field tables.
+//   fia_check               the same for PFA / FIA (reference/fia_reference.hpp,
+//   compare_fia_output):
+//                           FIA v1's schema with the outputs as inputs, plus learnable_sink and
+//                           prompt (PFA), read through FIA's field table.
 //   ifa_run_loop            the per-call time of IfaPlan::run in a C++ loop (plan made once), the
 //                           baseline for the operator's per-call overhead.
 #include <ATen/ATen.h>
@@ -18,13 +22,16 @@
 #include <string>
 #include <vector>
 
+#include "fia_reference.hpp"
 #include "ifa_reference.hpp"
+#include "ops/fia/fia_fields.hpp"
 #include "ops/ifa/ifa_fields.hpp"
 #include "ops/sfa/sfa_fields.hpp"
 #include "schema_args.hpp"
 #include "schemas.hpp"
 #include "sfa_reference.hpp"
 #include "support/compare.hpp"
+#include "support/fia_cases.hpp"
 #include "support/sfa_compare.hpp"
 #include "views.hpp"
 
@@ -69,6 +76,68 @@ void sfa_check(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::S
   s.args.read(in, &args);
   const auto ref = reference::sfa_reference(args);
   const auto result = testing::compare_sfa_output(in[s.case_name].toStringRef(), args, ref,
+                                                  in[s.allow_mostly_empty].toBool());
+  finish(stack, n, result ? std::string() : std::string(result.message()));
+}
+
+// The oracle's call of FiaArgs (reference::FiaCall mirrors aclnnFusedInferAttentionScoreV4 as
+// FiaArgs does; its scale_value is FiaArgs::scale). The members FiaCall lacks must be absent (the
+// library refuses them, D1).
+reference::FiaCall fia_call(const FiaArgs& a) {
+  reference::FiaCall c;
+  c.query = a.query;
+  c.key = a.key;
+  c.value = a.value;
+  c.pse_shift = a.pse_shift;
+  c.atten_mask = a.atten_mask;
+  c.actual_seq_lengths = a.actual_seq_lengths;
+  c.actual_seq_lengths_kv = a.actual_seq_lengths_kv;
+  c.quant_scale2 = a.quant_scale2;
+  c.quant_offset2 = a.quant_offset2;
+  c.antiquant_scale = a.antiquant_scale;
+  c.antiquant_offset = a.antiquant_offset;
+  c.key_antiquant_scale = a.key_antiquant_scale;
+  c.key_antiquant_offset = a.key_antiquant_offset;
+  c.value_antiquant_scale = a.value_antiquant_scale;
+  c.value_antiquant_offset = a.value_antiquant_offset;
+  c.block_table = a.block_table;
+  c.query_padding_size = a.query_padding_size;
+  c.kv_padding_size = a.kv_padding_size;
+  c.key_shared_prefix = a.key_shared_prefix;
+  c.value_shared_prefix = a.value_shared_prefix;
+  c.actual_shared_prefix_len = a.actual_shared_prefix_len;
+  c.query_rope = a.query_rope;
+  c.key_rope = a.key_rope;
+  c.learnable_sink = a.learnable_sink;
+  c.num_heads = a.num_heads;
+  c.scale_value = a.scale;
+  c.pre_tokens = a.pre_tokens;
+  c.next_tokens = a.next_tokens;
+  c.input_layout = a.input_layout;
+  c.num_key_value_heads = a.num_key_value_heads;
+  c.sparse_mode = a.sparse_mode;
+  c.inner_precise = a.inner_precise;
+  c.block_size = a.block_size;
+  c.antiquant_mode = a.antiquant_mode;
+  c.key_antiquant_mode = a.key_antiquant_mode;
+  c.value_antiquant_mode = a.value_antiquant_mode;
+  c.softmax_lse_flag = a.softmax_lse_flag;
+  c.prompt = a.prompt;
+  c.attention_out = a.attention_out;
+  c.softmax_lse = a.softmax_lse_flag ? a.softmax_lse : std::nullopt;
+  return c;
+}
+
+void fia_check(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  static const CheckSchema<fia::kFields> s(op.schema(), {"case_name", "allow_mostly_empty"});
+  const size_t n = s.args.index().num_arguments();
+  const auto in = arguments(*stack, n);
+  FiaArgs args;
+  s.args.read(in, &args);
+  const reference::FiaCall call = fia_call(args);
+  const auto ref = reference::fia_reference(call);
+  double worst = 0;
+  const auto result = testing::compare_fia_output(in[s.case_name].toStringRef(), call, ref, &worst,
                                                   in[s.allow_mostly_empty].toBool());
   finish(stack, n, result ? std::string() : std::string(result.message()));
 }
@@ -120,6 +189,15 @@ TORCH_LIBRARY(kvflash_testing, m) {
                      {") -> (Tensor, Tensor, Tensor)", kCheckOptions}})
             .c_str(),
         boxed<&sfa_check>());
+  m.def(edit_schema(
+            kFiaNpuSchema,
+            {{"npu_fused_infer_attention_score(", "fia_check("},
+             {"Tensor value, *,", "Tensor value, Tensor attention_out, Tensor? softmax_lse, *,"},
+             {") -> (Tensor, Tensor)",
+              ", Tensor? learnable_sink=None, bool prompt=False, str case_name=\"\", "
+              "bool allow_mostly_empty=False) -> str"}})
+            .c_str(),
+        boxed<&fia_check>());
   m.def(
       "ifa_run_loop(Tensor query, Tensor[] key, Tensor[] value, Tensor attention_out, int iters, "
       "*, SymInt[]? actual_seq_lengths=None, Tensor? block_table=None, int num_heads=1, "

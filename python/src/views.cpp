@@ -5,6 +5,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <cstddef>
 #include <cstring>
 #include <ostream>
 
@@ -45,7 +46,13 @@ std::ostream& operator<<(std::ostream& os, const ArgName& n) {
   return os;
 }
 
+thread_local bool meta_views = false;
+
+// The data of a meta tensor's view (MetaViews): an address nothing reads.
+alignas(64) std::byte meta_dummy[64];
+
 Device device_of(const c10::Device& d, const char* op, const ArgName& name) {
+  if (meta_views && d.is_meta()) return Device{DeviceType::kHost, 0};
   TORCH_CHECK_VALUE(d.is_cpu() || d.is_cuda(), "[", op, "] ", name, " is on device ", d.str(),
                     ", which kvflash does not run on (cpu)");
   if (d.is_cuda()) return Device{DeviceType::kCuda, d.has_index() ? d.index() : 0};
@@ -67,7 +74,7 @@ TensorView view_of(const at::Tensor& t, const char* op, const char* arg, int64_t
                     ", which kvflash does not support (it takes float16, bfloat16, float32, int8, "
                     "uint8, int32, int64 and bool tensors, as each argument allows)");
   TensorView v;
-  v.data = t.numel() == 0 ? nullptr : t.data_ptr();
+  v.data = t.numel() == 0 ? nullptr : (meta_views && t.is_meta() ? meta_dummy : t.data_ptr());
   v.dtype = *dtype;
   v.rank = static_cast<int>(t.dim());
   const int r = std::min(v.rank, kMaxRank);
@@ -77,6 +84,24 @@ TensorView view_of(const at::Tensor& t, const char* op, const char* arg, int64_t
   }
   v.offset = 0;
   v.device = device_of(t.device(), op, name);
+  return v;
+}
+
+TensorView unallocated_view(const std::vector<int64_t>& shape, at::ScalarType dtype,
+                            const at::Tensor& like, const char* op, const char* name) {
+  TensorView v;
+  v.dtype = *dtype_of(dtype);  // an output dtype: always one kvflash has
+  v.rank = static_cast<int>(shape.size());
+  // Contiguous strides, wrapping on overflow (the library's checked arithmetic refuses those).
+  uint64_t stride = 1;
+  for (int i = std::min(v.rank, kMaxRank) - 1; i >= 0; --i) {
+    v.shape[i] = shape[static_cast<size_t>(i)];
+    v.strides[i] = static_cast<int64_t>(stride);
+    stride *= static_cast<uint64_t>(shape[static_cast<size_t>(i)]);
+  }
+  v.data = meta_dummy;
+  v.offset = 0;
+  v.device = device_of(like.device(), op, ArgName{name, -1});
   return v;
 }
 
@@ -107,14 +132,18 @@ void* stream_of(const at::Tensor& like) {
 }
 
 template <class Plan, class Args>
-void run_with_workspace(const Plan& plan, const Args& args, const at::Tensor& like) {
+void run_with_workspace(const Plan& plan, const Args& args, const at::Tensor& like,
+                        const at::Tensor& given = at::Tensor()) {
   // A CUDA run's workspace and kernels go to like's device and its current stream.
   const c10::OptionalDeviceGuard guard(like.is_cuda() ? std::optional<c10::Device>(like.device())
                                                       : std::nullopt);
   const size_t size = plan.workspace_size();
   at::Tensor ws;
   void* ptr = nullptr;
-  if (size > 0) {
+  if (size > 0 && given.defined() && given.device() == like.device() && given.is_contiguous() &&
+      static_cast<size_t>(given.nbytes()) >= size) {
+    ptr = given.data_ptr();
+  } else if (size > 0) {
     ws = at::empty({static_cast<int64_t>(size)}, like.options().dtype(at::kByte));
     ptr = ws.data_ptr();
   }
@@ -133,5 +162,12 @@ void run_plan(const LightningIndexerPlan& plan, const LightningIndexerArgs& args
               const at::Tensor& like) {
   run_with_workspace(plan, args, like);
 }
+void run_plan(const FiaPlan& plan, const FiaArgs& args, const at::Tensor& like,
+              const at::Tensor& workspace) {
+  run_with_workspace(plan, args, like, workspace);
+}
+
+MetaViews::MetaViews() : previous_(meta_views) { meta_views = true; }
+MetaViews::~MetaViews() { meta_views = previous_; }
 
 }  // namespace kvflash::torch_ext

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
+#include "kvflash/fia.hpp"
 #include "kvflash/ifa.hpp"
 #include "kvflash/li.hpp"
 #include "kvflash/sfa.hpp"
@@ -41,5 +43,31 @@ void run_plan(const IfaPlan& plan, const IfaArgs& args, const at::Tensor& like);
 void run_plan(const SfaPlan& plan, const SfaArgs& args, const at::Tensor& like);
 void run_plan(const LightningIndexerPlan& plan, const LightningIndexerArgs& args,
               const at::Tensor& like);
+/// FIA / PFA; `workspace` (the .out forms' argument, may be undefined) is used when it is a
+/// contiguous tensor on like's device of at least the plan's workspace size in bytes, else the
+/// workspace comes from torch's allocator.
+void run_plan(const FiaPlan& plan, const FiaArgs& args, const at::Tensor& like,
+              const at::Tensor& workspace = at::Tensor());
+
+/// The view of an output that is not allocated yet: `shape` (contiguous) and `dtype` on like's
+/// device, with a dummy data address that nothing reads. A plan is created from it (the library
+/// validates every size) before the output is allocated.
+TensorView unallocated_view(const std::vector<int64_t>& shape, at::ScalarType dtype,
+                            const at::Tensor& like, const char* op, const char* name);
+
+/// While one is alive on a thread, view_of() takes tensors on the meta device (a fake kernel's)
+/// as host tensors whose data is a dummy address that nothing reads: a plan can be created from
+/// their metadata (a plan reads no data), e.g. for the workspace size of FIA's
+/// _get_max_workspace under FakeTensor. Sizes must be concrete.
+class MetaViews {
+ public:
+  MetaViews();
+  ~MetaViews();
+  MetaViews(const MetaViews&) = delete;
+  MetaViews& operator=(const MetaViews&) = delete;
+
+ private:
+  bool previous_;
+};
 
 }  // namespace kvflash::torch_ext

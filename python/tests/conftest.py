@@ -38,6 +38,13 @@ def pytest_configure(config):
 
 
 def pytest_terminal_summary(terminalreporter):
+    import fia_support
+    for dtype in sorted({e[1] for e in fia_support.WORST}):
+        checks = [e for e in fia_support.WORST if e[1] == dtype]
+        name, _, ratio, _ = max(checks, key=lambda e: e[2])
+        terminalreporter.write_line(
+            f"kvflash PFA/FIA vs float64 (fia_support), {dtype}: {len(checks)} checks, "
+            f"{sum(e[3] for e in checks)} elements, worst |error| / tolerance {ratio:.3g} in {name}")
     for dtype in sorted({e[1] for e in support.SDPA_WORST}):
         checks = [e for e in support.SDPA_WORST if e[1] == dtype]
         name, _, err, ratio = max(checks, key=lambda e: e[2])

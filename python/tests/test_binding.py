@@ -128,11 +128,14 @@ def test_concurrent_calls_from_threads():
     assert not errors and len(results) == 80 and all(results)
 
 
-def test_torch_npu_module_exposes_exactly_the_two_ops():
+def test_torch_npu_module_exposes_exactly_its_ops():
     import kvflash.torch_npu as torch_npu
     # IFA: kvflash's function, which turns a length tensor into the host list, then calls the op
     assert torch_npu.npu_incre_flash_attention is kvflash.npu_incre_flash_attention
     assert torch_npu.npu_sparse_flash_attention is torch.ops.kvflash.npu_sparse_flash_attention
-    with pytest.raises(AttributeError, match="npu_fused_infer_attention_score"):
-        torch_npu.npu_fused_infer_attention_score
+    # PFA / FIA: kvflash's callables (length tensors as lists; FIA's .out takes out=[...])
+    assert torch_npu.npu_fused_infer_attention_score is kvflash.npu_fused_infer_attention_score
+    assert torch_npu.npu_prompt_flash_attention is kvflash.npu_prompt_flash_attention
+    with pytest.raises(AttributeError, match="npu_flash_attention"):
+        torch_npu.npu_flash_attention
     assert kvflash.__version__.count(".") == 2

@@ -104,9 +104,12 @@ def _mutate_scalar(value, kind, data):
     return value
 
 
-def _fuzz_call(data, call, pos_names, pos, kw, extra_names=()):
+def _fuzz_call(data, call, pos_names, pos, kw, extra_names=(), reinterpreting=()):
     """Breaks one or two arguments of call(*pos, **kw) and checks the outcome. pos_names names the
-    positional arguments; extra_names are optional keyword arguments the base call leaves out."""
+    positional arguments; extra_names are optional keyword arguments the base call leaves out.
+    A change to an argument of `reinterpreting` (one that says how the tensors' shapes are read:
+    FIA's input_layout, KV heads, block_table) is judged as a shape change: the message may name
+    the tensor whose shape no longer fits."""
     names = list(pos_names) + list(kw) + [n for n in extra_names if n not in kw]
     pos, kw = list(pos), dict(kw)
     changed = []
@@ -139,7 +142,7 @@ def _fuzz_call(data, call, pos_names, pos, kw, extra_names=()):
         call(*pos, **kw)
     except ACCEPTED as e:
         message = str(e)
-        if all(kind in NAME_KINDS for _, kind in changed):
+        if all(kind in NAME_KINDS and n not in reinterpreting for n, kind in changed):
             wanted = [w for n, _ in changed for w in [n] + ALIASES.get(n, [])]
         else:
             wanted = [w for n in names for w in [n] + ALIASES.get(n, [])]
@@ -250,3 +253,85 @@ def test_the_fuzzed_base_calls_are_valid():
     torch.ops.kvflash.merge_attention_states(po, None, partial_max=torch.randn(3, 2, 4),
                                              partial_sum=torch.rand(3, 2, 4) + 1,
                                              sink=torch.randn(2, 4), out_dtype=torch.bfloat16)
+
+
+# ---- PromptFlashAttention / FusedInferAttentionScore ----------------------------------------------
+# The library names FiaArgs's members (FIA v1's names); PFA and v2 call some of them otherwise.
+ALIASES.update({
+    "num_query_heads": ["num_heads"], "softmax_scale": ["scale"],
+    "actual_seq_qlen": ["actual_seq_lengths"], "actual_seq_kvlen": ["actual_seq_lengths_kv"],
+    "return_softmax_lse": ["softmax_lse_flag", "softmax_lse"],
+    "softmax_lse_flag": ["softmax_lse"], "quant_scale_out": ["quant_scale2"],
+    "quant_offset_out": ["quant_offset2"], "deq_scale1": ["dequant_scale1"],
+    "deq_scale2": ["dequant_scale2"], "scale_value": ["scale"],
+    "key_quant_mode": ["key_antiquant_mode"], "value_quant_mode": ["value_antiquant_mode"],
+})
+
+FIA_OPTIONAL = ["pse_shift", "atten_mask", "actual_seq_lengths", "actual_seq_lengths_kv",
+                "quant_scale2", "quant_offset2", "antiquant_scale", "key_antiquant_scale",
+                "block_table", "query_padding_size", "kv_padding_size", "key_shared_prefix",
+                "query_rope", "key_rope", "num_heads", "scale", "pre_tokens", "next_tokens",
+                "input_layout", "num_key_value_heads", "sparse_mode", "inner_precise",
+                "block_size", "antiquant_mode", "softmax_lse_flag"]
+FIA_V2_OPTIONAL = ["query_rope", "key_rope", "pse_shift", "atten_mask", "actual_seq_qlen",
+                   "actual_seq_kvlen", "block_table", "quant_scale_out", "learnable_sink",
+                   "num_query_heads", "num_key_value_heads", "softmax_scale", "pre_tokens",
+                   "next_tokens", "input_layout", "sparse_mode", "block_size", "inner_precise",
+                   "return_softmax_lse", "out_dtype", "query_dtype"]
+PFA_OPTIONAL = ["padding_mask", "atten_mask", "pse_shift", "actual_seq_lengths",
+                "quant_scale2", "quant_offset2", "num_heads", "scale_value", "pre_tokens",
+                "next_tokens", "input_layout", "num_key_value_heads", "actual_seq_lengths_kv",
+                "sparse_mode"]
+
+
+# FIA's arguments that say how the tensors' shapes are read.
+FIA_REINTERPRETING = {"input_layout", "num_heads", "num_query_heads", "num_key_value_heads",
+                      "block_table", "block_size"}
+
+
+def _fia_base(op, paged):
+    from fia_support import FiaSpec, build_fia
+    spec = FiaSpec(f"fuzz_{op}_{paged}", op=op, layout="TND" if op != "pfa" else "BSND",
+                   paged=paged, mask="compressed", sparse_mode=3, q_lens=(1, 4),
+                   kv_lens=(9, 20), lse=op != "pfa", sink=op == "fia_v2")
+    case = build_fia(spec)
+    return list(case.args), dict(case.kwargs)
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["dense", "paged"])
+@pytest.mark.parametrize("entry", ["torch.ops", "torch_npu"])
+@FUZZ
+@given(data=st.data())
+def test_npu_fused_infer_attention_score_bad_arguments(data, entry, paged):
+    pos, kw = _fia_base("fia", paged)
+    op = (torch.ops.kvflash.npu_fused_infer_attention_score if entry == "torch.ops"
+          else torch_npu.npu_fused_infer_attention_score)
+    _fuzz_call(data, op, ["query", "key", "value"], pos, kw, FIA_OPTIONAL, FIA_REINTERPRETING)
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["dense", "paged"])
+@FUZZ
+@given(data=st.data())
+def test_npu_fused_infer_attention_score_v2_bad_arguments(data, paged):
+    pos, kw = _fia_base("fia_v2", paged)
+    _fuzz_call(data, torch_npu.npu_fused_infer_attention_score_v2, ["query", "key", "value"],
+               pos, kw, FIA_V2_OPTIONAL, FIA_REINTERPRETING)
+
+
+@FUZZ
+@given(data=st.data())
+def test_npu_prompt_flash_attention_bad_arguments(data):
+    pos, kw = _fia_base("pfa", False)
+    _fuzz_call(data, torch_npu.npu_prompt_flash_attention, ["query", "key", "value"], pos, kw,
+               PFA_OPTIONAL, FIA_REINTERPRETING)
+
+
+def test_the_fuzzed_fia_base_calls_are_valid():
+    for op in ("fia", "fia_v2"):
+        for paged in (False, True):
+            pos, kw = _fia_base(op, paged)
+            fn = (torch_npu.npu_fused_infer_attention_score if op == "fia"
+                  else torch_npu.npu_fused_infer_attention_score_v2)
+            fn(*pos, **kw)
+    pos, kw = _fia_base("pfa", False)
+    torch_npu.npu_prompt_flash_attention(*pos, **kw)

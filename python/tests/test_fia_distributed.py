@@ -1,0 +1,71 @@
+"""kvflash.distributed's context-parallel FIA decode (LSE merge) on 2 spawned gloo ranks: every
+case equals the single-process FIA within docs/distributed.md's tolerance, every rank returns the
+same bits, a repeat gives the same bits."""
+import os
+import socket
+import time
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+import fia_distributed_cases as fdc
+
+WORLD = 2
+DEADLINE_S = 120
+UNIT = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    out_dir = str(tmp_path_factory.mktemp("fia_cp"))
+    ctx = mp.get_context("spawn")
+    port = _free_port()
+    procs = [ctx.Process(target=fdc.worker, args=(r, WORLD, port, out_dir)) for r in range(WORLD)]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + DEADLINE_S
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+    hung = [p for p in procs if p.is_alive()]
+    for p in hung:
+        p.kill()
+        p.join()
+    assert not hung, f"ranks still running after {DEADLINE_S} s"
+    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
+    res = [torch.load(os.path.join(out_dir, f"rank{r}.pt")) for r in range(WORLD)]
+    for r, x in enumerate(res):
+        assert "error" not in x, f"rank {r}: {x['error']}"
+    return res
+
+
+CASES = [spec.name for spec, _ in fdc.cases()]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_matches_single_process_and_ranks_agree(results, case):
+    single_out, single_lse = results[0][case]["single"]
+    out, lse = results[0][case]["dist"]
+    for r in range(WORLD):
+        for a, b in zip(results[r][case]["dist"] + results[r][case]["repeat"],
+                        results[0][case]["dist"] * 2):
+            assert torch.equal(a.view(torch.uint8) if a.numel() else a,
+                               b.view(torch.uint8) if b.numel() else b), f"rank {r} differs"
+    assert out.shape == single_out.shape and lse.shape == single_lse.shape
+    w = single_out.double()
+    d = w.shape[-1]
+    rowmax = w.abs().reshape(-1, d).amax(dim=1, keepdim=True).reshape(*w.shape[:-1], 1)
+    bound = 4 * UNIT[single_out.dtype] * (w.abs() + rowmax)
+    err = (out.double() - w).abs()
+    worst = float((err / bound.clamp(min=1e-30)).max())
+    assert bool((err <= bound).all()), f"{case}: worst error {worst} x the bound"
+    fin = torch.isfinite(single_lse)
+    assert torch.equal(fin, torch.isfinite(lse)) and torch.equal(lse[~fin], single_lse[~fin])
+    x = single_lse[fin].double()
+    assert bool(((lse[fin].double() - x).abs() <= 2.0 ** -16 * (1 + x.abs())).all())
