@@ -277,6 +277,18 @@ std::vector<FiaCase> fia_cases(Tier tier) {
     c.sparse_mode = 3, c.mask = FiaMask::kCompressed;
     add(c);
   }
+  {
+    // bf16 prefill with whole visible key tiles (no mask) and V of 80: the CPU kernel's bf16 P·V
+    // on full tiles (fia_pv_bf16_tile) with its 16-wide column tail and a 6-row block remainder.
+    FiaCase c;
+    c.layout = FiaLayout::kTnd;
+    c.q_dtype = c.kv_dtype = c.out_dtype = DType::kBFloat16;
+    c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 64, c.value_dim = 80;
+    c.q_lens = {70, 9}, c.kv_lens = {200, 140};
+    c.sparse_mode = 0;
+    c.tag = "full_tiles_v80";
+    add(c);
+  }
   for (FiaLayout lay : {FiaLayout::kBnsd, FiaLayout::kTnd}) {
     FiaCase c;  // absorbed MLA decode: 512 + 64, KV_N = 1, paged BnNBsD
     c.layout = lay;

@@ -212,6 +212,120 @@ __attribute__((target("avx512bf16"), noinline)) inline void fia_qk_bf16_tile(
     default: break;
   }
 }
+
+/// Whether a task on the bf16 score path also runs P·V with vdpbf16ps (P rounded to bf16, the
+/// KV dtype, before P·V: docs/semantics.md §0.2 item 2). Only for bf16 output: the rounding of P
+/// moves a row's output by at most 2^-8 · max|V| (each weight by at most 2^-8 of itself, the
+/// weights summing to the normaliser), half of that output's tolerance (tests/support/compare.hpp);
+/// fp32 / fp16 / int8 outputs keep fp32 P.
+inline bool fia_pv_bf16_shape(const FiaParams& p) { return p.out_dtype == DType::kBFloat16; }
+
+/// Packs a full value tile (64 rows vrow[c] of Dv bf16, Dv a multiple of 16) as key pairs:
+/// vp[(pr * Dv + d) * 2 + e] = value row 2 pr + e, element d, so one vector is 16 elements of
+/// two keys, the operand fia_pv_bf16_block multiplies with a broadcast pair of P.
+__attribute__((target("avx512bf16"), noinline)) inline void fia_pack_values_bf16(
+    uint16_t* vp, const uint16_t* const* vrow, int64_t Dv) {
+  alignas(64) static constexpr uint16_t kLo[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                                   37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                                   11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  const __m512i lo = _mm512_load_si512(kLo);
+  const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+  for (int64_t pr = 0; pr < kFiaKeyTile / 2; ++pr) {
+    const uint16_t* a = vrow[2 * pr];
+    const uint16_t* b = vrow[2 * pr + 1];
+    uint16_t* dst = vp + pr * 2 * Dv;
+    int64_t x = 0;
+    for (; x + 32 <= Dv; x += 32) {
+      const __m512i va = _mm512_loadu_si512(a + x), vb = _mm512_loadu_si512(b + x);
+      _mm512_storeu_si512(dst + 2 * x, _mm512_permutex2var_epi16(va, lo, vb));
+      _mm512_storeu_si512(dst + 2 * x + 32, _mm512_permutex2var_epi16(va, hi, vb));
+    }
+    if (x < Dv) {  // 16 left
+      const __m512i va = _mm512_maskz_loadu_epi16(0xFFFF, a + x);
+      const __m512i vb = _mm512_maskz_loadu_epi16(0xFFFF, b + x);
+      _mm512_storeu_si512(dst + 2 * x, _mm512_permutex2var_epi16(va, lo, vb));
+    }
+  }
+}
+
+/// Rounds M rows of 64 weights (kFiaKeyTile floats apart) to bf16 in place: row m's first 128
+/// bytes become pb[c] = bf16(s[c]), RNE (vcvtne2ps2bf16; weights below 2^-126 become 0, far
+/// inside the bound above).
+__attribute__((target("avx512bf16"), noinline)) inline void fia_round_p_bf16(float* s, int64_t M) {
+  for (int64_t m = 0; m < M; ++m) {
+    float* r = s + m * kFiaKeyTile;
+    uint16_t* pb = reinterpret_cast<uint16_t*>(r);
+    // Reads floats [c, c + 32) before writing floats [c / 2, c / 2 + 16), all of them read.
+    for (int64_t c = 0; c < kFiaKeyTile; c += 32) {
+      const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(r + c + 16), _mm512_loadu_ps(r + c));
+      _mm512_storeu_si512(pb + c, (__m512i)v);
+    }
+  }
+}
+
+template <int R, int C>
+__attribute__((target("avx512bf16"), always_inline)) inline void fia_pv_bf16_block(
+    const uint16_t* p, int64_t ldp, const uint16_t* vp, int64_t Dv, float* acc, int64_t lda) {
+  __m512 a[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) a[r][c] = _mm512_loadu_ps(acc + r * lda + c * 16);
+  for (int64_t pr = 0; pr < kFiaKeyTile / 2; ++pr) {
+    __m512bh v[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c)
+      v[c] = (__m512bh)_mm512_loadu_si512(vp + (pr * Dv + c * 16) * 2);  // a reinterpretation
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      uint32_t pair;
+      __builtin_memcpy(&pair, p + r * ldp + 2 * pr, sizeof(pair));
+      const __m512bh pbc = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) a[r][c] = _mm512_dpbf16_ps(a[r][c], pbc, v[c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(acc + r * lda + c * 16, a[r][c]);
+}
+
+template <int R>
+__attribute__((target("avx512bf16"), always_inline)) inline void fia_pv_bf16_rows(
+    const uint16_t* p, int64_t ldp, const uint16_t* vp, int64_t Dv, float* acc, int64_t lda) {
+  int64_t x = 0;
+  for (; x + 64 <= Dv; x += 64) fia_pv_bf16_block<R, 4>(p, ldp, vp + 2 * x, Dv, acc + x, lda);
+  for (; x < Dv; x += 16) fia_pv_bf16_block<R, 1>(p, ldp, vp + 2 * x, Dv, acc + x, lda);
+}
+
+/// acc[m][0, Dv) += sum_c p[m][c] * v[c][0, Dv) over a full tile (64 keys) for M rows: p bf16 rows
+/// ldp apart, v packed by fia_pack_values_bf16. Each accumulator is one chain over the key pairs
+/// in order, the same bits in any row block.
+__attribute__((target("avx512bf16"), noinline)) inline void fia_pv_bf16_tile(
+    const uint16_t* p, int64_t ldp, const uint16_t* vp, int64_t Dv, float* acc, int64_t M) {
+  int64_t m = 0;
+  for (; m + 6 <= M; m += 6) fia_pv_bf16_rows<6>(p + m * ldp, ldp, vp, Dv, acc + m * Dv, Dv);
+  switch (M - m) {
+    case 1:
+      fia_pv_bf16_rows<1>(p + m * ldp, ldp, vp, Dv, acc + m * Dv, Dv);
+      break;
+    case 2:
+      fia_pv_bf16_rows<2>(p + m * ldp, ldp, vp, Dv, acc + m * Dv, Dv);
+      break;
+    case 3:
+      fia_pv_bf16_rows<3>(p + m * ldp, ldp, vp, Dv, acc + m * Dv, Dv);
+      break;
+    case 4:
+      fia_pv_bf16_rows<4>(p + m * ldp, ldp, vp, Dv, acc + m * Dv, Dv);
+      break;
+    case 5:
+      fia_pv_bf16_rows<5>(p + m * ldp, ldp, vp, Dv, acc + m * Dv, Dv);
+      break;
+    default:
+      break;
+  }
+}
 #endif  // KVFLASH_FIA_BF16_DOT
 
 /// Element x of a fp16 / bf16 / fp32 / int8 array, widened exactly.
@@ -397,6 +511,13 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
   [[maybe_unused]] uint16_t* kp = reinterpret_cast<uint16_t*>(kt);
   [[maybe_unused]] const uint16_t* krow[kFiaKeyTile];  // the tile's key / key-rope rows, packed after staging V
   [[maybe_unused]] const uint16_t* rrow[kFiaKeyTile];
+  [[maybe_unused]] const uint16_t* vrow[kFiaKeyTile];  // a full tile's value rows (bf16 P·V)
+  [[maybe_unused]] uint16_t* vp = reinterpret_cast<uint16_t*>(vs);
+#ifdef KVFLASH_FIA_BF16_DOT
+  const bool pv_dot = kDot && fia_pv_bf16_shape(p);
+#else
+  constexpr bool pv_dot = false;
+#endif
 
   // ---- the query tile: row m = (i - i0) * G + g ----
   for (int64_t ii = 0; ii < nq; ++ii) {
@@ -426,8 +547,14 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
   const int64_t t_lo = std::max(jlo / Bk, t_first), t_hi = std::min(jhi / Bk, t_last);
   for (int64_t t = t_lo; jlo <= jhi && t <= t_hi; ++t) {
     const int64_t j0 = t * Bk, n = std::min(Bk, L - j0);
+    // Whole tile visible to every row (and no mask): no per-element masking, one P·V product.
+    const bool full =
+        !p.has_mask && n == Bk && (i1 - 1) + bt.band_lo <= j0 && j0 + Bk - 1 <= i0 + bt.band_hi;
+    // bf16 P·V on full tiles only: a partial one's rows see different ranges of V, and V outside
+    // a row's range must never reach it (0 · NaN), which the fp32 path's per-row range ensures.
+    const bool tile_dot = pv_dot && full;
     // Stage K (bf16 pairs, or K^T in fp32: d-major, so score rows are vector FMAs) and V rows in
-    // fp32; positions past n are 0.
+    // fp32 (bf16 P·V: V packed as pairs after the loop); positions past n are 0.
     for (int64_t c = 0; c < Bk; ++c) {
       const int64_t j = j0 + c;
       if (c >= n) {
@@ -459,15 +586,17 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
         if (p.kv_int8) fia_dequant_row(p.k_dq, d.k_scale, d.k_offset, b, n2, tok, kt + c, Dk, Bk);
         for (int64_t x = 0; x < Dr; ++x) kt[(Dk + x) * Bk + c] = fia_load(rb, p.dtype, rx + x);
       }
+      if (tile_dot) {
+        vrow[c] = static_cast<const uint16_t*>(vb) + vx;
+        continue;
+      }
       fia_widen_row(vb, kvt, vx, vs + c * Dv, Dv);
       if (p.kv_int8) fia_dequant_row(p.v_dq, d.v_scale, d.v_offset, b, n2, tok, vs + c * Dv, Dv, 1);
     }
-    // Whole tile visible to every row (and no mask): no per-element masking, one P·V product.
-    const bool full = !p.has_mask && n == Bk && (i1 - 1) + bt.band_lo <= j0 &&
-                      j0 + Bk - 1 <= i0 + bt.band_hi;
 #ifdef KVFLASH_FIA_BF16_DOT
     if constexpr (kDot) {
       fia_pack_keys_bf16(kp, krow, rrow, Dk, Dr);
+      if (tile_dot) fia_pack_values_bf16(vp, vrow, Dv);
       fia_qk_bf16_tile(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
     }
 #endif
@@ -515,6 +644,13 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
                     hi - lo + 1, Dv);
       }
     }
+#ifdef KVFLASH_FIA_BF16_DOT
+    if (tile_dot) {
+      fia_round_p_bf16(s, M);
+      fia_pv_bf16_tile(reinterpret_cast<const uint16_t*>(s), 2 * Bk, vp, Dv, acc, M);
+      continue;
+    }
+#endif
     if (full) fia_pv_tile(s, Bk, vs, Dv, acc, Dv, M, Bk, Dv);
   }
 

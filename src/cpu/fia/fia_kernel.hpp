@@ -13,8 +13,10 @@
 // first (cost = key tiles visited), claimed one at a time, which balances causal work.
 //
 // Numerics: fp32 throughout (scores: vdpbf16ps on bf16 pairs at the avx512bf16 level, else fp32
-// FMA; online softmax with src/cpu/softmax_state.h's rules; P kept in fp32; P·V in fp32 FMA),
-// output rounded once (RNE; int8: post-quant, half to even, saturated).
+// FMA; online softmax with src/cpu/softmax_state.h's rules; P kept in fp32 and P·V in fp32 FMA,
+// except bf16 output at the avx512bf16 level, whose fully visible key tiles round P to bf16 and
+// run P·V with vdpbf16ps: fia_pv_bf16_shape), output rounded once (RNE; int8: post-quant, half to
+// even, saturated).
 //
 // What it covers (docs/fia-semantics.md, "CPU prefill kernel"): fp16/bf16 Q; K/V of Q's dtype or
 // int8 with antiquant; fp16/bf16/fp32/int8 output; any layout expressible by row/head strides
