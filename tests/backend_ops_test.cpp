@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "backends/lists.hpp"
-#include "hooks/force_backend.hpp"
 #include "fia_reference.hpp"
+#include "hooks/force_backend.hpp"
 #include "ifa_reference.hpp"
 #include "kvflash/fia.hpp"
 #include "kvflash/ifa.hpp"

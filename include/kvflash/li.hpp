@@ -84,7 +84,7 @@ class KVFLASH_API LightningIndexerPlan {
 
   /// The status of the device data the last run with `workspace` on `stream` read (see
   /// IfaPlan::status). The indexer has host entries only: run() has already returned that status,
-  /// so status() reads nothing and returns kSuccess (kNullPtr for a null workspace on a device plan).
+  /// so status() reads nothing and returns kSuccess.
   Status status(const void* workspace, void* stream = nullptr) const;
 
   /// The plan-relevant metadata of args as bytes, for keying a cache of plans (see
