@@ -11,6 +11,7 @@
 #include "aclnn/acl_meta.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
+#include "fia_acl_handles.hpp"
 #include "fia_fuzz.hpp"
 #include "fuzz_input.hpp"
 #include "harness.hpp"
@@ -19,43 +20,6 @@ namespace kvflash::fuzz {
 namespace {
 
 constexpr const char* kOp = "fused_infer_attention_score";
-
-struct Handles {
-  std::vector<aclTensor*> tensors;
-  std::vector<aclTensorList*> lists;
-  std::vector<aclIntArray*> arrays;
-  ~Handles() {
-    for (aclTensorList* l : lists) aclDestroyTensorList(l);
-    for (aclTensor* t : tensors) aclDestroyTensor(t);
-    for (aclIntArray* a : arrays) aclDestroyIntArray(a);
-  }
-  aclTensor* make(const TensorView& v) {
-    // 1-D storage of the view's extent where it has one, else the view's own dims.
-    const std::optional<uint64_t> bytes = view_bytes(v);
-    const int64_t storage =
-        bytes && dtype_is_known(v.dtype) ? static_cast<int64_t>(*bytes / dtype_size(v.dtype)) : 0;
-    const bool flat = bytes && dtype_is_known(v.dtype) && v.rank >= 0 && v.rank <= kMaxRank;
-    aclTensor* t = aclCreateTensor(v.shape.data(), v.rank, static_cast<aclDataType>(v.dtype),
-                                   v.strides.data(), v.offset, ACL_FORMAT_ND,
-                                   flat ? &storage : v.shape.data(), flat ? 1 : v.rank, v.data);
-    if (t != nullptr) tensors.push_back(t);
-    return t;
-  }
-  aclTensor* opt(const std::optional<TensorView>& v) { return v ? make(*v) : nullptr; }
-  aclTensorList* list(const std::vector<TensorView>& vs) {
-    std::vector<aclTensor*> ts;
-    for (const TensorView& v : vs) ts.push_back(make(v));
-    aclTensorList* l = aclCreateTensorList(ts.data(), ts.size());
-    if (l != nullptr) lists.push_back(l);
-    return l;
-  }
-  aclIntArray* ints(const std::optional<std::vector<int64_t>>& v) {
-    if (!v) return nullptr;
-    aclIntArray* a = aclCreateIntArray(v->data(), v->size());
-    if (a != nullptr) arrays.push_back(a);
-    return a;
-  }
-};
 
 void run(FuzzInput& in) {
   FiaFuzzCase f;
@@ -67,7 +31,7 @@ void run(FuzzInput& in) {
   add_context(v3 ? "aclnn V3" : "aclnn V4");
   reference::FiaCall& a = f.call;
   if (v3) a.learnable_sink.reset();  // V3 has none: the oracle runs without it too
-  Handles h;
+  FiaAclHandles h;
   std::string layout = a.input_layout;
   aclTensor* sink = h.opt(a.learnable_sink);
   uint64_t ws_size = 12345;
