@@ -120,27 +120,29 @@ inline void pack_probs(const float* p, ptrdiff_t p_stride, int m, int n, int pie
   }
 }
 
-/// Packs n <= 32 value rows (row k at v + k * v_stride elements of T, d channels) in
-/// kv_pieces(T) pieces. Scalar reference layout; pack_values_bf16_avx512 (amx_kernels.hpp) is the
-/// same layout for bf16 with vector shuffles. Returns false when a value is +-inf: such a block
-/// must not go through pv_accumulate with more than one probability piece (inf times a zero
-/// piece is NaN where fp64 has +-inf), so the caller runs that block's P·V on fp32 FMAs. NaN
-/// values need nothing: they make the same outputs NaN either way.
+/// Packs n <= 32 value rows given by address (row k at rows[k]; channel x at element x * x_stride
+/// of T from it, d channels) in kv_pieces(T) pieces: the rows of a paged cache need not be
+/// equally spaced. Scalar reference layout; pack_value_rows_bf16_avx512 (amx_kernels.hpp) is the
+/// same layout for bf16 rows of contiguous channels with vector shuffles. Returns false when a
+/// value is +-inf: such a block must not go through pv_accumulate with more than one probability
+/// piece (inf times a zero piece is NaN where fp64 has +-inf), so the caller runs that block's
+/// P·V on fp32 FMAs. NaN values need nothing: they make the same outputs NaN either way.
 template <KvType T>
-inline bool pack_values(const void* v, ptrdiff_t v_stride, int n, int d, uint16_t* out) {
+inline bool pack_value_rows(const void* const* rows, ptrdiff_t x_stride, int n, int d,
+                            uint16_t* out) {
   bool finite = true;
   const int pieces = kv_pieces(T);
   const int groups = num_groups(d);
   std::memset(out, 0, value_pack_size(d, T) * sizeof(uint16_t));
   uint16_t piece[kMaxPieces];
-  const auto* base = static_cast<const std::byte*>(v);
   for (int k = 0; k < n; ++k) {
-    const std::byte* row = base + k * v_stride * kv_bytes(T);
+    const auto* row = static_cast<const std::byte*>(rows[k]);
     for (int x = 0; x < d; ++x) {
-      const float value = kv_to_float<T>(row, x);
+      const std::byte* at = row + x * x_stride * kv_bytes(T);
+      const float value = kv_to_float<T>(at, 0);
       finite = finite && !std::isinf(value);
       split_to_bf16(value, pieces, piece);
-      if constexpr (T == KvType::kBf16) std::memcpy(piece, row + 2 * x, 2);  // the bits as stored
+      if constexpr (T == KvType::kBf16) std::memcpy(piece, at, 2);  // the bits as stored
       const int g = x / 16, c = x % 16, r = k / 2, j = k % 2;
       for (int p = 0; p < pieces; ++p) {
         out[((static_cast<size_t>(p) * groups + g) * kTileRows + r) * kTileK + 2 * c + j] =
@@ -149,6 +151,17 @@ inline bool pack_values(const void* v, ptrdiff_t v_stride, int n, int d, uint16_
     }
   }
   return finite;
+}
+
+/// pack_value_rows of n <= 32 equally spaced rows with contiguous channels (row k at
+/// v + k * v_stride elements of T).
+template <KvType T>
+inline bool pack_values(const void* v, ptrdiff_t v_stride, int n, int d, uint16_t* out) {
+  const void* rows[2 * kTileRows];
+  for (int k = 0; k < n; ++k) {
+    rows[k] = static_cast<const std::byte*>(v) + k * v_stride * kv_bytes(T);
+  }
+  return pack_value_rows<T>(rows, 1, n, d, out);
 }
 
 // ---- tile kernels ---------------------------------------------------------------------------
@@ -271,7 +284,7 @@ void scores(const void* k, ptrdiff_t k_stride, int n, int d, const uint16_t* qpa
 /// P·V for one block of 32 keys: o[i * o_stride + x] += sum over keys k < 32, probability
 /// pieces and value pieces of piece(P_i[k]) * piece(V[k][x]), for heads i < m and channels
 /// x < 16 * num_groups(d) (o rows must have that many fp32 columns; those past d receive
-/// +0.0 products). ppack: pack_probs of m heads with `ppieces` pieces; vpack: pack_values with
+/// +0.0 products). ppack: pack_probs of m heads with `ppieces` pieces; vpack: pack_value_rows with
 /// `vpieces` pieces (kv_pieces of the value type). Needs decode_palette(m) loaded.
 template <class Ops>
 void pv_accumulate(const uint16_t* ppack, int m, int ppieces, const uint16_t* vpack, int vpieces,

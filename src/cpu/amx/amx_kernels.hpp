@@ -3,9 +3,9 @@
 // indexer and prefill kernels call once their backend entries exist. Layouts, pieces and
 // contracts: amx_kernels-inl.h and amx_split.hpp.
 //
-// Everything here except pack_values_bf16_avx512 executes tile instructions: call it only when
-// cpu::active_isa() is Isa::kAmx (detection has then also obtained Linux's tile permission), with
-// a TileScope of the same head count alive on the calling thread.
+// Everything here except the pack_value*_bf16_avx512 functions executes tile instructions: call it
+// only when cpu::active_isa() is Isa::kAmx (detection has then also obtained Linux's tile
+// permission), with a TileScope of the same head count alive on the calling thread.
 #pragma once
 
 #include <cstddef>
@@ -33,9 +33,11 @@ void scores(KvType t, const void* k, ptrdiff_t k_stride, int n, int d, const uin
 void pv_accumulate(const uint16_t* ppack, int m, int ppieces, const uint16_t* vpack, int vpieces,
                    int d, float* o, ptrdiff_t o_stride);
 
-/// pack_values<KvType::kBf16> with AVX-512 shuffles (one vpermt2w per 64 output bytes); the same
-/// bits and the same result (false when a value is +-inf). Needs AVX-512 (Isa::kAvx512) only, no
-/// tiles.
+/// pack_value_rows<KvType::kBf16> of n <= 32 rows of contiguous channels with AVX-512 shuffles
+/// (one vpermt2w per 64 output bytes); the same bits and the same result (false when a value is
+/// +-inf). Needs AVX-512 (Isa::kAvx512) only, no tiles.
+bool pack_value_rows_bf16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* out);
+/// The same for equally spaced rows (row k at v + k * v_stride), as pack_values<KvType::kBf16>.
 bool pack_values_bf16_avx512(const uint16_t* v, ptrdiff_t v_stride, int n, int d, uint16_t* out);
 
 /// A register-only loop of `iters` x 4 tdpbf16ps on full 16 x 16 x 32 tiles (16,384 FLOP each):

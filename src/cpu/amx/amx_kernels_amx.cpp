@@ -1,6 +1,6 @@
 // The AMX microkernels on the CPU's tiles. This translation unit is built with the AVX-512,
 // AVX512-BF16 and AMX flags (CMakeLists.txt, KVFLASH_AMX_FLAGS); only code reached at
-// Isa::kAmx (and pack_values_bf16_avx512, at Isa::kAvx512) runs from it.
+// Isa::kAmx (and the pack_value*_bf16_avx512 functions, at Isa::kAvx512) runs from it.
 #include <immintrin.h>
 
 #include "cpu/amx/amx_kernels.hpp"
@@ -27,7 +27,7 @@ void pv_accumulate(const uint16_t* ppack, int m, int ppieces, const uint16_t* vp
   pv_accumulate<HwTiles>(ppack, m, ppieces, vpack, vpieces, d, o, o_stride);
 }
 
-bool pack_values_bf16_avx512(const uint16_t* v, ptrdiff_t v_stride, int n, int d, uint16_t* out) {
+bool pack_value_rows_bf16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* out) {
   // Output element 2c + j of a row is channel c of key 2r + j: the low half of a 32-channel chunk
   // interleaved from two rows (indices 32 + c pick the second row), then the high half.
   alignas(64) static constexpr uint16_t kLo[32] = {
@@ -47,10 +47,10 @@ bool pack_values_bf16_avx512(const uint16_t* v, ptrdiff_t v_stride, int n, int d
     for (int x0 = 0; x0 < d; x0 += kTileK) {
       const int width = d - x0 < kTileK ? d - x0 : kTileK;
       const __mmask32 mask = width == kTileK ? ~__mmask32{0} : (__mmask32{1} << width) - 1;
-      const __m512i a = k0 < n ? _mm512_maskz_loadu_epi16(mask, v + k0 * v_stride + x0)
-                               : _mm512_setzero_si512();
-      const __m512i b = k1 < n ? _mm512_maskz_loadu_epi16(mask, v + k1 * v_stride + x0)
-                               : _mm512_setzero_si512();
+      const __m512i a =
+          k0 < n ? _mm512_maskz_loadu_epi16(mask, rows[k0] + x0) : _mm512_setzero_si512();
+      const __m512i b =
+          k1 < n ? _mm512_maskz_loadu_epi16(mask, rows[k1] + x0) : _mm512_setzero_si512();
       infinite |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(a, magnitude), inf) |
                   _mm512_cmpeq_epi16_mask(_mm512_and_si512(b, magnitude), inf);
       const int g = x0 / 16;
@@ -63,6 +63,12 @@ bool pack_values_bf16_avx512(const uint16_t* v, ptrdiff_t v_stride, int n, int d
     }
   }
   return infinite == 0;
+}
+
+bool pack_values_bf16_avx512(const uint16_t* v, ptrdiff_t v_stride, int n, int d, uint16_t* out) {
+  const uint16_t* rows[2 * kTileRows];
+  for (int k = 0; k < n; ++k) rows[k] = v + k * v_stride;
+  return pack_value_rows_bf16_avx512(rows, n, d, out);
 }
 
 float peak_loop(int64_t iters) {
