@@ -85,6 +85,28 @@ TEST(BackendOps, EveryOperatorHasAHostEntry) {
   EXPECT_FALSE(host_entries(fia_backends()).empty());
 }
 
+// The host entries this machine cannot run (an instruction set it lacks, such as cpu-amx on a CPU
+// without AMX) are named with their reason: each must have one, and the test is skipped listing
+// them, so an entry the sweeps below leave out is never left out silently.
+TEST(BackendOps, UnavailableHostEntriesSayWhy) {
+  std::string skipped;
+  const auto note = [&skipped](const char* op, const auto& list) {
+    for (const auto& b : list) {
+      const char* why = nullptr;
+      if (b.device != DeviceType::kHost || b.available(&why)) continue;
+      ASSERT_NE(why, nullptr) << op << " " << b.name;
+      EXPECT_STRNE(why, "") << op << " " << b.name;
+      skipped += std::string(op) + " " + b.name + " (" + why + "); ";
+    }
+  };
+  note("ifa", ifa_backends());
+  note("sfa", sfa_backends());
+  note("merge", merge_backends());
+  note("li", li_backends());
+  note("fia", fia_backends());
+  if (!skipped.empty()) GTEST_SKIP() << "entries not run here: " << skipped;
+}
+
 class BackendOpsIfa : public ::testing::TestWithParam<IfaCase> {};
 
 TEST_P(BackendOpsIfa, MatchesReference) {

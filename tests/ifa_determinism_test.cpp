@@ -76,23 +76,23 @@ TEST_P(IfaDeterminismTest, BitsIndependentOfRunsAndThreads) {
   }
 }
 
+// On every ISA and the emulated matrix engine (ifa_paths).
 TEST_P(IfaDeterminismTest, SequenceAloneEqualsSequenceInBatch) {
   const IfaCase& c = GetParam();
   IfaCaseData data(c);
-  for (cpu::Isa isa : isas_to_test()) {
-    ScopedIsaCap cap(isa);
+  for (const IfaPath& path : ifa_paths()) {
     data.mutable_args().num_threads = 3;
-    ASSERT_TRUE(run_ifa(data.args())) << c.name();
+    ASSERT_TRUE(path.run(data.args())) << c.name();
     const std::vector<std::byte> all = data.output_bytes();
     const std::vector<std::byte> all_lse = data.lse_bytes();
     const size_t per_batch = all.size() / static_cast<size_t>(c.batch);
     for (int64_t b = 0; b < c.batch; ++b) {
       SingleBatch s = single_batch(data, b);
       s.args.num_threads = 2;
-      ASSERT_TRUE(run_ifa(s.args)) << c.name() << " batch " << b << " alone";
+      ASSERT_TRUE(path.run(s.args)) << c.name() << " batch " << b << " alone";
       const std::vector<std::byte> part(all.begin() + b * per_batch,
                                         all.begin() + (b + 1) * per_batch);
-      ASSERT_TRUE(s.out == part) << c.name() << " isa=" << cpu::isa_name(isa) << ": batch " << b
+      ASSERT_TRUE(s.out == part) << c.name() << " path=" << path.name << ": batch " << b
                                  << " alone differs from batch " << b << " in the batch ("
                                  << hex_diff(s.out, part) << ")";
       if (!all_lse.empty()) {

@@ -5,9 +5,10 @@
 //
 // Each test takes a regular case of the shared lists, plants one or a few non-finite values, checks
 // that the reference really is affected the way the test means (so no test passes vacuously), then
-// runs the operator at every ISA and compares every element (NaN must meet NaN, an infinity the
-// same infinity, finite values the usual tolerance). Outputs are prefilled with a finite sentinel,
-// so a NaN in the output was written by the kernel.
+// runs the operator at every ISA (IFA also on the emulated matrix engine, support/ifa_run.hpp's
+// ifa_paths) and compares every element (NaN must meet NaN, an infinity the same infinity, finite
+// values the usual tolerance). Outputs are prefilled with a finite sentinel, so a NaN in the output
+// was written by the kernel.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -135,19 +136,17 @@ bool ifa_row_finite(const reference::IfaReference& r, int64_t b, int64_t h) {
   return ifa_row_stats(r, b, h).finite == r.head_dim && std::isfinite(r.lse[r.row(b, h)]);
 }
 
-// Runs the case at every ISA (and two thread counts: split-KV merges run on other threads) and
-// compares every element with ref.
+// Runs the case at every ISA and on the emulated matrix engine (ifa_paths), at two thread counts
+// (split-KV merges run on other threads), and compares every element with ref.
 void check_ifa(IfaCaseData& data, const reference::IfaReference& ref) {
   const std::string name = data.spec().name();
-  for (cpu::Isa isa : isas_to_test()) {
-    ScopedIsaCap cap(isa);
+  for (const IfaPath& path : ifa_paths()) {
     for (int threads : {1, 3}) {
-      SCOPED_TRACE(std::string("isa=") + cpu::isa_name(isa) +
-                   " threads=" + std::to_string(threads));
+      SCOPED_TRACE("path=" + path.name + " threads=" + std::to_string(threads));
       fill_finite(data.args().attention_out);
       if (data.args().softmax_lse) fill_finite(*data.args().softmax_lse);
       data.mutable_args().num_threads = threads;
-      ASSERT_TRUE(run_ifa(data.args())) << name;
+      ASSERT_TRUE(path.run(data.args())) << name;
       ASSERT_TRUE(compare_ifa_output(name, data.args(), ref));
     }
   }
@@ -277,6 +276,27 @@ TEST(IfaNonFinite, InfiniteValueGivesAnInfiniteColumn) {
   check_ifa(data, ref);
 }
 
+// A zero query scores 0 everywhere, so every weight is exp(0) = 1 exactly: split into bf16 pieces
+// (the matrix engine's P·V) its lower pieces are 0, and inf * 0 would be NaN. The infinite column
+// must stay infinite (and the NaN one NaN) on every path.
+TEST(IfaNonFinite, InfiniteValueUnderWeightsOfExactlyOne) {
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    IfaCase c = ifa_base();
+    c.q_dtype = c.kv_dtype = c.out_dtype = dt;
+    IfaCaseData data(c);
+    for (int64_t d = 0; d < c.head_dim; ++d) {
+      store_element(data.args().query, ifa_q_elem(data, 1, 2, d), 0.0);
+    }
+    set_kv(data, 1, 1, 1, 3, 60, kInf);
+    set_kv(data, 1, 1, 1, 7, 61, -kInf);
+    const reference::IfaReference ref = reference::ifa_reference(data.args());
+    EXPECT_EQ(ref.expected[ref.index(1, 2, 60)], kInf);
+    EXPECT_EQ(ref.expected[ref.index(1, 2, 61)], -kInf);
+    EXPECT_TRUE(std::isfinite(ref.expected[ref.index(1, 2, 59)]));
+    check_ifa(data, ref);
+  }
+}
+
 TEST(IfaNonFinite, MaskedPositionsAreAttended) {
   IfaCase c = ifa_base();
   c.mask = MaskShape::kBS;
@@ -321,14 +341,13 @@ TEST(IfaNonFinite, FullyMaskedRowsWithNanValues) {
     EXPECT_EQ(ifa_row_stats(ref, 0, 0).nan, zero ? 0 : 1);
     EXPECT_EQ(ifa_row_stats(ref, 0, 2).nan, 0);
     IfaCompareOptions options;
-    for (cpu::Isa isa : isas_to_test()) {
-      ScopedIsaCap cap(isa);
+    for (const IfaPath& path : ifa_paths()) {
       fill_finite(data.args().attention_out);
       fill_finite(*data.args().softmax_lse);
-      ASSERT_TRUE(run_ifa(data.args()));
+      ASSERT_TRUE(path.run(data.args()));
       // With zeroed rows half the output is legitimately 0.
       options.allow_mostly_empty = zero;
-      ASSERT_TRUE(compare_ifa_output(c.name(), data.args(), ref, options)) << cpu::isa_name(isa);
+      ASSERT_TRUE(compare_ifa_output(c.name(), data.args(), ref, options)) << path.name;
     }
   }
 }
@@ -480,14 +499,13 @@ TEST(IfaNonFinite, EmptyRowsStayEmptyAndUnattendedSlotsNeverReachTheOutput) {
   }
   EXPECT_TRUE(ifa_row_all_nan(ref, 1, 0));
   EXPECT_TRUE(ifa_row_finite(ref, 1, 2));
-  for (cpu::Isa isa : isas_to_test()) {
-    ScopedIsaCap cap(isa);
+  for (const IfaPath& path : ifa_paths()) {
     fill_finite(data.args().attention_out);
     fill_finite(*data.args().softmax_lse);
-    ASSERT_TRUE(run_ifa(data.args()));
+    ASSERT_TRUE(path.run(data.args()));
     IfaCompareOptions options;
     options.allow_mostly_empty = true;  // batch 0 is empty on purpose
-    ASSERT_TRUE(compare_ifa_output(c.name(), data.args(), ref, options)) << cpu::isa_name(isa);
+    ASSERT_TRUE(compare_ifa_output(c.name(), data.args(), ref, options)) << path.name;
   }
 }
 

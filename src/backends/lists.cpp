@@ -83,6 +83,7 @@ constexpr IfaBackend kIfaList[] = {
     KVFLASH_CUDA_ENTRY(IfaBackend{"cuda", DeviceType::kCuda, cuda::device_available,
                                   cuda::ifa_workspace_size, cuda::ifa_run,
                                   cuda::ifa_cuda_decode_fault})
+    cpu_ifa<Isa::kAmx, &cpu::amx::kIfaKernels>("cpu-amx"),
     cpu_ifa<Isa::kAvx512Bf16, &cpu::avx512::kIfaKernelsBf16>("cpu-avx512bf16"),
     cpu_ifa<Isa::kAvx512, &cpu::avx512::kIfaKernels>("cpu-avx512"),
     cpu_ifa<Isa::kAvx2, &cpu::avx2::kIfaKernels>("cpu-avx2"),

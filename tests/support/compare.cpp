@@ -113,6 +113,7 @@ double ifa_rtol(DType out_dtype) {
       }
     }
   }
+  if (options.worst != nullptr) *options.worst = worst_ratio;
   if (std::getenv("KVFLASH_TEST_VERBOSE") != nullptr) {
     // Margin report, to see how far below the bound the kernels are (and tighten it when they
     // allow).

@@ -24,6 +24,9 @@ struct IfaCompareOptions {
   /// The case legitimately has (almost) only empty rows; otherwise a reference output that is
   /// mostly zero fails the comparison, because such a test could pass vacuously.
   bool allow_mostly_empty = false;
+  /// When not null, receives the worst |out - ref| / bound over the output elements (a failing
+  /// element counts as at least 1).
+  double* worst = nullptr;
 };
 
 /// The comparators' rule for one value: a NaN reference requires a NaN, an infinite one the same

@@ -3,6 +3,12 @@
 #include <cstddef>
 #include <memory>
 
+#include "core/backend.hpp"
+#include "ops/ifa/ifa_bind.hpp"
+#include "ops/ifa/ifa_problem.hpp"
+#include "ops/ifa/ifa_validate.hpp"
+#include "support/ifa_emu_tiles.hpp"
+
 namespace kvflash::testing {
 
 std::vector<cpu::Isa> isas_to_test() {
@@ -26,6 +32,43 @@ std::vector<cpu::Isa> isas_to_test() {
            << "IfaPlan::run returned " << static_cast<int>(ran) << ": " << last_error_message();
   }
   return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult run_ifa_kernels(const IfaArgs& args, const cpu::IfaKernels& k) {
+  core::IfaProblem p;
+  if (const Status s = ifa::validate_ifa(args, &p); s != Status::kSuccess) {
+    return ::testing::AssertionFailure()
+           << "validate_ifa returned " << static_cast<int>(s) << ": " << last_error_message();
+  }
+  core::IfaData d;
+  ifa::bind_data(p, args, &d);
+  std::vector<std::byte> ws(cpu::ifa_workspace_size(p));
+  core::RunContext ctx;
+  ctx.num_threads = args.num_threads;
+  ctx.workspace = ws.data();
+  ctx.workspace_size = ws.size();
+  if (const Status s = cpu::ifa_run(p, d, ctx, k); s != Status::kSuccess) {
+    return ::testing::AssertionFailure()
+           << "ifa_run returned " << static_cast<int>(s) << ": " << last_error_message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult IfaPath::run(const IfaArgs& args) const {
+  if (kernels != nullptr) return run_ifa_kernels(args, *kernels);
+  ScopedIsaCap cap(*isa);
+  return run_ifa(args);
+}
+
+std::vector<IfaPath> ifa_paths() {
+  std::vector<IfaPath> paths;
+  for (cpu::Isa isa : isas_to_test()) paths.push_back({cpu::isa_name(isa), isa, nullptr});
+  // The emulated engines' vector parts are the avx512 kernel's, with AVX512-BF16 flags.
+  if (cpu::detected_isa() >= cpu::Isa::kAvx512Bf16) {
+    paths.push_back({"emulated-amx", std::nullopt, &kIfaKernelsEmuTiles});
+    paths.push_back({"emulated-amx-pv-fma", std::nullopt, &kIfaKernelsEmuTilesPvFma});
+  }
+  return paths;
 }
 
 }  // namespace kvflash::testing

@@ -748,6 +748,10 @@ class KvHeadWork {
   }
 
  private:
+  // The matrix-engine path (ifa_tiles-inl.h) scores and accumulates for these heads.
+  template <class Engine, KvKind kTileKind>
+  friend class TileChunk;
+
   // Bytes to prefetch of a row: all of it when its channels are contiguous, else the first line
   // (strided channels are a rare slow path).
   int64_t prefetch_bytes(int64_t s_dim) const {
@@ -782,7 +786,28 @@ class KvHeadWork {
 // How many tiles ahead the K and V rows are prefetched.
 inline constexpr int64_t kPrefetchTiles = 1;
 
-template <KvKind kKind>
+// The engine a chunk task scores and accumulates on. NoTiles: the vector type, above. The matrix
+// engine's (ifa_tiles-inl.h, compiled where KVFLASH_IFA_TILES is defined) replaces the score
+// blocks and optionally P·V; the softmax fold, the int8 folding and the merge stay these.
+struct NoTiles {
+  static constexpr bool kOnTiles = false;
+  static constexpr bool kPvOnTiles = false;
+  /// What a task holds while it runs (the matrix engine's tile configuration).
+  struct Scope {
+    explicit Scope(int64_t) {}
+  };
+};
+/// The matrix engine's per-task state (packed queries, staging): empty for NoTiles.
+template <class Engine, KvKind kKind>
+class TileChunk {
+ public:
+  void init(const IfaProblem&, const IfaLayout&, const KvHeadWork<kKind>*, int64_t) {}
+};
+#ifdef KVFLASH_IFA_TILES
+#include "cpu/ifa/ifa_tiles-inl.h"
+#endif
+
+template <KvKind kKind, class Engine>
 void chunk_impl(const IfaProblem& p, const IfaData& d, const IfaLayout& l, std::byte* base,
                 const IfaChunkTask& t) {
   // At most kIfaMaxGroup query heads per task (ifa_schedule), so these fit.
@@ -793,12 +818,15 @@ void chunk_impl(const IfaProblem& p, const IfaData& d, const IfaLayout& l, std::
   const int64_t num_kv = t.n2_end - t.n2_begin;
   const int64_t group = p.group;
   // bf16 queries for the bf16 dot path (kIfaMaxGroup * kIfaMaxHeadDim covers any task).
-  alignas(64) uint16_t qbf[kKind == KvKind::kBf16 ? kIfaMaxGroup * kIfaMaxHeadDim : 1];
+  constexpr bool kBf16Dot = kKind == KvKind::kBf16 && !Engine::kOnTiles;
+  alignas(64) uint16_t qbf[kBf16Dot ? kIfaMaxGroup * kIfaMaxHeadDim : 1];
   KvHeadWork<kKind> work[kIfaMaxGroup];
   for (int64_t k = 0; k < num_kv; ++k) {
     work[k].init(p, d, l, base, t, t.n2_begin + k, st + k * group, any_unmasked + k * group,
-                 qbf + (kKind == KvKind::kBf16 ? k * group * l.dp : 0));
+                 qbf + (kBf16Dot ? k * group * l.dp : 0));
   }
+  TileChunk<Engine, kKind> tiles;
+  tiles.init(p, l, work, num_kv);
   TileRows rows;
   for (int64_t j0 = t.begin; j0 < min_i64(t.end, t.begin + kPrefetchTiles * kIfaTile);
        j0 += kIfaTile) {
@@ -816,18 +844,26 @@ void chunk_impl(const IfaProblem& p, const IfaData& d, const IfaLayout& l, std::
       kv_rows<kKind>(p, d, t.b, t.n2_begin, j_next, rows.n_next, rows.k_next, rows.v_next);
     }
     // Position-major across the task's kv heads: see KvHeadWork.
-    int64_t i = 0;
-    for (; i + kBlockRows <= n; i += kBlockRows) {
-      for (int64_t k = 0; k < num_kv; ++k) work[k].score_block_at(rows, i, s + k * group, buf);
-    }
-    for (; i < n; ++i) {
-      for (int64_t k = 0; k < num_kv; ++k) work[k].score_row_at(rows, i, s + k * group, buf);
+    if constexpr (Engine::kOnTiles) {
+      for (int64_t k = 0; k < num_kv; ++k) tiles.score_tile(k, work[k], rows, s + k * group);
+    } else {
+      int64_t i = 0;
+      for (; i + kBlockRows <= n; i += kBlockRows) {
+        for (int64_t k = 0; k < num_kv; ++k) work[k].score_block_at(rows, i, s + k * group, buf);
+      }
+      for (; i < n; ++i) {
+        for (int64_t k = 0; k < num_kv; ++k) work[k].score_row_at(rows, i, s + k * group, buf);
+      }
     }
     for (int64_t k = 0; k < num_kv; ++k) work[k].exact_scores(rows, n, s + k * group);
     for (int64_t k = 0; k < num_kv; ++k) work[k].fold(j0, n, s + k * group);
-    for (int64_t i0 = 0; i0 < n; i0 += kPvRows) {
-      const int64_t m = min_i64(kPvRows, n - i0);
-      for (int64_t k = 0; k < num_kv; ++k) work[k].pv_block_at(rows, i0, m, s + k * group, buf);
+    if constexpr (Engine::kPvOnTiles) {
+      for (int64_t k = 0; k < num_kv; ++k) tiles.pv_tile(work[k], rows, s + k * group, buf);
+    } else {
+      for (int64_t i0 = 0; i0 < n; i0 += kPvRows) {
+        const int64_t m = min_i64(kPvRows, n - i0);
+        for (int64_t k = 0; k < num_kv; ++k) work[k].pv_block_at(rows, i0, m, s + k * group, buf);
+      }
     }
   }
   for (int64_t k = 0; k < num_kv; ++k) work[k].finish();
@@ -958,21 +994,25 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
 
 }  // namespace ifa_detail
 
-void ifa_chunk(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
-               const IfaSchedule& schedule, std::byte* base, int64_t task) {
+// Chunk task `task` on Engine (ifa_detail::NoTiles: the vector type; the matrix engine:
+// ifa_tiles-inl.h).
+template <class Engine>
+void ifa_chunk_on(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
+                  const IfaSchedule& schedule, std::byte* base, int64_t task) {
   using ifa_detail::KvKind;
   const IfaChunkTask t = ifa_chunk_task(p, d, layout, schedule, base, task);
   // A batch that is empty or whose device data was bad is never read (its merge writes it).
   if (d.batch_state[t.b] == core::kIfaBatchRun) {
+    const typename Engine::Scope scope(p.group);
     switch (p.k.dtype) {
       case DType::kInt8:
-        ifa_detail::chunk_impl<KvKind::kInt8>(p, d, layout, base, t);
+        ifa_detail::chunk_impl<KvKind::kInt8, Engine>(p, d, layout, base, t);
         break;
       case DType::kBFloat16:
-        ifa_detail::chunk_impl<KvKind::kBf16>(p, d, layout, base, t);
+        ifa_detail::chunk_impl<KvKind::kBf16, Engine>(p, d, layout, base, t);
         break;
       default:
-        ifa_detail::chunk_impl<KvKind::kFp16>(p, d, layout, base, t);
+        ifa_detail::chunk_impl<KvKind::kFp16, Engine>(p, d, layout, base, t);
         break;
     }
   }
@@ -983,6 +1023,11 @@ void ifa_chunk(const core::IfaProblem& p, const core::IfaData& d, const IfaLayou
       ifa_detail::merge_impl(p, d, layout, base, t.b * p.num_kv_heads + n2);
     }
   }
+}
+
+void ifa_chunk(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
+               const IfaSchedule& schedule, std::byte* base, int64_t task) {
+  ifa_chunk_on<ifa_detail::NoTiles>(p, d, layout, schedule, base, task);
 }
 
 void ifa_merge(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,

@@ -1,4 +1,4 @@
-// The kernel tables of the IFA per-ISA translation units (ifa_kernel_{scalar,avx2,avx512}.cpp,
+// The kernel tables of the IFA per-ISA translation units (ifa_kernel_{scalar,avx2,avx512,amx}.cpp,
 // each compiling ifa_kernel-inl.h with its own flags). Only the backend list names them, in an
 // entry that is available only when the CPU supports the instruction set.
 #pragma once
@@ -18,5 +18,9 @@ extern const IfaKernels kIfaKernels;
 /// The same kernels scoring bf16 K with AVX512-BF16 dot products.
 extern const IfaKernels kIfaKernelsBf16;
 }  // namespace avx512
+namespace amx {
+/// The kernels with scores (and P·V) on the matrix engine's tiles (ifa_tiles-inl.h).
+extern const IfaKernels kIfaKernels;
+}  // namespace amx
 
 }  // namespace kvflash::cpu

@@ -1,0 +1,212 @@
+// The matrix-engine half of the IFA chunk task: scores and (optionally) P·V of chunk_impl
+// (ifa_kernel-inl.h) on tiles. No include guard on purpose: ifa_kernel-inl.h includes it inside
+// its ISA namespace where KVFLASH_IFA_TILES is defined, in a translation unit that includes
+// cpu/amx/amx_kernels.hpp before the namespace and is compiled with the AMX flags
+// (src/cpu/ifa/ifa_kernel_amx.cpp on the CPU's tiles, tests/support/ifa_emu_tiles_amx.cpp on the
+// tests' software model of them).
+//
+// Written once against a tile-operations type (cpu/amx/amx_tile.hpp), so the code the tests check
+// on the model is the code the hardware runs. Per tile of kIfaTile positions and kv head:
+//   - QK: the K rows straight from the cache as the A operand (runs of equally spaced rows, which a
+//     paged cache breaks at block edges; rows of strided channels are first copied, unchanged, into
+//     a contiguous staging buffer), the group's queries packed once per task as the B operand in
+//     bf16 pieces that sum to them exactly (bf16 query 1 piece, fp16 2, int8 KV's scaled fp32 query
+//     3), so every product is exact and only the fp32 sums round (amx::scores);
+//   - the key-major score tile is transposed into s[g][i], and the vector body takes over: int8
+//     bias and exact_scores, scale, pse, mask and the online softmax fold (KvHeadWork::fold), so
+//     the non-finite rules are the other ISAs' (core/online_softmax.hpp);
+//   - P·V (when the engine says so): V packed to VNNI pairs once per kv head (int8 widened to bf16
+//     exactly, fp16 in 2 exact pieces; the int8 scale and offset stay folded into the accumulator,
+//     KvHeadWork::finish), P in kProbPieces bf16 pieces (exact), accumulated on the tiles into the
+//     slot's fp32 accumulators; a block holding an infinite value runs on the vector FMAs instead
+//     (amx::pack_value_rows says why). Otherwise P·V is KvHeadWork::pv_block_at, the vector FMAs.
+// A group of G heads goes through passes of m = ceil(G / passes) heads; the last pass starts at
+// G - m, so it may repeat heads of the one before: their scores are not copied twice, and their
+// probability rows are zero in its P·V (adding +0.0 leaves an accumulator as it is; a NaN value
+// made those rows NaN already). A head's bits depend neither on the pass size nor on its place in a
+// pass (tdpbf16ps computes each element alike whatever the tile shape: docs/perf.md, round 3;
+// amx::scores sums in a fixed order), so neither the thread count nor the head blocking changes
+// them.
+
+/// The matrix engine for chunk_impl. Tiles: the tile operations (amx::HwTiles, or the tests'
+/// model); kPv: P·V on tiles (else on the vector FMAs); kHeads: the most query heads of one tile
+/// pass (amx::kMaxHeads on the CPU; the tests lower it to check that the bits do not move).
+template <class Tiles, bool kPv, int kHeads = amx::kMaxHeads>
+struct TileEngine {
+  static_assert(1 <= kHeads && kHeads <= amx::kMaxHeads, "a tile pass holds 1..16 heads");
+  static constexpr bool kOnTiles = true;
+  static constexpr bool kPvOnTiles = kPv;
+
+  /// Tile passes for a group of G heads, and the heads of each (all passes the same size, so one
+  /// tile configuration serves the whole task).
+  static constexpr int64_t passes(int64_t group) { return (group + kHeads - 1) / kHeads; }
+  static constexpr int64_t pass_heads(int64_t group) {
+    return (group + passes(group) - 1) / passes(group);
+  }
+  /// Packed query heads a task holds at most: kv heads per task (ifa_schedule: at most
+  /// kIfaMaxGroup / G) x passes x heads per pass, over every group size.
+  static constexpr int64_t max_packed_heads() {
+    int64_t most = 0;
+    for (int64_t g = 1; g <= kIfaMaxGroup; ++g) {
+      const int64_t heads = kIfaMaxGroup / g * passes(g) * pass_heads(g);
+      most = heads > most ? heads : most;
+    }
+    return most;
+  }
+
+  /// The tile configuration of a task (loaded at its start, released at its end).
+  struct Scope : amx::BasicTileScope<Tiles> {
+    explicit Scope(int64_t group)
+        : amx::BasicTileScope<Tiles>(amx::decode_palette(static_cast<int>(pass_heads(group)))) {}
+  };
+};
+
+template <class Tiles, bool kPv, int kHeads, KvKind kKind>
+class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
+  using Engine = TileEngine<Tiles, kPv, kHeads>;
+  static constexpr amx::KvType kType = kKind == KvKind::kInt8   ? amx::KvType::kInt8
+                                       : kKind == KvKind::kBf16 ? amx::KvType::kBf16
+                                                                : amx::KvType::kFp16;
+  // Pieces of the query: a bf16 query (bf16 KV) is one piece, an fp16 query (fp16 KV) two, int8
+  // KV's query scaled by the antiquant scale (fp32) three; all exact. Validation pairs a bf16 or
+  // fp16 cache with a query of its own type.
+  static constexpr int kQueryPieces = kKind == KvKind::kInt8 ? 3 : (kKind == KvKind::kBf16 ? 1 : 2);
+  // Pieces of the fp32 probabilities: three make each product exact (two would leave 2^-16 of
+  // each weight, a quarter of the fp32 output's tolerance).
+  static constexpr int kProbPieces = amx::kMaxPieces;
+  static constexpr int64_t kEs = kv_elem_size<kKind>();
+  static constexpr size_t kPackedHeads = static_cast<size_t>(Engine::max_packed_heads());
+  static constexpr size_t kQueryElems =
+      kPackedHeads * amx::query_pack_size(1, kIfaMaxHeadDim, kQueryPieces);
+
+ public:
+  // The packed queries of the task's kv heads (work[0, num_kv), each initialised: the slot holds
+  // its fp32 queries).
+  void init(const IfaProblem& p, const IfaLayout& l, const KvHeadWork<kKind>* work,
+            int64_t num_kv) {
+    group_ = p.group;
+    d_ = static_cast<int>(p.head_dim);
+    hf_ = l.head_floats;
+    passes_ = Engine::passes(group_);
+    m_ = static_cast<int>(Engine::pass_heads(group_));
+    pass_elems_ = amx::query_pack_size(m_, d_, kQueryPieces);
+    assert(static_cast<size_t>(num_kv * passes_) * pass_elems_ <= kQueryElems);
+    for (int64_t k = 0; k < num_kv; ++k) {
+      for (int64_t b = 0; b < passes_; ++b) {
+        const float* q = work[k].slot_ + pass_start(b) * hf_ + l.dp;
+        amx::pack_query_f32(q, hf_, m_, d_, kQueryPieces, qpack(k, b));
+      }
+    }
+  }
+
+  // Scores of the tile's rows against every head of kv head k (work w) into s[g][0, rows.n).
+  void score_tile(int64_t k, const KvHeadWork<kKind>& w, const TileRows& rows,
+                  float (*s)[kIfaTile]) {
+    const int64_t n = rows.n;
+    for (int64_t i = 0; i < rows.n_next; ++i) {
+      prefetch_row(rows.k_next[i] + w.k_head_off_, w.k_bytes_);
+    }
+    // Runs of rows a tile operand can take as they are: [start, start + len) at one stride.
+    int64_t run_start[kIfaTile], run_len[kIfaTile];
+    ptrdiff_t run_stride[kIfaTile];
+    int64_t runs = 0;
+    for (int64_t j = 0; j < n;) {
+      int64_t len = 1;
+      ptrdiff_t stride = 0;
+      if (w.k_sdim_ != 1) {
+        len = min_i64(amx::kTileRows, n - j);  // staged, amx::kTileRows rows at a time
+      } else if (j + 1 < n) {
+        stride = rows.k[j + 1] - rows.k[j];
+        len = 2;
+        while (j + len < n && rows.k[j + len] - rows.k[j + len - 1] == stride) ++len;
+      }
+      run_start[runs] = j, run_len[runs] = len, run_stride[runs] = stride / kEs;
+      ++runs;
+      j += len;
+    }
+    for (int64_t b = 0; b < passes_; ++b) {
+      const uint16_t* qp = qpack(k, b);
+      for (int64_t r = 0; r < runs; ++r) {
+        const int64_t j = run_start[r];
+        const void* k0 = rows.k[j] + w.k_head_off_;
+        ptrdiff_t stride = run_stride[r];
+        if (w.k_sdim_ != 1) {
+          stage_rows(rows, j, run_len[r], w.k_head_off_, w.k_sdim_);
+          k0 = kstage_;
+          stride = d_;
+        }
+        amx::scores<Tiles, kType>(k0, stride, static_cast<int>(run_len[r]), d_, qp, m_,
+                                  kQueryPieces, st_ + j * amx::kMaxHeads, amx::kMaxHeads);
+      }
+      const int64_t g0 = pass_start(b);
+      for (int64_t i = b * m_ - g0; i < m_; ++i) {
+        float* sg = s[g0 + i];
+        for (int64_t j = 0; j < n; ++j) sg[j] = st_[j * amx::kMaxHeads + i];
+      }
+    }
+  }
+
+  // acc_g += sum over the tile's rows of p_g[i] * v_i for every head of the kv head of w (s: the
+  // weights, KvHeadWork::fold). buf: KvHeadWork::pv_block_at's staging, for the FMA fallback.
+  void pv_tile(const KvHeadWork<kKind>& w, const TileRows& rows, float (*s)[kIfaTile], float* buf) {
+    const int n = static_cast<int>(rows.n);
+    for (int64_t i = 0; i < rows.n_next; ++i) {
+      prefetch_row(rows.v_next[i] + w.v_head_off_, w.v_bytes_);
+    }
+    bool finite;
+    if (kKind == KvKind::kBf16 && w.v_sdim_ == 1) {
+      const uint16_t* v[kIfaTile];
+      for (int i = 0; i < n; ++i) {
+        v[i] = reinterpret_cast<const uint16_t*>(rows.v[i] + w.v_head_off_);
+      }
+      finite = amx::pack_value_rows_bf16_avx512(v, n, d_, vpack_);
+    } else {
+      const void* v[kIfaTile];
+      for (int i = 0; i < n; ++i) v[i] = rows.v[i] + w.v_head_off_;
+      finite = amx::pack_value_rows<kType>(v, w.v_sdim_, n, d_, vpack_);
+    }
+    if (!finite) {
+      for (int64_t i0 = 0; i0 < n; i0 += kPvRows) {
+        w.pv_block_at(rows, i0, min_i64(kPvRows, n - i0), s, buf);
+      }
+      return;
+    }
+    for (int64_t b = 0; b < passes_; ++b) {
+      const int64_t g0 = pass_start(b);
+      amx::pack_probs(s[g0], kIfaTile, m_, n, kProbPieces, ppack_);
+      // Heads the pass before accumulated already: zero weights.
+      for (int64_t i = 0; i < b * m_ - g0; ++i) {
+        for (int q = 0; q < kProbPieces; ++q) {
+          std::memset(ppack_ + (q * m_ + i) * amx::kTileK, 0, amx::kTileRowBytes);
+        }
+      }
+      amx::pv_accumulate<Tiles>(ppack_, m_, kProbPieces, vpack_, amx::kv_pieces(kType), d_,
+                                w.slot_ + g0 * hf_, hf_);
+    }
+  }
+
+ private:
+  // The first head of pass b (the last pass ends at the group's last head).
+  int64_t pass_start(int64_t b) const { return min_i64(b * m_, group_ - m_); }
+  uint16_t* qpack(int64_t k, int64_t b) {
+    return qpack_ + static_cast<size_t>(k * passes_ + b) * pass_elems_;
+  }
+  // Rows [j, j + len) of a strided-channel cache copied, element for element, into kstage_ as
+  // contiguous rows of d_ channels.
+  void stage_rows(const TileRows& rows, int64_t j, int64_t len, int64_t head_off, int64_t sdim) {
+    for (int64_t r = 0; r < len; ++r) {
+      const std::byte* src = rows.k[j + r] + head_off;
+      std::byte* dst = kstage_ + r * d_ * kEs;
+      for (int64_t x = 0; x < d_; ++x) std::memcpy(dst + x * kEs, src + x * sdim * kEs, kEs);
+    }
+  }
+
+  int64_t group_, hf_, passes_;
+  int m_, d_;
+  size_t pass_elems_;
+  alignas(64) float st_[kIfaTile * amx::kMaxHeads];  // one pass's scores, key-major
+  alignas(64) uint16_t qpack_[kQueryElems];
+  alignas(64) std::byte kstage_[amx::kTileRows * kIfaMaxHeadDim * kEs];
+  alignas(64) uint16_t vpack_[kPv ? amx::value_pack_size(kIfaMaxHeadDim, kType) : 1];
+  alignas(64) uint16_t ppack_[amx::prob_pack_size(amx::kMaxHeads, kProbPieces)];
+};

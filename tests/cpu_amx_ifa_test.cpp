@@ -1,0 +1,143 @@
+// The IFA kernel on the matrix engine (src/cpu/ifa/ifa_tiles-inl.h) against the fp64 reference
+// over every case of the shared IFA case list (support/ifa_cases.hpp), every output element, at
+// 1, 2 and 5 threads, with the other ISAs' tolerances (support/compare.hpp); the worst
+// |diff| / bound per engine and output dtype is printed when the program ends.
+//   - Emulated: the body on the software model of the tiles (support/ifa_emu_tiles.hpp), both
+//     compile-time P·V choices, on every machine with AVX512-BF16: the same bits at every thread
+//     count, and with tile passes of at most 3 heads instead of 16 (head blocking);
+//   - Hardware: the cpu-amx entry's kernels on the CPU's tiles, skipped (with the reason) where the
+//     amx level is not detected.
+// The kernels run the way a backend entry runs them (support/ifa_run.hpp, run_ifa_kernels), with
+// the kernel table chosen here rather than by the backend list. tests/nonfinite_test.cpp and
+// tests/ifa_determinism_test.cpp run the emulated engines too (support/ifa_run.hpp, ifa_paths).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/lists.hpp"
+#include "cpu/ifa/ifa_kernel.hpp"
+#include "cpu/ifa/ifa_kernel_isa.hpp"
+#include "cpu/isa.hpp"
+#include "ifa_reference.hpp"
+#include "support/compare.hpp"
+#include "support/ifa_cases.hpp"
+#include "support/ifa_emu_tiles.hpp"
+#include "support/ifa_run.hpp"
+
+namespace kvflash::testing {
+namespace {
+
+constexpr int kThreadCounts[] = {1, 2, 5};
+
+// Worst |diff| / bound per "engine dtype", printed at the end.
+std::map<std::string, double>& worst_by_engine() {
+  static std::map<std::string, double> w;
+  return w;
+}
+
+class WorstPrinter : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const auto& [key, w] : worst_by_engine()) {
+      std::printf("amx ifa worst err/tol %s: %.3g\n", key.c_str(), w);
+    }
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kWorstPrinter =
+    ::testing::AddGlobalTestEnvironment(new WorstPrinter);
+
+// Runs case c on kernels k at every thread count: each run against the reference, and the output
+// (and LSE) bits equal at every thread count. Returns the output bytes of the first run.
+std::vector<std::byte> check_case(const IfaCase& c, IfaCaseData& data,
+                                  const reference::IfaReference& ref, const char* engine,
+                                  const cpu::IfaKernels& k) {
+  std::vector<std::byte> first_out, first_lse;
+  for (int threads : kThreadCounts) {
+    SCOPED_TRACE(std::string("engine=") + engine + " threads=" + std::to_string(threads));
+    data.poison_outputs();
+    data.mutable_args().num_threads = threads;
+    EXPECT_TRUE(run_ifa_kernels(data.args(), k)) << c.name();
+    double worst = 0.0;
+    IfaCompareOptions options;
+    options.allow_mostly_empty = c.expect_mostly_empty;
+    options.worst = &worst;
+    EXPECT_TRUE(compare_ifa_output(c.name(), data.args(), ref, options));
+    double& w = worst_by_engine()[std::string(engine) + " " + dtype_name(c.out_dtype)];
+    w = std::max(w, worst);
+    if (first_out.empty()) {
+      first_out = data.output_bytes();
+      first_lse = data.lse_bytes();
+      continue;
+    }
+    EXPECT_TRUE(data.output_bytes() == first_out)
+        << c.name() << ": output bits differ from 1 thread";
+    EXPECT_TRUE(data.lse_bytes() == first_lse) << c.name() << ": LSE bits differ from 1 thread";
+  }
+  return first_out;
+}
+
+class AmxIfaEmulated : public ::testing::TestWithParam<IfaCase> {};
+
+TEST_P(AmxIfaEmulated, MatchesReference) {
+  if (cpu::detected_isa() < cpu::Isa::kAvx512Bf16) {
+    GTEST_SKIP() << "the emulated engine's vector parts need AVX512-BF16";
+  }
+  const IfaCase& c = GetParam();
+  IfaCaseData data(c);
+  const reference::IfaReference ref = reference::ifa_reference(data.args());
+  const std::vector<std::byte> tiles = check_case(c, data, ref, "emulated", kIfaKernelsEmuTiles);
+  check_case(c, data, ref, "emulated-pv-fma", kIfaKernelsEmuTilesPvFma);
+  // Passes of at most 3 heads (G > 3 then takes several, the last one overlapping): same bits.
+  data.poison_outputs();
+  data.mutable_args().num_threads = 2;
+  ASSERT_TRUE(run_ifa_kernels(data.args(), kIfaKernelsEmuTilesNarrow)) << c.name();
+  EXPECT_TRUE(data.output_bytes() == tiles)
+      << c.name() << ": tile passes of 3 heads change the output bits";
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AmxIfaEmulated, ::testing::ValuesIn(ifa_cases_for_run()),
+                         [](const ::testing::TestParamInfo<IfaCase>& info) {
+                           return info.param.test_name();
+                         });
+
+class AmxIfaHardware : public ::testing::TestWithParam<IfaCase> {};
+
+TEST_P(AmxIfaHardware, MatchesReference) {
+  if (cpu::detected_isa() < cpu::Isa::kAmx) {
+    GTEST_SKIP() << "no amx level: " << cpu::amx_unavailable_reason();
+  }
+  const IfaCase& c = GetParam();
+  IfaCaseData data(c);
+  const reference::IfaReference ref = reference::ifa_reference(data.args());
+  check_case(c, data, ref, "hardware", cpu::amx::kIfaKernels);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AmxIfaHardware, ::testing::ValuesIn(ifa_cases_for_run()),
+                         [](const ::testing::TestParamInfo<IfaCase>& info) {
+                           return info.param.test_name();
+                         });
+
+// The entry is in IFA's backend list, and where it cannot run its reason is the detection's.
+TEST(AmxIfaEntry, ListedWithItsReason) {
+  const char* why = nullptr;
+  bool listed = false;
+  for (const IfaBackend& b : ifa_backends()) {
+    if (std::string(b.name) != "cpu-amx") continue;
+    listed = true;
+    EXPECT_EQ(b.device, DeviceType::kHost);
+    if (!b.available(&why)) {
+      ASSERT_NE(why, nullptr);
+      EXPECT_NE(std::string(why), "");
+      GTEST_SKIP() << "cpu-amx unavailable: " << why;
+    }
+  }
+  EXPECT_TRUE(listed) << "no cpu-amx entry in ifa_backends()";
+}
+
+}  // namespace
+}  // namespace kvflash::testing
