@@ -4,7 +4,8 @@
 // |diff| / bound per engine and output dtype is printed when the program ends.
 //   - Emulated: the body on the software model of the tiles (support/ifa_emu_tiles.hpp), both
 //     compile-time P·V choices, on every machine with AVX512-BF16: the same bits at every thread
-//     count, and with tile passes of at most 3 heads instead of 16 (head blocking);
+//     count, and with tile passes of at most 3 heads instead of 16 (head blocking); the
+//     avx512bf16 kernels run beside them, for their worst err/tol;
 //   - Hardware: the cpu-amx entry's kernels on the CPU's tiles, skipped (with the reason) where the
 //     amx level is not detected.
 // The kernels run the way a backend entry runs them (support/ifa_run.hpp, run_ifa_kernels), with
@@ -92,6 +93,8 @@ TEST_P(AmxIfaEmulated, MatchesReference) {
   const reference::IfaReference ref = reference::ifa_reference(data.args());
   const std::vector<std::byte> tiles = check_case(c, data, ref, "emulated", kIfaKernelsEmuTiles);
   check_case(c, data, ref, "emulated-pv-fma", kIfaKernelsEmuTilesPvFma);
+  // The vector kernels of the level below, for their worst err/tol beside these.
+  check_case(c, data, ref, "avx512bf16", cpu::avx512::kIfaKernelsBf16);
   // Passes of at most 3 heads (G > 3 then takes several, the last one overlapping): same bits.
   data.poison_outputs();
   data.mutable_args().num_threads = 2;

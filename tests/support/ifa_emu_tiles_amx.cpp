@@ -22,13 +22,18 @@ namespace kvflash::cpu::avx512::amx_ifa_emu {
 #define KVFLASH_IFA_TILES 1
 #include "cpu/ifa/ifa_kernel-inl.h"
 // clang-format on
+
+// The tile model under a type of this namespace, so the microkernel templates instantiated on it
+// here (amx::scores, amx::pv_accumulate, with this unit's flags) are its own, not the plain
+// tests' instantiations on testing::EmuTiles (tests/cpu_amx_test.cpp).
+struct Tiles : testing::EmuTiles {};
 }  // namespace kvflash::cpu::avx512::amx_ifa_emu
 
 namespace kvflash::testing {
 namespace {
 namespace body = cpu::avx512::amx_ifa_emu;
 template <bool kPv, int kHeads = cpu::amx::kMaxHeads>
-using Emu = body::ifa_detail::TileEngine<EmuTiles, kPv, kHeads>;
+using Emu = body::ifa_detail::TileEngine<body::Tiles, kPv, kHeads>;
 }  // namespace
 
 const cpu::IfaKernels kIfaKernelsEmuTiles = {body::ifa_chunk_on<Emu<true>>, body::ifa_merge, false};
