@@ -1,7 +1,8 @@
 // The run path never allocates: after a first run (which may start the library's worker threads),
 // IfaPlan::run and SfaPlan::run on every case of the shared lists (and the FIA and LI kernels'
-// runs), at several thread counts, make no call to operator new, on any thread. This executable
-// replaces the global allocation functions to count them.
+// runs, and the IFA body on the emulated matrix engine), at several thread counts, make no call to
+// operator new, on any thread. This executable replaces the global allocation functions to count
+// them.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,15 +12,20 @@
 #include <new>
 #include <vector>
 
+#include "cpu/ifa/ifa_kernel.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/li/li_kernel.hpp"
 #include "kvflash/fia.hpp"
 #include "kvflash/ifa.hpp"
 #include "kvflash/li.hpp"
 #include "kvflash/sfa.hpp"
+#include "ops/ifa/ifa_bind.hpp"
+#include "ops/ifa/ifa_problem.hpp"
+#include "ops/ifa/ifa_validate.hpp"
 #include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
+#include "support/ifa_emu_tiles.hpp"
 #include "support/li_cases.hpp"
 #include "support/sfa_cases.hpp"
 
@@ -112,6 +118,30 @@ void expect_no_allocation(const std::vector<Case>& cases) {
 
 TEST(NoAllocation, IfaRunOnEveryCase) {
   expect_no_allocation<IfaPlan, IfaCaseData>(ifa_cases_for_run());
+}
+
+// The IFA body on the emulated matrix engine (support/ifa_emu_tiles.hpp), the code the cpu-amx
+// entry runs: cpu::ifa_run on the validated, bound problem (what the entry's run calls).
+TEST(NoAllocation, IfaEmulatedTilesRunOnEveryCase) {
+  if (cpu::detected_isa() < cpu::Isa::kAvx512Bf16) GTEST_SKIP() << "the model needs AVX512-BF16";
+  for (const IfaCase& c : ifa_cases_for_run()) {
+    IfaCaseData data(c);
+    core::IfaProblem p;
+    ASSERT_EQ(ifa::validate_ifa(data.args(), &p), Status::kSuccess) << last_error_message();
+    core::IfaData d;
+    ifa::bind_data(p, data.args(), &d);
+    std::vector<std::byte> ws(cpu::ifa_workspace_size(p));
+    for (const cpu::IfaKernels* k : {&kIfaKernelsEmuTiles, &kIfaKernelsEmuTilesPvFma}) {
+      for (int threads : kThreads) {
+        const core::RunContext ctx{threads, ws.data(), ws.size(), nullptr};
+        ASSERT_EQ(cpu::ifa_run(p, d, ctx, *k), Status::kSuccess);  // warm
+        Status st = Status::kRuntime;
+        const int64_t n = allocations_during([&] { st = cpu::ifa_run(p, d, ctx, *k); });
+        ASSERT_EQ(st, Status::kSuccess) << last_error_message();
+        ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
+      }
+    }
+  }
 }
 
 TEST(NoAllocation, SfaRunOnEveryCase) {
