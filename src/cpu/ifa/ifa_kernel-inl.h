@@ -1,7 +1,9 @@
 // The IFA kernel body, written once against the thin vector type. No include guard on purpose:
 // each ifa_kernel_<isa>.cpp includes it inside its own namespace (kvflash::cpu::<isa>) after
 // simd_<isa>.h, simd_math-inl.h and softmax_state.h, with <cstring>,
-// ops/ifa/ifa_problem.hpp and cpu/ifa/ifa_workspace.hpp included before the namespace.
+// ops/ifa/ifa_problem.hpp and cpu/ifa/ifa_workspace.hpp included before the namespace. A unit
+// that defines KVFLASH_IFA_TILES also gets the matrix-engine half (ifa_tiles-inl.h, which needs
+// <cassert> and cpu/amx/amx_kernels.hpp before the namespace): ifa_chunk_on<TileEngine<...>>.
 //
 // Per chunk task: the G query heads of kv head n2 are processed together, so each K and V row is
 // read from memory once; a task covers one chunk for a few adjacent kv heads, tile by tile and
