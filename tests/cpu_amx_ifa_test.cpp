@@ -108,6 +108,44 @@ INSTANTIATE_TEST_SUITE_P(Cases, AmxIfaEmulated, ::testing::ValuesIn(ifa_cases_fo
                            return info.param.test_name();
                          });
 
+// Groups of more than 16 heads, which the entry's engine cuts into several tile passes, the last
+// one overlapping the one before where 16 does not divide them evenly (G = 17: passes at heads 0
+// and 8 of 9 each; 35: 0, 12, 23; 50: 0, 13, 26, 37), and a task of 3 kv heads x 2 passes of 9.
+std::vector<IfaCase> wide_group_cases() {
+  struct Shape {
+    int64_t n, kvn, d;
+    DType q, kv, out;
+    int64_t block_size;  // 0: contiguous
+  };
+  constexpr DType kF16 = DType::kFloat16, kBf16 = DType::kBFloat16, kI8 = DType::kInt8;
+  const Shape shapes[] = {
+      {17, 1, 64, kF16, kF16, kF16, 0},    {51, 3, 128, kBf16, kBf16, kBf16, 16},
+      {35, 1, 80, kF16, kI8, kF16, 0},     {50, 1, 64, kBf16, kBf16, DType::kFloat32, 0},
+      {40, 2, 128, kBf16, kI8, kBf16, 32}, {64, 1, 64, kF16, kF16, kF16, 0},
+  };
+  std::vector<IfaCase> cases;
+  for (const Shape& sh : shapes) {
+    IfaCase c;
+    c.layout = IfaLayout::kBsnd;
+    c.q_dtype = sh.q, c.kv_dtype = sh.kv, c.out_dtype = sh.out;
+    c.batch = 2;
+    c.num_heads = sh.n, c.num_kv_heads = sh.kvn, c.head_dim = sh.d;
+    c.kv_lens = {70, 33};
+    c.lse = true;
+    if (sh.kv == kI8) c.antiquant = QuantMode::kPerChannel;
+    if (sh.block_size > 0) c.paged = true, c.block_size = sh.block_size;
+    c.tag = "widegroup";
+    EXPECT_EQ(c.inconsistency(), "") << c.name();
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(WideGroups, AmxIfaEmulated, ::testing::ValuesIn(wide_group_cases()),
+                         [](const ::testing::TestParamInfo<IfaCase>& info) {
+                           return info.param.test_name();
+                         });
+
 class AmxIfaHardware : public ::testing::TestWithParam<IfaCase> {};
 
 TEST_P(AmxIfaHardware, MatchesReference) {
