@@ -162,6 +162,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, AmxIfaHardware, ::testing::ValuesIn(ifa_cases_fo
                          [](const ::testing::TestParamInfo<IfaCase>& info) {
                            return info.param.test_name();
                          });
+INSTANTIATE_TEST_SUITE_P(WideGroups, AmxIfaHardware, ::testing::ValuesIn(wide_group_cases()),
+                         [](const ::testing::TestParamInfo<IfaCase>& info) {
+                           return info.param.test_name();
+                         });
 
 // The entry is in IFA's backend list, and where it cannot run its reason is the detection's.
 TEST(AmxIfaEntry, ListedWithItsReason) {
