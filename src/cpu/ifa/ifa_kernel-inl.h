@@ -876,6 +876,18 @@ inline void write_row(const IfaProblem& p, const IfaData& dt, const IfaLayout& l
   }
 }
 
+// Head h's learnable sink, widened.
+inline float sink_f32(const IfaProblem& p, const IfaData& d, int64_t h) {
+  if (p.sink_dtype == DType::kFloat32) {
+    float x;
+    std::memcpy(&x, static_cast<const float*>(d.sink) + h, sizeof(x));
+    return x;
+  }
+  uint16_t x;
+  std::memcpy(&x, static_cast<const uint16_t*>(d.sink) + h, sizeof(x));
+  return p.sink_dtype == DType::kFloat16 ? fp16_to_f32(x) : bf16_to_f32(x);
+}
+
 inline void write_lse(const IfaProblem& p, const IfaData& d, int64_t b, int64_t h, float lse) {
   if (d.lse != nullptr) d.lse[b * p.lse_s0 + h * p.lse_s1] = lse;
 }
@@ -928,7 +940,7 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
     if (num_chunks == 0 || (p.zero_fully_masked_rows && !any_unmasked)) {
       for (int64_t i = 0; i < p.head_dim; ++i) zeros[i] = 0.0f;
       write_row(p, dt, l, base, b, h, zeros);
-      write_lse(p, dt, b, h, kNegInf);
+      write_lse(p, dt, b, h, p.empty_lse);
       continue;
     }
     // Fixed-order log-sum-exp merge into chunk 0's accumulator. A part of weight 0 is still
@@ -949,6 +961,8 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
       }
     }
     total.sum = softmax_final_sum(total);
+    // The sink joins the sum, not the max (FIA's D8: docs/fia-semantics.md).
+    if (p.has_sink) total.sum += exp_scalar(sink_f32(p, dt, h) - m_total);
     const Vec inv_div = vset1(total.sum);
     for (int64_t i = 0; i < dp; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), inv_div));
     write_row(p, dt, l, base, b, h, acc);

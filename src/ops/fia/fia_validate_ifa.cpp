@@ -1,8 +1,24 @@
 // D4: FIA's Q_S = 1 decode branch is IFA's semantics and runs IFA's kernels. The call becomes
 // IncreFlashAttention's arguments (zero_fully_masked_rows: D2's row-invalid correction) and IFA's
-// own validator plans it, when IFA expresses it: same output layout as the query's, no LSE (an
-// empty row's is +inf here, -inf in IFA), no shared prefix, sink, split or per-token antiquant.
-// Anything else, or anything IFA's validator refuses, runs on the FIA kernel's split-KV path.
+// own validator plans it; what IFA's arguments cannot say is then set in the IFA problem from
+// FIA's validated one (the extension fields of core::IfaParams):
+//   - the output's and LSE's strides (any output layout: BNSD_NBSD, BNSD_BSND, TND_NTD, ...), the
+//     LSE's shape (B, N, 1, 1) or (T, N, 1), and an empty row's LSE (+inf here, -inf in IFA);
+//   - the learnable sink (D8);
+//   - int8 K / V parameters combined or split, per tensor or per channel (FiaParams::k_dq /
+//     v_dq), as fp32 tables the IFA workspace expands;
+//   - a TND / NTD call over a paged cache whose every request has one query row (vllm-ascend's
+//     decode step): the query as BSND (B = T, S = 1), and the visible band of sparse modes 0 / 2 /
+//     3 / 4 for that row as each request's attended range (kv_start, kv_len).
+// What stays on the FIA kernel's split-KV path, because IFA's kernels have no place for it:
+// per-token antiquant (mode 1: a scale per position, not foldable into the query), a shared
+// prefix (a second K/V source), MLA rope (a second score term), a value head dim other than the
+// key's, a TND call that reads a full mask or pse, a non-paged TND call (cumulative KV), a TND
+// call with rows past the last cumulative length; and anything IFA's validator refuses (its own
+// rules, e.g. an int8 paged cache's block size a multiple of 32).
+// docs/conventions.md ("FIA's decode branch") lists the same.
+#include <algorithm>
+#include <limits>
 #include <string>
 
 #include "core/error.hpp"
@@ -11,33 +27,84 @@
 #include "ops/ifa/ifa_validate.hpp"
 
 namespace kvflash::fia {
+namespace {
+
+// FIA's TND decode: every request one row, rows t = b (no padding rows), a paged cache, and
+// nothing read per (row, position) that IFA indexes otherwise (full mask, pse).
+bool tnd_decode(const FiaArgs& a, const FiaShape& s, const core::FiaProblem& p) {
+  if (!s.tnd || a.prompt || s.rope || !s.paged || p.params.has_mask || p.params.has_pse)
+    return false;
+  if (s.T != s.B) return false;
+  for (int64_t b = 0; b < s.B; ++b)
+    if (s.q_len[b] != 1 || s.q_first[b] != b) return false;
+  return true;
+}
+
+core::View3 dequant_view(const cpu::FiaDequant& q, bool offset) {
+  core::View3 v;
+  v.present = !offset || q.has_offset;
+  v.dtype = q.dtype;
+  const bool channel = q.mode == cpu::FiaDequant::Mode::kChannel;
+  v.s1 = channel ? q.chan_head : 0;
+  v.s2 = channel ? 1 : 0;
+  return v;
+}
+
+}  // namespace
 
 Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p) {
   p->use_ifa = false;
-  const bool expressible = s.decode && s.in == s.out && !a.softmax_lse_flag &&
-                           !a.key_shared_prefix && !a.learnable_sink && !a.key_antiquant_scale &&
-                           !a.value_antiquant_scale && a.antiquant_mode == 0;
+  const cpu::FiaParams& fp = p->params;
+  const bool tnd = tnd_decode(a, s, *p);
+  const bool token = fp.kv_int8 && (fp.k_dq.mode == cpu::FiaDequant::Mode::kToken ||
+                                    fp.v_dq.mode == cpu::FiaDequant::Mode::kToken);
+  const bool expressible = (s.decode || tnd) && !a.key_shared_prefix && !token && s.D == s.Dv;
   if (!expressible) return Status::kSuccess;
   IfaArgs i;
+  std::string layout = s.in;
   i.query = a.query;
+  if (tnd) {
+    // (T, N, D) or (N, T, D) with T = B as BSND (B, 1, N, D), or as BNSD (B, N, 1, D) over a
+    // BnNBsD cache (IFA pairs a 4-D cache with BNSD only).
+    const int t_axis = s.in == "TND" ? 0 : 1, n_axis = 1 - t_axis;
+    const TensorView& q = a.query;
+    const int64_t st = q.strides[t_axis], sn = q.strides[n_axis], sd = q.strides[2];
+    const bool bnsd = a.key[0].rank == 4;
+    i.query.rank = 4;
+    i.query.shape =
+        bnsd ? decltype(q.shape){s.B, s.N, 1, s.D} : decltype(q.shape){s.B, 1, s.N, s.D};
+    i.query.strides =
+        bnsd ? decltype(q.strides){st, sn, st, sd} : decltype(q.strides){st, st, sn, sd};
+    layout = bnsd ? "BNSD" : "BSND";
+  }
+  // A contiguous output of the query's shape stands for the real one, whose strides replace
+  // IFA's below (IFA's validator reads no data).
+  const TensorView& o = a.attention_out;
+  i.attention_out = TensorView::contiguous(
+      o.data, o.dtype, std::span<const int64_t>(i.query.shape.data(), i.query.rank));
+  i.attention_out.device = o.device;
   i.key = a.key;
   i.value = a.value;
   i.pse_shift = a.pse_shift;
-  if (p->params.has_mask) i.atten_mask = a.atten_mask;  // modes 2-4's mask is never read
-  i.actual_seq_lengths = a.actual_seq_lengths_kv;       // IFA's lengths are the KV lengths
+  if (fp.has_mask) i.atten_mask = a.atten_mask;    // modes 2-4's mask is never read
+  i.actual_seq_lengths = a.actual_seq_lengths_kv;  // IFA's lengths are the KV lengths
   i.quant_scale2 = a.quant_scale2;
   i.quant_offset2 = a.quant_offset2;
-  i.antiquant_scale = a.antiquant_scale;
-  i.antiquant_offset = a.antiquant_offset;
+  if (fp.kv_int8) {
+    // A per-tensor stand-in passes IFA's antiquant checks; the real parameters (FIA's, already
+    // validated) replace it below.
+    const TensorView& sc = a.key_antiquant_scale ? *a.key_antiquant_scale : *a.antiquant_scale;
+    i.antiquant_scale = TensorView::contiguous(sc.data, a.query.dtype, {2});
+    i.antiquant_scale->device = sc.device;
+  }
   i.block_table = a.block_table;
   if (p->kv_padding) i.kv_padding_size = a.kv_padding_size;
   i.num_heads = a.num_heads;
   i.scale_value = a.scale;
-  i.input_layout = s.in;
+  i.input_layout = layout;
   i.num_key_value_heads = a.num_key_value_heads;
   i.block_size = a.block_size;
-  i.inner_precise = a.inner_precise;
-  i.attention_out = a.attention_out;
+  i.inner_precise = a.inner_precise % 2;  // 2 / 3: D2's correction, which zero_fully_masked_rows is
   i.zero_fully_masked_rows = true;
   core::IfaProblem ifa;
   const Status st = ifa::validate_ifa(i, &ifa);
@@ -45,6 +112,35 @@ Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem*
   if (st != Status::kSuccess) {
     core::clear_error();  // a refusal is not an error: the FIA kernel runs the call
     return Status::kSuccess;
+  }
+  // Output and LSE element strides of (b, h): TND rows are requests (t = b).
+  ifa.out_s0 = tnd ? fp.o_row : p->o_batch;
+  ifa.out_s1 = fp.o_head;
+  ifa.out_s2 = 1;
+  ifa.has_lse = fp.has_lse;
+  ifa.lse_s0 = tnd ? fp.lse_row : p->lse_batch;
+  ifa.lse_s1 = fp.lse_head;
+  ifa.empty_lse = std::numeric_limits<float>::infinity();  // D5
+  ifa.has_sink = fp.has_sink;
+  ifa.sink_dtype = fp.sink_dtype;
+  if (fp.kv_int8) {
+    ifa.antiquant = core::AntiquantMode::kPerChannel;  // the kernel reads the expanded tables only
+    ifa.split_antiquant = true;
+    ifa.antiquant_scale = dequant_view(fp.k_dq, false);
+    ifa.antiquant_offset = dequant_view(fp.k_dq, true);
+    ifa.antiquant_scale_v = dequant_view(fp.v_dq, false);
+    ifa.antiquant_offset_v = dequant_view(fp.v_dq, true);
+  }
+  if (tnd) {
+    // Request b's one row sees positions [band_lo, band_hi] of [0, kv_len) (fia_band).
+    ifa.kv_start.assign(s.B, 0);
+    for (int64_t b = 0; b < s.B; ++b) {
+      const cpu::FiaBatch& bt = p->batches[b];
+      const int64_t lo = std::max<int64_t>(bt.band_lo, 0);
+      const int64_t hi = std::min<int64_t>(bt.band_hi, bt.kv_len - 1);
+      ifa.kv_start[b] = hi >= lo ? lo : 0;
+      ifa.kv_len[b] = hi >= lo ? hi - lo + 1 : 0;
+    }
   }
   p->ifa = std::move(ifa);
   p->use_ifa = true;
