@@ -1,8 +1,8 @@
 // Which kernels a FIA decode call plans onto (D4: IFA's, src/ops/fia/fia_validate_ifa.cpp). The
 // split-KV path of the FIA kernel computes the same result 2-3x slower (docs/perf.md), so only a
 // test of the route catches a regression to it: every case of the shared list that is a decode
-// call IFA's kernels express must plan onto them, and the ones they cannot express (per-token
-// antiquant, a shared prefix, MLA rope, ...) must not. The predicate below is written from the
+// call IFA's kernels express must plan onto them, and the ones they cannot express (a shared
+// prefix, MLA rope, ...) must not. The predicate below is written from the
 // documented rules (docs/conventions.md, "FIA's decode branch"), not from the validator's code.
 #include <gtest/gtest.h>
 
@@ -30,8 +30,6 @@ bool all_one(const std::vector<int64_t>& v) {
 // Whether c is a decode call that runs on IFA's kernels by the documented rules.
 bool expect_on_ifa(const FiaCase& c) {
   if (c.prompt || c.rope_dim > 0 || c.prefix_len > 0 || c.dv() != c.head_dim) return false;
-  if (c.antiquant == FiaAntiquant::kCombinedToken || c.antiquant == FiaAntiquant::kSplitToken)
-    return false;
   // IFA's own rule: a paged cache's block size a multiple of 16 (32 for int8).
   if (c.paged && c.block_size % (c.kv_dtype == DType::kInt8 ? 32 : 16) != 0) return false;
   if (!c.tnd()) {

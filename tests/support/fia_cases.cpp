@@ -469,10 +469,10 @@ std::vector<FiaCase> fia_cases(Tier tier) {
 
   // 7b. Decode calls on IFA's kernels beyond IFA's own arguments
   // (src/ops/fia/fia_validate_ifa.cpp):
-  //     other output layouts, LSE (empty rows +inf), learnable sink, split / per-tensor int8
-  //     parameters, and vllm-ascend's TND decode step over a paged cache in modes 0 / 2 / 3 / 4
-  //     (mode 4: a sliding window) with a sink. Per-token antiquant and a shared prefix stay on
-  //     the split-KV path (tests/fia_route_test.cpp asserts which route each case takes).
+  //     other output layouts, LSE (empty rows +inf), learnable sink, split / per-tensor /
+  //     per-token int8 parameters, and vllm-ascend's TND decode step over a paged cache in modes
+  //     0 / 2 / 3 / 4 (mode 4: a sliding window) with a sink. A shared prefix stays on the
+  //     split-KV path (tests/fia_route_test.cpp asserts which route each case takes).
   for (LayoutVariant lv : {LayoutVariant{FiaLayout::kBnsd, FiaOut::kNbsd},
                            {FiaLayout::kBnsd, FiaOut::kBsnd},
                            {FiaLayout::kBsh, FiaOut::kNbsd},
@@ -499,8 +499,9 @@ std::vector<FiaCase> fia_cases(Tier tier) {
     c.tag = "decode_sink";
     add(c);
   }
-  for (FiaAntiquant aq : {FiaAntiquant::kSplitChannel, FiaAntiquant::kCombinedTensor,
-                          FiaAntiquant::kCombinedChannel, FiaAntiquant::kSplitToken}) {
+  for (FiaAntiquant aq :
+       {FiaAntiquant::kSplitChannel, FiaAntiquant::kCombinedTensor, FiaAntiquant::kCombinedChannel,
+        FiaAntiquant::kSplitToken, FiaAntiquant::kCombinedToken}) {
     FiaCase c;  // int8 KV decode (vllm-ascend's C8: BNSD, split per-channel, inner_precise 1)
     c.layout = FiaLayout::kBnsd;
     c.q_dtype = c.out_dtype = DType::kBFloat16, c.kv_dtype = DType::kInt8;
@@ -509,6 +510,7 @@ std::vector<FiaCase> fia_cases(Tier tier) {
     c.pass_q_lens = false;
     c.antiquant = aq, c.lse = true;
     c.paged = aq == FiaAntiquant::kSplitChannel, c.block_size = 32;
+    if (aq == FiaAntiquant::kSplitToken) c.kv_padding = 5;  // per-token rows follow the padding
     c.tag = "decode_int8";
     add(c);
     if (aq == FiaAntiquant::kSplitChannel) {

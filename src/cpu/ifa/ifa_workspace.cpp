@@ -140,11 +140,18 @@ std::byte* ifa_prepare(const core::IfaProblem& p, const core::IfaData& data, con
     const int64_t n = 2 * p.num_kv_heads * p.head_dim;
     if (p.split_antiquant) {  // [scale, offset][key, value]: the value's from its own tensors
       const int64_t kd = p.num_kv_heads * p.head_dim;
-      expand(p.antiquant_scale, d->antiquant_scale, 1, p.num_kv_heads, p.head_dim, aq);
-      expand(p.antiquant_scale_v, d->antiquant_scale_v, 1, p.num_kv_heads, p.head_dim, aq + kd);
-      expand(p.antiquant_offset, d->antiquant_offset, 1, p.num_kv_heads, p.head_dim, aq + n);
-      expand(p.antiquant_offset_v, d->antiquant_offset_v, 1, p.num_kv_heads, p.head_dim,
-             aq + n + kd);
+      // Per-token parameters are applied per position by the kernel: the tables are 1 and 0.
+      auto table = [&](const core::View3& v, const void* data, bool token, bool scale, float* dst) {
+        if (token) {
+          std::fill(dst, dst + kd, scale ? 1.0f : 0.0f);
+        } else {
+          expand(v, data, 1, p.num_kv_heads, p.head_dim, dst);
+        }
+      };
+      table(p.antiquant_scale, d->antiquant_scale, p.token_k, true, aq);
+      table(p.antiquant_scale_v, d->antiquant_scale_v, p.token_v, true, aq + kd);
+      table(p.antiquant_offset, d->antiquant_offset, p.token_k, false, aq + n);
+      table(p.antiquant_offset_v, d->antiquant_offset_v, p.token_v, false, aq + n + kd);
     } else {
       expand(p.antiquant_scale, d->antiquant_scale, 2, p.num_kv_heads, p.head_dim, aq);
       expand(p.antiquant_offset, d->antiquant_offset, 2, p.num_kv_heads, p.head_dim, aq + n);

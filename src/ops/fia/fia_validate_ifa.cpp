@@ -6,14 +6,14 @@
 //     LSE's shape (B, N, 1, 1) or (T, N, 1), and an empty row's LSE (+inf here, -inf in IFA);
 //   - the learnable sink (D8);
 //   - int8 K / V parameters combined or split, per tensor or per channel (FiaParams::k_dq /
-//     v_dq), as fp32 tables the IFA workspace expands;
+//     v_dq), as fp32 tables the IFA workspace expands, or per token (antiquant mode 1), which
+//     IFA's kernel applies per position (core::IfaParams::token_k / token_v);
 //   - a TND / NTD call over a paged cache whose every request has one query row (vllm-ascend's
 //     decode step): the query as BSND (B = T, S = 1), and the visible band of sparse modes 0 / 2 /
 //     3 / 4 for that row as each request's attended range (kv_start, kv_len).
-// What stays on the FIA kernel's split-KV path, because IFA's kernels have no place for it:
-// per-token antiquant (mode 1: a scale per position, not foldable into the query), a shared
-// prefix (a second K/V source), MLA rope (a second score term), a value head dim other than the
-// key's, a TND call that reads a full mask or pse, a non-paged TND call (cumulative KV), a TND
+// What stays on the FIA kernel's split-KV path, because IFA's kernels have no place for it: a
+// shared prefix (a second K/V source), MLA rope (a second score term), a value head dim other than
+// the key's, a TND call that reads a full mask or pse, a non-paged TND call (cumulative KV), a TND
 // call with rows past the last cumulative length; and anything IFA's validator refuses (its own
 // rules, e.g. an int8 paged cache's block size a multiple of 32).
 // docs/conventions.md ("FIA's decode branch") lists the same.
@@ -40,10 +40,16 @@ bool tnd_decode(const FiaArgs& a, const FiaShape& s, const core::FiaProblem& p) 
   return true;
 }
 
+// FIA's dequantisation parameters as IFA's views: (0, n2, d) per tensor / channel, (b, j, 0) per
+// token (core::IfaParams::token_k / token_v).
 core::View3 dequant_view(const cpu::FiaDequant& q, bool offset) {
   core::View3 v;
   v.present = !offset || q.has_offset;
   v.dtype = q.dtype;
+  if (q.mode == cpu::FiaDequant::Mode::kToken) {
+    v.s0 = q.tok_batch, v.s1 = q.tok_pos;
+    return v;
+  }
   const bool channel = q.mode == cpu::FiaDequant::Mode::kChannel;
   v.s1 = channel ? q.chan_head : 0;
   v.s2 = channel ? 1 : 0;
@@ -56,9 +62,7 @@ Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem*
   p->use_ifa = false;
   const cpu::FiaParams& fp = p->params;
   const bool tnd = tnd_decode(a, s, *p);
-  const bool token = fp.kv_int8 && (fp.k_dq.mode == cpu::FiaDequant::Mode::kToken ||
-                                    fp.v_dq.mode == cpu::FiaDequant::Mode::kToken);
-  const bool expressible = (s.decode || tnd) && !a.key_shared_prefix && !token && s.D == s.Dv;
+  const bool expressible = (s.decode || tnd) && !a.key_shared_prefix && s.D == s.Dv;
   if (!expressible) return Status::kSuccess;
   IfaArgs i;
   std::string layout = s.in;
@@ -130,6 +134,8 @@ Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem*
     ifa.antiquant_offset = dequant_view(fp.k_dq, true);
     ifa.antiquant_scale_v = dequant_view(fp.v_dq, false);
     ifa.antiquant_offset_v = dequant_view(fp.v_dq, true);
+    ifa.token_k = fp.k_dq.mode == cpu::FiaDequant::Mode::kToken;
+    ifa.token_v = fp.v_dq.mode == cpu::FiaDequant::Mode::kToken;
   }
   if (tnd) {
     // Request b's one row sees positions [band_lo, band_hi] of [0, kv_len) (fia_band).

@@ -112,6 +112,9 @@ struct IfaParams {
   /// hold the key's (n2, d) at (0, n2, d), these the value's.
   bool split_antiquant = false;
   View3 antiquant_scale_v, antiquant_offset_v;
+  /// With split_antiquant, per-token parameters of the key / value (FIA's antiquant mode 1): the
+  /// views then index (b, j, 0), j the position in the batch's K / V (what left padding moves).
+  bool token_k = false, token_v = false;
 };
 
 /// IfaParams and the per-batch host arrays, which only host code reads (a CUDA run sends the
