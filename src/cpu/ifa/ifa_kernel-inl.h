@@ -10,7 +10,9 @@
 // K with a bf16 query: AVX512-BF16 dot products where the CPU has them); strided or padded rows
 // are first widened into a small fp32 buffer padded with zeros to dp. int8 rows stay raw
 // integers: the antiquant scale and offset are folded into the query, a per-head score bias and
-// the final accumulator (fp32, so rounding differs slightly from dequantising each element).
+// the final accumulator (fp32, so rounding differs slightly from dequantising each element);
+// per-token parameters (core::IfaParams::token_k / token_v) scale each score and each weight
+// instead (KvHeadWork::fold).
 // Scores follow docs/semantics.md §2.5: s = fl32(q·k * scale), + pse, then mask replacement by
 // kMaskedScore. Only positions in [begin, end) of the chunk are ever addressed (prefetches
 // included).
@@ -691,8 +693,11 @@ class KvHeadWork {
         if (p.token_k) {
           // q·((k + off_j) * sc_j) = (q·k + off_j * sum_i q_i) * sc_j.
           const float qsum = slot_[g * hf + 2 * dp + IfaHeadSlot::kQuerySum];
-          for (int64_t i = 0; i < n; ++i)
-            sg[i] = __builtin_fmaf(tok[1][i], qsum, sg[i]) * tok[0][i];
+          const Vec qv = vset1(qsum);
+          int64_t i = 0;
+          for (; i + kLanes <= n; i += kLanes)
+            vstore(sg + i, vmul(vfma(vload(tok[1] + i), qv, vload(sg + i)), vload(tok[0] + i)));
+          for (; i < n; ++i) sg[i] = __builtin_fmaf(tok[1][i], qsum, sg[i]) * tok[0][i];
         }
         const float bias = slot_[g * hf + 2 * dp + IfaHeadSlot::kKeyBias];
         const Vec bv = vset1(bias);
@@ -726,12 +731,23 @@ class KvHeadWork {
         if (p.token_v) {
           // sum_t p_t (v_t + off_t) sc_t = sum_t (p_t sc_t) v_t + sum_t p_t sc_t off_t: the
           // weights take the scale, the constant is rescaled as acc is and added by finish().
+          // The tile's part is summed in lanes, then reduced (a fixed order: the same bits for
+          // any thread count).
           float& c = slot_[g * hf + 2 * dp + IfaHeadSlot::kValueConst];
           if (alpha != 1.0f) c *= alpha;
-          for (int64_t i = 0; i < n; ++i) {
-            sg[i] *= tok[2][i];
-            c = __builtin_fmaf(sg[i], tok[3][i], c);
+          Vec part = vzero();
+          int64_t i = 0;
+          for (; i + kLanes <= n; i += kLanes) {
+            const Vec w = vmul(vload(sg + i), vload(tok[2] + i));
+            vstore(sg + i, w);
+            part = vfma(w, vload(tok[3] + i), part);
           }
+          float tail = 0.0f;
+          for (; i < n; ++i) {
+            sg[i] *= tok[2][i];
+            tail = __builtin_fmaf(sg[i], tok[3][i], tail);
+          }
+          c += vreduce_add(part) + tail;
         }
       }
     }
@@ -774,10 +790,31 @@ class KvHeadWork {
   // offset tensor).
   void token_params(const core::View3& scale, const core::View3& offset, const void* sd,
                     const void* od, int64_t j0, int64_t n, float* sc, float* off) const {
-    for (int64_t i = 0; i < n; ++i) {
-      sc[i] = param_f32(scale.dtype, sd, scale.index(b_, j0 + i, 0));
-      off[i] = offset.present ? param_f32(offset.dtype, od, offset.index(b_, j0 + i, 0)) : 0.0f;
+    param_run(scale, sd, j0, n, sc);
+    if (offset.present) {
+      param_run(offset, od, j0, n, off);
+    } else {
+      for (int64_t i = 0; i < n; ++i) off[i] = 0.0f;
     }
+  }
+
+  // dst[0, n) = elements (b, j0 + i, 0) of v, widened: kLanes at a time when positions are
+  // contiguous (the usual (B, S) tensors), else one by one.
+  void param_run(const core::View3& v, const void* data, int64_t j0, int64_t n, float* dst) const {
+    const int64_t at = v.index(b_, j0, 0);
+    int64_t i = 0;
+    if (v.s1 == 1) {
+      for (; i + kLanes <= n; i += kLanes) {
+        if (v.dtype == DType::kFloat32) {
+          vstore(dst + i, vload(static_cast<const float*>(data) + at + i));
+        } else if (v.dtype == DType::kFloat16) {
+          vstore(dst + i, vload_fp16(static_cast<const uint16_t*>(data) + at + i));
+        } else {
+          vstore(dst + i, vload_bf16(static_cast<const uint16_t*>(data) + at + i));
+        }
+      }
+    }
+    for (; i < n; ++i) dst[i] = param_f32(v.dtype, data, at + i * v.s1);
   }
 
   // Leaves (max, sum, any_unmasked) of each head in the slot for the merge.
