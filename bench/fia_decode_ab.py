@@ -4,8 +4,9 @@
 Each pair (a fia: string and the ifa: string of the same shape) is run back to back, the pairs in
 order, for --rounds rounds, all in one process (so both see the same machine state, cold caches
 before every timed call as `kvflash bench` does). Prints, per pair, the median ms of each side over
-the rounds and the ratio fia / ifa of the medians. On a shared machine single rounds scatter by
-10-20 %; the medians over rounds are what docs/perf.md records.
+the rounds, the median over rounds of each round's fia / ifa (the two calls of a round are adjacent
+in time, so they share the machine's load) and the ratio of the fastest calls. On a shared machine
+single calls scatter by 10-50 %: docs/perf.md records these with the load.
 
   bench/fia_decode_ab.py --kvflash build/ci/kvflash --rounds 5 --iters 10
 """
@@ -61,22 +62,33 @@ def main():
         cmd += ["--threads", str(args.threads)]
     proc = subprocess.run(cmd + order, capture_output=True, text=True)
     times = {}
+    seq = []  # (problem, ms) in run order: pair k of round r is adjacent in time
     for line in proc.stdout.splitlines():
         m = LINE.match(line)
         if m:
             times.setdefault(m.group(2), []).append(float(m.group(3)))
+            seq.append((m.group(2), float(m.group(3))))
+    stride = 2 * len(ps) + len(args.extra)
+    ratios = {k: [] for k in range(len(ps))}
+    for r in range(args.rounds):
+        for k in range(len(ps)):
+            at = r * stride + 2 * k
+            if at + 1 < len(seq) and seq[at][0] == ps[k][0] and seq[at + 1][0] == ps[k][1]:
+                ratios[k].append(seq[at][1] / seq[at + 1][1])
     if proc.returncode != 0 or "FAILED" in proc.stdout:
         sys.stdout.write(proc.stdout[-3000:] + proc.stderr[-2000:])
         print("kvflash bench failed or a check failed", file=sys.stderr)
-    print(f"| fia problem | what | fia ms (median of {args.rounds}) | ifa ms | fia / ifa |")
-    print("|---|---|---|---|---|")
-    for f, i, what in ps:
+    print(f"| fia problem | what | fia ms (median of {args.rounds}) | ifa ms | "
+          "median of the rounds' fia / ifa | fastest fia / fastest ifa |")
+    print("|---|---|---|---|---|---|")
+    for k, (f, i, what) in enumerate(ps):
         tf, ti = times.get(f, []), times.get(i, [])
-        if not tf or not ti:
-            print(f"| `{f}` | {what} | - | - | missing |")
+        if not tf or not ti or not ratios[k]:
+            print(f"| `{f}` | {what} | - | - | missing | |")
             continue
         mf, mi = statistics.median(tf), statistics.median(ti)
-        print(f"| `{f}` | {what} | {mf:.3f} | {mi:.3f} | {mf / mi:.3f} |")
+        print(f"| `{f}` | {what} | {mf:.3f} | {mi:.3f} | {statistics.median(ratios[k]):.3f} | "
+              f"{min(tf) / min(ti):.3f} |")
     for e in args.extra:
         te = times.get(e, [])
         if te:
