@@ -36,10 +36,10 @@ bool expect_on_ifa(const FiaCase& c) {
     // D4's decode branch: S1 = 1 (no slack, no query left padding).
     return c.max_q() == 1 && c.q_slack == 0 && c.q_padding < 0;
   }
-  // TND / NTD: one row per request, no rows past the last, a paged cache, nothing read per
-  // (row, position).
+  // TND / NTD: one row per request (rows past the last are padding), a paged cache, nothing
+  // read per (row, position).
   const bool reads_mask = c.mask != FiaMask::kNone && c.mask != FiaMask::kCompressed;
-  return all_one(c.q_lens) && c.q_slack == 0 && c.paged && !reads_mask && !c.pse;
+  return all_one(c.q_lens) && c.paged && !reads_mask && !c.pse;
 }
 
 bool plans_on_ifa(const FiaCase& c, std::string* describe) {

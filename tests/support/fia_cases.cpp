@@ -531,6 +531,10 @@ std::vector<FiaCase> fia_cases(Tier tier) {
     c.sink = mode >= 3, c.lse = true;
     c.tag = "tnd_decode";
     add(c);
+    if (mode == 3) {
+      c.q_slack = 3;  // graph padding: rows past the last cumulative length
+      add(c);
+    }
   }
   {
     FiaCase c;  // NTD_TND decode, BnNBsD cache, fp16

@@ -9,14 +9,14 @@
 //     v_dq), as fp32 tables the IFA workspace expands, or per token (antiquant mode 1), which
 //     IFA's kernel applies per position (core::IfaParams::token_k / token_v);
 //   - a TND / NTD call over a paged cache whose every request has one query row (vllm-ascend's
-//     decode step): the query as BSND (B = T, S = 1), and the visible band of sparse modes 0 / 2 /
-//     3 / 4 for that row as each request's attended range (kv_start, kv_len).
+//     decode step): the query's first B rows as BSND (S = 1), and the visible band of sparse
+//     modes 0 / 2 / 3 / 4 for that row as each request's attended range (kv_start, kv_len); rows
+//     past the last cumulative length (graph padding) are written by the CPU entry.
 // What stays on the FIA kernel's split-KV path, because IFA's kernels have no place for it: a
 // shared prefix (a second K/V source), MLA rope (a second score term), a value head dim other than
-// the key's, a TND call that reads a full mask or pse, a non-paged TND call (cumulative KV), a TND
-// call with rows past the last cumulative length; and anything IFA's validator refuses (its own
-// rules, e.g. an int8 paged cache's block size a multiple of 32).
-// docs/conventions.md ("FIA's decode branch") lists the same.
+// the key's, a TND call that reads a full mask or pse, a non-paged TND call (cumulative KV); and
+// anything IFA's validator refuses (its own rules, e.g. an int8 paged cache's block size a multiple
+// of 32). docs/conventions.md ("FIA's decode branch") lists the same.
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -29,12 +29,12 @@
 namespace kvflash::fia {
 namespace {
 
-// FIA's TND decode: every request one row, rows t = b (no padding rows), a paged cache, and
-// nothing read per (row, position) that IFA indexes otherwise (full mask, pse).
+// FIA's TND decode: every request one row, rows t = b (rows past the last are padding, written
+// by the CPU entry: cpu/fia/fia_entry.cpp), a paged cache, and nothing read per (row, position)
+// that IFA indexes otherwise (full mask, pse).
 bool tnd_decode(const FiaArgs& a, const FiaShape& s, const core::FiaProblem& p) {
   if (!s.tnd || a.prompt || s.rope || !s.paged || p.params.has_mask || p.params.has_pse)
     return false;
-  if (s.T != s.B) return false;
   for (int64_t b = 0; b < s.B; ++b)
     if (s.q_len[b] != 1 || s.q_first[b] != b) return false;
   return true;
