@@ -153,7 +153,10 @@ void describe(const core::FiaProblem& p, char* buf, size_t size) {
                 static_cast<long long>(pp.batch), static_cast<long long>(pp.num_heads),
                 static_cast<long long>(pp.num_kv_heads), static_cast<long long>(pp.head_dim),
                 static_cast<long long>(p.rows), dtype_name(pp.dtype), pp.paged ? " paged" : "",
-                p.decode ? " decode" : "", p.use_ifa ? " (IFA kernels)" : "");
+                p.decode ? " decode" : "",
+                p.mixed()   ? " (decode requests on IFA kernels)"
+                : p.use_ifa ? " (IFA kernels)"
+                            : "");
 }
 
 }  // namespace kvflash::fia

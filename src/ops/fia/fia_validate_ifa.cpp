@@ -8,10 +8,12 @@
 //   - int8 K / V parameters combined or split, per tensor or per channel (FiaParams::k_dq /
 //     v_dq), as fp32 tables the IFA workspace expands, or per token (antiquant mode 1), which
 //     IFA's kernel applies per position (core::IfaParams::token_k / token_v);
-//   - a TND / NTD call over a paged cache whose every request has one query row (vllm-ascend's
-//     decode step): the query's first B rows as BSND (S = 1), and the visible band of sparse
-//     modes 0 / 2 / 3 / 4 for that row as each request's attended range (kv_start, kv_len); rows
-//     past the last cumulative length (graph padding) are written by the CPU entry.
+//   - the decode requests of a TND / NTD call over a paged cache (vllm-ascend's decode step, and
+//     the leading requests of one row each of a chunked-prefill batch, whose other requests then
+//     run on the FIA kernel in the same call: a decode row gets the same bits in any batch):
+//     their query rows as BSND (S = 1), and the visible band of sparse modes 0 / 2 / 3 / 4 for
+//     that row as each request's attended range (kv_start, kv_len); rows past the last
+//     cumulative length (graph padding) are written by the CPU entry.
 // What stays on the FIA kernel's split-KV path, because IFA's kernels have no place for it: a
 // shared prefix (a second K/V source), MLA rope (a second score term), a value head dim other than
 // the key's, a TND call that reads a full mask or pse, a non-paged TND call (cumulative KV); and
@@ -29,15 +31,16 @@
 namespace kvflash::fia {
 namespace {
 
-// FIA's TND decode: every request one row, rows t = b (rows past the last are padding, written
-// by the CPU entry: cpu/fia/fia_entry.cpp), a paged cache, and nothing read per (row, position)
-// that IFA indexes otherwise (full mask, pse).
-bool tnd_decode(const FiaArgs& a, const FiaShape& s, const core::FiaProblem& p) {
-  if (!s.tnd || a.prompt || s.rope || !s.paged || p.params.has_mask || p.params.has_pse)
-    return false;
-  for (int64_t b = 0; b < s.B; ++b)
-    if (s.q_len[b] != 1 || s.q_first[b] != b) return false;
-  return true;
+// FIA's TND decode requests: the leading requests of one row each (rows t = b), over a paged
+// cache, with nothing read per (row, position) that IFA indexes otherwise (full mask, pse).
+// Returns how many (vllm-ascend puts a step's decode requests first); 0 when none or not TND.
+// Rows past the last cumulative length are padding, written by the CPU entry
+// (cpu/fia/fia_entry.cpp) or, in a mixed call, by the FIA kernel.
+int64_t tnd_decodes(const FiaArgs& a, const FiaShape& s, const core::FiaProblem& p) {
+  if (!s.tnd || a.prompt || s.rope || !s.paged || p.params.has_mask || p.params.has_pse) return 0;
+  int64_t k = 0;
+  while (k < s.B && s.q_len[k] == 1 && s.q_first[k] == k) ++k;
+  return k;
 }
 
 // FIA's dequantisation parameters as IFA's views: (0, n2, d) per tensor / channel, (b, j, 0) per
@@ -61,7 +64,10 @@ core::View3 dequant_view(const cpu::FiaDequant& q, bool offset) {
 Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p) {
   p->use_ifa = false;
   const cpu::FiaParams& fp = p->params;
-  const bool tnd = tnd_decode(a, s, *p);
+  // TND: requests [0, K) are decode rows; with K < B the FIA kernel runs the others in the
+  // same call (FiaProblem::ifa_requests).
+  const int64_t K = tnd_decodes(a, s, *p);
+  const bool tnd = K > 0;
   const bool expressible = (s.decode || tnd) && !a.key_shared_prefix && s.D == s.Dv;
   if (!expressible) return Status::kSuccess;
   IfaArgs i;
@@ -75,8 +81,7 @@ Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem*
     const int64_t st = q.strides[t_axis], sn = q.strides[n_axis], sd = q.strides[2];
     const bool bnsd = a.key[0].rank == 4;
     i.query.rank = 4;
-    i.query.shape =
-        bnsd ? decltype(q.shape){s.B, s.N, 1, s.D} : decltype(q.shape){s.B, 1, s.N, s.D};
+    i.query.shape = bnsd ? decltype(q.shape){K, s.N, 1, s.D} : decltype(q.shape){K, 1, s.N, s.D};
     i.query.strides =
         bnsd ? decltype(q.strides){st, sn, st, sd} : decltype(q.strides){st, st, sn, sd};
     layout = bnsd ? "BNSD" : "BSND";
@@ -102,6 +107,10 @@ Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem*
     i.antiquant_scale->device = sc.device;
   }
   i.block_table = a.block_table;
+  if (tnd && K < s.B) {  // the first K requests' rows of the table and of the KV lengths
+    i.block_table->shape[0] = K;
+    i.actual_seq_lengths->resize(static_cast<size_t>(K));
+  }
   if (p->kv_padding) i.kv_padding_size = a.kv_padding_size;
   i.num_heads = a.num_heads;
   i.scale_value = a.scale;
@@ -139,8 +148,8 @@ Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem*
   }
   if (tnd) {
     // Request b's one row sees positions [band_lo, band_hi] of [0, kv_len) (fia_band).
-    ifa.kv_start.assign(s.B, 0);
-    for (int64_t b = 0; b < s.B; ++b) {
+    ifa.kv_start.assign(K, 0);
+    for (int64_t b = 0; b < K; ++b) {
       const cpu::FiaBatch& bt = p->batches[b];
       const int64_t lo = std::max<int64_t>(bt.band_lo, 0);
       const int64_t hi = std::min<int64_t>(bt.band_hi, bt.kv_len - 1);
@@ -150,6 +159,9 @@ Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem*
   }
   p->ifa = std::move(ifa);
   p->use_ifa = true;
+  p->ifa_requests = tnd ? K : s.B;
+  // A mixed call: the FIA kernel skips the decode requests (no rows of its own).
+  for (int64_t b = 0; tnd && K < s.B && b < K; ++b) p->batches[b].q_rows = 0;
   return Status::kSuccess;
 }
 
