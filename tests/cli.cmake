@@ -80,6 +80,18 @@ add_test(NAME cli_bench_kvn_divides_n COMMAND kvflash_cli bench ifa:n6,kvn4 --no
 set_tests_properties(cli_bench_kvn_divides_n PROPERTIES
   PASS_REGULAR_EXPRESSION "problem 'ifa:n6,kvn4': n \\(6\\) must be a multiple of kvn \\(4\\)"
   FAIL_REGULAR_EXPRESSION "plan failed" LABELS cli)
+# fia: per-request lengths (a mixed TND batch), int8 per-channel / per-token caches, LSE and a sink
+# run and pass their checks; a list whose counts disagree is refused.
+add_test(NAME cli_bench_fia_mixed
+  COMMAND kvflash_cli bench fia:q1x3+40,s100x3+120,n8,kvn2,d64,mode=3,paged=16
+          fia:b2,q1,s300,n8,kvn2,d64,paged=32,kv=int8,lse=1,sink=1
+          fia:b2,q1,s300,n8,kvn2,d64,paged=32,kv=int8t --iters 1 --no-bandwidth)
+set_tests_properties(cli_bench_fia_mixed PROPERTIES
+  PASS_REGULAR_EXPRESSION "TND requests=4 T=43.*all problems ran and passed their checks"
+  FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 120 LABELS cli)
+add_test(NAME cli_bench_fia_bad_list COMMAND kvflash_cli bench fia:q1x2,s100x3,paged=16 --no-bandwidth)
+set_tests_properties(cli_bench_fia_bad_list PROPERTIES
+  PASS_REGULAR_EXPRESSION "s lists 3 requests, q 2" FAIL_REGULAR_EXPRESSION "plan failed" LABELS cli)
 add_test(NAME cli_bench_int8_block_size COMMAND kvflash_cli bench ifa:kv=int8,paged=16 --no-bandwidth)
 set_tests_properties(cli_bench_int8_block_size PROPERTIES
   PASS_REGULAR_EXPRESSION "paged \\(16\\) must be a multiple of 32 with kv=int8"

@@ -26,51 +26,117 @@ float from_16bit(uint16_t x, DType dtype) {
 struct FiaWorkload {
   FiaWorkloadShape shape;
   PagedLayout paged;
-  std::vector<uint16_t> query, key, value, out, sample_q, sample_out;
+  std::vector<uint16_t> query, key, value, out, sample_q, sample_out, k_scale, v_scale, sink;
+  std::vector<int8_t> key8, value8;
+  std::vector<float> lse, sample_lse;
   std::vector<uint8_t> mask;  // the compressed mask of mode 3 (never read, D3)
   int64_t row() const { return shape.num_heads * shape.head_dim; }
   int64_t kv_row() const { return shape.num_kv_heads * shape.head_dim; }
   bool is_paged() const { return shape.block_size > 0; }
+  bool int8() const { return shape.kv_int8 != 0; }
+  // Per-token parameters: positions per request (the paged capacity, or the cache's S).
+  int64_t token_cols() const {
+    return is_paged() ? paged.blocks_per_seq * shape.block_size : shape.kv();
+  }
 
-  // The call over `q` (b sequences of q rows) writing `o`.
-  FiaArgs args(int64_t b, int64_t q, uint16_t* qd, uint16_t* od, int32_t* bt) {
+  // The call over requests of query lengths qs and KV lengths ks (BSND: all equal) reading query
+  // qd and block table rows bt, writing o / lse.
+  FiaArgs args(const std::vector<int64_t>& qs, const std::vector<int64_t>& ks, uint16_t* qd,
+               uint16_t* od, float* ld, int32_t* bt) {
     const FiaWorkloadShape& s = shape;
-    const DType dt = s.dtype;
+    const DType dt = s.dtype, kvt = int8() ? DType::kInt8 : dt;
+    const int64_t b = static_cast<int64_t>(qs.size()), N = s.num_heads, D = s.head_dim;
+    int64_t T = 0;
+    std::vector<int64_t> cum;
+    for (int64_t q : qs) cum.push_back(T += q);
     FiaArgs a;
-    a.query = TensorView::contiguous(qd, dt, {b, q, s.num_heads, s.head_dim});
+    void* kd = int8() ? static_cast<void*>(key8.data()) : key.data();
+    void* vd = int8() ? static_cast<void*>(value8.data()) : value.data();
+    if (s.tnd) {
+      a.query = TensorView::contiguous(qd, dt, {T, N, D});
+      a.attention_out = TensorView::contiguous(od, dt, {T, N, D});
+      a.actual_seq_lengths = cum;
+      a.input_layout = "TND";
+    } else {
+      a.query = TensorView::contiguous(qd, dt, {b, qs[0], N, D});
+      a.attention_out = TensorView::contiguous(od, dt, {b, qs[0], N, D});
+      a.input_layout = "BSND";
+    }
     if (is_paged()) {
       const int64_t rows = paged.num_blocks;
-      a.key = {TensorView::contiguous(key.data(), dt, {rows, s.block_size, kv_row()})};
-      a.value = {TensorView::contiguous(value.data(), dt, {rows, s.block_size, kv_row()})};
+      a.key = {TensorView::contiguous(kd, kvt, {rows, s.block_size, kv_row()})};
+      a.value = {TensorView::contiguous(vd, kvt, {rows, s.block_size, kv_row()})};
       a.block_table = TensorView::contiguous(bt, DType::kInt32, {b, paged.blocks_per_seq});
       a.block_size = s.block_size;
-      a.actual_seq_lengths_kv = std::vector<int64_t>(b, s.kv());
+      a.actual_seq_lengths_kv = ks;
     } else {
-      a.key = {TensorView::contiguous(key.data(), dt, {b, s.kv(), s.num_kv_heads, s.head_dim})};
-      a.value = {TensorView::contiguous(value.data(), dt, {b, s.kv(), s.num_kv_heads, s.head_dim})};
+      a.key = {TensorView::contiguous(kd, kvt, {b, ks[0], s.num_kv_heads, D})};
+      a.value = {TensorView::contiguous(vd, kvt, {b, ks[0], s.num_kv_heads, D})};
+    }
+    if (s.kv_int8 == 1) {
+      a.key_antiquant_scale = TensorView::contiguous(k_scale.data(), dt, {s.num_kv_heads, D});
+      a.value_antiquant_scale = TensorView::contiguous(v_scale.data(), dt, {s.num_kv_heads, D});
+    } else if (s.kv_int8 == 2) {
+      // Request r's row of (1, B, S): a sample call of request 0 reads the first row.
+      a.key_antiquant_scale = TensorView::contiguous(k_scale.data(), dt, {1, b, token_cols()});
+      a.value_antiquant_scale = TensorView::contiguous(v_scale.data(), dt, {1, b, token_cols()});
+      a.key_antiquant_mode = a.value_antiquant_mode = 1;
+    }
+    if (s.sink) a.learnable_sink = TensorView::contiguous(sink.data(), dt, {N});
+    if (s.lse) {
+      a.softmax_lse_flag = true;
+      a.softmax_lse = s.tnd ? TensorView::contiguous(ld, DType::kFloat32, {T, N, 1})
+                            : TensorView::contiguous(ld, DType::kFloat32, {b, N, qs[0], 1});
     }
     if (s.sparse_mode == 3)
       a.atten_mask = TensorView::contiguous(mask.data(), DType::kInt8, {kMaskSide, kMaskSide});
-    a.num_heads = s.num_heads;
+    a.num_heads = N;
     a.num_key_value_heads = s.num_kv_heads;
-    a.scale = 1.0 / std::sqrt(static_cast<double>(s.head_dim));
-    a.input_layout = "BSND";
+    a.scale = 1.0 / std::sqrt(static_cast<double>(D));
     a.sparse_mode = s.sparse_mode;
     a.prompt = s.prompt;
     if (s.prompt) a.next_tokens = 0, a.inner_precise = 1;  // PFA's defaults
-    a.attention_out = TensorView::contiguous(od, dt, {b, q, s.num_heads, s.head_dim});
     return a;
   }
 };
 
-// Visible (row, key) pairs of one sequence (D3: mode 3 sees j <= i + kv - q; mode 0 all).
-double visible_pairs(const FiaWorkloadShape& s) {
+// Visible (row, key) pairs of a request of q rows over kv keys (D3: mode 3 sees j <= i + kv - q;
+// mode 0 all).
+double visible_pairs(int64_t q, int64_t kv, int64_t mode) {
   double n = 0;
-  for (int64_t i = 0; i < s.q_len; ++i)
-    n += s.sparse_mode == 3
-             ? static_cast<double>(std::clamp<int64_t>(i + s.kv() - s.q_len + 1, 0, s.kv()))
-             : static_cast<double>(s.kv());
+  for (int64_t i = 0; i < q; ++i)
+    n += mode == 3 ? static_cast<double>(std::clamp<int64_t>(i + kv - q + 1, 0, kv))
+                   : static_cast<double>(kv);
   return n;
+}
+
+reference::FiaCall reference_call(const FiaArgs& a) {
+  reference::FiaCall call;
+  call.query = a.query;
+  call.key = a.key;
+  call.value = a.value;
+  call.atten_mask = a.atten_mask;
+  call.block_table = a.block_table;
+  call.actual_seq_lengths = a.actual_seq_lengths;
+  call.actual_seq_lengths_kv = a.actual_seq_lengths_kv;
+  call.key_antiquant_scale = a.key_antiquant_scale;
+  call.value_antiquant_scale = a.value_antiquant_scale;
+  call.key_antiquant_mode = a.key_antiquant_mode;
+  call.value_antiquant_mode = a.value_antiquant_mode;
+  call.learnable_sink = a.learnable_sink;
+  call.softmax_lse_flag = a.softmax_lse_flag;
+  call.softmax_lse = a.softmax_lse;
+  call.num_heads = a.num_heads;
+  call.num_key_value_heads = a.num_key_value_heads;
+  call.scale_value = a.scale;
+  call.pre_tokens = a.pre_tokens, call.next_tokens = a.next_tokens;
+  call.input_layout = a.input_layout;
+  call.sparse_mode = a.sparse_mode;
+  call.inner_precise = a.inner_precise;
+  call.block_size = a.block_size;
+  call.prompt = a.prompt;
+  call.attention_out = a.attention_out;
+  return call;
 }
 
 }  // namespace
@@ -79,21 +145,51 @@ bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
                       FiaWorkloadResult* result) {
   FiaWorkload w;
   w.shape = shape;
-  const int64_t b = shape.batch, s1 = shape.q_len, s2 = shape.kv();
-  Rng rng(static_cast<uint64_t>(b) * 1009 + static_cast<uint64_t>(s1 * 31 + s2));
-  if (w.is_paged()) {
-    w.paged = make_paged_layout(std::vector<int64_t>(b, s2), shape.block_size, 0, rng);
-    w.key.resize(w.paged.num_blocks * shape.block_size * w.kv_row());
-  } else {
-    w.key.resize(b * s2 * w.kv_row());
+  const int64_t R = shape.requests();
+  std::vector<int64_t> qs(R), ks(R);
+  int64_t T = 0, kv_total = 0;
+  for (int64_t r = 0; r < R; ++r) {
+    qs[r] = shape.q_of(r), ks[r] = shape.kv_of(r);
+    T += qs[r], kv_total += ks[r];
   }
-  w.value.resize(w.key.size());
-  w.query.resize(b * s1 * w.row());
+  const int64_t q0 = qs[0], s2 = ks[0];
+  Rng rng(static_cast<uint64_t>(R) * 1009 + static_cast<uint64_t>(T * 31 + kv_total));
+  int64_t kv_elems = 0;
+  if (w.is_paged()) {
+    w.paged = make_paged_layout(ks, shape.block_size, 0, rng);
+    kv_elems = w.paged.num_blocks * shape.block_size * w.kv_row();
+  } else {
+    kv_elems = R * s2 * w.kv_row();
+  }
+  w.query.resize(T * w.row());
   w.out.assign(w.query.size(), 0);
-  for (auto* v : {&w.query, &w.key, &w.value})
-    for (auto& x : *v) x = to_16bit(rng.normal(), shape.dtype);
+  if (shape.lse) w.lse.assign(T * shape.num_heads, 0.0f);
+  for (auto& x : w.query) x = to_16bit(rng.normal(), shape.dtype);
+  if (w.int8()) {
+    for (auto* v : {&w.key8, &w.value8}) {
+      v->resize(kv_elems);
+      for (auto& x : *v)
+        x = static_cast<int8_t>(std::lround(std::clamp(rng.normal() * 40.0f, -127.0f, 127.0f)));
+    }
+    const int64_t n = shape.kv_int8 == 1 ? w.kv_row() : R * w.token_cols();
+    for (auto* v : {&w.k_scale, &w.v_scale}) {
+      v->resize(n);
+      for (auto& x : *v)
+        x = to_16bit(static_cast<float>(0.02 + 0.01 * std::fabs(rng.normal())), shape.dtype);
+    }
+  } else {
+    for (auto* v : {&w.key, &w.value}) {
+      v->resize(kv_elems);
+      for (auto& x : *v) x = to_16bit(rng.normal(), shape.dtype);
+    }
+  }
+  if (shape.sink) {
+    w.sink.resize(shape.num_heads);
+    for (auto& x : w.sink) x = to_16bit(rng.normal(), shape.dtype);
+  }
   if (shape.sparse_mode == 3) w.mask.assign(kMaskSide * kMaskSide, 1);
-  FiaArgs args = w.args(b, s1, w.query.data(), w.out.data(), w.paged.block_table.data());
+  FiaArgs args =
+      w.args(qs, ks, w.query.data(), w.out.data(), w.lse.data(), w.paged.block_table.data());
   args.num_threads = options.num_threads;
   std::unique_ptr<FiaPlan> plan;
   if (FiaPlan::create(args, &plan) != Status::kSuccess) {
@@ -109,72 +205,65 @@ bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
     std::printf("%s: run failed: %s\n", shape.name.c_str(), last_error_message());
     return false;
   }
-  const double pairs = visible_pairs(shape) * static_cast<double>(b);
+  double pairs = 0;
+  for (int64_t r = 0; r < R; ++r) pairs += visible_pairs(qs[r], ks[r], shape.sparse_mode);
   FiaWorkloadResult& res = *result;
   res.ms_per_call = seconds * 1e3;
   res.gflops = 4.0 * pairs * shape.num_heads * shape.head_dim / seconds / 1e9;
-  res.bytes = 2.0 * (2.0 * w.query.size() + 2.0 * static_cast<double>(b * s2 * w.kv_row()));
+  const double kv_es = w.int8() ? 1.0 : 2.0;
+  res.bytes = 2.0 * 2.0 * static_cast<double>(w.query.size()) +
+              2.0 * kv_es * static_cast<double>(kv_total * w.kv_row());
   res.gbs = res.bytes / seconds / 1e9;
+  const char* kv_name = shape.kv_int8 == 1 ? "int8/ch" : shape.kv_int8 == 2 ? "int8/tok" : "";
   std::printf(
-      "%s  %s  %s %s  B=%lld S1=%lld S2=%lld N=%lld KV_N=%lld D=%lld mode=%lld  %8.3f "
+      "%s  %s  %s%s%s %s%s%s  %s=%lld T=%lld S2[0]=%lld N=%lld KV_N=%lld D=%lld mode=%lld  %8.3f "
       "ms/call  %7.1f GFLOP/s\n",
       shape.prompt ? "pfa" : "fia", shape.name.c_str(), dtype_name(shape.dtype),
+      w.int8() ? " kv " : "", kv_name,
       w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size)).c_str() : "contiguous",
-      static_cast<long long>(b), static_cast<long long>(s1), static_cast<long long>(s2),
+      shape.lse ? " lse" : "", shape.sink ? " sink" : "", shape.tnd ? "TND requests" : "B",
+      static_cast<long long>(R), static_cast<long long>(T), static_cast<long long>(s2),
       static_cast<long long>(shape.num_heads), static_cast<long long>(shape.num_kv_heads),
       static_cast<long long>(shape.head_dim), static_cast<long long>(shape.sparse_mode),
       seconds * 1e3, res.gflops);
 
-  // Sample check: the last kCheckRows query rows of sequence 0 as a call of their own (with
+  // Sample check: the last kCheckRows query rows of request 0 as a call of their own (with
   // lengths of their own, mode 3's band is the same: row i sees j <= i + S2 - rows) against the
   // fp64 oracle, and their bits against the batch's (the kernel's rows do not depend on tiling
   // or batch; a sample small enough to split its key range may round differently, so bits are
   // compared only when neither splits).
-  const int64_t rows = std::min(kCheckRows, s1);
-  w.sample_q.assign(w.query.begin() + (s1 - rows) * w.row(), w.query.begin() + s1 * w.row());
+  const int64_t rows = std::min(kCheckRows, q0);
+  w.sample_q.assign(w.query.begin() + (q0 - rows) * w.row(), w.query.begin() + q0 * w.row());
   w.sample_out.assign(rows * w.row(), 0);
+  w.sample_lse.assign(rows * shape.num_heads, 0.0f);
   std::vector<int32_t> bt0(w.paged.block_table.begin(),
                            w.paged.block_table.begin() + w.paged.blocks_per_seq);
-  FiaArgs sample = w.args(1, rows, w.sample_q.data(), w.sample_out.data(), bt0.data());
+  FiaArgs sample =
+      w.args({rows}, {s2}, w.sample_q.data(), w.sample_out.data(), w.sample_lse.data(), bt0.data());
   sample.num_threads = options.num_threads;
   if (fused_infer_attention_score(sample) != Status::kSuccess) {
     std::printf("%s: sample run failed: %s\n", shape.name.c_str(), last_error_message());
     return false;
   }
-  reference::FiaCall call;
-  call.query = sample.query;
-  call.key = sample.key;
-  call.value = sample.value;
-  call.atten_mask = sample.atten_mask;
-  call.block_table = sample.block_table;
-  call.actual_seq_lengths_kv = sample.actual_seq_lengths_kv;
-  call.num_heads = sample.num_heads;
-  call.num_key_value_heads = sample.num_key_value_heads;
-  call.scale_value = sample.scale;
-  call.pre_tokens = sample.pre_tokens, call.next_tokens = sample.next_tokens;
-  call.input_layout = sample.input_layout;
-  call.sparse_mode = sample.sparse_mode;
-  call.inner_precise = sample.inner_precise;
-  call.block_size = sample.block_size;
-  call.prompt = sample.prompt;
-  call.attention_out = sample.attention_out;
-  const reference::FiaReference ref = reference::fia_reference(call);
+  const reference::FiaReference ref = reference::fia_reference(reference_call(sample));
   const double rtol = shape.dtype == DType::kFloat16 ? 0x1p-10 : 0x1p-7;  // docs/conventions.md
   const int64_t group = shape.num_heads / shape.num_kv_heads;
-  const bool bits_comparable = rows * group > 16 || rows == s1;  // cpu::kFiaSplitRows
+  // (A mixed batch's decode requests run on IFA's kernels as they do alone:
+  // src/ops/fia/fia_validate_ifa.cpp.)
+  const bool bits_comparable = rows * group > 16 || rows == q0;  // cpu::kFiaSplitRows
   SampleCheck check;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t h = 0; h < shape.num_heads; ++h) {
       for (int64_t d = 0; d < shape.head_dim; ++d) {
         const int64_t e = (r * shape.num_heads + h) * shape.head_dim + d;
         const uint16_t got = w.sample_out[e];
-        const uint16_t in_batch = w.out[(s1 - rows) * w.row() + e];
+        const uint16_t in_batch = w.out[(q0 - rows) * w.row() + e];
         check.add(from_16bit(got, shape.dtype), !bits_comparable || got == in_batch,
                   ref.attention[ref.index(r, h, d)], rtol * ref.v_absmax[ref.row(r, h)], rtol);
       }
     }
   }
-  check.print("the last query rows of sequence 0");
+  check.print("the last query rows of request 0");
   res.passed = check.passed();
   return res.passed;
 }

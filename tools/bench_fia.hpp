@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "demo.hpp"
 #include "kvflash/tensor.hpp"
@@ -25,7 +26,18 @@ struct FiaWorkloadShape {
   /// contiguous BSND cache when 0.
   int64_t block_size = 0;
   DType dtype = DType::kBFloat16;  ///< query, cache and output: bf16 | fp16
+  /// Per request (a TND call over a paged cache: vllm-ascend's chunked prefill, one row per
+  /// decode request); empty: batch requests of q_len rows over kv() positions.
+  std::vector<int64_t> q_lens, kv_lens;
+  bool tnd = false;  ///< TND query (cumulative lengths); BSND otherwise
+  /// int8 cache with split key / value parameters: 0 none, 1 per channel (KV_N, D) (vllm-ascend's
+  /// C8), 2 per token (1, B, S), mode 1.
+  int kv_int8 = 0;
+  bool lse = false, sink = false;  ///< softmax_lse_flag; a learnable sink (N,)
   int64_t kv() const { return kv_len == 0 ? q_len : kv_len; }
+  int64_t requests() const { return q_lens.empty() ? batch : static_cast<int64_t>(q_lens.size()); }
+  int64_t q_of(int64_t r) const { return q_lens.empty() ? q_len : q_lens[r]; }
+  int64_t kv_of(int64_t r) const { return kv_lens.empty() ? kv() : kv_lens[r]; }
 };
 
 struct FiaWorkloadResult {

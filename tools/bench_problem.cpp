@@ -3,6 +3,7 @@
 #include <charconv>
 #include <set>
 #include <string_view>
+#include <vector>
 
 #include "cli_options.hpp"
 
@@ -213,7 +214,32 @@ bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape*
 
 constexpr const char* kFiaOthers =
     "mode is 0 (no mask) or 3 (causal); paged (block size, fia only) is 0 (a contiguous cache) or "
-    "a multiple of 16 up to 512; kv is bf16 or fp16";
+    "a multiple of 16 up to 512; kv is bf16, fp16, int8 (per-channel) or int8t (per-token; fia "
+    "only); layout is bsnd or tnd (fia only); lse and sink are 0 or 1 (fia only); q and s also "
+    "take per-request lists LEN[xCOUNT]+... (fia only: a TND call over a paged cache)";
+
+// A per-request list "LEN[xCOUNT]+LEN[xCOUNT]...", each LEN in [lo, hi], at most kCliMaxBatch
+// entries in all.
+bool parse_lengths(std::string_view v, int64_t lo, int64_t hi, std::vector<int64_t>* out) {
+  out->clear();
+  while (true) {
+    const size_t plus = v.find('+');
+    const std::string_view term = v.substr(0, plus);
+    const size_t x = term.find('x');
+    int64_t len = 0, count = 1;
+    if (!parse_int(term.substr(0, x), lo, hi, &len)) return false;
+    if (x != std::string_view::npos && !parse_int(term.substr(x + 1), 1, kCliMaxBatch, &count))
+      return false;
+    if (static_cast<int64_t>(out->size()) + count > kCliMaxBatch) return false;
+    out->insert(out->end(), static_cast<size_t>(count), len);
+    if (plus == std::string_view::npos) return true;
+    v = v.substr(plus + 1);
+  }
+}
+
+bool is_list(std::string_view v) {
+  return v.find('x') != std::string_view::npos || v.find('+') != std::string_view::npos;
+}
 
 // fia: / pfa: (prompt) problem strings: one prefill step (q query rows over s keys per sequence).
 bool parse_fia(const std::string& text, std::string_view rest, bool prompt, FiaWorkloadShape* shape,
@@ -230,12 +256,30 @@ bool parse_fia(const std::string& text, std::string_view rest, bool prompt, FiaW
                          {"d", "head dim, a multiple of 16", 16, kCliMaxHeadDim, &s.head_dim}};
   const bool ok = for_each_item(
       text, rest, error, [&](std::string_view key, std::string_view value, auto fail) {
+        if ((key == "q" || key == "s") && is_list(value)) {
+          if (prompt) return fail("pfa takes one length per sequence");
+          std::vector<int64_t>& l = key == "q" ? s.q_lens : s.kv_lens;
+          if (!parse_lengths(value, key == "q" ? 1 : 0, kCliMaxKvLen, &l))
+            return fail(std::string(key) + " is a length or a list LEN[xCOUNT]+... of at most " +
+                        std::to_string(kCliMaxBatch) + " lengths in [" + (key == "q" ? "1" : "0") +
+                        ", " + std::to_string(kCliMaxKvLen) + "]");
+          return true;
+        }
         bool known = false;
         if (!parse_int_key(keys, key, value, &known, fail)) return false;
         if (known) return true;
+        int64_t flag = 0;
         if (key == "mode") {
           if (!parse_int(value, 0, 3, &s.sparse_mode) || (s.sparse_mode != 0 && s.sparse_mode != 3))
             return fail("mode is 0 (no mask) or 3 (causal)");
+        } else if (key == "layout") {
+          if (prompt || (value != "bsnd" && value != "tnd"))
+            return fail("layout is bsnd or tnd (fia)");
+          s.tnd = value == "tnd";
+        } else if (key == "lse" || key == "sink") {
+          if (prompt || !parse_int(value, 0, 1, &flag))
+            return fail(std::string(key) + " is 0 or 1 (fia)");
+          (key == "lse" ? s.lse : s.sink) = flag == 1;
         } else if (key == "paged") {
           if (prompt) return fail("pfa has no paged cache (PromptFlashAttention)");
           if (!parse_int(value, 0, kCliMaxBlockSize, &s.block_size) || s.block_size % 16 != 0)
@@ -246,8 +290,10 @@ bool parse_fia(const std::string& text, std::string_view rest, bool prompt, FiaW
             s.dtype = DType::kBFloat16;
           } else if (value == "fp16") {
             s.dtype = DType::kFloat16;
+          } else if (value == "int8" || (value == "int8t" && !prompt)) {
+            s.kv_int8 = value == "int8" ? 1 : 2;  // query and output stay bf16
           } else {
-            return fail("kv is bf16 or fp16");
+            return fail("kv is bf16, fp16, int8 or int8t (fia)");
           }
         } else {
           return fail("unknown key (" + all_keys(keys, kFiaOthers) + ")");
@@ -261,6 +307,25 @@ bool parse_fia(const std::string& text, std::string_view rest, bool prompt, FiaW
                              std::to_string(s.num_kv_heads) + ")",
                          error);
   if (s.head_dim % 16 != 0) return problem_error(text, "d must be a multiple of 16", error);
+  // Per-request lists make a TND call over a paged cache; s broadcasts, or has one per request.
+  if (!s.q_lens.empty() || !s.kv_lens.empty()) {
+    s.tnd = true;
+    if (s.q_lens.empty()) s.q_lens.assign(s.kv_lens.size(), s.q_len);
+    if (s.kv_lens.empty()) s.kv_lens.assign(s.q_lens.size(), s.kv());
+    if (s.kv_lens.size() != s.q_lens.size())
+      return problem_error(text,
+                           "s lists " + std::to_string(s.kv_lens.size()) + " requests, q " +
+                               std::to_string(s.q_lens.size()),
+                           error);
+    for (size_t r = 0; r < s.q_lens.size(); ++r)
+      if (s.kv_lens[r] == 0) s.kv_lens[r] = s.q_lens[r];  // s0 = q: a prompt
+    s.batch = static_cast<int64_t>(s.q_lens.size());
+  }
+  if (s.tnd && s.block_size == 0)
+    return problem_error(text, "a TND call (layout=tnd or per-request lists) needs paged > 0",
+                         error);
+  if (s.kv_int8 != 0 && s.block_size % 32 != 0 && s.block_size != 0)
+    return problem_error(text, "paged must be a multiple of 32 with kv=int8", error);
   *shape = std::move(s);
   return true;
 }

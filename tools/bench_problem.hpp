@@ -16,8 +16,12 @@
 //   fia:b1,q2048,s0,n32,kvn8,d128,mode=3,paged=0,kv=bf16   (pfa: the same keys but paged)
 // b batch, q query rows and s KV length of every sequence (s0 = q: a prompt), n / kvn heads, d
 // head dim (a multiple of 16), mode 0 (no mask) or 3 (causal), paged the block size of a BnBsH
-// cache (fia only; 0 = contiguous BSND), kv bf16 | fp16; pfa runs PromptFlashAttention. Named
-// sweeps expand to lists of such strings (bench_sweep).
+// cache (fia only; 0 = contiguous BSND), kv bf16 | fp16 | int8 (per-channel split scales) |
+// int8t (fia: per-token scales); pfa runs PromptFlashAttention. fia also takes lse=0|1, sink=0|1,
+// layout=bsnd|tnd and per-request lengths (a TND call over a paged cache):
+//   fia:q1x8+2048,s8192x8+10240,n32,kvn8,d128,mode=3,paged=128
+// (8 decode requests over 8192 positions and a 2048-row chunk over 10240). Named sweeps expand to
+// lists of such strings (bench_sweep).
 #pragma once
 
 #include <string>

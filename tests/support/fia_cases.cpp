@@ -101,7 +101,8 @@ std::string FiaCase::name() const {
   if (paged) o << "_pa" << (cache_bnsd ? "nbsd" : "bsh") << block_size;
   const char* aq[] = {"", "_aqc", "_aqt", "_aqtok", "_aqsc", "_aqstok"};
   o << aq[static_cast<int>(antiquant)];
-  if (out_quant != FiaOutQuant::kNone) o << (out_quant == FiaOutQuant::kPerTensor ? "_oqt" : "_oqc");
+  if (out_quant != FiaOutQuant::kNone)
+    o << (out_quant == FiaOutQuant::kPerTensor ? "_oqt" : "_oqc");
   if (q_padding >= 0) o << "_qpad" << q_padding;
   if (kv_padding >= 0) o << "_kvpad" << kv_padding;
   if (prefix_len) o << "_pre" << prefix_len;
@@ -130,7 +131,8 @@ int64_t FiaCase::work() const {
   return w;
 }
 
-// ---- the case list -------------------------------------------------------------------------------
+// ---- the case list
+// -------------------------------------------------------------------------------
 
 std::vector<FiaCase> fia_cases(Tier tier) {
   std::vector<FiaCase> cs;
@@ -138,8 +140,8 @@ std::vector<FiaCase> fia_cases(Tier tier) {
 
   // 1. Every sparse mode at its edges: pre/next 0, negative, larger than the lengths; S1 < S2,
   //    S1 = S2, S1 > S2 (mode 3's top rows see nothing); B/S and TND layouts.
-  const std::pair<int64_t, int64_t> bands[] = {{kMaxTok, kMaxTok}, {0, 0}, {3, 0},   {0, 3},
-                                               {-2, 5},            {5, -2}, {1000, 1000}, {2, 2}};
+  const std::pair<int64_t, int64_t> bands[] = {
+      {kMaxTok, kMaxTok}, {0, 0}, {3, 0}, {0, 3}, {-2, 5}, {5, -2}, {1000, 1000}, {2, 2}};
   const std::pair<std::vector<int64_t>, std::vector<int64_t>> lens[] = {
       {{7}, {7}}, {{5, 9}, {13, 4}}, {{1, 6, 11}, {9, 1, 20}}};
   for (int64_t mode = 0; mode <= 4; ++mode) {
@@ -399,9 +401,9 @@ std::vector<FiaCase> fia_cases(Tier tier) {
   }
 
   // 6. int8 KV antiquant (combined and split, per-channel / per-tensor / per-token), int8 output.
-  for (FiaAntiquant aq : {FiaAntiquant::kCombinedChannel, FiaAntiquant::kCombinedTensor,
-                          FiaAntiquant::kCombinedToken, FiaAntiquant::kSplitChannel,
-                          FiaAntiquant::kSplitToken}) {
+  for (FiaAntiquant aq :
+       {FiaAntiquant::kCombinedChannel, FiaAntiquant::kCombinedTensor, FiaAntiquant::kCombinedToken,
+        FiaAntiquant::kSplitChannel, FiaAntiquant::kSplitToken}) {
     FiaCase c;
     c.layout = FiaLayout::kBsnd;
     c.kv_dtype = DType::kInt8;
@@ -465,6 +467,96 @@ std::vector<FiaCase> fia_cases(Tier tier) {
     add(c);
   }
 
+  // 7b. Decode calls on IFA's kernels beyond IFA's own arguments
+  // (src/ops/fia/fia_validate_ifa.cpp):
+  //     other output layouts, LSE (empty rows +inf), learnable sink, split / per-tensor /
+  //     per-token int8 parameters, and vllm-ascend's TND decode step over a paged cache in modes
+  //     0 / 2 / 3 / 4 (mode 4: a sliding window) with a sink. A shared prefix stays on the
+  //     split-KV path (tests/fia_route_test.cpp asserts which route each case takes).
+  for (LayoutVariant lv : {LayoutVariant{FiaLayout::kBnsd, FiaOut::kNbsd},
+                           {FiaLayout::kBnsd, FiaOut::kBsnd},
+                           {FiaLayout::kBsh, FiaOut::kNbsd},
+                           {FiaLayout::kBsnd, FiaOut::kNbsd}}) {
+    FiaCase c;
+    c.layout = lv.in, c.out = lv.out;
+    c.q_dtype = c.kv_dtype = c.out_dtype = DType::kBFloat16;
+    c.num_heads = 8, c.num_kv_heads = 2, c.head_dim = 128;
+    c.q_lens = {1, 1, 1}, c.kv_lens = {700, 0, 33};
+    c.pass_q_lens = false;
+    c.paged = lv.in == FiaLayout::kBnsd, c.block_size = 16;
+    c.lse = true, c.sink = lv.in != FiaLayout::kBsh;
+    c.tag = "decode_out_layout";
+    add(c);
+  }
+  {
+    FiaCase c;  // decode with a sink, LSE and a fully masked row (IFA's (B, S) mask)
+    c.layout = FiaLayout::kBsnd;
+    c.num_heads = 4, c.num_kv_heads = 4, c.head_dim = 64;
+    c.q_lens = {1, 1}, c.kv_lens = {1100, 9};
+    c.pass_q_lens = false;
+    c.mask = FiaMask::kIfaBS, c.mask_full_rows = true;
+    c.sink = true, c.lse = true;
+    c.tag = "decode_sink";
+    add(c);
+  }
+  for (FiaAntiquant aq :
+       {FiaAntiquant::kSplitChannel, FiaAntiquant::kCombinedTensor, FiaAntiquant::kCombinedChannel,
+        FiaAntiquant::kSplitToken, FiaAntiquant::kCombinedToken}) {
+    FiaCase c;  // int8 KV decode (vllm-ascend's C8: BNSD, split per-channel, inner_precise 1)
+    c.layout = FiaLayout::kBnsd;
+    c.q_dtype = c.out_dtype = DType::kBFloat16, c.kv_dtype = DType::kInt8;
+    c.num_heads = 8, c.num_kv_heads = 2, c.head_dim = 128;
+    c.q_lens = {1, 1}, c.kv_lens = {600, 17};
+    c.pass_q_lens = false;
+    c.antiquant = aq, c.lse = true;
+    c.paged = aq == FiaAntiquant::kSplitChannel, c.block_size = 32;
+    if (aq == FiaAntiquant::kSplitToken) c.kv_padding = 5;  // per-token rows follow the padding
+    c.tag = "decode_int8";
+    add(c);
+    if (aq == FiaAntiquant::kSplitChannel) {
+      c.block_size = 16;  // IFA's validator refuses an int8 block of 16: the split-KV path
+      add(c);
+    }
+  }
+  for (int mode : {0, 2, 3, 4}) {
+    FiaCase c;  // vllm-ascend's TND decode step: one row per request, paged BnBsH
+    c.layout = FiaLayout::kTnd;
+    c.q_dtype = c.kv_dtype = c.out_dtype = DType::kBFloat16;
+    c.num_heads = 8, c.num_kv_heads = 2, c.head_dim = 128;
+    c.q_lens = {1, 1, 1, 1}, c.kv_lens = {9, 0, 600, 140};
+    c.paged = true, c.block_size = 16;
+    c.sparse_mode = mode;
+    c.mask = mode == 0 ? FiaMask::kNone : FiaMask::kCompressed;
+    if (mode == 4) c.pre_tokens = 100, c.next_tokens = 0;
+    c.sink = mode >= 3, c.lse = true;
+    c.tag = "tnd_decode";
+    add(c);
+    if (mode == 3) {
+      c.q_slack = 3;  // graph padding: rows past the last cumulative length
+      add(c);
+    }
+  }
+  {
+    FiaCase c;  // NTD_TND decode, BnNBsD cache, fp16
+    c.layout = FiaLayout::kNtd, c.out = FiaOut::kTnd;
+    c.num_heads = 4, c.num_kv_heads = 1, c.head_dim = 64;
+    c.q_lens = {1, 1}, c.kv_lens = {70, 5};
+    c.paged = true, c.cache_bnsd = true, c.block_size = 16;
+    c.sparse_mode = 3, c.mask = FiaMask::kCompressed, c.lse = true;
+    c.tag = "tnd_decode";
+    add(c);
+  }
+  {
+    FiaCase c;  // decode with a shared prefix: the split-KV path
+    c.layout = FiaLayout::kBsh;
+    c.num_heads = 4, c.num_kv_heads = 2;
+    c.q_lens = {1, 1}, c.kv_lens = {5, 30};
+    c.pass_q_lens = false;
+    c.prefix_len = 6, c.lse = true;
+    c.tag = "decode_prefix";
+    add(c);
+  }
+
   // 8. Larger shapes for the ci and full tiers: several key and query tiles per batch.
   if (tier != Tier::kSmoke) {
     for (int mode : {0, 3, 4}) {
@@ -519,7 +611,8 @@ std::vector<FiaCase> fia_cases_for_run() {
   return cs;
 }
 
-// ---- the builder -----------------------------------------------------------------------------------
+// ---- the builder
+// -----------------------------------------------------------------------------------
 
 TensorView FiaCaseData::alloc(DType dtype, std::vector<int64_t> shape, double fill) {
   int64_t n = 1;
@@ -871,7 +964,8 @@ FiaCaseData::FiaCaseData(const FiaCase& c) : case_(c) {
     a.pse_shift = p;
   }
   if (c.sink) {
-    TensorView s = alloc(c.q_dtype == DType::kBFloat16 ? DType::kBFloat16 : DType::kFloat16, {N}, 0);
+    TensorView s =
+        alloc(c.q_dtype == DType::kBFloat16 ? DType::kBFloat16 : DType::kFloat16, {N}, 0);
     for (int64_t h = 0; h < N; ++h) {
       store_element(s, h, 2.0 * rng.normal());
       sink_.push_back(load_element(s, h));
@@ -896,8 +990,9 @@ FiaCaseData::FiaCaseData(const FiaCase& c) : case_(c) {
   }
   a.attention_out = alloc(c.out_dtype, oshape, 0.0);
   if (c.out_quant != FiaOutQuant::kNone) {
-    const std::vector<int64_t> qs =
-        c.out_quant == FiaOutQuant::kPerTensor ? std::vector<int64_t>{1} : std::vector<int64_t>{N, Dv};
+    const std::vector<int64_t> qs = c.out_quant == FiaOutQuant::kPerTensor
+                                        ? std::vector<int64_t>{1}
+                                        : std::vector<int64_t>{N, Dv};
     const DType qd = c.q_dtype == DType::kBFloat16 ? DType::kBFloat16 : DType::kFloat32;
     TensorView s = alloc(qd, qs, 0.0), off = alloc(qd, qs, 0.0);
     for (int64_t i = 0; i < s.numel(); ++i) {
@@ -907,8 +1002,10 @@ FiaCaseData::FiaCaseData(const FiaCase& c) : case_(c) {
     a.quant_scale2 = s;
     a.quant_offset2 = off;
   }
-  if (c.lse) a.softmax_lse = alloc(DType::kFloat32, tnd ? std::vector<int64_t>{T, N, 1}
-                                                       : std::vector<int64_t>{B, N, S1, 1}, 0.0);
+  if (c.lse)
+    a.softmax_lse =
+        alloc(DType::kFloat32,
+              tnd ? std::vector<int64_t>{T, N, 1} : std::vector<int64_t>{B, N, S1, 1}, 0.0);
   poison_outputs();
 }
 
@@ -921,7 +1018,8 @@ void FiaCaseData::poison_outputs() {
       store_element(*call_.softmax_lse, i, kNaN);
 }
 
-// ---- comparison --------------------------------------------------------------------------------------
+// ---- comparison
+// --------------------------------------------------------------------------------------
 
 ::testing::AssertionResult compare_fia_output(const std::string& name,
                                               const reference::FiaCall& call,
@@ -944,8 +1042,9 @@ void FiaCaseData::poison_outputs() {
         const double want = ref.rounded[i];
         double bound = 0;
         if (kind == reference::FiaRowKind::kNormal) {
-          bound = od == DType::kInt8 ? 1.0
-                                     : rtol * (std::fabs(ref.expected[i]) + ref.v_absmax[ref.row(r, h)]);
+          bound = od == DType::kInt8
+                      ? 1.0
+                      : rtol * (std::fabs(ref.expected[i]) + ref.v_absmax[ref.row(r, h)]);
         }
         const double err = std::fabs(got - want);
         const bool pass = nonfinite_aware_pass(got, want, err <= bound);
@@ -973,9 +1072,8 @@ void FiaCaseData::poison_outputs() {
   }
   if (worst) *worst = worst_ratio;
   if (!allow_mostly_empty && normal * 2 < valid) {
-    return ::testing::AssertionFailure()
-           << "[" << name << "] only " << normal << " of " << valid
-           << " rows attend anything: the case would prove little";
+    return ::testing::AssertionFailure() << "[" << name << "] only " << normal << " of " << valid
+                                         << " rows attend anything: the case would prove little";
   }
   if (fails) return ::testing::AssertionFailure() << msg.str() << fails << " elements failed";
   return ::testing::AssertionSuccess();

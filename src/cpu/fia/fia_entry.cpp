@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/view_check.hpp"
+#include "cpu/fia/fia_kernel_isa.hpp"
 #include "ops/fia/fia_bind.hpp"
 #include "ops/fia/fia_validate.hpp"
 #include "ops/ifa/ifa_fault.hpp"
@@ -58,18 +59,85 @@ void write_fault_rows(const FiaParams& p, const FiaData& d, const FiaBatch& bt) 
   }
 }
 
-}  // namespace
+// A TND call on IFA's kernels (src/ops/fia/fia_validate_ifa.cpp) may have rows past the last
+// cumulative length (vllm-ascend's graph padding): written after IFA's run as the FIA kernel
+// writes padding rows (D5), from this many bytes after IFA's workspace.
+int64_t ifa_route_pad_rows(const core::FiaProblem& p) {
+  return p.tnd && !p.mixed() ? p.rows - p.tnd_rows_used : 0;
+}
+size_t ifa_route_pad_bytes(const core::FiaProblem& p) {
+  const auto n = static_cast<size_t>(ifa_route_pad_rows(p));
+  if (n == 0) return 0;
+  return kAlign + round_up(n * sizeof(FiaPadRow)) +
+         round_up(static_cast<size_t>(p.params.value_dim) * sizeof(float));
+}
 
-size_t fia_entry_workspace_size(const core::FiaProblem& p) {
-  if (p.use_ifa) return ifa_workspace_size(p.ifa);
+void write_ifa_route_pad_rows(const core::FiaProblem& p, const core::FiaData& d, void* ws) {
+  const int64_t n = ifa_route_pad_rows(p);
+  if (n == 0) return;
+  auto* at = static_cast<std::byte*>(ws) + ifa_workspace_size(p.ifa);
+  auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(at) + kAlign - 1) /
+                                            kAlign * kAlign);
+  auto* pads = reinterpret_cast<FiaPadRow*>(base);
+  auto* scratch =
+      reinterpret_cast<float*>(base + round_up(static_cast<size_t>(n) * sizeof(FiaPadRow)));
+  FiaParams params = p.params;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = p.tnd_rows_used + i;
+    pads[i] = {t * params.o_row, t * params.lse_row};
+  }
+  params.pad_rows = pads;
+  params.num_pad_rows = n;
+  scalar::fia_pad_rows_entry(params, d.kernel, scratch);
+}
+
+Status run_fia_part(const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx,
+                    const FiaKernels& k);
+
+// The FIA kernel's part: its header and its workspace.
+size_t fia_part_size(const core::FiaProblem& p) {
   FiaParams params = p.params;
   params.batches = p.batches.data();
   return kAlign + head_layout(p).end + fia_workspace_size(params);
 }
 
+}  // namespace
+
+size_t fia_entry_workspace_size(const core::FiaProblem& p) {
+  // A mixed TND call: the FIA kernel's part, then IFA's (the decode requests).
+  if (p.mixed()) return fia_part_size(p) + ifa_workspace_size(p.ifa);
+  if (p.use_ifa) return ifa_workspace_size(p.ifa) + ifa_route_pad_bytes(p);
+  return fia_part_size(p);
+}
+
 Status fia_entry_run(const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx,
                      const FiaKernels& k, const IfaKernels& ik) {
-  if (p.use_ifa) return ifa_run(p.ifa, d.ifa, ctx, ik);
+  if (p.mixed()) {
+    // The decode requests on IFA's kernels after the FIA kernel's part ran the others; the first
+    // failure (bad device data) is the call's.
+    core::RunContext fia_ctx = ctx;
+    fia_ctx.workspace_size = fia_part_size(p);
+    const Status st = run_fia_part(p, d, fia_ctx, k);
+    core::RunContext ifa_ctx = ctx;
+    ifa_ctx.workspace = static_cast<std::byte*>(ctx.workspace) + fia_ctx.workspace_size;
+    ifa_ctx.workspace_size = ctx.workspace_size - fia_ctx.workspace_size;
+    const Status ist = ifa_run(p.ifa, d.ifa, ifa_ctx, ik);
+    return st != Status::kSuccess ? st : ist;
+  }
+  if (p.use_ifa) {
+    const Status st = ifa_run(p.ifa, d.ifa, ctx, ik);
+    write_ifa_route_pad_rows(p, d, ctx.workspace);
+    return st;
+  }
+  return run_fia_part(p, d, ctx, k);
+}
+
+namespace {
+
+// The FIA kernel's run of p (every request of a call not on IFA's kernels; the others of a mixed
+// call).
+Status run_fia_part(const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx,
+                    const FiaKernels& k) {
   auto* base = reinterpret_cast<std::byte*>(
       (reinterpret_cast<uintptr_t>(ctx.workspace) + kAlign - 1) / kAlign * kAlign);
   const Head h = head_layout(p);
@@ -103,5 +171,7 @@ Status fia_entry_run(const core::FiaProblem& p, const core::FiaData& d, const co
     return core::fail(Status::kInvalid, fia::kOpName, ifa::ifa_fault_message(r.first));
   return Status::kSuccess;
 }
+
+}  // namespace
 
 }  // namespace kvflash::cpu

@@ -12,7 +12,9 @@
 // K with a bf16 query: AVX512-BF16 dot products where the CPU has them); strided or padded rows
 // are first widened into a small fp32 buffer padded with zeros to dp. int8 rows stay raw
 // integers: the antiquant scale and offset are folded into the query, a per-head score bias and
-// the final accumulator (fp32, so rounding differs slightly from dequantising each element).
+// the final accumulator (fp32, so rounding differs slightly from dequantising each element);
+// per-token parameters (core::IfaParams::token_k / token_v) scale each score and each weight
+// instead (KvHeadWork::fold).
 // Scores follow docs/semantics.md §2.5: s = fl32(q·k * scale), + pse, then mask replacement by
 // kMaskedScore. Only positions in [begin, end) of the chunk are ever addressed (prefetches
 // included).
@@ -141,6 +143,18 @@ inline float view_f32(const core::View3& v, const void* data, int64_t index) {
   uint16_t h;
   std::memcpy(&h, static_cast<const uint16_t*>(data) + index, sizeof(h));
   return v.dtype == DType::kFloat16 ? fp16_to_f32(h) : bf16_to_f32(h);
+}
+
+// Element index of an fp16 / bf16 / fp32 parameter tensor (sink, per-token antiquant), widened.
+inline float param_f32(DType dtype, const void* data, int64_t index) {
+  if (dtype == DType::kFloat32) {
+    float x;
+    std::memcpy(&x, static_cast<const float*>(data) + index, sizeof(x));
+    return x;
+  }
+  uint16_t x;
+  std::memcpy(&x, static_cast<const uint16_t*>(data) + index, sizeof(x));
+  return dtype == DType::kFloat16 ? fp16_to_f32(x) : bf16_to_f32(x);
 }
 
 // q[0, d) = query row (b, h) widened to fp32: kLanes at a time when its channels are contiguous
@@ -544,6 +558,12 @@ class KvHeadWork {
           any_exact_ = true;
         }
         acc[2 * dp + IfaHeadSlot::kKeyBias] = bias;
+        if (p.token_k) {  // the tables are 1 and 0: q is unscaled, the bias 0
+          float qsum = 0.0f;
+          for (int64_t i = 0; i < d; ++i) qsum += q[i];
+          acc[2 * dp + IfaHeadSlot::kQuerySum] = qsum;
+        }
+        acc[2 * dp + IfaHeadSlot::kValueConst] = 0.0f;
       }
       if constexpr (kKind != KvKind::kInt8) exact_[g] = false;
       st_[g] = SoftmaxState{};
@@ -658,10 +678,29 @@ class KvHeadWork {
     const int64_t group = p.group, dp = l_->dp, hf = l_->head_floats;
     const auto* mask = static_cast<const uint8_t*>(d_->mask);
     const int64_t n_vec = (n + kLanes - 1) / kLanes * kLanes;
+    // Per-token int8 parameters of the tile's positions (scale, offset; key, value).
+    [[maybe_unused]] float tok[4][kIfaTile];
+    if constexpr (kKind == KvKind::kInt8) {
+      if (p.token_k)
+        token_params(p.antiquant_scale, p.antiquant_offset, d_->antiquant_scale,
+                     d_->antiquant_offset, j0, n, tok[0], tok[1]);
+      if (p.token_v)
+        token_params(p.antiquant_scale_v, p.antiquant_offset_v, d_->antiquant_scale_v,
+                     d_->antiquant_offset_v, j0, n, tok[2], tok[3]);
+    }
     for (int64_t g = 0; g < group; ++g) {
       const int64_t h = n2_ * group + g;
       float* sg = s[g];
       if constexpr (kKind == KvKind::kInt8) {
+        if (p.token_k) {
+          // q·((k + off_j) * sc_j) = (q·k + off_j * sum_i q_i) * sc_j.
+          const float qsum = slot_[g * hf + 2 * dp + IfaHeadSlot::kQuerySum];
+          const Vec qv = vset1(qsum);
+          int64_t i = 0;
+          for (; i + kLanes <= n; i += kLanes)
+            vstore(sg + i, vmul(vfma(vload(tok[1] + i), qv, vload(sg + i)), vload(tok[0] + i)));
+          for (; i < n; ++i) sg[i] = __builtin_fmaf(tok[1][i], qsum, sg[i]) * tok[0][i];
+        }
         const float bias = slot_[g * hf + 2 * dp + IfaHeadSlot::kKeyBias];
         const Vec bv = vset1(bias);
         int64_t i = 0;
@@ -690,6 +729,29 @@ class KvHeadWork {
       for (int64_t i = n; i < n_vec; ++i) sg[i] = kNegInf;
       const float alpha = softmax_fold_tile(st_[g], sg, n_vec);
       softmax_scale_acc(slot_ + g * hf, dp, alpha);
+      if constexpr (kKind == KvKind::kInt8) {
+        if (p.token_v) {
+          // sum_t p_t (v_t + off_t) sc_t = sum_t (p_t sc_t) v_t + sum_t p_t sc_t off_t: the
+          // weights take the scale, the constant is rescaled as acc is and added by finish().
+          // The tile's part is summed in lanes, then reduced (a fixed order: the same bits for
+          // any thread count).
+          float& c = slot_[g * hf + 2 * dp + IfaHeadSlot::kValueConst];
+          if (alpha != 1.0f) c *= alpha;
+          Vec part = vzero();
+          int64_t i = 0;
+          for (; i + kLanes <= n; i += kLanes) {
+            const Vec w = vmul(vload(sg + i), vload(tok[2] + i));
+            vstore(sg + i, w);
+            part = vfma(w, vload(tok[3] + i), part);
+          }
+          float tail = 0.0f;
+          for (; i < n; ++i) {
+            sg[i] *= tok[2][i];
+            tail = __builtin_fmaf(sg[i], tok[3][i], tail);
+          }
+          c += vreduce_add(part) + tail;
+        }
+      }
     }
   }
 
@@ -726,6 +788,37 @@ class KvHeadWork {
     for (int64_t g = 0; g < group; ++g) accumulate_pv(slot_ + g * hf, dp, s[g] + i, buf, rest);
   }
 
+  // Per-token parameters of positions [j0, j0 + n) of this batch: sc[i], off[i] (0 without an
+  // offset tensor).
+  void token_params(const core::View3& scale, const core::View3& offset, const void* sd,
+                    const void* od, int64_t j0, int64_t n, float* sc, float* off) const {
+    param_run(scale, sd, j0, n, sc);
+    if (offset.present) {
+      param_run(offset, od, j0, n, off);
+    } else {
+      for (int64_t i = 0; i < n; ++i) off[i] = 0.0f;
+    }
+  }
+
+  // dst[0, n) = elements (b, j0 + i, 0) of v, widened: kLanes at a time when positions are
+  // contiguous (the usual (B, S) tensors), else one by one.
+  void param_run(const core::View3& v, const void* data, int64_t j0, int64_t n, float* dst) const {
+    const int64_t at = v.index(b_, j0, 0);
+    int64_t i = 0;
+    if (v.s1 == 1) {
+      for (; i + kLanes <= n; i += kLanes) {
+        if (v.dtype == DType::kFloat32) {
+          vstore(dst + i, vload(static_cast<const float*>(data) + at + i));
+        } else if (v.dtype == DType::kFloat16) {
+          vstore(dst + i, vload_fp16(static_cast<const uint16_t*>(data) + at + i));
+        } else {
+          vstore(dst + i, vload_bf16(static_cast<const uint16_t*>(data) + at + i));
+        }
+      }
+    }
+    for (; i < n; ++i) dst[i] = param_f32(v.dtype, data, at + i * v.s1);
+  }
+
   // Leaves (max, sum, any_unmasked) of each head in the slot for the merge.
   // int8 V: acc holds sum_t p_t v_t over the raw integers and st.sum = sum_t p_t (both with the
   // same rescales), so sum_t p_t (v_t + off) * sc = (acc + off * sum) * sc.
@@ -733,14 +826,19 @@ class KvHeadWork {
     for (int64_t g = 0; g < p_->group; ++g) {
       if constexpr (kKind == KvKind::kInt8) {
         float* acc = slot_ + g * l_->head_floats;
-        const float sum = st_[g].sum;
-        const Vec sv = vset1(sum);
         const int64_t d = p_->head_dim;
-        int64_t i = 0;
-        for (; i + kLanes <= d; i += kLanes) {
-          vstore(acc + i, vmul(vfma(vload(v_off_ + i), sv, vload(acc + i)), vload(v_sc_ + i)));
+        if (p_->token_v) {  // no per-channel value parameters: the constant of fold()
+          const float c = acc[2 * l_->dp + IfaHeadSlot::kValueConst];
+          for (int64_t i = 0; i < d; ++i) acc[i] += c;
+        } else {
+          const float sum = st_[g].sum;
+          const Vec sv = vset1(sum);
+          int64_t i = 0;
+          for (; i + kLanes <= d; i += kLanes) {
+            vstore(acc + i, vmul(vfma(vload(v_off_ + i), sv, vload(acc + i)), vload(v_sc_ + i)));
+          }
+          for (; i < d; ++i) acc[i] = __builtin_fmaf(v_off_[i], sum, acc[i]) * v_sc_[i];
         }
-        for (; i < d; ++i) acc[i] = __builtin_fmaf(v_off_[i], sum, acc[i]) * v_sc_[i];
       }
       float* hdr = slot_ + g * l_->head_floats + 2 * l_->dp;
       hdr[IfaHeadSlot::kMax] = st_[g].max;
@@ -966,7 +1064,7 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
     if (num_chunks == 0 || (p.zero_fully_masked_rows && !any_unmasked)) {
       for (int64_t i = 0; i < p.head_dim; ++i) zeros[i] = 0.0f;
       write_row(p, dt, l, base, b, h, zeros);
-      write_lse(p, dt, b, h, kNegInf);
+      write_lse(p, dt, b, h, p.empty_lse);
       continue;
     }
     // Fixed-order log-sum-exp merge into chunk 0's accumulator. A part of weight 0 is still
@@ -987,6 +1085,8 @@ inline void merge_impl(const IfaProblem& p, const IfaData& dt, const IfaLayout& 
       }
     }
     total.sum = softmax_final_sum(total);
+    // The sink joins the sum, not the max (FIA's D8: docs/fia-semantics.md).
+    if (p.has_sink) total.sum += exp_scalar(param_f32(p.sink_dtype, dt.sink, h) - m_total);
     const Vec inv_div = vset1(total.sum);
     for (int64_t i = 0; i < dp; i += kLanes) vstore(acc + i, vdiv(vload(acc + i), inv_div));
     write_row(p, dt, l, base, b, h, acc);

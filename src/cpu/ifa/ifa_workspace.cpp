@@ -128,8 +128,8 @@ std::byte* ifa_prepare(const core::IfaProblem& p, const core::IfaData& data, con
   const int64_t pad = p.left_padding ? d->kv_padding_size[0] : 0;
   for (int64_t b = 0; b < p.batch; ++b) {
     const core::IfaKvRange r = core::ifa_kv_range(p, b, pad);
-    begin[b] = r.begin;
-    state[b] = batch_state(p, *d, b, r.begin, r.empty);
+    begin[b] = r.begin + (p.kv_start.empty() ? 0 : p.kv_start[b]);
+    state[b] = batch_state(p, *d, b, begin[b], r.empty);
   }
   d->kv_begin = begin;
   d->batch_state = state;
@@ -138,8 +138,24 @@ std::byte* ifa_prepare(const core::IfaProblem& p, const core::IfaData& data, con
   if (p.antiquant != core::AntiquantMode::kNone) {
     auto* aq = reinterpret_cast<float*>(base + l.antiquant);
     const int64_t n = 2 * p.num_kv_heads * p.head_dim;
-    expand(p.antiquant_scale, d->antiquant_scale, 2, p.num_kv_heads, p.head_dim, aq);
-    expand(p.antiquant_offset, d->antiquant_offset, 2, p.num_kv_heads, p.head_dim, aq + n);
+    if (p.split_antiquant) {  // [scale, offset][key, value]: the value's from its own tensors
+      const int64_t kd = p.num_kv_heads * p.head_dim;
+      // Per-token parameters are applied per position by the kernel: the tables are 1 and 0.
+      auto table = [&](const core::View3& v, const void* data, bool token, bool scale, float* dst) {
+        if (token) {
+          std::fill(dst, dst + kd, scale ? 1.0f : 0.0f);
+        } else {
+          expand(v, data, 1, p.num_kv_heads, p.head_dim, dst);
+        }
+      };
+      table(p.antiquant_scale, d->antiquant_scale, p.token_k, true, aq);
+      table(p.antiquant_scale_v, d->antiquant_scale_v, p.token_v, true, aq + kd);
+      table(p.antiquant_offset, d->antiquant_offset, p.token_k, false, aq + n);
+      table(p.antiquant_offset_v, d->antiquant_offset_v, p.token_v, false, aq + n + kd);
+    } else {
+      expand(p.antiquant_scale, d->antiquant_scale, 2, p.num_kv_heads, p.head_dim, aq);
+      expand(p.antiquant_offset, d->antiquant_offset, 2, p.num_kv_heads, p.head_dim, aq + n);
+    }
   }
   if (p.quant_scale2.present) {
     auto* q2 = reinterpret_cast<float*>(base + l.quant2);

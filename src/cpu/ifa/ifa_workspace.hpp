@@ -41,6 +41,9 @@ struct IfaHeadSlot {
   static constexpr int64_t kMax = 0, kSum = 1, kAnyUnmasked = 2;
   /// int8 K only, private to a chunk task: (q * scale)·offset, added to every score.
   static constexpr int64_t kKeyBias = 3;
+  /// Per-token int8 K / V (IfaParams::token_k / token_v), private to a chunk task: sum_i q_i,
+  /// and sum_t p_t * scale_t * offset_t, which finish() adds to every channel of acc.
+  static constexpr int64_t kQuerySum = 4, kValueConst = 5;
 };
 
 struct IfaLayout {

@@ -1,6 +1,7 @@
 #include "ops/fia/fia_bind.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 
 #include "core/plan_fields.hpp"
@@ -57,15 +58,25 @@ void bind_data(const core::FiaProblem& p, const FiaArgs& a, core::FiaData* out) 
   if (p.kv_padding) out->kv_padding = static_cast<const int64_t*>(at(a.kv_padding_size));
   if (p.use_ifa) {  // what ifa::bind_data binds, from the same tensors
     core::IfaData& i = out->ifa;
-    i.q = d.q, i.out = d.out, i.lse = nullptr;
+    i.q = d.q, i.out = d.out, i.lse = d.lse;
+    if (p.ifa.has_sink) i.sink = d.sink;
     i.k_cache = d.k, i.v_cache = d.v;
     if (p.ifa.k.list) i.k_list = a.key.data();
     if (p.ifa.v.list) i.v_list = a.value.data();
     if (p.ifa.k.paged) i.block_table = d.block_table;
     if (p.ifa.mask.present) i.mask = at(a.atten_mask);
     if (p.ifa.pse.present) i.pse = at(a.pse_shift);
-    if (p.ifa.antiquant_scale.present) i.antiquant_scale = at(a.antiquant_scale);
-    if (p.ifa.antiquant_offset.present) i.antiquant_offset = at(a.antiquant_offset);
+    if (p.ifa.split_antiquant) {  // FIA's parameters (fia_validate_ifa.cpp), at their first element
+      auto first = [](const void* base, const cpu::FiaDequant& q, bool offset) -> const void* {
+        if (base == nullptr) return nullptr;
+        const int64_t at = offset ? q.offset_at : q.scale_at;
+        return static_cast<const std::byte*>(base) + at * static_cast<int64_t>(dtype_size(q.dtype));
+      };
+      i.antiquant_scale = first(d.k_scale, pp.k_dq, false);
+      i.antiquant_offset = pp.k_dq.has_offset ? first(d.k_offset, pp.k_dq, true) : nullptr;
+      i.antiquant_scale_v = first(d.v_scale, pp.v_dq, false);
+      i.antiquant_offset_v = pp.v_dq.has_offset ? first(d.v_offset, pp.v_dq, true) : nullptr;
+    }
     if (p.ifa.quant_scale2.present) i.quant_scale2 = at(a.quant_scale2);
     if (p.ifa.quant_offset2.present) i.quant_offset2 = at(a.quant_offset2);
     if (p.ifa.left_padding) i.kv_padding_size = static_cast<const int64_t*>(at(a.kv_padding_size));
@@ -142,7 +153,10 @@ void describe(const core::FiaProblem& p, char* buf, size_t size) {
                 static_cast<long long>(pp.batch), static_cast<long long>(pp.num_heads),
                 static_cast<long long>(pp.num_kv_heads), static_cast<long long>(pp.head_dim),
                 static_cast<long long>(p.rows), dtype_name(pp.dtype), pp.paged ? " paged" : "",
-                p.decode ? " decode" : "", p.use_ifa ? " (IFA kernels)" : "");
+                p.decode ? " decode" : "",
+                p.mixed()   ? " (decode requests on IFA kernels)"
+                : p.use_ifa ? " (IFA kernels)"
+                            : "");
 }
 
 }  // namespace kvflash::fia

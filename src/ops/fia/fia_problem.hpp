@@ -44,6 +44,11 @@ struct FiaProblem {
   /// D4's decode branch on IFA's kernels (fia_validate_ifa.cpp): the call as IFA's problem.
   bool use_ifa = false;
   IfaProblem ifa;
+  /// use_ifa: the requests IFA's kernels run, [0, ifa_requests); fewer than the batch in a mixed
+  /// TND call, whose other requests the FIA kernel runs (its batches [0, ifa_requests) have no
+  /// rows).
+  int64_t ifa_requests = 0;
+  bool mixed() const { return use_ifa && ifa_requests < params.batch; }
 };
 
 /// The pointers of one run (core::element0 of each view), and what a backend reads in stream

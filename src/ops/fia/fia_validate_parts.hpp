@@ -47,9 +47,10 @@ Status check_antiquant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p)
 Status check_post_quant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
 Status check_sink(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
 
-/// D4: when the decode-branch call is one IncreFlashAttention expresses, p->ifa holds its IFA
-/// problem and p->use_ifa is set (fia_validate_ifa.cpp); otherwise the FIA kernel runs it. Fails
-/// only when out of memory (kRuntime).
+/// D4: when the call is a decode step IFA's kernels express (the decode branch, or a TND call of
+/// one row per request), p->ifa holds its IFA problem and p->use_ifa is set
+/// (fia_validate_ifa.cpp); otherwise the FIA kernel runs it. Fails only when out of memory
+/// (kRuntime).
 Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
 
 }  // namespace kvflash::fia

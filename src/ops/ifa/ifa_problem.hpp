@@ -1,13 +1,13 @@
 // The normalised IFA problem (what a plan holds) and the data bound to it for one run.
 //
-// Validation (src/ops/ifa/ifa_validate.cpp) turns user arguments of any layout, list or paged mode into
-// IfaProblem: one shape-free description in which logical indices (batch b, query head h, kv head
-// n2, kv position j, channel d) map to element offsets through strides. It is built from shapes,
-// dtypes, strides, attributes and host-side integers only: it holds no data pointers and no value
-// read from a tensor, so one problem serves every run with the same shapes (FlashInfer's plan/run
-// split). IfaData carries the pointers of one run, and the values a backend derives from device
-// data in stream order (left padding, block-table checks). Kernels never look at layouts, never
-// check anything the validator checked, and never allocate.
+// Validation (src/ops/ifa/ifa_validate.cpp) turns user arguments of any layout, list or paged mode
+// into IfaProblem: one shape-free description in which logical indices (batch b, query head h, kv
+// head n2, kv position j, channel d) map to element offsets through strides. It is built from
+// shapes, dtypes, strides, attributes and host-side integers only: it holds no data pointers and no
+// value read from a tensor, so one problem serves every run with the same shapes (FlashInfer's
+// plan/run split). IfaData carries the pointers of one run, and the values a backend derives from
+// device data in stream order (left padding, block-table checks). Kernels never look at layouts,
+// never check anything the validator checked, and never allocate.
 #pragma once
 
 #include <cstdint>
@@ -98,6 +98,23 @@ struct IfaParams {
   bool has_lse = false;  ///< optional (b, h) LSE at lse + b*lse_s0 + h*lse_s1
   int64_t lse_s0 = 0, lse_s1 = 0;
   bool zero_fully_masked_rows = false;
+
+  // What FIA's decode branch adds (src/ops/fia/fia_validate_ifa.cpp); IFA's validator leaves
+  // the defaults, which are IFA's behaviour.
+  /// The LSE of a row with nothing to attend (kv_len 0, or fully masked with
+  /// zero_fully_masked_rows): IFA's -inf, FIA's +inf (its D5).
+  float empty_lse = -__builtin_inff();
+  /// Learnable sink (N,) of sink_dtype (fp16, bf16, fp32): sum += exp(sink_h - max), the max
+  /// taken without it; it adds no value.
+  bool has_sink = false;
+  DType sink_dtype = DType::kBFloat16;
+  /// Key and value antiquant parameters in two tensors: antiquant_scale / antiquant_offset then
+  /// hold the key's (n2, d) at (0, n2, d), these the value's.
+  bool split_antiquant = false;
+  View3 antiquant_scale_v, antiquant_offset_v;
+  /// With split_antiquant, per-token parameters of the key / value (FIA's antiquant mode 1): the
+  /// views then index (b, j, 0), j the position in the batch's K / V (what left padding moves).
+  bool token_k = false, token_v = false;
 };
 
 /// IfaParams and the per-batch host arrays, which only host code reads (a CUDA run sends the
@@ -108,6 +125,9 @@ struct IfaProblem : IfaParams {
   /// chunking and the workspace follow these lengths only.
   std::vector<int64_t> kv_len;
   std::vector<KvCacheView::Seq> k_seqs, v_seqs;  ///< non-paged: K and V of every batch
+  /// Per batch, the first attended position when it is not 0 (FIA's sliding window: a batch
+  /// attends [kv_start[b], kv_start[b] + kv_len[b])); empty: 0 for every batch.
+  std::vector<int64_t> kv_start;
 };
 
 /// What a run does with batch b, decided at run time from device data (IfaData::batch_state).
@@ -158,6 +178,9 @@ struct IfaData {
   const void* antiquant_offset = nullptr;
   const void* quant_scale2 = nullptr;
   const void* quant_offset2 = nullptr;
+  const void* sink = nullptr;                ///< has_sink
+  const void* antiquant_scale_v = nullptr;   ///< split_antiquant: the value's
+  const void* antiquant_offset_v = nullptr;  ///< split_antiquant: the value's (optional)
   const int64_t* kv_padding_size = nullptr;  ///< element 0 read at run time (left padding)
   const void* const* k_seq = nullptr;        ///< derived, non-paged: base(b) of K for every batch
   const void* const* v_seq = nullptr;

@@ -1,0 +1,172 @@
+// Which kernels a FIA decode call plans onto (D4: IFA's, src/ops/fia/fia_validate_ifa.cpp). The
+// split-KV path of the FIA kernel computes the same result 2-3x slower (docs/perf.md), so only a
+// test of the route catches a regression to it: every case of the shared list that is a decode
+// call IFA's kernels express must plan onto them (in a mixed TND call: its leading one-row
+// requests), and the ones they cannot express (a shared prefix, MLA rope, ...) must not. The
+// predicate below is written from the documented rules (docs/conventions.md, "FIA's decode
+// branch"), not from the validator's code.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/view_check.hpp"
+#include "kvflash/fia.hpp"
+#include "ops/fia/fia_bind.hpp"
+#include "ops/fia/fia_plan_impl.hpp"
+#include "support/fia_args.hpp"
+#include "support/fia_cases.hpp"
+
+namespace kvflash::testing {
+namespace {
+
+// Whether c is a decode call that runs on IFA's kernels by the documented rules.
+bool expect_on_ifa(const FiaCase& c) {
+  if (c.prompt || c.rope_dim > 0 || c.prefix_len > 0 || c.dv() != c.head_dim) return false;
+  // IFA's own rule: a paged cache's block size a multiple of 16 (32 for int8).
+  if (c.paged && c.block_size % (c.kv_dtype == DType::kInt8 ? 32 : 16) != 0) return false;
+  if (!c.tnd()) {
+    // D4's decode branch: S1 = 1 (no slack, no query left padding).
+    return c.max_q() == 1 && c.q_slack == 0 && c.q_padding < 0;
+  }
+  // TND / NTD: leading requests of one row each (the decode requests; the FIA kernel runs the
+  // rest of a mixed call), a paged cache, nothing read per (row, position).
+  const bool reads_mask = c.mask != FiaMask::kNone && c.mask != FiaMask::kCompressed;
+  return c.q_lens[0] == 1 && c.paged && !reads_mask && !c.pse;
+}
+
+// The requests of c on IFA's kernels when expect_on_ifa(c): the leading one-row requests (TND),
+// else all.
+int64_t expect_ifa_requests(const FiaCase& c) {
+  if (!c.tnd()) return c.batch();
+  int64_t k = 0;
+  while (k < c.batch() && c.q_lens[k] == 1) ++k;
+  return k;
+}
+
+bool plans_on_ifa(const FiaCase& c, std::string* describe, int64_t* requests = nullptr) {
+  FiaCaseData data(c);
+  const FiaArgs args = fia_args(data.call());
+  std::unique_ptr<FiaPlan> plan;
+  EXPECT_EQ(FiaPlan::create(args, &plan), Status::kSuccess)
+      << c.name() << ": " << last_error_message();
+  if (plan == nullptr) return false;
+  const core::FiaProblem& p = FiaPlanAccess::impl(*plan).problem;
+  char buf[256];
+  fia::describe(p, buf, sizeof(buf));
+  *describe = buf;
+  if (requests != nullptr) *requests = p.ifa_requests;
+  return p.use_ifa;
+}
+
+TEST(FiaRoute, DecodeCallsRunOnIfaKernels) {
+  int on_ifa = 0, split = 0;
+  for (const FiaCase& c : fia_cases_for_run()) {
+    const bool want = expect_on_ifa(c);
+    std::string what;
+    int64_t requests = 0;
+    const bool got = plans_on_ifa(c, &what, &requests);
+    EXPECT_EQ(got, want) << c.name() << " (" << what << ")";
+    if (got && want) {
+      EXPECT_EQ(requests, expect_ifa_requests(c)) << c.name();
+    }
+    (got ? on_ifa : split) += 1;
+  }
+  std::printf("fia route: %d cases on IFA's kernels, %d on the FIA kernel\n", on_ifa, split);
+  EXPECT_GE(on_ifa, 20);
+}
+
+std::vector<std::byte> bytes_of(const TensorView& t) {
+  const auto* p = static_cast<const std::byte*>(core::element0(t));
+  return {p, p + t.numel() * static_cast<int64_t>(dtype_size(t.dtype))};
+}
+
+// The calls planned onto IFA's kernels give the same bits (output and LSE) for any thread count.
+TEST(FiaRoute, IfaRouteDeterministicAcrossThreads) {
+  int checked = 0;
+  for (const FiaCase& c : fia_cases_for_run()) {
+    if (!expect_on_ifa(c)) continue;
+    FiaCaseData data(c);
+    FiaArgs args = fia_args(data.call());
+    std::unique_ptr<FiaPlan> plan;
+    ASSERT_EQ(FiaPlan::create(args, &plan), Status::kSuccess) << last_error_message();
+    std::vector<std::byte> ws(plan->workspace_size());
+    std::vector<std::byte> out1, lse1;
+    for (int threads : {1, 2, 3, 7}) {
+      data.poison_outputs();
+      args.num_threads = threads;
+      ASSERT_EQ(plan->run(args, ws.data(), ws.size()), Status::kSuccess) << c.name();
+      const std::vector<std::byte> out = bytes_of(args.attention_out);
+      const std::vector<std::byte> lse =
+          args.softmax_lse_flag ? bytes_of(*args.softmax_lse) : std::vector<std::byte>{};
+      if (threads == 1) {
+        out1 = out, lse1 = lse;
+      } else {
+        EXPECT_EQ(out, out1) << c.name() << " threads=" << threads;
+        EXPECT_EQ(lse, lse1) << c.name() << " threads=" << threads;
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+}
+
+// A mixed TND call's decode requests get the bits they get alone (the leading requests as a call
+// of their own, vllm-ascend's A5 split): both run them on IFA's kernels.
+TEST(FiaRoute, MixedCallDecodeRowsMatchDecodeCallAlone) {
+  int checked = 0;
+  for (const FiaCase& c : fia_cases_for_run()) {
+    // TND in and out: rows [0, k) are the first k rows of the output's memory.
+    if (c.layout != FiaLayout::kTnd || c.out != FiaOut::kSame || !expect_on_ifa(c)) continue;
+    const int64_t k = expect_ifa_requests(c);
+    if (k == c.batch()) continue;  // not mixed
+    FiaCaseData data(c);
+    FiaArgs whole = fia_args(data.call());
+    data.poison_outputs();
+    ASSERT_EQ(fused_infer_attention_score(whole), Status::kSuccess) << last_error_message();
+    const size_t row_bytes = static_cast<size_t>(c.num_heads * c.dv()) * dtype_size(c.out_dtype);
+    const auto* out = static_cast<const std::byte*>(core::element0(whole.attention_out));
+    const std::vector<std::byte> want(out, out + k * row_bytes);
+    FiaArgs dec = whole;  // requests [0, k): their rows, lengths and block-table rows
+    dec.query.shape[0] = k;
+    dec.attention_out.shape[0] = k;
+    dec.actual_seq_lengths->resize(static_cast<size_t>(k));
+    dec.actual_seq_lengths_kv->resize(static_cast<size_t>(k));
+    dec.block_table->shape[0] = k;
+    if (dec.softmax_lse_flag) dec.softmax_lse->shape[0] = k;
+    data.poison_outputs();
+    ASSERT_EQ(fused_infer_attention_score(dec), Status::kSuccess) << last_error_message();
+    EXPECT_EQ(std::memcmp(out, want.data(), want.size()), 0) << c.name();
+    ++checked;
+  }
+  EXPECT_GE(checked, 3);
+}
+
+// vllm-ascend's decode step (TND, paged BnBsH, mode 3, per-request KV lengths) with and without
+// a sink and LSE, and its sliding-window variant (mode 4).
+TEST(FiaRoute, VllmAscendDecodeStep) {
+  for (int mode : {3, 4}) {
+    for (bool sink : {false, true}) {
+      FiaCase c;
+      c.layout = FiaLayout::kTnd;
+      c.q_dtype = c.kv_dtype = c.out_dtype = DType::kBFloat16;
+      c.num_heads = 32, c.num_kv_heads = 8, c.head_dim = 128;
+      c.q_lens = {1, 1, 1}, c.kv_lens = {300, 129, 1};
+      c.paged = true, c.block_size = 128;
+      c.sparse_mode = mode, c.mask = FiaMask::kCompressed;
+      if (mode == 4) c.pre_tokens = 128, c.next_tokens = 0;
+      c.sink = sink, c.lse = sink;
+      std::string what;
+      EXPECT_TRUE(plans_on_ifa(c, &what)) << c.name();
+      EXPECT_NE(what.find("(IFA kernels)"), std::string::npos) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvflash::testing
