@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <memory>
 
+#include "support/workspace_buffer.hpp"
+
 namespace kvflash::testing {
 
 std::vector<cpu::Isa> isas_to_test() {
@@ -19,7 +21,7 @@ std::vector<cpu::Isa> isas_to_test() {
     return ::testing::AssertionFailure() << "IfaPlan::create returned " << static_cast<int>(created)
                                          << ": " << last_error_message();
   }
-  std::vector<std::byte> ws(plan->workspace_size());
+  WorkspaceBuffer ws(plan->workspace_size());
   const Status ran = plan->run(args, ws.data(), ws.size());
   if (ran != Status::kSuccess) {
     return ::testing::AssertionFailure()
