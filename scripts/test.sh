@@ -20,9 +20,18 @@ cpu_seconds() {
   cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] }
                        printf "%d", n }' "$times_file")
 }
-trap 'cpu_seconds; rm -f "$times_file"; echo "=== total time: $(( $(date +%s) - start )) s (CPU $cpu s)"' EXIT
+trap '{ kill $(jobs -p) 2>/dev/null || true; }; cpu_seconds; rm -f "$times_file"; echo "=== total time: $(( $(date +%s) - start )) s (CPU $cpu s)"' EXIT
 bash scripts/setup.sh
 jobs=$(nproc)
+# The Python environment (torch is a few GB to download and unpack: mostly network and disk) is
+# made in the background while the ci preset compiles; the python phase waits for it and prints
+# its log.
+python_setup_log=$(mktemp)
+python_setup_pid=
+if [ "${KVFLASH_TEST_PYTHON:-1}" != 0 ]; then
+  bash scripts/setup_python.sh >"$python_setup_log" 2>&1 &
+  python_setup_pid=$!
+fi
 
 phase_start=$start
 phase_cpu=0
@@ -46,8 +55,12 @@ run_preset() {
 
 run_python() {
   local venv=${KVFLASH_VENV:-.venv}
-  echo "=== [python] environment ($venv: pyproject.toml's build requirements and test extra)"
-  bash scripts/setup_python.sh
+  echo "=== [python] environment ($venv: pyproject.toml's build requirements and test extra; made in the background since the start)"
+  local setup_rc=0
+  wait "$python_setup_pid" || setup_rc=$?
+  cat "$python_setup_log"
+  rm -f "$python_setup_log"
+  [ "$setup_rc" -eq 0 ] || return "$setup_rc"
   echo "=== [python] pip install --no-build-isolation . (build/python)"
   # --no-index: with the environment in place the package build downloads nothing. Warnings are
   # errors here, as in the ci preset.

@@ -36,6 +36,7 @@
 #include "support/merge_compare.hpp"
 #include "support/sfa_cases.hpp"
 #include "support/sfa_compare.hpp"
+#include "support/workspace_buffer.hpp"
 
 namespace kvflash::testing {
 namespace {
@@ -69,7 +70,7 @@ template <typename Plan, typename Args>
     return ::testing::AssertionFailure()
            << "create returned " << static_cast<int>(s) << ": " << last_error_message();
   }
-  std::vector<std::byte> ws(plan->workspace_size());
+  WorkspaceBuffer ws(plan->workspace_size());
   if (const Status s = plan->run(args, ws.data(), ws.size()); s != Status::kSuccess) {
     return ::testing::AssertionFailure()
            << "run returned " << static_cast<int>(s) << ": " << last_error_message();
@@ -171,7 +172,7 @@ TEST_P(BackendOpsLi, MatchesReference) {
       std::unique_ptr<LightningIndexerPlan> plan;
       ASSERT_EQ(LightningIndexerPlan::create(data.call(), &plan), Status::kSuccess)
           << last_error_message();
-      std::vector<std::byte> ws(plan->workspace_size());
+      WorkspaceBuffer ws(plan->workspace_size());
       const Status st = plan->run(data.call(), ws.data(), ws.size());
       if (ref.fault.empty()) {
         ASSERT_EQ(st, Status::kSuccess) << c.name() << ": " << last_error_message();

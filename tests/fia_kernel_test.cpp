@@ -23,6 +23,7 @@
 #include "support/fia_bind.hpp"
 #include "support/fia_cases.hpp"
 #include "support/ifa_run.hpp"
+#include "support/workspace_buffer.hpp"
 
 namespace kvflash::testing {
 namespace {
@@ -33,7 +34,7 @@ using cpu::FiaPadRow;
 using cpu::FiaParams;
 
 void run_kernel(const FiaBound& bd, int threads) {
-  std::vector<std::byte> ws(cpu::fia_workspace_size(bd.p));
+  WorkspaceBuffer ws(cpu::fia_workspace_size(bd.p));
   cpu::fia_run(bd.p, bd.d, ws.data(), ws.size(), threads);
 }
 

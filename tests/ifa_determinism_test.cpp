@@ -11,6 +11,7 @@
 #include "support/ifa_cases.hpp"
 #include "support/ifa_run.hpp"
 #include "support/ifa_slice.hpp"
+#include "support/workspace_buffer.hpp"
 
 namespace kvflash::testing {
 namespace {
@@ -198,7 +199,7 @@ TEST(IfaBlockTable, ReferencedIdOutsideCacheFaultsItsBatchOnly) {
     const IfaArgs& a = data.args();
     std::unique_ptr<IfaPlan> plan;
     ASSERT_EQ(IfaPlan::create(a, &plan), Status::kSuccess) << last_error_message();
-    std::vector<std::byte> ws(plan->workspace_size());
+    WorkspaceBuffer ws(plan->workspace_size());
     ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
     const std::vector<std::byte> good_out = data.output_bytes(), good_lse = data.lse_bytes();
     const int64_t row_elems = a.attention_out.numel() / a.attention_out.shape[0];

@@ -28,6 +28,7 @@
 #include "support/ifa_emu_tiles.hpp"
 #include "support/li_cases.hpp"
 #include "support/sfa_cases.hpp"
+#include "support/workspace_buffer.hpp"
 
 namespace {
 std::atomic<bool> g_counting{false};
@@ -103,7 +104,7 @@ void expect_no_allocation(const std::vector<Case>& cases) {
     Data data(c);
     std::unique_ptr<Plan> plan;
     ASSERT_EQ(Plan::create(data.args(), &plan), Status::kSuccess) << last_error_message();
-    std::vector<std::byte> ws(plan->workspace_size());
+    WorkspaceBuffer ws(plan->workspace_size());
     for (int threads : kThreads) {
       data.mutable_args().num_threads = threads;
       ASSERT_EQ(plan->run(data.args(), ws.data(), ws.size()), Status::kSuccess);  // warm
@@ -157,7 +158,7 @@ TEST(NoAllocation, FiaRunOnEveryCase) {
     FiaArgs args = fia_args(data.call());
     std::unique_ptr<FiaPlan> plan;
     ASSERT_EQ(FiaPlan::create(args, &plan), Status::kSuccess) << last_error_message();
-    std::vector<std::byte> ws(plan->workspace_size());
+    WorkspaceBuffer ws(plan->workspace_size());
     for (int threads : kThreads) {
       args.num_threads = threads;
       ASSERT_EQ(plan->run(args, ws.data(), ws.size()), Status::kSuccess);  // warm
@@ -178,7 +179,7 @@ TEST(NoAllocation, LightningIndexerRunOnEveryCase) {
     std::unique_ptr<LightningIndexerPlan> plan;
     ASSERT_EQ(LightningIndexerPlan::create(data.call(), &plan), Status::kSuccess)
         << last_error_message();
-    std::vector<std::byte> ws(plan->workspace_size());
+    WorkspaceBuffer ws(plan->workspace_size());
     for (int threads : kThreads) {
       data.mutable_call().num_threads = threads;
       const LightningIndexerArgs& args = data.call();

@@ -124,6 +124,11 @@ struct FiaArgs {
   int num_threads = 0;
 };
 
+namespace core {
+template <class Plan>
+struct PlanAccess;  // library-internal (src/core/plan_access.hpp)
+}  // namespace core
+
 /// A validated, planned FIA / PFA call.
 class KVFLASH_API FiaPlan {
  public:
@@ -158,7 +163,8 @@ class KVFLASH_API FiaPlan {
 
  private:
   struct Impl;
-  friend struct FiaPlanAccess;  // library-internal access (src/ops/fia/fia_plan_impl.hpp)
+  template <class>
+  friend struct core::PlanAccess;  // library-internal (src/core/plan_access.hpp)
   explicit FiaPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

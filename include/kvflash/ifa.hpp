@@ -68,6 +68,11 @@ struct IfaArgs {
   int num_threads = 0;
 };
 
+namespace core {
+template <class Plan>
+struct PlanAccess;  // library-internal (src/core/plan_access.hpp)
+}  // namespace core
+
 /// A validated, planned IFA call.
 class KVFLASH_API IfaPlan {
  public:
@@ -109,14 +114,15 @@ class KVFLASH_API IfaPlan {
 
   /// The plan-relevant metadata of args as bytes, for keying a cache of plans: every tensor's
   /// dtype, dims, strides, offset and device (or its absence), each list's length and
-  /// the attributes and actual_seq_lengths; no data pointer, not num_threads. Arguments with equal bytes are
-  /// run by one plan: a plan created from the one accepts the other's metadata. The bytes are
-  /// stable within one build of kvflash (not a storage format). kRuntime when out of memory.
+  /// the attributes and actual_seq_lengths; no data pointer, not num_threads. Arguments with equal
+  /// bytes are run by one plan: a plan created from the one accepts the other's metadata. The bytes
+  /// are stable within one build of kvflash (not a storage format). kRuntime when out of memory.
   static Status fingerprint(const IfaArgs& args, std::string* bytes);
 
  private:
   struct Impl;
-  friend struct IfaPlanAccess;  // library-internal access (src/ops/ifa/ifa_plan_impl.hpp)
+  template <class>
+  friend struct core::PlanAccess;  // library-internal (src/core/plan_access.hpp)
   explicit IfaPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

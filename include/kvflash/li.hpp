@@ -56,6 +56,11 @@ struct LightningIndexerArgs {
   int num_threads = 0;
 };
 
+namespace core {
+template <class Plan>
+struct PlanAccess;  // library-internal (src/core/plan_access.hpp)
+}  // namespace core
+
 /// A validated, planned LightningIndexer call.
 class KVFLASH_API LightningIndexerPlan {
  public:
@@ -93,7 +98,8 @@ class KVFLASH_API LightningIndexerPlan {
 
  private:
   struct Impl;
-  friend struct LightningIndexerPlanAccess;  // library-internal (src/ops/li/li_plan_impl.hpp)
+  template <class>
+  friend struct core::PlanAccess;  // library-internal (src/core/plan_access.hpp)
   explicit LightningIndexerPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

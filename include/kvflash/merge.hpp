@@ -66,6 +66,11 @@ struct MergeArgs {
   int num_threads = 0;
 };
 
+namespace core {
+template <class Plan>
+struct PlanAccess;  // library-internal (src/core/plan_access.hpp)
+}  // namespace core
+
 /// A validated, planned merge (the plan/run pattern of IfaPlan).
 class KVFLASH_API MergePlan {
  public:
@@ -92,14 +97,15 @@ class KVFLASH_API MergePlan {
 
   /// The plan-relevant metadata of args as bytes, for keying a cache of plans: every tensor's
   /// dtype, dims, strides, offset and device (or its absence), each list's length and
-  /// (the merge has no attributes); no data pointer, not num_threads. Arguments with equal bytes are
-  /// run by one plan: a plan created from the one accepts the other's metadata. The bytes are
+  /// (the merge has no attributes); no data pointer, not num_threads. Arguments with equal bytes
+  /// are run by one plan: a plan created from the one accepts the other's metadata. The bytes are
   /// stable within one build of kvflash (not a storage format). kRuntime when out of memory.
   static Status fingerprint(const MergeArgs& args, std::string* bytes);
 
  private:
   struct Impl;
-  friend struct MergePlanAccess;  // library-internal access (src/ops/merge/merge_plan_impl.hpp)
+  template <class>
+  friend struct core::PlanAccess;  // library-internal (src/core/plan_access.hpp)
   explicit MergePlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -58,6 +58,11 @@ struct SfaArgs {
   int num_threads = 0;
 };
 
+namespace core {
+template <class Plan>
+struct PlanAccess;  // library-internal (src/core/plan_access.hpp)
+}  // namespace core
+
 /// A validated, planned SFA call.
 class KVFLASH_API SfaPlan {
  public:
@@ -101,7 +106,8 @@ class KVFLASH_API SfaPlan {
 
  private:
   struct Impl;
-  friend struct SfaPlanAccess;  // library-internal access (src/ops/sfa/sfa_plan_impl.hpp)
+  template <class>
+  friend struct core::PlanAccess;  // library-internal (src/core/plan_access.hpp)
   explicit SfaPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

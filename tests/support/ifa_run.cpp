@@ -8,6 +8,7 @@
 #include "ops/ifa/ifa_problem.hpp"
 #include "ops/ifa/ifa_validate.hpp"
 #include "support/ifa_emu_tiles.hpp"
+#include "support/workspace_buffer.hpp"
 
 namespace kvflash::testing {
 
@@ -25,7 +26,7 @@ std::vector<cpu::Isa> isas_to_test() {
     return ::testing::AssertionFailure() << "IfaPlan::create returned " << static_cast<int>(created)
                                          << ": " << last_error_message();
   }
-  std::vector<std::byte> ws(plan->workspace_size());
+  WorkspaceBuffer ws(plan->workspace_size());
   const Status ran = plan->run(args, ws.data(), ws.size());
   if (ran != Status::kSuccess) {
     return ::testing::AssertionFailure()

@@ -2,10 +2,7 @@
 // FiaPlanAccess; it is not part of the public API).
 #pragma once
 
-#include <memory>
-#include <new>
-#include <utility>
-
+#include "core/plan_access.hpp"
 #include "core/plan_state.hpp"
 #include "kvflash/fia.hpp"
 #include "ops/fia/fia_problem.hpp"
@@ -14,13 +11,6 @@ namespace kvflash {
 
 struct FiaPlan::Impl : core::PlanState<core::FiaProblem, FiaArgs> {};
 
-struct FiaPlanAccess {
-  using Impl = FiaPlan::Impl;
-  static const Impl& impl(const FiaPlan& plan) { return *plan.impl_; }
-  /// The plan over impl, or null when out of memory (core/plan_handle.hpp).
-  static FiaPlan* make(std::unique_ptr<Impl> impl) {
-    return new (std::nothrow) FiaPlan(std::move(impl));
-  }
-};
+using FiaPlanAccess = core::PlanAccess<FiaPlan>;
 
 }  // namespace kvflash

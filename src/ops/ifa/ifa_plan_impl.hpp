@@ -2,25 +2,15 @@
 // through IfaPlanAccess; it is not part of the public API).
 #pragma once
 
-#include <memory>
-#include <new>
-#include <utility>
-
-#include "ops/ifa/ifa_problem.hpp"
+#include "core/plan_access.hpp"
 #include "core/plan_state.hpp"
 #include "kvflash/ifa.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash {
 
 struct IfaPlan::Impl : core::PlanState<core::IfaProblem, IfaArgs> {};
 
-struct IfaPlanAccess {
-  using Impl = IfaPlan::Impl;
-  static const Impl& impl(const IfaPlan& plan) { return *plan.impl_; }
-  /// The plan over impl, or null when out of memory (core/plan_handle.hpp).
-  static IfaPlan* make(std::unique_ptr<Impl> impl) {
-    return new (std::nothrow) IfaPlan(std::move(impl));
-  }
-};
+using IfaPlanAccess = core::PlanAccess<IfaPlan>;
 
 }  // namespace kvflash

@@ -2,10 +2,7 @@
 // LightningIndexerPlanAccess; it is not part of the public API).
 #pragma once
 
-#include <memory>
-#include <new>
-#include <utility>
-
+#include "core/plan_access.hpp"
 #include "core/plan_state.hpp"
 #include "kvflash/li.hpp"
 #include "ops/li/li_problem.hpp"
@@ -14,13 +11,6 @@ namespace kvflash {
 
 struct LightningIndexerPlan::Impl : core::PlanState<core::LiProblem, LightningIndexerArgs> {};
 
-struct LightningIndexerPlanAccess {
-  using Impl = LightningIndexerPlan::Impl;
-  static const Impl& impl(const LightningIndexerPlan& plan) { return *plan.impl_; }
-  /// The plan over impl, or null when out of memory (core/plan_handle.hpp).
-  static LightningIndexerPlan* make(std::unique_ptr<Impl> impl) {
-    return new (std::nothrow) LightningIndexerPlan(std::move(impl));
-  }
-};
+using LightningIndexerPlanAccess = core::PlanAccess<LightningIndexerPlan>;
 
 }  // namespace kvflash

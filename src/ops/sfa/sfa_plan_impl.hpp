@@ -2,25 +2,15 @@
 // SfaPlanAccess; it is not part of the public API).
 #pragma once
 
-#include <memory>
-#include <new>
-#include <utility>
-
+#include "core/plan_access.hpp"
 #include "core/plan_state.hpp"
-#include "ops/sfa/sfa_problem.hpp"
 #include "kvflash/sfa.hpp"
+#include "ops/sfa/sfa_problem.hpp"
 
 namespace kvflash {
 
 struct SfaPlan::Impl : core::PlanState<core::SfaProblem, SfaArgs> {};
 
-struct SfaPlanAccess {
-  using Impl = SfaPlan::Impl;
-  static const Impl& impl(const SfaPlan& plan) { return *plan.impl_; }
-  /// The plan over impl, or null when out of memory (core/plan_handle.hpp).
-  static SfaPlan* make(std::unique_ptr<Impl> impl) {
-    return new (std::nothrow) SfaPlan(std::move(impl));
-  }
-};
+using SfaPlanAccess = core::PlanAccess<SfaPlan>;
 
 }  // namespace kvflash
