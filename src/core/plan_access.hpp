@@ -1,7 +1,7 @@
-// The library's access to a public plan class's state: Plan::Impl (defined by each operator in
-// src/ops/<op>/<op>_plan_impl.hpp) behind the plan's private impl_ pointer. Each public plan class
-// befriends PlanAccess; the plan wrapper (core/plan_handle.hpp), tests and tools reach the
-// state through it. Not part of the public API.
+// The library's access to a public plan class's state: Plan::Impl (defined in each operator's
+// plan-impl header, e.g. src/ops/ifa/ifa_plan_impl.hpp) behind the plan's private impl_ pointer.
+// Each public plan class befriends PlanAccess; the plan wrapper (core/plan_handle.hpp), tests and
+// tools reach the state through it. Not part of the public API.
 #pragma once
 
 #include <memory>

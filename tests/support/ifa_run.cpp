@@ -43,7 +43,7 @@ std::vector<cpu::Isa> isas_to_test() {
   }
   core::IfaData d;
   ifa::bind_data(p, args, &d);
-  std::vector<std::byte> ws(cpu::ifa_workspace_size(p));
+  WorkspaceBuffer ws(cpu::ifa_workspace_size(p));
   core::RunContext ctx;
   ctx.num_threads = args.num_threads;
   ctx.workspace = ws.data();
