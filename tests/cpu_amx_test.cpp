@@ -137,8 +137,8 @@ struct EmuScope : BasicTileScope<EmuTiles> {
 struct Emulated {
   using Scope = EmuScope;
   static const char* unavailable() { return nullptr; }
-  static void scores(KvType t, const void* k, ptrdiff_t ks, int n, int d, const uint16_t* qp,
-                     int m, int qpieces, float* st, ptrdiff_t sts) {
+  static void scores(KvType t, const void* k, ptrdiff_t ks, int n, int d, const uint16_t* qp, int m,
+                     int qpieces, float* st, ptrdiff_t sts) {
     switch (t) {
       case KvType::kBf16:
         return amx::scores<EmuTiles, KvType::kBf16>(k, ks, n, d, qp, m, qpieces, st, sts);
@@ -159,8 +159,8 @@ struct Hardware {
   static const char* unavailable() {
     return detected_isa() >= Isa::kAmx ? nullptr : amx_unavailable_reason();
   }
-  static void scores(KvType t, const void* k, ptrdiff_t ks, int n, int d, const uint16_t* qp,
-                     int m, int qpieces, float* st, ptrdiff_t sts) {
+  static void scores(KvType t, const void* k, ptrdiff_t ks, int n, int d, const uint16_t* qp, int m,
+                     int qpieces, float* st, ptrdiff_t sts) {
     amx::scores(t, k, ks, n, d, qp, m, qpieces, st, sts);
   }
   static void pv(const uint16_t* pp, int m, int ppieces, const uint16_t* vp, int vpieces, int d,
@@ -290,8 +290,8 @@ TYPED_TEST(AmxKernelTest, ScoresAgainstFp64) {
           if (d == 576 && n > 33) continue;  // the SFA row width, a few shapes
           const Cache k(t, n, d, rng);
           const auto q = random_query(m, d, rng);
-          SCOPED_TRACE(::testing::Message() << "type " << static_cast<int>(t) << " d " << d
-                                            << " n " << n << " m " << m);
+          SCOPED_TRACE(::testing::Message()
+                       << "type " << static_cast<int>(t) << " d " << d << " n " << n << " m " << m);
           EXPECT_LE(this->check_scores(k, q, m, 3), 1.0);
         }
       }
@@ -337,9 +337,9 @@ TYPED_TEST(AmxKernelTest, ScoresNonFiniteZerosSubnormals) {
   const int m = 5, d = 64, n = 20;
   for (KvType t : {KvType::kBf16, KvType::kFp16}) {
     Cache k(t, n, d, rng);
-    k.set(3, 10, kNaN);                          // a NaN key: every head's score is NaN
-    k.set(7, 0, kInf);                           // an infinite key: +-inf by the query's sign
-    k.set(9, 1, kInf), k.set(9, 2, -kInf);       // +inf and -inf: NaN or +-inf, as fp64
+    k.set(3, 10, kNaN);                              // a NaN key: every head's score is NaN
+    k.set(7, 0, kInf);                               // an infinite key: +-inf by the query's sign
+    k.set(9, 1, kInf), k.set(9, 2, -kInf);           // +inf and -inf: NaN or +-inf, as fp64
     for (int x = 0; x < d; ++x) k.set(12, x, 0.0f);  // a zero key: +0
     auto q = random_query(m, d, rng);
     q[2 * d + 5] = kInf;  // an infinite query channel
@@ -404,9 +404,9 @@ TYPED_TEST(AmxKernelTest, PvAgainstFp64) {
       for (int n : {1, 7, 31, 32}) {
         for (int m : {1, 3, 7, 8, 16}) {
           for (int ppieces : {3, 2}) {
-            SCOPED_TRACE(::testing::Message() << "type " << static_cast<int>(t) << " d " << d
-                                              << " n " << n << " m " << m << " P pieces "
-                                              << ppieces);
+            SCOPED_TRACE(::testing::Message()
+                         << "type " << static_cast<int>(t) << " d " << d << " n " << n << " m " << m
+                         << " P pieces " << ppieces);
             const Cache v(t, n, d, rng);
             std::vector<float> p(static_cast<size_t>(m) * n);
             for (float& x : p) x = std::ldexp(u(rng), e(rng));  // probabilities, fp32
@@ -447,8 +447,8 @@ TYPED_TEST(AmxKernelTest, PvAgainstFp64) {
                 }
                 // Two pieces of P carry <= 2^-16 relative error per weight.
                 if (ppieces == 2) split = 0x1p-16 * (mass - std::fabs(o0[i * os + x]));
-                worst = std::max(worst, std::fabs(o[i * os + x] - ref) /
-                                            (chain_bound(passes, mass) + split));
+                worst = std::max(
+                    worst, std::fabs(o[i * os + x] - ref) / (chain_bound(passes, mass) + split));
               }
             }
             EXPECT_LE(worst, 1.0);
@@ -488,6 +488,44 @@ TYPED_TEST(AmxKernelTest, PvNonFinite) {
 }
 
 // The model's own shape checks fire (so a kernel passing on it issues only shapes the CPU takes).
+// scores_split on fp16 rows split beforehand gives scores<KvType::kFp16>'s bits (the SFA tile
+// half splits each gathered row once for all its passes of heads), infinite keys included.
+TEST(AmxKernelSplit, SplitFp16RowsGiveTheSameScoreBits) {
+  std::mt19937 rng(22);
+  for (int d : {576, 64, 40}) {
+    for (int n : {1, 16, 17, 64}) {
+      for (int m : {1, 5, 16}) {
+        for (int qpieces : {1, 2, 3}) {
+          Cache k(KvType::kFp16, n, d, rng);
+          k.set(n - 1, d / 2, std::numeric_limits<float>::infinity());
+          const auto q = random_query(m, d, rng);
+          std::vector<uint16_t> qp(query_pack_size(m, d, qpieces));
+          pack_query_f32(q.data(), d, m, d, qpieces, qp.data());
+          std::vector<uint16_t> hi(static_cast<size_t>(n * k.stride)), lo(hi.size());
+          for (int j = 0; j < n; ++j) {
+            for (int x = 0; x < d; ++x) {
+              uint16_t piece[2];
+              split_to_bf16(static_cast<float>(k.at(j, x)), 2, piece);
+              hi[j * k.stride + x] = piece[0];
+              lo[j * k.stride + x] = piece[1];
+            }
+          }
+          std::vector<float> want(static_cast<size_t>(n) * m), got(want.size(), -7.0f);
+          {
+            EmuScope scope(m);
+            amx::scores<EmuTiles, KvType::kFp16>(k.bytes.data(), k.stride, n, d, qp.data(), m,
+                                                 qpieces, want.data(), m);
+            amx::scores_split<EmuTiles>(hi.data(), lo.data(), k.stride, n, d, qp.data(), m, qpieces,
+                                        got.data(), m);
+          }
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+              << "d " << d << " n " << n << " m " << m << " qpieces " << qpieces;
+        }
+      }
+    }
+  }
+}
+
 TEST(AmxEmulator, RejectsMismatchedShapes) {
   alignas(64) uint8_t buffer[kTileRows * kTileRowBytes] = {};
   EXPECT_THROW(EmuTiles::load<kTileQ>(buffer, kTileRowBytes), std::logic_error);  // unconfigured

@@ -15,6 +15,7 @@
 #include "cpu/ifa/ifa_kernel.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/li/li_kernel.hpp"
+#include "cpu/sfa/sfa_kernel.hpp"
 #include "kvflash/fia.hpp"
 #include "kvflash/ifa.hpp"
 #include "kvflash/li.hpp"
@@ -22,12 +23,16 @@
 #include "ops/ifa/ifa_bind.hpp"
 #include "ops/ifa/ifa_problem.hpp"
 #include "ops/ifa/ifa_validate.hpp"
+#include "ops/sfa/sfa_bind.hpp"
+#include "ops/sfa/sfa_problem.hpp"
+#include "ops/sfa/sfa_validate.hpp"
 #include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/ifa_emu_tiles.hpp"
 #include "support/li_cases.hpp"
 #include "support/sfa_cases.hpp"
+#include "support/sfa_emu_tiles.hpp"
 #include "support/workspace_buffer.hpp"
 
 namespace {
@@ -131,7 +136,7 @@ TEST(NoAllocation, IfaEmulatedTilesRunOnEveryCase) {
     ASSERT_EQ(ifa::validate_ifa(data.args(), &p), Status::kSuccess) << last_error_message();
     core::IfaData d;
     ifa::bind_data(p, data.args(), &d);
-    std::vector<std::byte> ws(cpu::ifa_workspace_size(p));
+    WorkspaceBuffer ws(cpu::ifa_workspace_size(p));
     for (const cpu::IfaKernels* k : {&kIfaKernelsEmuTiles, &kIfaKernelsEmuTilesPvFma}) {
       for (int threads : kThreads) {
         const core::RunContext ctx{threads, ws.data(), ws.size(), nullptr};
@@ -147,6 +152,29 @@ TEST(NoAllocation, IfaEmulatedTilesRunOnEveryCase) {
 
 TEST(NoAllocation, SfaRunOnEveryCase) {
   expect_no_allocation<SfaPlan, SfaCaseData>(sfa_cases_for_run());
+}
+
+// The SFA body on the emulated matrix engine (support/sfa_emu_tiles.hpp), the code the cpu-amx
+// entry runs: cpu::sfa_run on the validated, bound problem (what the entry's run calls).
+TEST(NoAllocation, SfaEmulatedTilesRunOnEveryCase) {
+  if (cpu::detected_isa() < cpu::Isa::kAvx512Bf16) GTEST_SKIP() << "the model needs AVX512-BF16";
+  for (const SfaCase& c : sfa_cases_for_run()) {
+    SfaCaseData data(c);
+    core::SfaProblem p;
+    ASSERT_EQ(sfa::validate(data.args(), &p), Status::kSuccess) << last_error_message();
+    core::SfaData d;
+    sfa::bind_data(p, data.args(), &d);
+    WorkspaceBuffer ws(cpu::sfa_workspace_size(p));
+    for (int threads : kThreads) {
+      const core::RunContext ctx{threads, ws.data(), ws.size(), nullptr};
+      ASSERT_EQ(cpu::sfa_run(p, d, ctx, kSfaKernelsEmuTiles), Status::kSuccess);  // warm
+      Status st = Status::kRuntime;
+      const int64_t n =
+          allocations_during([&] { st = cpu::sfa_run(p, d, ctx, kSfaKernelsEmuTiles); });
+      ASSERT_EQ(st, Status::kSuccess) << last_error_message();
+      ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
+    }
+  }
 }
 
 // FIA / PFA through FiaPlan on every case the kernel covers (value D a multiple of 16; others are

@@ -6,9 +6,9 @@
 // Each test takes a regular case of the shared lists, plants one or a few non-finite values, checks
 // that the reference really is affected the way the test means (so no test passes vacuously), then
 // runs the operator at every ISA (IFA also on the emulated matrix engine, support/ifa_run.hpp's
-// ifa_paths) and compares every element (NaN must meet NaN, an infinity the same infinity, finite
-// values the usual tolerance). Outputs are prefilled with a finite sentinel, so a NaN in the output
-// was written by the kernel.
+// ifa_paths; SFA on support/sfa_emu_tiles.hpp's) and compares every element (NaN must meet NaN, an
+// infinity the same infinity, finite values the usual tolerance). Outputs are prefilled with a
+// finite sentinel, so a NaN in the output was written by the kernel.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,6 +30,8 @@
 #include "support/ifa_run.hpp"
 #include "support/sfa_cases.hpp"
 #include "support/sfa_compare.hpp"
+#include "support/sfa_emu_tiles.hpp"
+#include "support/sfa_run.hpp"
 
 namespace kvflash::testing {
 namespace {
@@ -599,6 +601,19 @@ void check_sfa(SfaCaseData& data, const reference::SfaReference& ref,
       ASSERT_TRUE(compare_sfa_output(name, a, ref, allow_mostly_empty));
     }
   }
+  // The matrix-engine body on the software model of the tiles (its vector parts need
+  // AVX512-BF16), in passes of 16 and of 3 heads.
+  if (cpu::detected_isa() < cpu::Isa::kAvx512Bf16) return;
+  for (const cpu::SfaKernels* k : {&kSfaKernelsEmuTiles, &kSfaKernelsEmuTilesNarrow}) {
+    SCOPED_TRACE(k == &kSfaKernelsEmuTiles ? "emulated-amx" : "emulated-amx-narrow");
+    const SfaArgs& a = data.args();
+    fill_finite(a.attention_out);
+    if (a.softmax_max) fill_finite(*a.softmax_max);
+    if (a.softmax_sum) fill_finite(*a.softmax_sum);
+    data.mutable_args().num_threads = 3;
+    ASSERT_TRUE(run_sfa_kernels(a, *k));
+    ASSERT_TRUE(compare_sfa_output(name, a, ref, allow_mostly_empty));
+  }
 }
 
 TEST(SfaNonFinite, NanInASelectedKeyRowReachesEveryRowSelectingIt) {
@@ -638,6 +653,24 @@ TEST(SfaNonFinite, NanInASelectedValueRowMakesThatColumnNan) {
     EXPECT_TRUE(std::isfinite(ref.softmax_sum[ref.row(2, h)]));
   }
   check_sfa(data, ref);
+}
+
+// An infinite value in a selected row makes that column infinite (the matrix engine runs such a
+// block of P·V on the vector FMAs: a zero lower piece of a weight times inf would be NaN).
+TEST(SfaNonFinite, InfiniteValueGivesAnInfiniteColumn) {
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    SfaCase c = sfa_base();
+    c.dtype = dt;
+    SfaCaseData data(c);
+    const int64_t j = sfa_first_selected(data, 0, 2);
+    store_element(*data.args().value, sfa_kv_elem(data, *data.args().value, 0, j, 77), kInf);
+    const reference::SfaReference ref = reference::sfa_reference(data.args());
+    for (int64_t h = 0; h < c.num_heads; ++h) {
+      EXPECT_EQ(ref.attention[ref.index(2, h, 77)], kInf);
+      EXPECT_TRUE(std::isfinite(ref.attention[ref.index(2, h, 76)]));
+    }
+    check_sfa(data, ref);
+  }
 }
 
 TEST(SfaNonFinite, NanInTheQueryAndItsRope) {

@@ -97,6 +97,7 @@ constexpr IfaBackend kIfaList[] = {
 constexpr SfaBackend kSfaList[] = {
     KVFLASH_CUDA_ENTRY(SfaBackend{"cuda", DeviceType::kCuda, cuda::device_available,
                                   cuda::sfa_workspace_size, cuda::sfa_run, sfa::sfa_fault_status})
+    cpu_sfa<Isa::kAmx, &cpu::amx::kSfaKernels>("cpu-amx"),
     cpu_sfa<Isa::kAvx512Bf16, &cpu::avx512::kSfaKernels>("cpu-avx512bf16"),
     cpu_sfa<Isa::kAvx512, &cpu::avx512::kSfaKernels>("cpu-avx512"),
     cpu_sfa<Isa::kAvx2, &cpu::avx2::kSfaKernels>("cpu-avx2"),

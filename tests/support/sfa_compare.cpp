@@ -1,5 +1,6 @@
 #include "support/sfa_compare.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <sstream>
@@ -16,7 +17,7 @@ double sfa_rtol(DType dtype) {
 
 ::testing::AssertionResult compare_sfa_output(const std::string& case_name, const SfaArgs& args,
                                               const reference::SfaReference& ref,
-                                              bool allow_mostly_empty) {
+                                              bool allow_mostly_empty, double* worst_ratio) {
   using reference::SfaRowKind;
   const DType dt = args.attention_out.dtype;
   const double rtol = sfa_rtol(dt);
@@ -25,7 +26,7 @@ double sfa_rtol(DType dtype) {
   constexpr int64_t kD = reference::SfaReference::kHeadDim;
 
   int64_t normal_rows = 0, bad = 0;
-  double worst_excess = -1.0;
+  double worst_excess = -1.0, ratio = 0.0;
   std::ostringstream worst;
   auto note = [&](double excess, const std::string& what) {
     ++bad;
@@ -49,7 +50,11 @@ double sfa_rtol(DType dtype) {
         const double want = ref.attention[i];
         const double bound = normal ? atol + rtol * std::fabs(want) : 0.0;
         const double err = std::fabs(got - want);
-        if (!nonfinite_aware_pass(got, want, err <= bound)) {
+        const bool pass = nonfinite_aware_pass(got, want, err <= bound);
+        if (normal && std::isfinite(want)) {
+          ratio = std::max(ratio, !pass ? 1.0 : (bound > 0.0 ? err / bound : 0.0));
+        }
+        if (!pass) {
           std::ostringstream m;
           m << "out(row " << r << ", head " << h << ", d " << d << ") = " << got << ", want "
             << want << " (bound " << bound << ", row kind " << static_cast<int>(ref.row_kind[r])
@@ -78,6 +83,7 @@ double sfa_rtol(DType dtype) {
       }
     }
   }
+  if (worst_ratio != nullptr) *worst_ratio = ratio;
   if (bad > 0)
     return ::testing::AssertionFailure()
            << case_name << ": " << bad << " elements out of tolerance; worst: " << worst.str();

@@ -21,9 +21,12 @@ namespace kvflash::testing {
 double sfa_rtol(DType dtype);
 
 /// Compares args.attention_out (and the softmax outputs if requested) with ref. A reference in
-/// which fewer than a quarter of the rows attend anything fails unless allow_mostly_empty.
+/// which fewer than a quarter of the rows attend anything fails unless allow_mostly_empty. When
+/// worst is not null it receives the worst |out - ref| / bound over the output elements of rows
+/// that attend something (a failing element counts as at least 1).
 ::testing::AssertionResult compare_sfa_output(const std::string& case_name, const SfaArgs& args,
                                               const reference::SfaReference& ref,
-                                              bool allow_mostly_empty = false);
+                                              bool allow_mostly_empty = false,
+                                              double* worst = nullptr);
 
 }  // namespace kvflash::testing

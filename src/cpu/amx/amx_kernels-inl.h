@@ -192,8 +192,8 @@ inline void stage_k(const std::byte* k, ptrdiff_t k_stride_bytes, int rows, int 
 // Loads the A tile `t` with keys [0, rows) x chunk `c` of K piece `piece`: straight from the
 // cache when the rows are bf16, all 16 are attended and the chunk is whole; else staged.
 template <class Ops, int t, KvType T>
-inline void load_k(const std::byte* k, ptrdiff_t k_stride_bytes, int rows, int c, int d,
-                   int piece, uint16_t* stage) {
+inline void load_k(const std::byte* k, ptrdiff_t k_stride_bytes, int rows, int c, int d, int piece,
+                   uint16_t* stage) {
   const int x0 = c * kTileK;
   if (T == KvType::kBf16 && rows == kTileRows && x0 + kTileK <= d) {
     Ops::template load<t>(k + 2 * x0, k_stride_bytes);
@@ -231,6 +231,70 @@ inline void store_scores(float* st, ptrdiff_t st_stride, int rows, int m, bool r
 
 }  // namespace detail
 
+namespace detail {
+
+// The K operand of scores: rows of element type T from the cache (k_stride_bytes apart), split
+// into kv_pieces(T) bf16 pieces as each 16-key block is loaded (load_k).
+template <KvType T>
+struct CacheRows {
+  static constexpr int kPieces = kv_pieces(T);
+  const std::byte* k;
+  ptrdiff_t stride_bytes;
+  template <class Ops, int t>
+  void load(int j0, int rows, int c, int d, int piece, uint16_t* stage) const {
+    load_k<Ops, t, T>(k + j0 * stride_bytes, stride_bytes, rows, c, d, piece, stage);
+  }
+};
+
+// The K operand of scores already split: piece p of every row in plane[p] (bf16 rows
+// stride_bytes apart), loaded straight from the planes.
+struct SplitRows {
+  static constexpr int kPieces = 2;
+  const std::byte* plane[2];
+  ptrdiff_t stride_bytes;
+  template <class Ops, int t>
+  void load(int j0, int rows, int c, int d, int piece, uint16_t* stage) const {
+    load_k<Ops, t, KvType::kBf16>(plane[piece] + j0 * stride_bytes, stride_bytes, rows, c, d, 0,
+                                  stage);
+  }
+};
+
+// scores (below) for the K rows of `rows` (CacheRows or SplitRows).
+template <class Ops, class Rows>
+void scores_of(const Rows& krows, int n, int d, const uint16_t* qpack, int m, int qpieces,
+               float* st, ptrdiff_t st_stride) {
+  alignas(64) uint16_t stage0[kTileRows * kTileK];
+  alignas(64) uint16_t stage1[kTileRows * kTileK];
+  alignas(64) float stage_hi[kTileRows * 16];
+  alignas(64) float stage_rest[kTileRows * 16];
+  constexpr bool kSplitK = Rows::kPieces == 2;
+  const bool rest = kSplitK || qpieces > 1;
+  const int chunks = num_chunks(d);
+  const ptrdiff_t q_tile = static_cast<ptrdiff_t>(kTileRows) * 2 * m;  // elements per Q tile
+  const ptrdiff_t q_row = 4 * m;                                       // bytes per Q tile row
+  for (int j0 = 0; j0 < n; j0 += kTileRows) {
+    const int rows = n - j0 < kTileRows ? n - j0 : kTileRows;
+    Ops::template zero<kTileS0>();
+    if (rest) Ops::template zero<kTileS1>();
+    for (int c = 0; c < chunks; ++c) {
+      krows.template load<Ops, kTileK0>(j0, rows, c, d, 0, stage0);
+      if constexpr (kSplitK) krows.template load<Ops, kTileK1>(j0, rows, c, d, 1, stage1);
+      for (int p = 0; p < qpieces; ++p) {
+        Ops::template load<kTileQ>(qpack + (p * chunks + c) * q_tile, q_row);
+        if (p == 0) {
+          Ops::template dpbf16ps<kTileS0, kTileK0, kTileQ>();
+        } else {
+          Ops::template dpbf16ps<kTileS1, kTileK0, kTileQ>();
+        }
+        if constexpr (kSplitK) Ops::template dpbf16ps<kTileS1, kTileK1, kTileQ>();
+      }
+    }
+    store_scores<Ops>(st + j0 * st_stride, st_stride, rows, m, rest, stage_hi, stage_rest);
+  }
+}
+
+}  // namespace detail
+
 /// Scores of m <= 16 query heads against n keys, key-major:
 ///   st[j * st_stride + i] = sum over channels x < d, query pieces p, and K pieces of
 ///                           K_j[x] * piece p of q_i[x]        (j < n, i < m),
@@ -247,38 +311,21 @@ inline void store_scores(float* st, ptrdiff_t st_stride, int rows, int m, bool r
 template <class Ops, KvType T>
 void scores(const void* k, ptrdiff_t k_stride, int n, int d, const uint16_t* qpack, int m,
             int qpieces, float* st, ptrdiff_t st_stride) {
-  alignas(64) uint16_t stage0[kTileRows * kTileK];
-  alignas(64) uint16_t stage1[kTileRows * kTileK];
-  alignas(64) float stage_hi[kTileRows * 16];
-  alignas(64) float stage_rest[kTileRows * 16];
-  constexpr bool kSplitK = kv_pieces(T) == 2;
-  const bool rest = kSplitK || qpieces > 1;
-  const int chunks = num_chunks(d);
-  const ptrdiff_t ks = k_stride * kv_bytes(T);
-  const ptrdiff_t q_tile = static_cast<ptrdiff_t>(kTileRows) * 2 * m;  // elements per Q tile
-  const ptrdiff_t q_row = 4 * m;                                       // bytes per Q tile row
-  const auto* kb = static_cast<const std::byte*>(k);
-  for (int j0 = 0; j0 < n; j0 += kTileRows) {
-    const int rows = n - j0 < kTileRows ? n - j0 : kTileRows;
-    const std::byte* k0 = kb + j0 * ks;
-    Ops::template zero<kTileS0>();
-    if (rest) Ops::template zero<kTileS1>();
-    for (int c = 0; c < chunks; ++c) {
-      detail::load_k<Ops, kTileK0, T>(k0, ks, rows, c, d, 0, stage0);
-      if constexpr (kSplitK) detail::load_k<Ops, kTileK1, T>(k0, ks, rows, c, d, 1, stage1);
-      for (int p = 0; p < qpieces; ++p) {
-        Ops::template load<kTileQ>(qpack + (p * chunks + c) * q_tile, q_row);
-        if (p == 0) {
-          Ops::template dpbf16ps<kTileS0, kTileK0, kTileQ>();
-        } else {
-          Ops::template dpbf16ps<kTileS1, kTileK0, kTileQ>();
-        }
-        if constexpr (kSplitK) Ops::template dpbf16ps<kTileS1, kTileK1, kTileQ>();
-      }
-    }
-    detail::store_scores<Ops>(st + j0 * st_stride, st_stride, rows, m, rest, stage_hi,
-                              stage_rest);
-  }
+  const detail::CacheRows<T> rows{static_cast<const std::byte*>(k), k_stride * kv_bytes(T)};
+  detail::scores_of<Ops>(rows, n, d, qpack, m, qpieces, st, st_stride);
+}
+
+/// scores<Ops, KvType::kFp16> of fp16 rows split beforehand (split_to_bf16 with 2 pieces):
+/// piece 0 of K_j at hi + j * k_stride, piece 1 at lo + j * k_stride (bf16 elements). The same
+/// bits as scores<Ops, KvType::kFp16> of the rows they were split from; a caller that scores the
+/// same keys against several passes of heads splits them once instead of once a pass.
+template <class Ops>
+void scores_split(const uint16_t* hi, const uint16_t* lo, ptrdiff_t k_stride, int n, int d,
+                  const uint16_t* qpack, int m, int qpieces, float* st, ptrdiff_t st_stride) {
+  const detail::SplitRows rows{
+      {reinterpret_cast<const std::byte*>(hi), reinterpret_cast<const std::byte*>(lo)},
+      k_stride * 2};
+  detail::scores_of<Ops>(rows, n, d, qpack, m, qpieces, st, st_stride);
 }
 
 /// P·V for one block of 32 keys: o[i * o_stride + x] += sum over keys k < 32, probability
@@ -294,12 +341,10 @@ void pv_accumulate(const uint16_t* ppack, int m, int ppieces, const uint16_t* vp
   for (int g = 0; g < groups; ++g) {
     Ops::template load<kTileO>(o + 16 * g, o_bytes);
     for (int vp = 0; vp < vpieces; ++vp) {
-      Ops::template load<kTileV>(vpack + (static_cast<ptrdiff_t>(vp) * groups + g) * kTileRows *
-                                             kTileK,
-                                 kTileRowBytes);
+      Ops::template load<kTileV>(
+          vpack + (static_cast<ptrdiff_t>(vp) * groups + g) * kTileRows * kTileK, kTileRowBytes);
       for (int pp = 0; pp < ppieces; ++pp) {
-        Ops::template load<kTileP>(ppack + static_cast<ptrdiff_t>(pp) * m * kTileK,
-                                   kTileRowBytes);
+        Ops::template load<kTileP>(ppack + static_cast<ptrdiff_t>(pp) * m * kTileK, kTileRowBytes);
         Ops::template dpbf16ps<kTileO, kTileP, kTileV>();
       }
     }

@@ -1,5 +1,7 @@
 // The SFA kernel body, written once against a vector-traits type and compiled per ISA
-// (sfa_kernel_{scalar,avx2,avx512}.cpp include it inside their own namespace with their flags).
+// (sfa_kernel_{scalar,avx2,avx512}.cpp include it inside their own namespace with their flags;
+// sfa_kernel_amx.cpp also defines KVFLASH_SFA_TILES for the matrix-engine half, sfa_tiles-inl.h,
+// which then needs cpu/amx/amx_kernels.hpp and core/half.hpp at file scope).
 //
 // One task = one query row r and a block of heads [h0, h1). The row's selected KV tokens are
 // streamed in tiles of kSfaTile positions in gather order; each tile is gathered once (fp32) and
@@ -20,8 +22,8 @@
 //
 // Include it only from a per-ISA translation unit, inside that ISA's namespace
 // (kvflash::cpu::<isa>) after simd_<isa>.h, simd_math-inl.h and softmax_state.h (Vec, kLanes, v*,
-// vexp, SoftmaxState), and after <cstring>, "ops/sfa/sfa_problem.hpp" and "cpu/sfa/sfa_kernel.hpp" at file
-// scope.
+// vexp, SoftmaxState), and after <cstring>, "ops/sfa/sfa_problem.hpp" and "cpu/sfa/sfa_kernel.hpp"
+// at file scope.
 
 namespace sfa_body {
 
@@ -178,21 +180,22 @@ inline void prefetch_bytes(const void* p, int64_t bytes) {
   __builtin_prefetch(c + bytes - 1, 0, 2);
 }
 
-// Gathers, scores and accumulates one tile of n selected positions (pos) for heads [0, nh).
-// While it gathers row t it starts loading row t of the next tile (next, n_next of them): the
-// selection is random, so no hardware prefetcher can guess those rows, and one row per row
-// gathered keeps the requests spread out instead of filling the load buffers in one burst.
-inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64_t nh,
-                         const int64_t* pos, int64_t n, const int64_t* next, int64_t n_next,
-                         const Scratch& w) {
-  constexpr int64_t tile = kvflash::cpu::kSfaTile;
+// Starts loading the K (and V) rows of selected position j into L2: the selection is random, so
+// no hardware prefetcher can guess those rows (see gather_tile).
+inline void prefetch_position(const SfaProblem& p, const SfaData& d, int64_t b, int64_t j) {
+  prefetch_bytes(kv_row(p, d, d.k, p.k, b, j), 2 * kNope);
+  prefetch_bytes(kv_row(p, d, d.k_rope, p.k_rope, b, j), 2 * kRope);
+  if (!d.v_is_k) prefetch_bytes(kv_row(p, d, d.v, p.v, b, j), 2 * kNope);
+}
+
+// Gathers one tile of n selected positions (pos) as fp32 rows (w.kt, w.vt). While it gathers row
+// t it starts loading row t of the next tile (next, n_next of them): one row per row gathered
+// keeps the requests spread out instead of filling the load buffers in one burst.
+inline void gather_tile(const SfaProblem& p, const SfaData& d, int64_t b, const int64_t* pos,
+                        int64_t n, const int64_t* next, int64_t n_next, const Scratch& w) {
   const int64_t rows = n > n_next ? n : n_next;
   for (int64_t t = 0; t < rows; ++t) {
-    if (t < n_next) {
-      prefetch_bytes(kv_row(p, d, d.k, p.k, b, next[t]), 2 * kNope);
-      prefetch_bytes(kv_row(p, d, d.k_rope, p.k_rope, b, next[t]), 2 * kRope);
-      if (!d.v_is_k) prefetch_bytes(kv_row(p, d, d.v, p.v, b, next[t]), 2 * kNope);
-    }
+    if (t < n_next) prefetch_position(p, d, b, next[t]);
     if (t >= n) continue;
     const int64_t j = pos[t];
     convert_row(kv_row(p, d, d.k, p.k, b, j), p.dtype, p.k.s_dim, kNope, w.kt + t * kQk);
@@ -202,9 +205,14 @@ inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64
       convert_row(kv_row(p, d, d.v, p.v, b, j), p.dtype, p.v.s_dim, kNope, w.vt + t * kNope);
     }
   }
-  // Scores, blocked for the caches: a chunk of kHeadChunk heads' queries (36 KiB of fp32) stays
-  // in L1 while the tile's gathered rows stream past it once per chunk. (Head blocks outermost
-  // would stream all 64 rows, 144 KiB, from L2 once per 4 heads.)
+}
+
+// Scores of heads [0, nh) against the n gathered rows of w.kt into w.s, blocked for the caches: a
+// chunk of kHeadChunk heads' queries (36 KiB of fp32) stays in L1 while the tile's gathered rows
+// stream past it once per chunk. (Head blocks outermost would stream all 64 rows, 144 KiB, from L2
+// once per 4 heads.)
+inline void score_tile(const SfaProblem& p, int64_t nh, int64_t n, const Scratch& w) {
+  constexpr int64_t tile = kvflash::cpu::kSfaTile;
   for (int64_t hc = 0; hc < nh; hc += kHeadChunk) {
     const int64_t hn = nh - hc < kHeadChunk ? nh - hc : kHeadChunk;
     const float* q = w.q + hc * kQk;
@@ -218,26 +226,73 @@ inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64
     for (int i = 0; i < tail; ++i)
       score_tokens<1>(q, w.kt + (t + i) * kQk, hn, tile, p.scale, s + t + i);
   }
-  int64_t h = 0;
+}
 
-  // Online softmax (shared rules of softmax_state.h): P = exp(S - max) replaces S, in fp32. The
-  // tile is padded to whole vectors with -inf, whose weight is exactly 0.
+// Online softmax of the tile's n scores of heads [0, nh) (shared rules of softmax_state.h): P =
+// exp(S - max) replaces S in w.s, in fp32, and each head's accumulator is rescaled. The tile is
+// padded to whole vectors with -inf, whose weight is exactly 0.
+inline void fold_tile(int64_t nh, int64_t n, const Scratch& w) {
+  constexpr int64_t tile = kvflash::cpu::kSfaTile;
   const int64_t padded = (n + kLanes - 1) / kLanes * kLanes;
-  for (h = 0; h < nh; ++h) {
+  for (int64_t h = 0; h < nh; ++h) {
     float* s = w.s + h * tile;
     for (int64_t t = n; t < padded; ++t) s[t] = kNegInf;
     const float alpha = softmax_fold_tile(state(w, h), s, padded);
     softmax_scale_acc(w.acc + h * kNope, kNope, alpha);
   }
-  const float* vt = d.v_is_k ? w.kt : w.vt;
-  const int64_t v_stride = d.v_is_k ? kQk : kNope;
-  // P.V with the output columns outermost: a column chunk of the tile's V rows (16 KiB with
-  // AVX-512) stays in L1 while every head uses it, and V streams from L2 once per tile instead
-  // of once per 4 heads. Each acc[h][d] still sums its tokens in gather order.
+}
+
+// acc[h] += sum over t < n (in order) of s[h * kSfaTile + t] * v_t for heads [0, nh), v_t at
+// vt + t * v_stride (fp32). The output columns are outermost: a column chunk of the tile's V rows
+// (16 KiB with AVX-512) stays in L1 while every head uses it, and V streams from L2 once per
+// tile instead of once per 4 heads.
+inline void pv_rows(const float* s, int64_t nh, const float* vt, int64_t v_stride, int64_t n,
+                    float* acc) {
+  constexpr int64_t tile = kvflash::cpu::kSfaTile;
   for (int64_t c = 0; c < kNope; c += kLanes * kDimRegs) {
-    for (h = 0; h + kHeadRegs <= nh; h += kHeadRegs)
-      pv_chunk<kHeadRegs>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope, c);
-    for (; h < nh; ++h) pv_chunk<1>(w.s + h * tile, tile, vt, v_stride, n, w.acc + h * kNope, c);
+    int64_t h = 0;
+    for (; h + kHeadRegs <= nh; h += kHeadRegs)
+      pv_chunk<kHeadRegs>(s + h * tile, tile, vt, v_stride, n, acc + h * kNope, c);
+    for (; h < nh; ++h) pv_chunk<1>(s + h * tile, tile, vt, v_stride, n, acc + h * kNope, c);
+  }
+}
+
+// The engine a task scores and accumulates on. NoTiles: the vector type, above. The matrix
+// engine's (sfa_tiles-inl.h, compiled where KVFLASH_SFA_TILES is defined) gathers, scores and
+// accumulates on tiles; the softmax fold (fold_tile) and finish_row stay these.
+struct NoTiles {
+  static constexpr bool kOnTiles = false;
+  /// What a task holds while it runs (the matrix engine's tile configuration).
+  struct Scope {
+    explicit Scope(int64_t) {}
+  };
+};
+/// The matrix engine's per-task state (packed queries): empty for NoTiles.
+template <class Engine>
+class TileTask {
+ public:
+  void init(const SfaProblem&, int64_t, const Scratch&) {}
+};
+#ifdef KVFLASH_SFA_TILES
+#include "cpu/sfa/sfa_tiles-inl.h"
+#endif
+
+// Gathers, scores and accumulates one tile of n selected positions (pos) for heads [0, nh),
+// prefetching the rows of the next tile (next, n_next of them).
+template <class Engine>
+inline void process_tile(const SfaProblem& p, const SfaData& d, int64_t b, int64_t nh,
+                         const int64_t* pos, int64_t n, const int64_t* next, int64_t n_next,
+                         const Scratch& w, TileTask<Engine>& tiles) {
+  if constexpr (Engine::kOnTiles) {
+    tiles.gather(p, d, b, pos, n, next, n_next, w);
+    tiles.scores(p, nh, n, w);
+    fold_tile(nh, n, w);
+    tiles.pv(p, d, b, nh, pos, n, w);
+  } else {
+    gather_tile(p, d, b, pos, n, next, n_next, w);
+    score_tile(p, nh, n, w);
+    fold_tile(nh, n, w);
+    pv_rows(w.s, nh, d.v_is_k ? w.kt : w.vt, d.v_is_k ? kQk : kNope, n, w.acc);
   }
 }
 
@@ -324,6 +379,7 @@ inline int64_t next_positions(const SfaProblem& p, const SfaData& d,
 }
 
 // One task: query row r, heads [h0, h1).
+template <class Engine>
 inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h0, int64_t h1,
                      const Scratch& w, uint8_t* row_fault) {
   const kvflash::core::SfaRowLimits lim = kvflash::core::sfa_row_limits(p, d, r);
@@ -341,6 +397,8 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
     state(w, h) = SoftmaxState{};
   }
   std::memset(w.acc, 0, sizeof(float) * nh * kNope);
+  TileTask<Engine> tiles;
+  tiles.init(p, nh, w);
 
   // Stream the selection (docs/semantics.md §3.4 step 2) in gather order, kSfaTile positions at a
   // time, one tile ahead (so its rows can be prefetched). The block ids of a selected range are
@@ -357,7 +415,7 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
       n = -1;
       break;
     }
-    process_tile(p, d, b, nh, now, n, next, n_next, w);
+    process_tile<Engine>(p, d, b, nh, now, n, next, n_next, w, tiles);
     int64_t* const done = now;
     now = next;
     next = done;
@@ -372,16 +430,18 @@ inline void run_task(const SfaProblem& p, const SfaData& d, int64_t r, int64_t h
   finish_row(p, d, r, h0, nh, w, any_selected);
 }
 
-// Runs task `task` of schedule sch with the participant's scratch w. The parallel loop is driven
-// from the ISA-neutral dispatcher, so no std::function or pool code is instantiated with this
-// unit's ISA flags.
+// Runs task `task` of schedule sch with the participant's scratch w on Engine (NoTiles: the vector
+// type; the matrix engine: sfa_tiles-inl.h). The parallel loop is driven from the ISA-neutral
+// dispatcher, so no std::function or pool code is instantiated with this unit's ISA flags.
+template <class Engine = NoTiles>
 inline void run_one(const SfaProblem& p, const SfaData& d, const kvflash::cpu::SfaSchedule& sch,
                     const Scratch& w, uint8_t* row_fault, int64_t task) {
   const int64_t blocks = (p.num_heads + sch.head_block - 1) / sch.head_block;
   const int64_t r = task / blocks;
   const int64_t h0 = (task % blocks) * sch.head_block;
   const int64_t h1 = h0 + sch.head_block < p.num_heads ? h0 + sch.head_block : p.num_heads;
-  run_task(p, d, r, h0, h1, w, row_fault);
+  const typename Engine::Scope scope(h1 - h0);
+  run_task<Engine>(p, d, r, h0, h1, w, row_fault);
 }
 
 }  // namespace sfa_body

@@ -23,5 +23,5 @@ namespace kvflash::cpu::avx2 {
 #include "cpu/sfa/sfa_kernel-inl.h"
 // clang-format on
 
-const SfaKernels kSfaKernels = {sfa_body::run_one};
+const SfaKernels kSfaKernels = {sfa_body::run_one<>};
 }  // namespace kvflash::cpu::avx2

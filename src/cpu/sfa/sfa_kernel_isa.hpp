@@ -1,4 +1,4 @@
-// The kernel tables of the SFA per-ISA translation units (sfa_kernel_{scalar,avx2,avx512}.cpp,
+// The kernel tables of the SFA per-ISA translation units (sfa_kernel_{scalar,avx2,avx512,amx}.cpp,
 // each compiling sfa_kernel-inl.h with its own flags). Only the backend list names them, in an
 // entry that is available only when the CPU supports the instruction set.
 #pragma once
@@ -16,5 +16,9 @@ extern const SfaKernels kSfaKernels;
 namespace avx512 {
 extern const SfaKernels kSfaKernels;
 }  // namespace avx512
+namespace amx {
+/// The kernels with gather, scores and P·V on the matrix engine's tiles (sfa_tiles-inl.h).
+extern const SfaKernels kSfaKernels;
+}  // namespace amx
 
 }  // namespace kvflash::cpu

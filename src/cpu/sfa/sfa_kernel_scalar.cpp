@@ -16,5 +16,5 @@ namespace kvflash::cpu::scalar {
 #include "cpu/sfa/sfa_kernel-inl.h"
 // clang-format on
 
-const SfaKernels kSfaKernels = {sfa_body::run_one};
+const SfaKernels kSfaKernels = {sfa_body::run_one<>};
 }  // namespace kvflash::cpu::scalar

@@ -1,0 +1,223 @@
+// The matrix-engine half of the SFA task: gather, scores and P·V of process_tile
+// (sfa_kernel-inl.h) on tiles. No include guard on purpose: sfa_kernel-inl.h includes it inside
+// its ISA namespace where KVFLASH_SFA_TILES is defined, in a translation unit that includes
+// cpu/amx/amx_kernels.hpp before the namespace and is compiled with the AMX flags
+// (src/cpu/sfa/sfa_kernel_amx.cpp on the CPU's tiles, tests/support/sfa_emu_tiles_amx.cpp on the
+// tests' software model of them).
+//
+// Written once against a tile-operations type (cpu/amx/amx_tile.hpp), so the code the tests check
+// on the model is the code the hardware runs. Per task (query row, heads [0, nh)) and tile of
+// kSfaTile selected positions:
+//   - the task's queries (fp32 in the scratch) are packed once, in passes of m heads, as the B
+//     operand in bf16 pieces that sum to them exactly (bf16 1 piece, fp16 2);
+//   - the tile's latent (512) + rope (64) rows are gathered ONCE for all nh heads into contiguous
+//     576-channel rows (the scratch's kt, read as bf16 bits): bf16 rows as stored, fp16 rows split
+//     into 2 exact bf16 planes, so no pass of heads re-splits them (amx::scores_split); every pass
+//     scores the same gathered rows (amx::scores), and the key-major score tile is transposed and
+//     scaled into s[h][t];
+//   - the vector body takes over for the online softmax (fold_tile), so the non-finite rules are
+//     the other ISAs' (core/online_softmax.hpp);
+//   - P·V: each block of 32 value rows is packed to VNNI pairs once (from the cache, fp16 in 2
+//     exact pieces) and used by every pass, P in kProbPieces bf16 pieces (exact), accumulated on
+//     the tiles into the scratch's fp32 accumulators; a block holding an infinite value runs on the
+//     vector FMAs instead (pv_rows; amx::pack_value_rows says why).
+// A task of nh heads goes through passes of m = ceil(nh / passes) heads; the last pass starts at
+// nh - m, so it may repeat heads of the one before: their scores are not copied twice, and their
+// probability rows are zero in its P·V (adding +0.0 leaves an accumulator as it is). A head's bits
+// depend neither on the pass size nor on its place in a pass (tdpbf16ps computes each element alike
+// whatever the tile shape: docs/perf.md, round 3), so neither the thread count nor the head
+// blocking changes them.
+
+/// The most query heads of one SFA task (validation: N1 is at most 128).
+inline constexpr int64_t kSfaMaxHeads = 128;
+
+/// The matrix engine for run_one. Tiles: the tile operations (amx::HwTiles, or the tests' model);
+/// kHeads: the most query heads of one tile pass (amx::kMaxHeads on the CPU; the tests lower it
+/// to check that the bits do not move).
+template <class Tiles, int kHeads = kvflash::cpu::amx::kMaxHeads>
+struct TileEngine {
+  static_assert(1 <= kHeads && kHeads <= kvflash::cpu::amx::kMaxHeads,
+                "a tile pass holds 1..16 heads");
+  static constexpr bool kOnTiles = true;
+
+  /// Tile passes for a task of nh heads, and the heads of each (all passes the same size, so one
+  /// tile configuration serves the whole task).
+  static constexpr int64_t passes(int64_t nh) { return (nh + kHeads - 1) / kHeads; }
+  static constexpr int64_t pass_heads(int64_t nh) { return (nh + passes(nh) - 1) / passes(nh); }
+  /// Packed query heads a task holds at most, over every head count.
+  static constexpr int64_t max_packed_heads() {
+    int64_t most = 0;
+    for (int64_t nh = 1; nh <= kSfaMaxHeads; ++nh) {
+      const int64_t heads = passes(nh) * pass_heads(nh);
+      most = heads > most ? heads : most;
+    }
+    return most;
+  }
+
+  /// The tile configuration of a task (loaded at its start, released at its end).
+  struct Scope : kvflash::cpu::amx::BasicTileScope<Tiles> {
+    explicit Scope(int64_t nh)
+        : kvflash::cpu::amx::BasicTileScope<Tiles>(
+              kvflash::cpu::amx::decode_palette(static_cast<int>(pass_heads(nh)))) {}
+  };
+};
+
+template <class Tiles, int kHeads>
+class TileTask<TileEngine<Tiles, kHeads>> {
+  using Engine = TileEngine<Tiles, kHeads>;
+  static constexpr int64_t kTile = kvflash::cpu::kSfaTile;
+  // Keys of one P·V block (the K dimension of a tdpbf16ps with keys in pairs).
+  static constexpr int64_t kPvKeys = 2 * kvflash::cpu::amx::kTileRows;
+  // Pieces of the fp32 probabilities: three make each product exact (two would leave 2^-16 of
+  // each weight).
+  static constexpr int kProbPieces = kvflash::cpu::amx::kMaxPieces;
+  static constexpr size_t kQueryElems =
+      static_cast<size_t>(Engine::max_packed_heads()) *
+      kvflash::cpu::amx::query_pack_size(1, static_cast<int>(kQk), 2);
+  static_assert(kTile % kPvKeys == 0);
+  // The scratch's kt (kSfaTile x 576 fp32) holds the two bf16 planes of a tile's fp16 rows, and
+  // its vt (kSfaTile x 512 fp32) one block's packed values followed by the fp32 rows of a block
+  // that falls back to the FMAs.
+  static_assert(2 * kTile * kQk * 2 <= kTile * kQk * 4);
+  static_assert(kvflash::cpu::amx::value_pack_size(static_cast<int>(kNope),
+                                                   kvflash::cpu::amx::KvType::kFp16) *
+                        2 +
+                    kPvKeys * kNope * 4 <=
+                kTile * kNope * 4);
+
+ public:
+  // Packs the queries of the task's nh heads (fp32 in w.q) for every pass.
+  void init(const SfaProblem& p, int64_t nh, const Scratch& w) {
+    fp16_ = p.dtype == DType::kFloat16;
+    pieces_ = fp16_ ? 2 : 1;
+    nh_ = nh;
+    passes_ = Engine::passes(nh);
+    m_ = static_cast<int>(Engine::pass_heads(nh));
+    pass_elems_ = kvflash::cpu::amx::query_pack_size(m_, static_cast<int>(kQk), pieces_);
+    for (int64_t b = 0; b < passes_; ++b) {
+      kvflash::cpu::amx::pack_query_f32(w.q + pass_start(b) * kQk, kQk, m_, static_cast<int>(kQk),
+                                        pieces_, qpack(b));
+    }
+  }
+
+  // Gathers the n selected positions' K rows (latent then rope) as bf16 rows of 576 channels in
+  // w.kt (fp16: split into the planes hi, lo) and notes their V rows, prefetching the rows of the
+  // next tile (next, n_next of them) as gather_tile does.
+  void gather(const SfaProblem& p, const SfaData& d, int64_t b, const int64_t* pos, int64_t n,
+              const int64_t* next, int64_t n_next, const Scratch& w) {
+    const int64_t rows = n > n_next ? n : n_next;
+    uint16_t* hi = reinterpret_cast<uint16_t*>(w.kt);
+    uint16_t* lo = hi + kTile * kQk;
+    for (int64_t t = 0; t < rows; ++t) {
+      if (t < n_next) prefetch_position(p, d, b, next[t]);
+      if (t >= n) continue;
+      const int64_t j = pos[t];
+      const void* k = kv_row(p, d, d.k, p.k, b, j);
+      copy_row(k, p.k.s_dim, kNope, hi + t * kQk, lo + t * kQk);
+      copy_row(kv_row(p, d, d.k_rope, p.k_rope, b, j), p.k_rope.s_dim, kRope, hi + t * kQk + kNope,
+               lo + t * kQk + kNope);
+      vrow_[t] = d.v_is_k ? k : kv_row(p, d, d.v, p.v, b, j);
+    }
+    v_sdim_ = d.v_is_k ? p.k.s_dim : p.v.s_dim;
+  }
+
+  // Scores of every head against the n gathered rows into w.s (scaled), pass by pass.
+  void scores(const SfaProblem& p, int64_t, int64_t n, const Scratch& w) {
+    const uint16_t* hi = reinterpret_cast<const uint16_t*>(w.kt);
+    const uint16_t* lo = hi + kTile * kQk;
+    constexpr int kStS = kvflash::cpu::amx::kMaxHeads;
+    const int kn = static_cast<int>(n);
+    for (int64_t b = 0; b < passes_; ++b) {
+      if (fp16_) {
+        kvflash::cpu::amx::scores_split<Tiles>(hi, lo, kQk, kn, static_cast<int>(kQk), qpack(b), m_,
+                                               pieces_, st_, kStS);
+      } else {
+        kvflash::cpu::amx::scores<Tiles, kvflash::cpu::amx::KvType::kBf16>(
+            hi, kQk, kn, static_cast<int>(kQk), qpack(b), m_, pieces_, st_, kStS);
+      }
+      const int64_t g0 = pass_start(b);
+      for (int64_t i = b * m_ - g0; i < m_; ++i) {
+        float* s = w.s + (g0 + i) * kTile;
+        for (int64_t t = 0; t < n; ++t) s[t] = st_[t * kStS + i] * p.scale;
+      }
+    }
+  }
+
+  // acc[h] += sum over the tile's n rows of P[h][t] * V_t for every head (P: w.s after fold_tile),
+  // one block of kPvKeys rows at a time.
+  void pv(const SfaProblem& p, const SfaData&, int64_t, int64_t nh, const int64_t*, int64_t n,
+          const Scratch& w) {
+    namespace amx = kvflash::cpu::amx;
+    uint16_t* vpack = reinterpret_cast<uint16_t*>(w.vt);
+    float* vf = w.vt + amx::value_pack_size(static_cast<int>(kNope), amx::KvType::kFp16) / 2;
+    const amx::KvType vt = fp16_ ? amx::KvType::kFp16 : amx::KvType::kBf16;
+    for (int64_t k0 = 0; k0 < n; k0 += kPvKeys) {
+      const int nb = static_cast<int>(n - k0 < kPvKeys ? n - k0 : kPvKeys);
+      bool finite;
+      if (fp16_) {
+        finite = amx::pack_value_rows<amx::KvType::kFp16>(vrow_ + k0, v_sdim_, nb,
+                                                          static_cast<int>(kNope), vpack);
+      } else if (v_sdim_ == 1) {
+        const uint16_t* rows[kPvKeys];
+        for (int i = 0; i < nb; ++i) rows[i] = static_cast<const uint16_t*>(vrow_[k0 + i]);
+        finite = amx::pack_value_rows_bf16_avx512(rows, nb, static_cast<int>(kNope), vpack);
+      } else {
+        finite = amx::pack_value_rows<amx::KvType::kBf16>(vrow_ + k0, v_sdim_, nb,
+                                                          static_cast<int>(kNope), vpack);
+      }
+      if (!finite) {
+        for (int i = 0; i < nb; ++i) {
+          convert_row(vrow_[k0 + i], p.dtype, v_sdim_, kNope, vf + i * kNope);
+        }
+        pv_rows(w.s + k0, nh, vf, kNope, nb, w.acc);
+        continue;
+      }
+      for (int64_t b = 0; b < passes_; ++b) {
+        const int64_t g0 = pass_start(b);
+        amx::pack_probs(w.s + g0 * kTile + k0, kTile, m_, nb, kProbPieces, ppack_);
+        // Heads the pass before accumulated already: zero weights.
+        for (int64_t i = 0; i < b * m_ - g0; ++i) {
+          for (int q = 0; q < kProbPieces; ++q) {
+            std::memset(ppack_ + (q * m_ + i) * amx::kTileK, 0, amx::kTileRowBytes);
+          }
+        }
+        amx::pv_accumulate<Tiles>(ppack_, m_, kProbPieces, vpack, amx::kv_pieces(vt),
+                                  static_cast<int>(kNope), w.acc + g0 * kNope, kNope);
+      }
+    }
+  }
+
+ private:
+  // The first head of pass b (the last pass ends at the task's last head).
+  int64_t pass_start(int64_t b) const { return b * m_ < nh_ - m_ ? b * m_ : nh_ - m_; }
+  uint16_t* qpack(int64_t b) { return qpack_ + static_cast<size_t>(b) * pass_elems_; }
+  // n elements at base (stride elements apart) as bf16: bf16 bits as stored into hi; fp16 values
+  // split into hi + lo (exact, amx::split_to_bf16).
+  void copy_row(const void* base, int64_t stride, int64_t n, uint16_t* hi, uint16_t* lo) const {
+    const uint16_t* src = static_cast<const uint16_t*>(base);
+    if (!fp16_) {
+      if (stride == 1) {
+        std::memcpy(hi, src, static_cast<size_t>(n) * 2);
+      } else {
+        for (int64_t x = 0; x < n; ++x) hi[x] = src[x * stride];
+      }
+      return;
+    }
+    uint16_t piece[2];
+    for (int64_t x = 0; x < n; ++x) {
+      kvflash::cpu::amx::split_to_bf16(kvflash::core::fp16_to_float(src[x * stride]), 2, piece);
+      hi[x] = piece[0];
+      lo[x] = piece[1];
+    }
+  }
+
+  bool fp16_ = false;
+  int pieces_ = 1, m_ = 1;
+  int64_t nh_ = 0, passes_ = 0, v_sdim_ = 1;
+  size_t pass_elems_ = 0;
+  const void* vrow_[kvflash::cpu::kSfaTile];
+  alignas(64) float st_[kvflash::cpu::kSfaTile * kvflash::cpu::amx::kMaxHeads];  // key-major
+  alignas(64)
+      uint16_t ppack_[kvflash::cpu::amx::prob_pack_size(kvflash::cpu::amx::kMaxHeads, kProbPieces)];
+  alignas(64) uint16_t qpack_[kQueryElems];
+};
