@@ -11,9 +11,13 @@ Tables: IFA (ms/call, GB/s, fraction of the read bandwidth, each peer's ms/call,
 where it reports one, and kvflash's speed-up over it), SFA (GFLOP/s and fraction of the compute
 peak, gathered GB/s and fraction of the read bandwidth, the same peer columns), and the fixed
 per-call cost (problems of at most 64 tokens, in microseconds). --csv writes the same rows flat,
-one line a problem with every peer's ms/call, isa and speed-up.
+one line a problem with every peer's ms/call, isa and speed-up. --beside puts other runs of the
+same problems (another thread count) next to this one in one compact table instead: per run the
+fraction of the ceiling that bounds the row (IFA: read bandwidth; SFA: compute peak) and kvflash's
+speed-up over each peer, with the peer's isa.
 
     python3 bench/report.py run.json --csv run.csv
+    python3 bench/report.py run-2t.json --beside run-1t.json
 """
 import argparse
 import csv
@@ -238,6 +242,43 @@ def write_csv(run, path):
             w.writerow(line)
 
 
+def beside_table(runs):
+    """The problems of runs[0], each run's ceiling fraction and speed-ups over each peer side by
+    side (columns headed by the run's thread count); a peer's isa from the first run that has it."""
+    peers = [p for p in PEER_ORDER if any(p in peer_names(r) for r in runs)]
+    index = [{r2["problem"]: r2 for r2 in r["results"]} for r in runs]
+    with_isa = [p for p in peers if any(peer_has_isa(r, p, op) for r in runs
+                                        for op in ("ifa", "sfa"))]
+    cols = ["problem"] + [f"{p} isa" for p in with_isa]
+    for r in runs:
+        t = f"{r['threads']}t"
+        cols += [f"{t} of ceiling"] + [f"{t} vs {p}" for p in peers]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in runs[0]["results"]:
+        name = row["problem"]
+        cells = [f"`{name}`"]
+        for p in with_isa:
+            isa = next((i[name]["peers"][p].get("isa") for i in index
+                        if name in i and "isa" in i[name].get("peers", {}).get(p, {})), None)
+            cells.append(isa or "-")
+        for r, i in zip(runs, index):
+            x = i.get(name)
+            if x is None:
+                cells += ["-"] * (1 + len(peers))
+                continue
+            sfa = x.get("op") == "sfa"
+            cells.append(frac(x["gflops"], compute_peak(r)) + " peak" if sfa
+                         else frac(x["gbs"], r["read_bandwidth_gbs"]) + " bw")
+            for p in peers:
+                a = x.get("peers", {}).get(p, {})
+                cells.append(f"{a['ms_per_call'] / x['ms_per_call']:.2f}x" if "ms_per_call" in a
+                             else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    heads = "; ".join(f"{r['threads']} threads: read bandwidth {r['read_bandwidth_gbs']:.1f} GB/s, "
+                      f"compute peak {compute_peak(r):.0f} GFLOP/s" for r in runs)
+    return heads + "\n\n" + "\n".join(lines)
+
+
 def plot_series(run):
     """The KV-length series: IFA rows of the most common shape apart from kv_len and dtype."""
     shapes = {}
@@ -303,9 +344,18 @@ def main():
     ap.add_argument("run", help="JSON written by bench/peers.py or kvflash bench --json")
     ap.add_argument("--plot", help="write a PNG plot here")
     ap.add_argument("--csv", help="write the rows as CSV here")
+    ap.add_argument("--beside", nargs="+", metavar="RUN",
+                    help="other runs of the same problems: one side-by-side table")
     args = ap.parse_args()
     with open(args.run) as f:
         run = json.load(f)
+    if args.beside:
+        others = []
+        for path in args.beside:
+            with open(path) as f:
+                others.append(json.load(f))
+        print(beside_table([run, *others]))
+        return 0
     print(report(run))
     if args.csv:
         write_csv(run, args.csv)
