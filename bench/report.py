@@ -250,8 +250,11 @@ def beside_table(runs):
     with_isa = [p for p in peers if any(peer_has_isa(r, p, op) for r in runs
                                         for op in ("ifa", "sfa"))]
     cols = ["problem"] + [f"{p} isa" for p in with_isa]
-    for r in runs:
+    threads = [r["threads"] for r in runs]
+    for k, r in enumerate(runs):
         t = f"{r['threads']}t"
+        if threads.count(r["threads"]) > 1:  # two runs at one thread count: numbered in order
+            t += f"#{threads[:k + 1].count(r['threads'])}"
         cols += [f"{t} of ceiling"] + [f"{t} vs {p}" for p in peers]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in runs[0]["results"]:
@@ -274,8 +277,8 @@ def beside_table(runs):
                 cells.append(f"{a['ms_per_call'] / x['ms_per_call']:.2f}x" if "ms_per_call" in a
                              else "-")
         lines.append("| " + " | ".join(cells) + " |")
-    heads = "; ".join(f"{r['threads']} threads: read bandwidth {r['read_bandwidth_gbs']:.1f} GB/s, "
-                      f"compute peak {compute_peak(r):.0f} GFLOP/s" for r in runs)
+    heads = "; ".join(f"run {k + 1}, {r['threads']} threads: read bandwidth {r['read_bandwidth_gbs']:.1f} GB/s, "
+                      f"compute peak {compute_peak(r):.0f} GFLOP/s" for k, r in enumerate(runs))
     return heads + "\n\n" + "\n".join(lines)
 
 
