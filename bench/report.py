@@ -7,23 +7,39 @@ and the peers' points.
     python3 bench/report.py run.json                 # tables on stdout
     python3 bench/report.py run.json --plot perf.png # and the plot
 
-Tables: IFA (ms/call, GB/s, fraction of the read bandwidth, each peer's ms/call and kvflash's
-speed-up over it), SFA (GFLOP/s and fraction of the compute peak, gathered GB/s and fraction of the
-read bandwidth), and the fixed per-call cost (problems of at most 64 tokens, in microseconds).
+Tables: IFA (ms/call, GB/s, fraction of the read bandwidth, each peer's ms/call, the isa it ran
+where it reports one, and kvflash's speed-up over it), SFA (GFLOP/s and fraction of the compute
+peak, gathered GB/s and fraction of the read bandwidth, the same peer columns), and the fixed
+per-call cost (problems of at most 64 tokens, in microseconds). --csv writes the same rows flat,
+one line a problem with every peer's ms/call, isa and speed-up. --beside puts other runs of the
+same problems (another thread count) next to this one in one compact table instead: per run the
+fraction of the ceiling that bounds the row (IFA: read bandwidth; SFA: compute peak) and kvflash's
+speed-up over each peer, with the peer's isa.
+
+    python3 bench/report.py run.json --csv run.csv
+    python3 bench/report.py run-2t.json --beside run-1t.json
 """
 import argparse
+import csv
 import json
 import sys
 
-PEER_NAMES = {"sdpa": "PyTorch SDPA", "vllm": "vLLM CPU attention"}
+PEER_NAMES = {"sdpa": "PyTorch SDPA", "vllm": "vLLM CPU attention",
+              "sglang": "SGLang decode_attention_cpu"}
+PEER_ORDER = ("sdpa", "vllm", "sglang")
 FIXED_COST_TOKENS = 64  # a problem this small measures the per-call cost, not bandwidth
 
 
-def peer_names(run):
-    """Peers that answered at least one problem, in a fixed order."""
-    seen = {name for r in run["results"] for name, a in r.get("peers", {}).items()
-            if "ms_per_call" in a}
-    return [n for n in ("sdpa", "vllm") if n in seen] + sorted(seen - {"sdpa", "vllm"})
+def peer_names(run, op=None):
+    """Peers that answered at least one problem (of op, when given), in a fixed order."""
+    seen = {name for r in run["results"] if op is None or r.get("op", "ifa") == op
+            for name, a in r.get("peers", {}).items() if "ms_per_call" in a}
+    return [n for n in PEER_ORDER if n in seen] + sorted(seen - set(PEER_ORDER))
+
+
+def peer_has_isa(run, name, op):
+    return any("isa" in r.get("peers", {}).get(name, {}) for r in run["results"]
+               if r.get("op", "ifa") == op)
 
 
 def frac(x, ceiling):
@@ -55,21 +71,34 @@ def header(run):
         label = PEER_NAMES.get(name, name)
         line += (f"; {label}: torch {info['torch']}" if "torch" in info
                  else f"; {label}: {info.get('skipped', 'absent')}")
+        if "amx_note" in info:  # what the peer found about AMX (bench/peer_common.py amx_state)
+            line += f" ({info['amx_note']})"
     if run.get("load_average_at_end"):
         line += f"; load average at the end {run['load_average_at_end'][0]:.1f}"
     return line
 
 
-def peer_cells(row, name):
+def peer_cells(row, name, with_isa=False):
+    """ms/call, [isa,] speed-up of kvflash over the peer."""
     a = row.get("peers", {}).get(name)
+    isa = [a.get("isa", "-") if a else "-"] if with_isa else []
     if not a:
-        return ["-", "-"]
+        return ["-", *isa, "-"]
     if "ms_per_call" not in a:
         # Skipped: the peer has no such kernel (int8 KV); the reason is in the run's JSON.
-        return ["n/a" if "skipped" in a else f"error ({a.get('error', '?')})", "-"]
+        return ["n/a" if "skipped" in a else f"error ({a.get('error', '?')})", *isa, "-"]
     # reused: the peer ran this shape already (a cache layout it runs the same way): same figure.
     mark = " (=)" if a.get("reused") else ""
-    return [f"{a['ms_per_call']:.3f}{mark}", f"{a['ms_per_call'] / row['ms_per_call']:.2f}x"]
+    return [f"{a['ms_per_call']:.3f}{mark}", *isa,
+            f"{a['ms_per_call'] / row['ms_per_call']:.2f}x"]
+
+
+def peer_columns(run, peers, op):
+    cols = []
+    for p in peers:
+        cols += [f"{PEER_NAMES.get(p, p)} ms"] + (["isa"] if peer_has_isa(run, p, op) else []) + \
+            ["speed-up"]
+    return cols
 
 
 def check(row):
@@ -80,11 +109,8 @@ def ifa_table(run):
     rows = [r for r in run["results"] if r.get("op", "ifa") == "ifa"]
     if not rows:
         return ""
-    peers = peer_names(run)
-    cols = ["problem", "ms/call", "GB/s", "of read bw"]
-    for p in peers:
-        cols += [f"{PEER_NAMES.get(p, p)} ms", "speed-up"]
-    cols.append("check")
+    peers = peer_names(run, "ifa")
+    cols = ["problem", "ms/call", "GB/s", "of read bw", *peer_columns(run, peers, "ifa"), "check"]
     note = ("(=): the peer's figure for the same shape in an earlier row (it has one cache layout: "
             "SDPA dense BNSD, vLLM its own paged cache), not a second measurement; n/a: the peer has no "
             "such kernel (neither has an int8 KV cache)")
@@ -93,7 +119,7 @@ def ifa_table(run):
         cells = [f"`{r['problem']}`", f"{r['ms_per_call']:.3f}", f"{r['gbs']:.1f}",
                  frac(r["gbs"], run["read_bandwidth_gbs"])]
         for p in peers:
-            cells += peer_cells(r, p)
+            cells += peer_cells(r, p, peer_has_isa(run, p, "ifa"))
         cells.append(check(r))
         lines.append("| " + " | ".join(cells) + " |")
     if peers:
@@ -105,13 +131,18 @@ def sfa_table(run):
     rows = [r for r in run["results"] if r.get("op") == "sfa"]
     if not rows:
         return ""
-    lines = ["| problem | ms/call | GFLOP/s | of compute peak | gathered GB/s | of read bw | check |",
-             "|---|---|---|---|---|---|---|"]
+    peers = peer_names(run, "sfa")
+    cols = ["problem", "ms/call", "GFLOP/s", "of compute peak", "gathered GB/s", "of read bw",
+            *peer_columns(run, peers, "sfa"), "check"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        lines.append(
-            f"| `{r['problem']}` | {r['ms_per_call']:.3f} | {r['gflops']:.0f} | "
-            f"{frac(r['gflops'], compute_peak(run))} | {r['gbs']:.1f} | "
-            f"{frac(r['gbs'], run['read_bandwidth_gbs'])} | {check(r)} |")
+        cells = [f"`{r['problem']}`", f"{r['ms_per_call']:.3f}", f"{r['gflops']:.0f}",
+                 frac(r["gflops"], compute_peak(run)), f"{r['gbs']:.1f}",
+                 frac(r["gbs"], run["read_bandwidth_gbs"])]
+        for p in peers:
+            cells += peer_cells(r, p, peer_has_isa(run, p, "sfa"))
+        cells.append(check(r))
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -145,7 +176,7 @@ def headline(run):
         for dtype in sorted({r["kv_dtype"] for r in ifa}):
             sp = spread([r["gbs"] / bw for r in ifa if r["kv_dtype"] == dtype], "{:.2f}")
             lines.append(f"- IFA {dtype} KV, >= 4k tokens: {sp} of the read bandwidth")
-    for name in peer_names(run):
+    for name in peer_names(run, "ifa"):
         sp = spread([r["peers"][name]["ms_per_call"] / r["ms_per_call"] for r in ifa
                      if "ms_per_call" in r.get("peers", {}).get(name, {})], "{:.2f}x")
         if sp:
@@ -157,6 +188,10 @@ def headline(run):
                 what.append(f"{r['gflops'] / peak:.2f} of the compute peak")
             if bw > 0:
                 what.append(f"{r['gbs'] / bw:.2f} of the read bandwidth (gathered bytes)")
+            for name, a in r.get("peers", {}).items():
+                if "ms_per_call" in a:
+                    what.append(f"{a['ms_per_call'] / r['ms_per_call']:.2f}x "
+                                f"{PEER_NAMES.get(name, name)}")
             if what:
                 lines.append(f"- `{r['problem']}`: " + ", ".join(what))
     for r in run["results"]:
@@ -175,6 +210,76 @@ def report(run):
         if t:
             parts += [f"**{title}**", t]
     return "\n\n".join(parts)
+
+
+def write_csv(run, path):
+    """One line a problem: kvflash's figures and fractions, then per peer its ms/call, isa,
+    speed-up (empty where it did not run the problem) and why not."""
+    peers = peer_names(run)
+    fields = ["problem", "op", "kv_dtype", "ms_per_call", "gbs", "gflops", "of_read_bw",
+              "of_compute_peak", "check"]
+    for p in peers:
+        fields += [f"{p}_ms", f"{p}_isa", f"{p}_speedup", f"{p}_note"]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for r in run["results"]:
+            line = {"problem": r["problem"], "op": r.get("op", "ifa"), "kv_dtype": r["kv_dtype"],
+                    "ms_per_call": r["ms_per_call"], "gbs": r["gbs"], "gflops": r["gflops"],
+                    "of_read_bw": r["gbs"] / run["read_bandwidth_gbs"]
+                    if run["read_bandwidth_gbs"] > 0 else "",
+                    "of_compute_peak": r["gflops"] / compute_peak(run)
+                    if compute_peak(run) > 0 else "",
+                    "check": check(r)}
+            for p in peers:
+                a = r.get("peers", {}).get(p, {})
+                line[f"{p}_isa"] = a.get("isa", "")
+                line[f"{p}_note"] = a.get("skipped", a.get("error", "reused" if a.get("reused")
+                                                           else ""))
+                if "ms_per_call" in a:
+                    line[f"{p}_ms"] = a["ms_per_call"]
+                    line[f"{p}_speedup"] = a["ms_per_call"] / r["ms_per_call"]
+            w.writerow(line)
+
+
+def beside_table(runs):
+    """The problems of runs[0], each run's ceiling fraction and speed-ups over each peer side by
+    side (columns headed by the run's thread count); a peer's isa from the first run that has it."""
+    peers = [p for p in PEER_ORDER if any(p in peer_names(r) for r in runs)]
+    index = [{r2["problem"]: r2 for r2 in r["results"]} for r in runs]
+    with_isa = [p for p in peers if any(peer_has_isa(r, p, op) for r in runs
+                                        for op in ("ifa", "sfa"))]
+    cols = ["problem"] + [f"{p} isa" for p in with_isa]
+    threads = [r["threads"] for r in runs]
+    for k, r in enumerate(runs):
+        t = f"{r['threads']}t"
+        if threads.count(r["threads"]) > 1:  # two runs at one thread count: numbered in order
+            t += f"#{threads[:k + 1].count(r['threads'])}"
+        cols += [f"{t} of ceiling"] + [f"{t} vs {p}" for p in peers]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in runs[0]["results"]:
+        name = row["problem"]
+        cells = [f"`{name}`"]
+        for p in with_isa:
+            isa = next((i[name]["peers"][p].get("isa") for i in index
+                        if name in i and "isa" in i[name].get("peers", {}).get(p, {})), None)
+            cells.append(isa or "-")
+        for r, i in zip(runs, index):
+            x = i.get(name)
+            if x is None:
+                cells += ["-"] * (1 + len(peers))
+                continue
+            sfa = x.get("op") == "sfa"
+            cells.append(frac(x["gflops"], compute_peak(r)) + " peak" if sfa
+                         else frac(x["gbs"], r["read_bandwidth_gbs"]) + " bw")
+            for p in peers:
+                a = x.get("peers", {}).get(p, {})
+                cells.append(f"{a['ms_per_call'] / x['ms_per_call']:.2f}x" if "ms_per_call" in a
+                             else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    heads = "; ".join(f"run {k + 1}, {r['threads']} threads: read bandwidth {r['read_bandwidth_gbs']:.1f} GB/s, "
+                      f"compute peak {compute_peak(r):.0f} GFLOP/s" for k, r in enumerate(runs))
+    return heads + "\n\n" + "\n".join(lines)
 
 
 def plot_series(run):
@@ -206,7 +311,7 @@ def plot(run, path):
         return False
     shape, rows = plot_series(run)
     fig, ax = plt.subplots(figsize=(8, 5))
-    markers = {"sdpa": "s", "vllm": "^"}
+    markers = {"sdpa": "s", "vllm": "^", "sglang": "v"}
     for i, dtype in enumerate(sorted({r["kv_dtype"] for r in rows})):
         color = f"C{i}"
         mine = sorted((r["kv_len"], r["gbs"]) for r in rows if r["kv_dtype"] == dtype)
@@ -241,10 +346,22 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", help="JSON written by bench/peers.py or kvflash bench --json")
     ap.add_argument("--plot", help="write a PNG plot here")
+    ap.add_argument("--csv", help="write the rows as CSV here")
+    ap.add_argument("--beside", nargs="+", metavar="RUN",
+                    help="other runs of the same problems: one side-by-side table")
     args = ap.parse_args()
     with open(args.run) as f:
         run = json.load(f)
+    if args.beside:
+        others = []
+        for path in args.beside:
+            with open(path) as f:
+                others.append(json.load(f))
+        print(beside_table([run, *others]))
+        return 0
     print(report(run))
+    if args.csv:
+        write_csv(run, args.csv)
     if args.plot and not plot(run, args.plot):
         return 1
     return 0

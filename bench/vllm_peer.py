@@ -15,17 +15,18 @@ way vllm/v1/attention/backends/cpu_attn.py calls it:
             window, kv split on as vLLM's default VLLM_CPU_ATTN_SPLIT_KV=1);
   run       _C.cpu_attention_with_kv_cache.
 The isa is the one vLLM's _get_attn_isa picks on the machine (vllm/v1/attention/backends/cpu_attn.py):
-"vec16" for a head size that is not a multiple of 32; "amx" where torch reports AMX tiles (after
-torch.cpu._init_amx(), the tile permission request), the dtype is bf16 and the block size a multiple
-of 32; else "vec" for a block size that is a multiple of 32 and "vec16" otherwise. The same isa goes
-to cpu_attn_reshape_and_cache (the AMX cache layout differs), the scheduler metadata and the kernel,
-and is recorded in each result. A contiguous kvflash problem is run on vLLM's
-paged cache with block size 128 (vLLM has no other cache). Int8 KV and sfa problems are skipped.
+"vec16" for a head size that is a multiple of 16 but not of 32; "amx" where torch reports AMX
+tiles (after torch.cpu._init_amx(), the tile permission request: peer_common.amx_state), the dtype
+is bf16 and the block size a multiple of 32; else "vec" for a block size that is a multiple of 32
+and "vec16" otherwise. The same isa goes to cpu_attn_reshape_and_cache (the AMX cache layout
+differs), the scheduler metadata and the kernel, and is recorded in each result; the worker's ready
+line says whether AMX is usable and, where not, why. A contiguous kvflash problem is run on vLLM's
+paged cache with block size 128 (vLLM has no other cache). Int8 KV and sfa problems are skipped
+(bench/sglang_mla_peer.py takes the sfa ones).
 
     $KVFLASH_VLLM_PYTHON bench/vllm_peer.py --serve --threads 2 --iters 10
 """
 import argparse
-import glob
 import math
 import os
 import sys
@@ -45,19 +46,11 @@ def main():
     import peer_common
 
     torch.set_num_threads(args.threads)
-    site = [p for p in sys.path if p.endswith("site-packages")]
-    libs = [lib for p in site for lib in glob.glob(os.path.join(p, "vllm", "_C.abi3.so"))]
-    if not libs:
-        sys.exit("vllm_peer.py: vllm/_C.abi3.so not found (bash scripts/setup_vllm_peer.sh)")
-    torch.ops.load_library(libs[0])
-    ops = torch.ops._C
-    # As vLLM's own CPU runner and benchmarks do before any AMX kernel runs.
-    amx = bool(getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)())
-    if amx:
-        amx = bool(torch.cpu._init_amx())
+    ops = peer_common.load_vllm_ops()
+    amx, amx_note = peer_common.amx_state()
 
     def attn_isa(head_dim, dtype, block_size):
-        if head_dim % 32 != 0:
+        if head_dim % 32 != 0 and head_dim % 16 == 0:
             return "vec16"
         if amx and dtype == torch.bfloat16 and block_size % 32 == 0:
             return "amx"
@@ -121,7 +114,9 @@ def main():
             return {"ms_per_call": ms, "gbs": peer_common.kv_bytes(req) / ms / 1e6,
                     "check": check, "isa": isa, "layout": f"vLLM paged {bs}, isa {isa}"}
 
-    peer_common.serve("vllm", Vllm(args.iters))
+    # Said once at the start (bench/peers.py prints it, bench/report.py puts it in the header).
+    note = amx_note + ("" if amx else ": vLLM's own isa here is vec / vec16, not amx")
+    peer_common.serve("vllm", Vllm(args.iters), {"amx": amx, "amx_note": note})
 
 
 if __name__ == "__main__":

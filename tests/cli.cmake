@@ -150,6 +150,20 @@ if(Python3_Interpreter_FOUND)
   set_tests_properties(cli_bench_report_peers PROPERTIES FIXTURES_REQUIRED bench_peers_json
     PASS_REGULAR_EXPRESSION "SFA \\(sparse MLA\\) decode.*`sfa:b1,topk64,s256,n16,blk1,paged=64,kv=bf16` .* passed.*Fixed per-call cost.*`ifa:b1,s16,n4,kvn2,d64,kv=int8,paged=32,layout=bnsd` \\| [0-9.]+ \\| passed"
     TIMEOUT 60 LABELS cli)
+  # A committed run with all three peers (docs/perf.md round 3): the peers' isa columns in both
+  # tables, and the side-by-side and CSV forms of the same rows.
+  set(peer_run ${PROJECT_SOURCE_DIR}/bench/runs/2026-12-02-sweep-peers-1t.json)
+  add_test(NAME cli_bench_report_peer_isa
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py ${peer_run}
+            --csv ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_report_peer_isa.csv)
+  set_tests_properties(cli_bench_report_peer_isa PROPERTIES
+    PASS_REGULAR_EXPRESSION "no AMX on this CPU.*`ifa:b2,s8192,kv=bf16,paged=16,layout=bsnd` \\|[^\n]*\\| vec16 \\|.*`sfa:b4,topk2048,s8192,n16,blk1,paged=64,kv=bf16` \\|[^\n]*\\| avx512-bf16 \\(oneDNN brgemm\\) \\| [0-9.]+x \\| passed"
+    TIMEOUT 60 LABELS cli)
+  add_test(NAME cli_bench_report_beside
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py ${peer_run} --beside ${peer_run})
+  set_tests_properties(cli_bench_report_beside PROPERTIES
+    PASS_REGULAR_EXPRESSION "\\| problem \\| vllm isa \\| sglang isa \\| 1t#1 of ceiling \\| 1t#1 vs sdpa \\| 1t#1 vs vllm \\| 1t#1 vs sglang \\| 1t#2 of ceiling"
+    TIMEOUT 60 LABELS cli)
 endif()
 add_test(NAME cli_bench_bad_problem COMMAND kvflash_cli bench ifa:b2,q5 --no-bandwidth)
 set_tests_properties(cli_bench_bad_problem PROPERTIES WILL_FAIL TRUE LABELS cli)
