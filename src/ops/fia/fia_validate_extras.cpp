@@ -74,7 +74,9 @@ Status dequant_params(const FiaArgs& a, const FiaShape& s, const TensorView& sc,
     return invalid(std::string(name) + "'s leading dim must be 2 (key, value), got " +
                    sc.describe());
   if (mode == 1) {
-    if (s.P > 0) return invalid("per-token antiquant with a shared prefix is not defined upstream");
+    if (s.P > 0)
+      return invalid(std::string(name) + " per-token (mode 1) with key_shared_prefix is not " +
+                     "defined upstream");
     const int r = sc.rank;
     const bool shape_ok = combined ? r == 3 && sc.shape[1] == s.B
                                    : (r == 3 && sc.shape[0] == 1 && sc.shape[1] == s.B) ||
