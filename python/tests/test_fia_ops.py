@@ -90,6 +90,8 @@ SPECS = [
             sparse_mode=3, lse=True),
     FiaSpec("v2_aq_token_paged", op="fia_v2", layout="TND", antiquant="token", paged=True,
             block_size=32, q_lens=(1, 4), kv_lens=(20, 37)),
+    FiaSpec("aq_decode_kv_pad_pse", layout="BSND", antiquant="channel", q_lens=(1, 1),
+            kv_lens=(9, 30), kv_pad=2, kv_slack=3, pse="full", lse=True),
     # query / KV left padding (query_padding_size, kv_padding_size)
     FiaSpec("q_kv_pad", layout="BSND", q_pad=1, q_slack=3, kv_pad=2, kv_slack=4, lse=True,
             mask="compressed", sparse_mode=3),

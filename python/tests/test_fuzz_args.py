@@ -409,3 +409,24 @@ def test_fia_feature_bad_value_names_the_argument(feature, name, bad, match):
     kw[name] = bad(kw[name])
     with pytest.raises(ValueError, match=match):
         fn(*pos, **kw)
+
+
+def test_fia_undefined_combinations_name_the_arguments():
+    """Per-token antiquant and MLA rope with a shared prefix are not defined upstream: refused
+    (docs/fia-semantics.md), naming both arguments."""
+    from fia_support import FiaSpec, build_fia
+    fn, pos, kw = _fia_feature("antiquant_split_token")
+    _, _, prefix = _fia_feature("shared_prefix")
+    for name in ("key_shared_prefix", "value_shared_prefix"):
+        kw[name] = torch.zeros(prefix[name].shape, dtype=torch.int8)
+    kw["actual_shared_prefix_len"] = prefix["actual_shared_prefix_len"]
+    with pytest.raises(ValueError, match="key_antiquant_scale per-token.*key_shared_prefix"):
+        fn(*pos, **kw)
+    case = build_fia(FiaSpec("rope_prefix", layout="BSND", dim=128, rope_dim=64, heads=4,
+                             kv_heads=4, mask="compressed", sparse_mode=3,
+                             dtype=torch.bfloat16))
+    kw = dict(case.kwargs)
+    kw["key_shared_prefix"] = torch.zeros((1, 3, 4, 128), dtype=torch.bfloat16)
+    kw["value_shared_prefix"] = torch.zeros((1, 3, 4, 128), dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="key_shared_prefix with query_rope"):
+        torch_npu.npu_fused_infer_attention_score(*case.args, **kw)
