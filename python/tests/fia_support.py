@@ -53,6 +53,13 @@ class FiaSpec:
     lse: bool = False
     sink: bool = False
     int8_out: bool = False
+    # int8 K/V, (x + offset) * scale (docs/conventions.md): "channel" | "tensor" | "token"
+    antiquant: str = ""
+    aq_split: bool = False          # key_/value_antiquant_* (v2: always its dequant_* names)
+    q_pad: int = -1                 # query_padding_size when >= 0 (B/S layouts)
+    kv_pad: int = -1                # kv_padding_size when >= 0 (contiguous B/S KV)
+    prefix: int = 0                 # shared prefix length (its tensors hold prefix + 1 rows)
+    pse: str = ""                   # pse_shift: "full" (B, N, S1, S2) | "bcast" (1, N, 1, S2)
     seed: int = 0
 
     def __str__(self):
@@ -83,9 +90,9 @@ def _token(layout):
     return layout in ("TND", "NTD")
 
 
-def _place(per_batch, layout, rows, fill, pack_heads=True):
+def _place(per_batch, layout, rows, fill, pack_heads=True, first=None):
     """Per-batch [n_b, H, D] tensors as one tensor of the layout (rows: S for B/S layouts, T for
-    TND/NTD; unused rows `fill`)."""
+    TND/NTD; unused rows `fill`; B/S layouts: batch b from row first[b], left padding)."""
     h, d = per_batch[0].shape[1], per_batch[0].shape[2]
     dtype = per_batch[0].dtype
     if _token(layout):
@@ -98,7 +105,8 @@ def _place(per_batch, layout, rows, fill, pack_heads=True):
     b = len(per_batch)
     full = torch.full((b, rows, h, d), fill, dtype=dtype)
     for i, x in enumerate(per_batch):
-        full[i, :x.shape[0]] = x
+        f = first[i] if first else 0
+        full[i, f:f + x.shape[0]] = x
     if layout == "BSH":
         return full.reshape(b, rows, h * d) if pack_heads else full
     if layout == "BSND":
@@ -139,6 +147,10 @@ class FiaCase:
     mask: Optional[torch.Tensor]   # (B, S1, S2) bool, True = masked (full masks only)
     sink: Optional[torch.Tensor]
     q_rows: int      # S1 (B/S layouts) or T
+    q_first: list = None    # per batch: its first row in the S dim (left padding)
+    rows: list = None       # per batch: its rows' mask / pse row indices
+    cols: list = None       # per batch: its attended positions' mask / pse column indices
+    pse: Optional[torch.Tensor] = None   # float64, as passed
 
 
 def build_fia(spec: FiaSpec) -> FiaCase:
@@ -149,14 +161,41 @@ def build_fia(spec: FiaSpec) -> FiaCase:
     token = _token(s.layout)
     qb = [_randn((n, N, D), dt, g) for n in s.q_lens]
     qrb = [_randn((n, N, Dr), dt, g) for n in s.q_lens] if Dr else None
-    kb = [_randn((n, KVN, D), dt, g) for n in s.kv_lens]
+    if s.antiquant:
+        def draw(n, d):
+            return torch.randint(-100, 101, (n, KVN, d), generator=g, dtype=torch.int8)
+    else:
+        def draw(n, d):
+            return _randn((n, KVN, d), dt, g)
+    kb = [draw(n, D) for n in s.kv_lens]
     krb = [_randn((n, KVN, Dr), dt, g) for n in s.kv_lens] if Dr else None
-    vb = kb if s.value_is_key else [_randn((n, KVN, Dv), dt, g) for n in s.kv_lens]
+    vb = kb if s.value_is_key else [draw(n, Dv) for n in s.kv_lens]
     nan = float("nan")
+    kv_fill = 127 if s.antiquant else nan  # int8 has no NaN: unread slots hold the largest value
     q_rows = sum(s.q_lens) + s.q_slack if token else max(s.q_lens) + s.q_slack
+    kv_rows = sum(s.kv_lens) + s.kv_slack if token else max(s.kv_lens) + s.kv_slack
     kw = {}
-    query = _place(qb, s.layout, q_rows, nan)
-    query_rope = _place(qrb, s.layout, q_rows, nan) if Dr else None
+    # query left padding: batch b's rows end q_pad rows before the S dim's end (a window that
+    # leaves the tensor makes the batch empty: all its rows are padding)
+    q_first, q_eff = [0] * B, list(s.q_lens)
+    if s.q_pad >= 0:
+        assert not token
+        kw["query_padding_size"] = torch.tensor([s.q_pad], dtype=torch.int64)
+        for b, n in enumerate(s.q_lens):
+            room = q_rows - n
+            if s.q_pad > room:
+                q_eff[b] = 0
+            else:
+                q_first[b] = room - s.q_pad
+    qb = [x[:n] for x, n in zip(qb, q_eff)]
+    qrb = [x[:n] for x, n in zip(qrb, q_eff)] if Dr else None
+    kv_first = [0] * B
+    if s.kv_pad >= 0:
+        assert not token and not s.paged and max(s.kv_lens) + s.kv_pad <= kv_rows
+        kw["kv_padding_size"] = torch.tensor([s.kv_pad], dtype=torch.int64)
+        kv_first = [kv_rows - n - s.kv_pad for n in s.kv_lens]
+    query = _place(qb, s.layout, q_rows, nan, first=q_first)
+    query_rope = _place(qrb, s.layout, q_rows, nan, first=q_first) if Dr else None
     if s.paged:
         bs = s.block_size
         used = [math.ceil(n / bs) for n in s.kv_lens]
@@ -170,7 +209,7 @@ def build_fia(spec: FiaSpec) -> FiaCase:
                 table[b, j] = next(it)
 
         def cache(per_batch, d):
-            c = torch.full((nblocks, bs, KVN, d), nan, dtype=dt)
+            c = torch.full((nblocks, bs, KVN, d), kv_fill, dtype=per_batch[0].dtype)
             for b, x in enumerate(per_batch):
                 for j in range(used[b]):
                     n = min(bs, x.shape[0] - j * bs)
@@ -184,10 +223,37 @@ def build_fia(spec: FiaSpec) -> FiaCase:
         kw["block_table"] = table
         kw["block_size"] = bs
     else:
-        kv_rows = sum(s.kv_lens) + s.kv_slack if token else max(s.kv_lens) + s.kv_slack
-        key = _place(kb, s.layout, kv_rows, nan)
-        value = key if s.value_is_key else _place(vb, s.layout, kv_rows, nan)
-        key_rope = _place(krb, s.layout, kv_rows, nan) if Dr else None
+        key = _place(kb, s.layout, kv_rows, kv_fill, first=kv_first)
+        value = key if s.value_is_key else _place(vb, s.layout, kv_rows, kv_fill, first=kv_first)
+        key_rope = _place(krb, s.layout, kv_rows, nan, first=kv_first) if Dr else None
+    k64 = [x.double() for x in kb]
+    v64 = [x.double() for x in vb]
+    if s.antiquant:
+        k64, v64 = _antiquant(s, g, kw, k64, v64, kv_first,
+                              per_seq * s.block_size if s.paged else kv_rows)
+    P = s.prefix
+    if P:
+        # one shared prefix of P positions (its tensors one row longer, that row NaN), attended
+        # before each batch's own KV
+        assert not token and not s.antiquant and not Dr
+        kp, vp = _randn((P, KVN, D), dt, g), _randn((P, KVN, Dv), dt, g)
+        kw["key_shared_prefix"] = _place([kp], s.layout, P + 1, nan)
+        kw["value_shared_prefix"] = _place([vp], s.layout, P + 1, nan)
+        kw["actual_shared_prefix_len"] = [P]
+        k64 = [torch.cat([kp.double(), x]) for x in k64]
+        v64 = [torch.cat([vp.double(), x]) for x in v64]
+    # mask / pse coordinates (docs/fia-semantics.md): row = the row in the S dim (TND: in the
+    # batch), column = the prefix first, then the position in the batch's tensor (paged, TND: j)
+    rows = [torch.arange(n) + (0 if token else f) for n, f in zip(q_eff, q_first)]
+    cols = [torch.cat([torch.arange(P), P + f + torch.arange(n)])
+            for n, f in zip(s.kv_lens, kv_first)]
+    pse = None
+    if s.pse:
+        s1p = max(s.q_lens) if token else q_rows
+        s2p = P + (max(s.kv_lens) if token or s.paged else kv_rows)
+        shape = (B, N, s1p, s2p) if s.pse == "full" else (1, N, 1, s2p)
+        kw["pse_shift"] = _randn(shape, dt, g, scale=1.5)
+        pse = kw["pse_shift"].double()
     if token:
         q_lengths = torch.tensor(s.q_lens).cumsum(0).tolist()
         kv_lengths = list(s.kv_lens) if s.paged else torch.tensor(s.kv_lens).cumsum(0).tolist()
@@ -196,7 +262,7 @@ def build_fia(spec: FiaSpec) -> FiaCase:
     mask = None
     if s.mask == "full":
         assert not token and not s.paged
-        S1, S2 = q_rows, key.shape[2 if s.layout == "BNSD" else 1]
+        S1, S2 = q_rows, P + kv_rows
         mask = torch.rand((B, S1, S2), generator=g) < 0.25
         kw["atten_mask"] = mask.reshape(B, 1, S1, S2).clone()
     elif s.mask == "compressed":
@@ -228,10 +294,54 @@ def build_fia(spec: FiaSpec) -> FiaCase:
         kw[names["quant_offset2"]] = torch.tensor([3.0])
     q64 = [torch.cat([a, b], -1).double() if Dr else a.double()
            for a, b in zip(qb, qrb or qb)]
-    k64 = [torch.cat([a, b], -1).double() if Dr else a.double()
-           for a, b in zip(kb, krb or kb)]
-    return FiaCase(s, (query, key, value), kw, q64, k64, [x.double() for x in vb], mask,
-                   None if sink is None else sink.double(), q_rows)
+    if Dr:
+        k64 = [torch.cat([a, b.double()], -1) for a, b in zip(k64, krb)]
+    return FiaCase(s, (query, key, value), kw, q64, k64, v64, mask,
+                   None if sink is None else sink.double(), q_rows, q_first, rows, cols, pse)
+
+
+def _antiquant(s, g, kw, k64, v64, kv_first, kv_cap):
+    """Draws the antiquant parameters of s.antiquant into kw (combined antiquant_* of v1, split
+    key_/value_antiquant_*, v2's dequant_*), fp32, and returns K / V dequantised as
+    (x + offset) * scale. Per-token parameters index the position in the batch's tensor (paged:
+    the logical position), kv_cap of them per batch."""
+    B, KVN, D = len(s.kv_lens), s.kv_heads, s.dim
+    assert s.dv == D and not s.value_is_key
+    split = s.aq_split or s.op == "fia_v2"
+    shape = {"channel": (KVN, D) if split else (2, KVN, 1, D), "tensor": (1,) if split else (2,),
+             "token": (1 if split else 2, B, kv_cap)}[s.antiquant]
+
+    def draw(lo, hi):
+        return (lo + (hi - lo) * torch.rand(shape, generator=g, dtype=torch.float64)).float()
+    params = [(draw(0.004, 0.02), draw(-3.0, 3.0)) for _ in range(1 if not split else 2)]
+
+    def param(t, which, b, n):
+        x = (t[which] if not split else t).double()
+        if s.antiquant == "channel":
+            return x.reshape(KVN, D)[None]
+        if s.antiquant == "tensor":
+            return x.reshape(-1)[0]
+        f = 0 if s.paged else kv_first[b]
+        return x.reshape(B, kv_cap)[b, f:f + n][:, None, None]
+
+    def deq(xs, which):
+        sc, off = params[which if split else 0]
+        w = which if not split else 0
+        return [(x + param(off, w, b, x.shape[0])) * param(sc, w, b, x.shape[0])
+                for b, x in enumerate(xs)]
+    mode = 1 if s.antiquant == "token" else 0
+    if s.op == "fia_v2":
+        kw.update(dequant_scale_key=params[0][0], dequant_offset_key=params[0][1],
+                  dequant_scale_value=params[1][0], dequant_offset_value=params[1][1],
+                  key_quant_mode=mode, value_quant_mode=mode)
+    elif split:
+        kw.update(key_antiquant_scale=params[0][0], key_antiquant_offset=params[0][1],
+                  value_antiquant_scale=params[1][0], value_antiquant_offset=params[1][1],
+                  key_antiquant_mode=mode, value_antiquant_mode=mode)
+    else:
+        kw.update(antiquant_scale=params[0][0], antiquant_offset=params[0][1],
+                  antiquant_mode=mode)
+    return deq(k64, 0), deq(v64, 1)
 
 
 def _names(op):
@@ -301,10 +411,16 @@ def reference(case: FiaCase):
     outs, lses, vmaxes = [], [], []
     for b, (q, k, v) in enumerate(zip(case.q, case.k, case.v)):
         s1, s2 = q.shape[0], k.shape[0]
-        vis = visible(s, None, None, s1, s2, None if case.mask is None else case.mask[b])
+        rows, cols = case.rows[b], case.cols[b]
+        vis = visible(s, None, None, s1, s2,
+                      None if case.mask is None else case.mask[b][rows][:, cols])
         kh = k.repeat_interleave(G, dim=1)  # [S2, N, Dq]
         vh = v.repeat_interleave(G, dim=1)
         scores = torch.einsum("ind,jnd->nij", q, kh) * scale
+        if case.pse is not None:
+            ps = case.pse[0 if case.pse.shape[0] == 1 else b]  # [N, S1 | 1, S2]
+            ps = ps[:, rows if ps.shape[1] > 1 else torch.zeros_like(rows)]
+            scores = scores + ps[:, :, cols]
         sc = scores.masked_fill(~vis, float("-inf"))
         mx = sc.amax(-1, keepdim=True)
         empty = ~vis.any(-1)  # [S1]
@@ -323,12 +439,13 @@ def reference(case: FiaCase):
         lses.append(lse.unsqueeze(-1))
         vmaxes.append(vmax.unsqueeze(-1).expand(-1, -1, o.shape[-1]))
     layout_out = s.out_layout
-    want = _place(outs, layout_out, case.q_rows, 0.0)
-    vmax = _place(vmaxes, layout_out, case.q_rows, 0.0)
+    f = case.q_first
+    want = _place(outs, layout_out, case.q_rows, 0.0, first=f)
+    vmax = _place(vmaxes, layout_out, case.q_rows, 0.0, first=f)
     if _token(s.layout):
         lse = _place(lses, "TND", case.q_rows, float("inf"))  # [T, N, 1]
     else:
-        lse = _place(lses, "BNSD", case.q_rows, float("inf"))  # [B, N, S1, 1]
+        lse = _place(lses, "BNSD", case.q_rows, float("inf"), first=f)  # [B, N, S1, 1]
     if s.int8_out:
         want = torch.clamp(torch.round(want * 90.0 + 3.0), -128, 127)
     return want, lse, vmax

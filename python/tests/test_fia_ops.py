@@ -71,6 +71,49 @@ SPECS = [
     FiaSpec("pfa_s1_is_1", op="pfa", layout="BSND", q_lens=(1, 1), mask="compressed",
             sparse_mode=2),
     FiaSpec("pfa_int8_out", op="pfa", layout="BSND", int8_out=True, dtype=BF16),
+    # int8 KV antiquant: v1's combined antiquant_* (2, ...), its split key_/value_antiquant_*,
+    # v2's dequant_*; per channel, per tensor, per token (mode 1, indexed past the left padding)
+    FiaSpec("aq_channel", layout="BSND", antiquant="channel", mask="compressed", sparse_mode=3),
+    FiaSpec("aq_tensor", layout="BNSD", antiquant="tensor", lse=True),
+    FiaSpec("aq_token_kv_pad", layout="BSH", antiquant="token", kv_pad=2, kv_slack=4),
+    # (a per-channel or per-tensor key offset moves every score of a row alike: only the LSE
+    # shows it)
+    FiaSpec("aq_split_channel_paged", layout="TND", antiquant="channel", aq_split=True,
+            paged=True, block_size=32, mask="compressed", sparse_mode=3, q_lens=(4, 6),
+            kv_lens=(20, 37), lse=True),
+    FiaSpec("aq_split_tensor", layout="BSND", antiquant="tensor", aq_split=True, lse=True),
+    FiaSpec("aq_split_token_paged", layout="BNSD", antiquant="token", aq_split=True, paged=True,
+            cache_bnsd=True, block_size=32, kv_lens=(40, 19)),
+    FiaSpec("aq_decode_channel", layout="BSND", antiquant="channel", q_lens=(1, 1),
+            kv_lens=(9, 30), lse=True),
+    FiaSpec("v2_aq_channel", op="fia_v2", layout="TND", antiquant="channel", mask="compressed",
+            sparse_mode=3, lse=True),
+    FiaSpec("v2_aq_token_paged", op="fia_v2", layout="TND", antiquant="token", paged=True,
+            block_size=32, q_lens=(1, 4), kv_lens=(20, 37)),
+    FiaSpec("aq_decode_kv_pad_pse", layout="BSND", antiquant="channel", q_lens=(1, 1),
+            kv_lens=(9, 30), kv_pad=2, kv_slack=3, pse="full", lse=True),
+    # query / KV left padding (query_padding_size, kv_padding_size)
+    FiaSpec("q_kv_pad", layout="BSND", q_pad=1, q_slack=3, kv_pad=2, kv_slack=4, lse=True,
+            mask="compressed", sparse_mode=3),
+    FiaSpec("q_pad_bnsd_nbsd", layout="BNSD", out="NBSD", q_pad=2, q_slack=2),
+    FiaSpec("q_pad_past_the_tensor", layout="BSH", q_lens=(3, 6), q_pad=2, q_slack=1, lse=True),
+    FiaSpec("kv_pad_mask_band", layout="BSND", kv_pad=3, kv_slack=3, mask="full", pre_tokens=3,
+            next_tokens=1),
+    FiaSpec("kv_pad_decode", layout="BNSD", q_lens=(1, 1), kv_pad=1, kv_slack=2),
+    # shared prefix (key_shared_prefix, value_shared_prefix, actual_shared_prefix_len)
+    FiaSpec("prefix_mode3", layout="BSND", prefix=4, lse=True, mask="compressed", sparse_mode=3),
+    FiaSpec("prefix_mask_mode1", layout="BNSD", prefix=3, mask="full", sparse_mode=1),
+    FiaSpec("prefix_decode", layout="BSH", prefix=5, q_lens=(1, 1, 1), kv_lens=(4, 9, 1)),
+    # pse_shift (B, N, S1, S2) and (1, N, 1, S2), in the mask's coordinates
+    FiaSpec("pse_full_mode3", layout="BSND", pse="full", mask="compressed", sparse_mode=3,
+            lse=True),
+    FiaSpec("pse_bcast_tnd", layout="TND", pse="bcast", lse=True),
+    FiaSpec("pse_pad_prefix", layout="BNSD", pse="full", q_pad=1, q_slack=2, kv_pad=1,
+            kv_slack=2, prefix=2),
+    FiaSpec("v2_pse_sink", op="fia_v2", layout="BSND", pse="full", sink=True, dtype=BF16),
+    FiaSpec("pfa_pse_mode3", op="pfa", layout="BSND", pse="full", mask="compressed",
+            sparse_mode=3),
+    FiaSpec("pfa_pse_bcast", op="pfa", layout="BNSD", pse="bcast", dtype=BF16),
 ]
 
 @pytest.mark.parametrize("spec", SPECS, ids=str)
@@ -256,7 +299,12 @@ def _v1_names(case):
     renames = {"num_query_heads": "num_heads", "softmax_scale": "scale",
                "actual_seq_qlen": "actual_seq_lengths", "actual_seq_kvlen": "actual_seq_lengths_kv",
                "return_softmax_lse": "softmax_lse_flag", "quant_scale_out": "quant_scale2",
-               "quant_offset_out": "quant_offset2", "scale_value": "scale"}
+               "quant_offset_out": "quant_offset2", "scale_value": "scale",
+               "dequant_scale_key": "key_antiquant_scale",
+               "dequant_offset_key": "key_antiquant_offset",
+               "dequant_scale_value": "value_antiquant_scale",
+               "dequant_offset_value": "value_antiquant_offset",
+               "key_quant_mode": "key_antiquant_mode", "value_quant_mode": "value_antiquant_mode"}
     kw = {renames.get(k, k): v for k, v in kw.items()}
     if case.spec.op == "pfa":
         kw.setdefault("next_tokens", 0)  # PFA's default

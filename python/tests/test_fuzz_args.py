@@ -265,6 +265,9 @@ ALIASES.update({
     "quant_offset_out": ["quant_offset2"], "deq_scale1": ["dequant_scale1"],
     "deq_scale2": ["dequant_scale2"], "scale_value": ["scale"],
     "key_quant_mode": ["key_antiquant_mode"], "value_quant_mode": ["value_antiquant_mode"],
+    "dequant_scale_key": ["key_antiquant_scale"], "dequant_offset_key": ["key_antiquant_offset"],
+    "dequant_scale_value": ["value_antiquant_scale"],
+    "dequant_offset_value": ["value_antiquant_offset"],
 })
 
 FIA_OPTIONAL = ["pse_shift", "atten_mask", "actual_seq_lengths", "actual_seq_lengths_kv",
@@ -335,3 +338,95 @@ def test_the_fuzzed_fia_base_calls_are_valid():
             fn(*pos, **kw)
     pos, kw = _fia_base("pfa", False)
     torch_npu.npu_prompt_flash_attention(*pos, **kw)
+
+
+# The features the base calls above leave out (int8 KV antiquant, left padding, a shared prefix,
+# pse_shift), each fuzzed from a valid call of its own.
+FIA_FEATURES = {
+    "antiquant_channel": dict(op="fia", antiquant="channel"),
+    "antiquant_split_token": dict(op="fia", antiquant="token", aq_split=True),
+    "v2_dequant_token_paged": dict(op="fia_v2", antiquant="token", paged=True, block_size=32),
+    "left_padding": dict(op="fia", q_pad=1, q_slack=2, kv_pad=1, kv_slack=3),
+    "shared_prefix": dict(op="fia", prefix=3, kv_slack=0),
+    "pse": dict(op="fia", layout="BNSD", pse="full"),
+    "v2_pse": dict(op="fia_v2", pse="full"),
+    "pfa_pse": dict(op="pfa", pse="bcast"),
+}
+FUZZ_FEATURE = settings(max_examples=40, deadline=None, derandomize=True, database=None,
+                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _fia_feature(feature):
+    from fia_support import FiaSpec, build_fia
+    spec = FiaSpec(f"fuzz_{feature}", **dict(dict(layout="BSND", mask="compressed",
+                                                  sparse_mode=3), **FIA_FEATURES[feature]))
+    case = build_fia(spec)
+    fn = {"fia": torch_npu.npu_fused_infer_attention_score,
+          "fia_v2": torch_npu.npu_fused_infer_attention_score_v2,
+          "pfa": torch_npu.npu_prompt_flash_attention}[spec.op]
+    return fn, list(case.args), dict(case.kwargs)
+
+
+@pytest.mark.parametrize("feature", sorted(FIA_FEATURES))
+@FUZZ_FEATURE
+@given(data=st.data())
+def test_fia_feature_bad_arguments(data, feature):
+    fn, pos, kw = _fia_feature(feature)
+    _fuzz_call(data, fn, ["query", "key", "value"], pos, kw, (), FIA_REINTERPRETING)
+
+
+def test_the_fuzzed_fia_feature_calls_are_valid():
+    for feature in FIA_FEATURES:
+        fn, pos, kw = _fia_feature(feature)
+        fn(*pos, **kw)
+
+
+# One bad value of each feature's arguments: a ValueError naming the argument (v2's dequant_*
+# are named by the library's member, key_/value_antiquant_*).
+FIA_FEATURE_BAD = [
+    ("antiquant_channel", "antiquant_scale", lambda t: t.double(), "antiquant_scale"),
+    ("antiquant_channel", "antiquant_offset", lambda t: t[:, :1], "antiquant_offset"),
+    ("antiquant_split_token", "key_antiquant_scale", lambda t: t[..., :2], "key_antiquant_scale"),
+    ("antiquant_split_token", "value_antiquant_offset", lambda t: t.half(),
+     "value_antiquant_offset"),
+    ("v2_dequant_token_paged", "dequant_scale_value", lambda t: t[..., :3],
+     "value_antiquant_scale|dequant_scale_value"),
+    ("left_padding", "query_padding_size", lambda t: t.int(), "query_padding_size"),
+    ("left_padding", "kv_padding_size", lambda t: t[:0], "kv_padding_size"),
+    ("shared_prefix", "key_shared_prefix", lambda t: t[0], "key_shared_prefix"),
+    ("shared_prefix", "value_shared_prefix", lambda t: t.float(), "value_shared_prefix"),
+    ("shared_prefix", "actual_shared_prefix_len", lambda v: [100], "actual_shared_prefix_len"),
+    ("pse", "pse_shift", lambda t: t.double(), "pse_shift"),
+    ("v2_pse", "pse_shift", lambda t: t[..., :2], "pse_shift"),
+    ("pfa_pse", "pse_shift", lambda t: t[:, :1], "pse_shift"),
+]
+
+
+@pytest.mark.parametrize("feature,name,bad,match", FIA_FEATURE_BAD,
+                         ids=[f"{f}-{n}" for f, n, _, _ in FIA_FEATURE_BAD])
+def test_fia_feature_bad_value_names_the_argument(feature, name, bad, match):
+    fn, pos, kw = _fia_feature(feature)
+    kw[name] = bad(kw[name])
+    with pytest.raises(ValueError, match=match):
+        fn(*pos, **kw)
+
+
+def test_fia_undefined_combinations_name_the_arguments():
+    """Per-token antiquant and MLA rope with a shared prefix are not defined upstream: refused
+    (docs/fia-semantics.md), naming both arguments."""
+    from fia_support import FiaSpec, build_fia
+    fn, pos, kw = _fia_feature("antiquant_split_token")
+    _, _, prefix = _fia_feature("shared_prefix")
+    for name in ("key_shared_prefix", "value_shared_prefix"):
+        kw[name] = torch.zeros(prefix[name].shape, dtype=torch.int8)
+    kw["actual_shared_prefix_len"] = prefix["actual_shared_prefix_len"]
+    with pytest.raises(ValueError, match="key_antiquant_scale per-token.*key_shared_prefix"):
+        fn(*pos, **kw)
+    case = build_fia(FiaSpec("rope_prefix", layout="BSND", dim=128, rope_dim=64, heads=4,
+                             kv_heads=4, mask="compressed", sparse_mode=3,
+                             dtype=torch.bfloat16))
+    kw = dict(case.kwargs)
+    kw["key_shared_prefix"] = torch.zeros((1, 3, 4, 128), dtype=torch.bfloat16)
+    kw["value_shared_prefix"] = torch.zeros((1, 3, 4, 128), dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="key_shared_prefix with query_rope"):
+        torch_npu.npu_fused_infer_attention_score(*case.args, **kw)

@@ -47,6 +47,16 @@ int64_t token_positions(const FiaArgs& a, const FiaShape& s) {
   return n;
 }
 
+// The offset argument that goes with scale argument `scale_name` (antiquant_scale ->
+// antiquant_offset, key_antiquant_scale -> key_antiquant_offset): messages about the offset name
+// it.
+std::string offset_name(const char* scale_name) {
+  std::string n(scale_name);
+  const size_t at = n.rfind("scale");
+  if (at != std::string::npos) n.replace(at, 5, "offset");
+  return n;
+}
+
 // One set of dequantisation parameters: `which` 0 = key, 1 = value half of combined ones.
 Status dequant_params(const FiaArgs& a, const FiaShape& s, const TensorView& sc,
                       const TensorView* of, int64_t mode, bool combined, int which, int64_t Dd,
@@ -55,8 +65,8 @@ Status dequant_params(const FiaArgs& a, const FiaShape& s, const TensorView& sc,
     return invalid(std::string(name) + " dtype must be fp16, bf16 or fp32, got " +
                    dtype_name(sc.dtype));
   if (of != nullptr && (of->dtype != sc.dtype || !core::same_dims(*of, sc)))
-    return invalid(std::string(name) + "'s offset must have its shape and dtype (" + sc.describe() +
-                   "), got " + of->describe());
+    return invalid(offset_name(name) + " must have the shape and dtype of " + name + " (" +
+                   sc.describe() + "), got " + of->describe());
   q->dtype = sc.dtype;
   q->has_offset = of != nullptr;
   const int64_t per = combined ? 2 : 1;
@@ -64,7 +74,9 @@ Status dequant_params(const FiaArgs& a, const FiaShape& s, const TensorView& sc,
     return invalid(std::string(name) + "'s leading dim must be 2 (key, value), got " +
                    sc.describe());
   if (mode == 1) {
-    if (s.P > 0) return invalid("per-token antiquant with a shared prefix is not defined upstream");
+    if (s.P > 0)
+      return invalid(std::string(name) + " per-token (mode 1) with key_shared_prefix is not " +
+                     "defined upstream");
     const int r = sc.rank;
     const bool shape_ok = combined ? r == 3 && sc.shape[1] == s.B
                                    : (r == 3 && sc.shape[0] == 1 && sc.shape[1] == s.B) ||
@@ -86,8 +98,10 @@ Status dequant_params(const FiaArgs& a, const FiaShape& s, const TensorView& sc,
     q->offset_at = of != nullptr ? flat_elem(*of, combined ? which : 0) : 0;
     return Status::kSuccess;
   }
-  if (sc.numel() != per * s.KVN * Dd || !sc.is_contiguous() ||
-      (of != nullptr && !of->is_contiguous()))
+  if (of != nullptr && !of->is_contiguous())
+    return invalid(offset_name(name) + " (mode 0) must be contiguous, as " + name + ", got " +
+                   of->describe());
+  if (sc.numel() != per * s.KVN * Dd || !sc.is_contiguous())
     return invalid(std::string(name) + " (mode 0) must hold " + str(per) + " (per tensor) or " +
                    str(per * s.KVN * Dd) + " contiguous (per channel, KV_N x D) values, got " +
                    sc.describe());
