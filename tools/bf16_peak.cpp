@@ -82,12 +82,15 @@ constexpr int64_t kAmxIters = int64_t{1} << 18;
 constexpr double kAmxFlopPerCall = 4.0 * 16 * 16 * 32 * 2 * static_cast<double>(kAmxIters);
 float amx_loop(float) { return cpu::amx::peak_loop(kAmxIters); }
 
-// Median GFLOP/s of loop (flop_per_call FLOP a call) on every worker at once.
+// GFLOP/s of loop (flop_per_call FLOP a call) on every worker at once: the fastest of a few
+// passes. A ceiling is only ever under-read (a pass another process preempts or shares a core
+// with is slower, never faster), so the least disturbed pass is the estimate; the median of three
+// had let a busy host's demo print an indexer at 117% of "the peak".
 double measure(int num_threads, float (*loop)(float), double flop_per_call) {
   const int threads = num_threads > 0 ? num_threads : cpu::default_num_threads();
   std::atomic<uint32_t> sink{0};
   std::vector<double> samples;
-  for (int pass = 0; pass < 3; ++pass) {
+  for (int pass = 0; pass < 5; ++pass) {
     const auto t0 = std::chrono::steady_clock::now();
     cpu::parallel_for(threads, threads, [&](int64_t w, int) {
       const float r = loop(1e-30f * static_cast<float>(w + 1));
@@ -96,8 +99,7 @@ double measure(int num_threads, float (*loop)(float), double flop_per_call) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     samples.push_back(flop_per_call * threads / s / 1e9);
   }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  return *std::max_element(samples.begin(), samples.end());
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 namespace kvflash::tools {
 
 /// GFLOP/s of a register-only loop of AVX512-BF16 vdpbf16ps (64 FLOP each: 16 lanes x 2 products x
-/// multiply-add) on num_threads workers (0 = library default), median of a few passes. 0 when
+/// multiply-add) on num_threads workers (0 = library default), the fastest of a few passes. 0 when
 /// the active ISA has no AVX512-BF16 (KVFLASH_MAX_ISA caps it like the kernels).
 double measure_bf16_peak_gflops(int num_threads);
 
