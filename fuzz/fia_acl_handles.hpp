@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "acl/acl.h"
@@ -19,10 +20,16 @@ struct FiaAclHandles {
   std::vector<aclTensor*> tensors;
   std::vector<aclTensorList*> lists;
   std::vector<aclIntArray*> arrays;
-  ~FiaAclHandles() {
-    for (aclTensorList* l : lists) aclDestroyTensorList(l);
-    for (aclTensor* t : tensors) aclDestroyTensor(t);
-    for (aclIntArray* a : arrays) aclDestroyIntArray(a);
+  ~FiaAclHandles() { destroy_all(); }
+  /// Destroys every handle now (each destroy must succeed): the lifetime test, executors keep
+  /// what they need.
+  void destroy_all() {
+    for (aclTensorList* l : lists) check(aclDestroyTensorList(l), "aclDestroyTensorList");
+    for (aclTensor* t : tensors) check(aclDestroyTensor(t), "aclDestroyTensor");
+    for (aclIntArray* a : arrays) check(aclDestroyIntArray(a), "aclDestroyIntArray");
+    lists.clear();
+    tensors.clear();
+    arrays.clear();
   }
   aclTensor* make(const TensorView& v) {
     // 1-D storage of the view's extent where it has one, else the view's own dims.
@@ -49,6 +56,11 @@ struct FiaAclHandles {
     aclIntArray* a = aclCreateIntArray(v->data(), v->size());
     if (a != nullptr) arrays.push_back(a);
     return a;
+  }
+
+ private:
+  static void check(aclnnStatus st, const char* what) {
+    if (st != 0) violated(std::string(what) + " of a live handle failed");
   }
 };
 

@@ -163,8 +163,21 @@ const std::vector<const char*>& fia_names() {
   return names;
 }
 
-void check_fia_run(FiaFuzzCase& f, const char* where) {
+bool fia_affordable(const FiaFuzzCase& f, uint64_t ws_size) {
+  return f.runnable && ws_size <= (uint64_t{1} << 28);
+}
+
+void check_fia_guards(const FiaFuzzCase& f, const char* where) {
   for (const auto& m : f.memory) m->check_guards(where);
+}
+
+void check_fia_run(FiaFuzzCase& f, int64_t status, const char* where) {
+  check_fia_guards(f, where);
+  if (status != 0) {
+    ++stats().faulted;
+    return;
+  }
+  ++stats().ran;
   if (f.mutated) return;
   ++stats().compared;
   const reference::FiaReference ref = reference::fia_reference(f.call);

@@ -32,7 +32,15 @@ bool decode_fia(FuzzInput& in, bool pfa, FiaFuzzCase* f);
 /// Every argument name a FIA / PFA message may name (field tables and aclnn parameters).
 const std::vector<const char*>& fia_names();
 
-/// After a successful run: an unmutated case must match the oracle (violated otherwise).
-void check_fia_run(FiaFuzzCase& f, const char* where);
+/// False when the call cannot run here: a view points at the unreadable page, or phase 1 asks
+/// for more workspace than a fuzz input is given (256 MiB).
+bool fia_affordable(const FiaFuzzCase& f, uint64_t ws_size);
+
+/// Fails (violated) if a guard byte of the case's own memory changed; `where` names the moment.
+void check_fia_guards(const FiaFuzzCase& f, const char* where);
+
+/// After a run that reached synchronisation with status (0, or 161002: bad device data, counted
+/// as faulted): the guards, and an unmutated case that ran must match the oracle.
+void check_fia_run(FiaFuzzCase& f, int64_t status, const char* where);
 
 }  // namespace kvflash::fuzz

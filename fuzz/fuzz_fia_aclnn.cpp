@@ -9,8 +9,10 @@
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
+#include "aclnn_protocol.hpp"
 #include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
+#include "aclnnop/aclnn_incre_flash_attention.h"
 #include "fia_acl_handles.hpp"
 #include "fia_fuzz.hpp"
 #include "fuzz_input.hpp"
@@ -34,8 +36,8 @@ void run(FuzzInput& in) {
   FiaAclHandles h;
   std::string layout = a.input_layout;
   aclTensor* sink = h.opt(a.learnable_sink);
-  uint64_t ws_size = 12345;
-  aclOpExecutor* exec = reinterpret_cast<aclOpExecutor*>(uintptr_t{0xdead0});
+  AclnnSlots sl;
+  sl.maybe_null(in);
   aclTensor* q = h.make(a.query);
   aclTensorList* k = h.list(a.key);
   aclTensorList* v = h.list(a.value);
@@ -67,42 +69,27 @@ void run(FuzzInput& in) {
                qpad, kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, a.num_heads,
                a.scale_value, a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads,
                a.sparse_mode, a.inner_precise, a.block_size, a.antiquant_mode, a.softmax_lse_flag,
-               a.key_antiquant_mode, a.value_antiquant_mode, out, lse, &ws_size, &exec)
+               a.key_antiquant_mode, a.value_antiquant_mode, out, lse, sl.ws_slot, sl.exec_slot)
          : aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
                q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, aqs, aqo, bt,
                qpad, kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, nullptr, sink,
                a.num_heads, a.scale_value, a.pre_tokens, a.next_tokens, layout.data(),
                a.num_key_value_heads, a.sparse_mode, a.inner_precise, a.block_size,
                a.antiquant_mode, a.softmax_lse_flag, a.key_antiquant_mode, a.value_antiquant_mode,
-               0, out, lse, &ws_size, &exec);
-  check_status(st, aclGetRecentErrMsg(), kOp, fia_names(), "phase 1");
-  if (st != 0) {
-    if (exec != nullptr) violated("phase 1 failed but *executor is not null");
-    ++stats().refused;
-    return;
-  }
-  if (exec == nullptr) violated("phase 1 succeeded without an executor");
-  if (!f.runnable || ws_size > (uint64_t{1} << 28)) {
-    if (aclDestroyAclOpExecutor(exec) != 0) violated("aclDestroyAclOpExecutor failed");
-    ++stats().planned_only;
-    return;
-  }
-  Guarded ws(static_cast<size_t>(ws_size), in.below(64));
-  const aclnnStatus s2 = v3 ? aclnnFusedInferAttentionScoreV3(ws.data(), ws_size, exec, nullptr)
-                            : aclnnFusedInferAttentionScoreV4(ws.data(), ws_size, exec, nullptr);
-  if (s2 != 0) violated("phase 2 returned " + std::to_string(s2) + ": " + aclGetRecentErrMsg());
-  const aclError sync = aclrtSynchronizeStream(nullptr);
-  ws.check_guards("the workspace");
-  if (sync == ACL_ERROR_RT_AICORE_EXCEPTION) {
-    ++stats().faulted;
-    check_status(161002, aclGetRecentErrMsg(), kOp, fia_names(), "aclrtSynchronizeStream");
-    return;
-  }
-  if (sync != ACL_SUCCESS)
-    violated("aclrtSynchronizeStream returned " + std::to_string(sync) + ": " +
-             aclGetRecentErrMsg());
-  ++stats().ran;
-  check_fia_run(f, "aclnnFusedInferAttentionScore");
+               0, out, lse, sl.ws_slot, sl.exec_slot);
+  AclnnProtocol p;
+  p.op = kOp;
+  p.names = &fia_names();
+  p.phase2 = v3 ? aclnnFusedInferAttentionScoreV3 : aclnnFusedInferAttentionScoreV4;
+  p.foreign = aclnnIncreFlashAttention;
+  p.affordable = [&](uint64_t ws_size) { return fia_affordable(f, ws_size); };
+  p.check_memory = [&](bool, const char* what) { check_fia_guards(f, what); };
+  p.destroy_handles = [&] { h.destroy_all(); };
+  AclnnPhase1 phase1;
+  phase1.status = st;
+  phase1.null_required = !q || !k || !v || !out;
+  const std::optional<AclnnRun> run = drive_aclnn(in, p, phase1, sl);
+  if (run) check_fia_run(f, run->status, "aclnnFusedInferAttentionScore");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "acl/acl.h"
 #include "acl_handles.hpp"
+#include "aclnn_protocol.hpp"
 #include "aclnnop/aclnn_incre_flash_attention.h"
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
@@ -26,17 +27,6 @@ namespace kvflash::fuzz {
 namespace {
 
 constexpr const char* kOp = "incre_flash_attention";
-
-aclrtStream created_stream() {
-  static aclrtStream s = [] {
-    aclrtStream h = nullptr;
-    if (aclrtCreateStream(&h) != ACL_SUCCESS) violated("aclrtCreateStream failed");
-    return h;
-  }();
-  return s;
-}
-
-using Phase2 = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
 
 // What the library sees from a version (the wrappers drop the rest, docs/semantics.md §2.1).
 IfaArgs effective(const IfaArgs& a, int version) {
@@ -113,10 +103,8 @@ void run(FuzzInput& in) {
   const aclTensor* out = h.maybe_break(in, h.tensor(in, a.attention_out, "attention_out"), &broken);
   std::string layout_buf = a.input_layout;
   char* layout = in.rare(32) ? nullptr : layout_buf.data();
-  uint64_t ws_size = 12345;
-  aclOpExecutor* exec = reinterpret_cast<aclOpExecutor*>(uintptr_t{0xdead0});
-  uint64_t* ws_slot = in.rare(32) ? nullptr : &ws_size;
-  aclOpExecutor** exec_slot = in.rare(32) ? nullptr : &exec;
+  AclnnSlots sl;
+  sl.maybe_null(in);
 
   h.destroy_broken();
   f.mem.snapshot(slots);
@@ -125,106 +113,42 @@ void run(FuzzInput& in) {
     case 1:
       st = aclnnIncreFlashAttentionGetWorkspaceSize(q, k, v, pse, mask, asl, a.num_heads,
                                                     a.scale_value, layout, a.num_key_value_heads,
-                                                    out, ws_slot, exec_slot);
+                                                    out, sl.ws_slot, sl.exec_slot);
       break;
     case 2:
       st = aclnnIncreFlashAttentionV2GetWorkspaceSize(
           q, k, v, pse, mask, asl, dq1, q1, dq2, qs2, qo2, a.num_heads, a.scale_value, layout,
-          a.num_key_value_heads, out, ws_slot, exec_slot);
+          a.num_key_value_heads, out, sl.ws_slot, sl.exec_slot);
       break;
     case 3:
       st = aclnnIncreFlashAttentionV3GetWorkspaceSize(
           q, k, v, pse, mask, asl, dq1, q1, dq2, qs2, qo2, aqs, aqo, bt, a.num_heads, a.scale_value,
-          layout, a.num_key_value_heads, a.block_size, a.inner_precise, out, ws_slot, exec_slot);
+          layout, a.num_key_value_heads, a.block_size, a.inner_precise, out, sl.ws_slot,
+          sl.exec_slot);
       break;
     default:
       st = aclnnIncreFlashAttentionV4GetWorkspaceSize(
           q, k, v, pse, mask, asl, dq1, q1, dq2, qs2, qo2, aqs, aqo, bt, pad, a.num_heads,
-          a.scale_value, layout, a.num_key_value_heads, a.block_size, a.inner_precise, out, ws_slot,
-          exec_slot);
+          a.scale_value, layout, a.num_key_value_heads, a.block_size, a.inner_precise, out,
+          sl.ws_slot, sl.exec_slot);
       break;
   }
-  check_status(st, aclGetRecentErrMsg(), kOp, ifa_names(), "phase 1");
-  const bool null_required = !q || !k || !v || !out || !layout || !ws_slot || !exec_slot;
-  if (null_required && st != 161001)
-    violated("phase 1 with a null required argument returned " + std::to_string(st));
-  if (st != 0) {
-    if (exec_slot && exec != nullptr) violated("phase 1 failed but *executor is not null");
-    if (ws_slot && ws_size != 12345 && ws_size != 0)
-      violated("phase 1 failed but changed *workspaceSize");
-    ++stats().refused;
-    f.mem.check_after(slots, false, "phase 1 failed");
-    return;
-  }
-  if (broken) violated("phase 1 accepted a destroyed, foreign or null handle");
-  if (exec == nullptr) violated("phase 1 succeeded without an executor");
-  if (!ifa_affordable(f, e, ws_size)) {
-    if (aclDestroyAclOpExecutor(exec) != 0)
-      violated("aclDestroyAclOpExecutor of a live executor failed");
-    ++stats().planned_only;
-    f.mem.check_after(slots, false, "planned only");
-    return;
-  }
-  if (in.rare(3)) h.destroy_all();  // the executor keeps what it needs
-
-  static constexpr Phase2 kPhase2[] = {aclnnIncreFlashAttention, aclnnIncreFlashAttentionV2,
-                                       aclnnIncreFlashAttentionV3, aclnnIncreFlashAttentionV4};
-  const Phase2 phase2 = kPhase2[version - 1];
-  Guarded ws(static_cast<size_t>(ws_size), in.below(64));
-  aclrtStream stream = in.flag() ? nullptr : created_stream();
-  const auto expect = [&](aclnnStatus got, aclnnStatus want, const char* what) {
-    if (got != want)
-      violated(std::string("phase 2 ") + what + " returned " + std::to_string(got) + ", want " +
-               std::to_string(want) + ": " + aclGetRecentErrMsg());
-    check_status(got, aclGetRecentErrMsg(), kOp, ifa_names(), std::string("phase 2 ") + what);
-  };
-  switch (in.below(8)) {  // a refused phase 2 first: the executor must stay usable
-    case 0:
-      if (ws_size > 0)
-        expect(phase2(ws.data(), ws_size - 1, exec, stream), 161002, "small workspace");
-      break;
-    case 1:
-      if (ws_size > 0) expect(phase2(nullptr, ws_size, exec, stream), 161001, "null workspace");
-      break;
-    case 2: {
-      int64_t not_a_stream = 0;
-      expect(phase2(ws.data(), ws_size, exec, &not_a_stream), 161002, "dead stream");
-      break;
-    }
-    case 3: {
-      const aclnnStatus got = aclnnSparseFlashAttention(ws.data(), ws_size, exec, stream);
-      if (got != 161002) violated("an IFA executor in SFA phase 2 returned " + std::to_string(got));
-      break;
-    }
-    default:
-      break;
-  }
-  const bool repeat = in.rare(6);
-  if (repeat && aclSetAclOpExecutorRepeatable(exec) != 0)
-    violated("aclSetAclOpExecutorRepeatable failed");
-  expect(phase2(ws.data(), ws_size, exec, stream), 0, "");
-  if (repeat) {
-    expect(phase2(ws.data(), ws_size, exec, stream), 0, "(repeat)");
-    if (aclDestroyAclOpExecutor(exec) != 0)
-      violated("aclDestroyAclOpExecutor of a repeatable executor failed");
-  } else if (in.rare(4)) {
-    expect(phase2(ws.data(), ws_size, exec, stream), 161002, "(consumed executor)");
-  }
-  const aclError sync = aclrtSynchronizeStream(stream);
-  int64_t status = 0;
-  if (sync == ACL_ERROR_RT_AICORE_EXCEPTION) {
-    status = 161002;
-    const std::string msg = aclGetRecentErrMsg();
-    if (msg.find("status 161002") == std::string::npos)
-      violated("aclrtSynchronizeStream returned 507015 with message '" + msg + "'");
-    check_status(status, msg.c_str(), kOp, ifa_names(), "aclrtSynchronizeStream");
-  } else if (sync != ACL_SUCCESS) {
-    violated("aclrtSynchronizeStream returned " + std::to_string(sync) + ": " +
-             aclGetRecentErrMsg());
-  }
-  f.mem.check_after(slots, true, "after the run");
-  ws.check_guards("the workspace");
-  check_ifa_run(f, e, status, "aclnnIncreFlashAttention");
+  static constexpr AclnnPhase2 kPhase2[] = {aclnnIncreFlashAttention, aclnnIncreFlashAttentionV2,
+                                            aclnnIncreFlashAttentionV3, aclnnIncreFlashAttentionV4};
+  AclnnProtocol p;
+  p.op = kOp;
+  p.names = &ifa_names();
+  p.phase2 = kPhase2[version - 1];
+  p.foreign = aclnnSparseFlashAttention;
+  p.affordable = [&](uint64_t ws_size) { return ifa_affordable(f, e, ws_size); };
+  p.check_memory = [&](bool ran, const char* what) { f.mem.check_after(slots, ran, what); };
+  p.destroy_handles = [&] { h.destroy_all(); };
+  AclnnPhase1 phase1;
+  phase1.status = st;
+  phase1.null_required = !q || !k || !v || !out || !layout;
+  phase1.broken = broken;
+  const std::optional<AclnnRun> run = drive_aclnn(in, p, phase1, sl);
+  if (run) check_ifa_run(f, e, run->status, "aclnnIncreFlashAttention");
 }
 
 }  // namespace

@@ -1,13 +1,14 @@
 // Fuzz target: aclnnLightningIndexer through the C API, both phases and the stream. The
 // invariants are those of fuzz_sfa_aclnn.cpp, for the indexer (docs/testing.md): documented
-// statuses with a message naming an argument, *executor null on failure, nothing written but the
-// outputs and the workspace, 507015 at synchronisation exactly when the device data is bad, and
-// the fp64 reference's result.
+// statuses with a message naming an argument, the two-phase protocol (aclnn_protocol.hpp),
+// nothing written but the outputs and the workspace, 507015 at synchronisation exactly when the
+// device data is bad, and the fp64 reference's result.
 #include <cstdint>
 #include <string>
 
 #include "acl/acl.h"
 #include "acl_handles.hpp"
+#include "aclnn_protocol.hpp"
 #include "aclnnop/aclnn_lightning_indexer.h"
 #include "aclnnop/aclnn_sparse_flash_attention.h"
 #include "fuzz_input.hpp"
@@ -18,15 +19,6 @@ namespace kvflash::fuzz {
 namespace {
 
 constexpr const char* kOp = "lightning_indexer";
-
-aclrtStream created_stream() {
-  static aclrtStream s = [] {
-    aclrtStream h = nullptr;
-    if (aclrtCreateStream(&h) != ACL_SUCCESS) violated("aclrtCreateStream failed");
-    return h;
-  }();
-  return s;
-}
 
 void run(FuzzInput& in) {
   LiFuzzCase f;
@@ -70,86 +62,28 @@ void run(FuzzInput& in) {
   std::string lq_buf = a.layout_query, lk_buf = a.layout_key;
   char* layout_q = lq_buf == "BSND" && in.rare(4) ? nullptr : lq_buf.data();
   char* layout_k = lk_buf == "BSND" && in.rare(4) ? nullptr : lk_buf.data();
-  uint64_t ws_size = 12345;
-  aclOpExecutor* exec = reinterpret_cast<aclOpExecutor*>(uintptr_t{0xdead0});
-  uint64_t* ws_slot = in.rare(32) ? nullptr : &ws_size;
-  aclOpExecutor** exec_slot = in.rare(32) ? nullptr : &exec;
+  AclnnSlots sl;
+  sl.maybe_null(in);
 
   h.destroy_broken();
   f.mem.snapshot(slots);
   const aclnnStatus st = aclnnLightningIndexerGetWorkspaceSize(
       q, k, w, lq, lk, bt, layout_q, layout_k, a.sparse_count, a.sparse_mode, a.pre_tokens,
-      a.next_tokens, a.return_value, si, sv, ws_slot, exec_slot);
-  check_status(st, aclGetRecentErrMsg(), kOp, li_names(), "phase 1");
-  const bool null_required =
-      !q || !k || !w || !si || !ws_slot || !exec_slot || (a.return_value && !sv);
-  if (null_required && st != 161001)
-    violated("phase 1 with a null required argument returned " + std::to_string(st));
-  if (st != 0) {
-    if (exec_slot && exec != nullptr) violated("phase 1 failed but *executor is not null");
-    if (ws_slot && ws_size != 12345 && ws_size != 0)
-      violated("phase 1 failed but changed *workspaceSize");
-    ++stats().refused;
-    f.mem.check_after(slots, false, "phase 1 failed");
-    return;
-  }
-  if (broken) violated("phase 1 accepted a destroyed or foreign handle");
-  if (exec == nullptr) violated("phase 1 succeeded without an executor");
-  if (!li_affordable(f, e, ws_size)) {
-    if (aclDestroyAclOpExecutor(exec) != 0)
-      violated("aclDestroyAclOpExecutor of a live executor failed");
-    ++stats().planned_only;
-    f.mem.check_after(slots, false, "planned only");
-    return;
-  }
-  if (in.rare(3)) h.destroy_all();
-
-  Guarded ws(static_cast<size_t>(ws_size), in.below(64));
-  aclrtStream stream = in.flag() ? nullptr : created_stream();
-  const auto expect = [&](aclnnStatus got, aclnnStatus want, const char* what) {
-    if (got != want)
-      violated(std::string("phase 2 ") + what + " returned " + std::to_string(got) + ", want " +
-               std::to_string(want) + ": " + aclGetRecentErrMsg());
-    check_status(got, aclGetRecentErrMsg(), kOp, li_names(), std::string("phase 2 ") + what);
-  };
-  switch (in.below(6)) {
-    case 0:
-      if (ws_size > 0)
-        expect(aclnnLightningIndexer(ws.data(), ws_size - 1, exec, stream), 161002,
-               "small workspace");
-      break;
-    case 1:
-      if (ws_size > 0)
-        expect(aclnnLightningIndexer(nullptr, ws_size, exec, stream), 161001, "null workspace");
-      break;
-    case 2: {
-      const aclnnStatus got = aclnnSparseFlashAttention(ws.data(), ws_size, exec, stream);
-      if (got != 161002)
-        violated("an indexer executor in SFA phase 2 returned " + std::to_string(got));
-      break;
-    }
-    default:
-      break;
-  }
-  expect(aclnnLightningIndexer(ws.data(), ws_size, exec, stream), 0, "");
-  if (in.rare(4))
-    expect(aclnnLightningIndexer(ws.data(), ws_size, exec, stream), 161002, "(consumed executor)");
-  const aclError sync = aclrtSynchronizeStream(stream);
-  int64_t status = 0;
-  std::string msg;
-  if (sync == ACL_ERROR_RT_AICORE_EXCEPTION) {
-    status = 161002;
-    msg = aclGetRecentErrMsg();
-    if (msg.find("status 161002") == std::string::npos)
-      violated("aclrtSynchronizeStream returned 507015 with message '" + msg + "'");
-    check_status(status, msg.c_str(), kOp, li_names(), "aclrtSynchronizeStream");
-  } else if (sync != ACL_SUCCESS) {
-    violated("aclrtSynchronizeStream returned " + std::to_string(sync) + ": " +
-             aclGetRecentErrMsg());
-  }
-  f.mem.check_after(slots, true, "after the run");
-  ws.check_guards("the workspace");
-  check_li_run(f, e, status, msg, "aclnnLightningIndexer");
+      a.next_tokens, a.return_value, si, sv, sl.ws_slot, sl.exec_slot);
+  AclnnProtocol p;
+  p.op = kOp;
+  p.names = &li_names();
+  p.phase2 = aclnnLightningIndexer;
+  p.foreign = aclnnSparseFlashAttention;
+  p.affordable = [&](uint64_t ws_size) { return li_affordable(f, e, ws_size); };
+  p.check_memory = [&](bool ran, const char* what) { f.mem.check_after(slots, ran, what); };
+  p.destroy_handles = [&] { h.destroy_all(); };
+  AclnnPhase1 phase1;
+  phase1.status = st;
+  phase1.null_required = !q || !k || !w || !si || (a.return_value && !sv);
+  phase1.broken = broken;
+  const std::optional<AclnnRun> run = drive_aclnn(in, p, phase1, sl);
+  if (run) check_li_run(f, e, run->status, run->message, "aclnnLightningIndexer");
 }
 
 }  // namespace

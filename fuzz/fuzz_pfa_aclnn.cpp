@@ -7,6 +7,8 @@
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
+#include "aclnn_protocol.hpp"
+#include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
 #include "aclnnop/aclnn_prompt_flash_attention.h"
 #include "aclnnop/aclnn_prompt_flash_attention_v2.h"
 #include "aclnnop/aclnn_prompt_flash_attention_v3.h"
@@ -40,8 +42,8 @@ void run(FuzzInput& in) {
   }
   FiaAclHandles h;
   std::string layout = a.input_layout;
-  uint64_t ws_size = 12345;
-  aclOpExecutor* exec = reinterpret_cast<aclOpExecutor*>(uintptr_t{0xdead0});
+  AclnnSlots sl;
+  sl.maybe_null(in);
   aclTensor* q = h.make(a.query);
   aclTensor* k = a.key.empty() ? nullptr : h.make(a.key[0]);
   aclTensor* v = a.value.empty() ? nullptr : h.make(a.value[0]);
@@ -56,45 +58,35 @@ void run(FuzzInput& in) {
   if (version == 1) {
     st = aclnnPromptFlashAttentionGetWorkspaceSize(
         q, k, v, pse, mask, asl, a.num_heads, a.scale_value, a.pre_tokens, a.next_tokens,
-        layout.data(), a.num_key_value_heads, out, &ws_size, &exec);
+        layout.data(), a.num_key_value_heads, out, sl.ws_slot, sl.exec_slot);
   } else if (version == 2) {
     st = aclnnPromptFlashAttentionV2GetWorkspaceSize(
         q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, a.num_heads,
         a.scale_value, a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads,
-        a.sparse_mode, out, &ws_size, &exec);
+        a.sparse_mode, out, sl.ws_slot, sl.exec_slot);
   } else {
     st = aclnnPromptFlashAttentionV3GetWorkspaceSize(
         q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, a.num_heads,
         a.scale_value, a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads,
-        a.sparse_mode, a.inner_precise, out, &ws_size, &exec);
+        a.sparse_mode, a.inner_precise, out, sl.ws_slot, sl.exec_slot);
   }
+  static constexpr AclnnPhase2 kPhase2[] = {aclnnPromptFlashAttention, aclnnPromptFlashAttentionV2,
+                                            aclnnPromptFlashAttentionV3};
+  AclnnProtocol p;
+  p.op = kPfa;
+  p.names = &fia_names();
+  p.phase2 = kPhase2[version - 1];
+  p.foreign = aclnnFusedInferAttentionScoreV3;
+  p.affordable = [&](uint64_t ws_size) { return fia_affordable(f, ws_size); };
+  p.check_memory = [&](bool, const char* what) { check_fia_guards(f, what); };
+  p.destroy_handles = [&] { h.destroy_all(); };
+  AclnnPhase1 phase1;
+  phase1.status = st;
   // Null checks name PFA; validation names FIA (PFA is its subset).
-  const std::string msg = aclGetRecentErrMsg();
-  check_status(st, msg.c_str(), msg.rfind("[prompt", 0) == 0 ? kPfa : kOp, fia_names(), "phase 1");
-  if (st != 0) {
-    if (exec != nullptr) violated("phase 1 failed but *executor is not null");
-    ++stats().refused;
-    return;
-  }
-  if (exec == nullptr) violated("phase 1 succeeded without an executor");
-  if (!f.runnable || ws_size > (uint64_t{1} << 28)) {
-    if (aclDestroyAclOpExecutor(exec) != 0) violated("aclDestroyAclOpExecutor failed");
-    ++stats().planned_only;
-    return;
-  }
-  Guarded ws(static_cast<size_t>(ws_size), in.below(64));
-  const aclnnStatus s2 = version == 1 ? aclnnPromptFlashAttention(ws.data(), ws_size, exec, nullptr)
-                         : version == 2
-                             ? aclnnPromptFlashAttentionV2(ws.data(), ws_size, exec, nullptr)
-                             : aclnnPromptFlashAttentionV3(ws.data(), ws_size, exec, nullptr);
-  if (s2 != 0) violated("phase 2 returned " + std::to_string(s2) + ": " + aclGetRecentErrMsg());
-  const aclError sync = aclrtSynchronizeStream(nullptr);
-  ws.check_guards("the workspace");
-  if (sync != ACL_SUCCESS)
-    violated("aclrtSynchronizeStream returned " + std::to_string(sync) + ": " +
-             aclGetRecentErrMsg());
-  ++stats().ran;
-  check_fia_run(f, "aclnnPromptFlashAttention");
+  phase1.op = std::string(aclGetRecentErrMsg()).rfind("[prompt", 0) == 0 ? kPfa : kOp;
+  phase1.null_required = !q || !k || !v || !out;
+  const std::optional<AclnnRun> run = drive_aclnn(in, p, phase1, sl);
+  if (run) check_fia_run(f, run->status, "aclnnPromptFlashAttention");
 }
 
 }  // namespace

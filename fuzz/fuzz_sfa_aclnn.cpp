@@ -5,6 +5,7 @@
 
 #include "acl/acl.h"
 #include "acl_handles.hpp"
+#include "aclnn_protocol.hpp"
 #include "aclnnop/aclnn_incre_flash_attention.h"
 #include "aclnnop/aclnn_sparse_flash_attention.h"
 #include "aclnnop/aclnn_sparse_flash_attention_v2.h"
@@ -16,17 +17,6 @@ namespace kvflash::fuzz {
 namespace {
 
 constexpr const char* kOp = "sparse_flash_attention";
-
-aclrtStream created_stream() {
-  static aclrtStream s = [] {
-    aclrtStream h = nullptr;
-    if (aclrtCreateStream(&h) != ACL_SUCCESS) violated("aclrtCreateStream failed");
-    return h;
-  }();
-  return s;
-}
-
-using Phase2 = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
 
 void run(FuzzInput& in) {
   const int version = 1 + static_cast<int>(in.below(2));
@@ -84,10 +74,8 @@ void run(FuzzInput& in) {
   std::string lq_buf = a.layout_query, lkv_buf = a.layout_kv;
   char* layout_q = in.rare(32) ? nullptr : lq_buf.data();
   char* layout_kv = in.rare(32) ? nullptr : lkv_buf.data();
-  uint64_t ws_size = 12345;
-  aclOpExecutor* exec = reinterpret_cast<aclOpExecutor*>(uintptr_t{0xdead0});
-  uint64_t* ws_slot = in.rare(32) ? nullptr : &ws_size;
-  aclOpExecutor** exec_slot = in.rare(32) ? nullptr : &exec;
+  AclnnSlots sl;
+  sl.maybe_null(in);
 
   h.destroy_broken();
   f.mem.snapshot(slots);
@@ -96,91 +84,26 @@ void run(FuzzInput& in) {
           ? aclnnSparseFlashAttentionGetWorkspaceSize(
                 q, k, v, si, bt, lq, lkv, qr, kr, a.scale_value, a.sparse_block_size, layout_q,
                 layout_kv, a.sparse_mode, a.pre_tokens, a.next_tokens, a.attention_mode,
-                a.return_softmax_lse, out, smax, ssum, ws_slot, exec_slot)
+                a.return_softmax_lse, out, smax, ssum, sl.ws_slot, sl.exec_slot)
           : aclnnSparseFlashAttentionV2GetWorkspaceSize(
                 q, k, v, si, bt, lq, lkv, qr, kr, sinks, a.scale_value, a.sparse_block_size,
                 layout_q, layout_kv, a.sparse_mode, a.pre_tokens, a.next_tokens, a.attention_mode,
-                a.return_softmax_lse, out, smax, ssum, ws_slot, exec_slot);
-  check_status(st, aclGetRecentErrMsg(), kOp, sfa_names(), "phase 1");
-  const bool null_required = !q || !k || !si || !out || !layout_q || !layout_kv || !ws_slot ||
-                             !exec_slot || (a.return_softmax_lse && (!smax || !ssum));
-  if (null_required && st != 161001)
-    violated("phase 1 with a null required argument returned " + std::to_string(st));
-  if (st != 0) {
-    if (exec_slot && exec != nullptr) violated("phase 1 failed but *executor is not null");
-    if (ws_slot && ws_size != 12345 && ws_size != 0)
-      violated("phase 1 failed but changed *workspaceSize");
-    ++stats().refused;
-    f.mem.check_after(slots, false, "phase 1 failed");
-    return;
-  }
-  if (broken) violated("phase 1 accepted a destroyed or foreign handle");
-  if (exec == nullptr) violated("phase 1 succeeded without an executor");
-  if (!sfa_affordable(f, e, ws_size)) {
-    if (aclDestroyAclOpExecutor(exec) != 0)
-      violated("aclDestroyAclOpExecutor of a live executor failed");
-    ++stats().planned_only;
-    f.mem.check_after(slots, false, "planned only");
-    return;
-  }
-  if (in.rare(3)) h.destroy_all();
-
-  const Phase2 phase2 = version == 1 ? aclnnSparseFlashAttention : aclnnSparseFlashAttentionV2;
-  Guarded ws(static_cast<size_t>(ws_size), in.below(64));
-  aclrtStream stream = in.flag() ? nullptr : created_stream();
-  const auto expect = [&](aclnnStatus got, aclnnStatus want, const char* what) {
-    if (got != want)
-      violated(std::string("phase 2 ") + what + " returned " + std::to_string(got) + ", want " +
-               std::to_string(want) + ": " + aclGetRecentErrMsg());
-    check_status(got, aclGetRecentErrMsg(), kOp, sfa_names(), std::string("phase 2 ") + what);
-  };
-  switch (in.below(8)) {
-    case 0:
-      if (ws_size > 0)
-        expect(phase2(ws.data(), ws_size - 1, exec, stream), 161002, "small workspace");
-      break;
-    case 1:
-      if (ws_size > 0) expect(phase2(nullptr, ws_size, exec, stream), 161001, "null workspace");
-      break;
-    case 2: {
-      int64_t not_a_stream = 0;
-      expect(phase2(ws.data(), ws_size, exec, &not_a_stream), 161002, "dead stream");
-      break;
-    }
-    case 3: {
-      const aclnnStatus got = aclnnIncreFlashAttention(ws.data(), ws_size, exec, stream);
-      if (got != 161002) violated("an SFA executor in IFA phase 2 returned " + std::to_string(got));
-      break;
-    }
-    default:
-      break;
-  }
-  const bool repeat = in.rare(6);
-  if (repeat && aclSetAclOpExecutorRepeatable(exec) != 0)
-    violated("aclSetAclOpExecutorRepeatable failed");
-  expect(phase2(ws.data(), ws_size, exec, stream), 0, "");
-  if (repeat) {
-    expect(phase2(ws.data(), ws_size, exec, stream), 0, "(repeat)");
-    if (aclDestroyAclOpExecutor(exec) != 0)
-      violated("aclDestroyAclOpExecutor of a repeatable executor failed");
-  } else if (in.rare(4)) {
-    expect(phase2(ws.data(), ws_size, exec, stream), 161002, "(consumed executor)");
-  }
-  const aclError sync = aclrtSynchronizeStream(stream);
-  int64_t status = 0;
-  if (sync == ACL_ERROR_RT_AICORE_EXCEPTION) {
-    status = 161002;
-    const std::string msg = aclGetRecentErrMsg();
-    if (msg.find("status 161002") == std::string::npos)
-      violated("aclrtSynchronizeStream returned 507015 with message '" + msg + "'");
-    check_status(status, msg.c_str(), kOp, sfa_names(), "aclrtSynchronizeStream");
-  } else if (sync != ACL_SUCCESS) {
-    violated("aclrtSynchronizeStream returned " + std::to_string(sync) + ": " +
-             aclGetRecentErrMsg());
-  }
-  f.mem.check_after(slots, true, "after the run");
-  ws.check_guards("the workspace");
-  check_sfa_run(f, e, status, "aclnnSparseFlashAttention");
+                a.return_softmax_lse, out, smax, ssum, sl.ws_slot, sl.exec_slot);
+  AclnnProtocol p;
+  p.op = kOp;
+  p.names = &sfa_names();
+  p.phase2 = version == 1 ? aclnnSparseFlashAttention : aclnnSparseFlashAttentionV2;
+  p.foreign = aclnnIncreFlashAttention;
+  p.affordable = [&](uint64_t ws_size) { return sfa_affordable(f, e, ws_size); };
+  p.check_memory = [&](bool ran, const char* what) { f.mem.check_after(slots, ran, what); };
+  p.destroy_handles = [&] { h.destroy_all(); };
+  AclnnPhase1 phase1;
+  phase1.status = st;
+  phase1.null_required = !q || !k || !si || !out || !layout_q || !layout_kv ||
+                         (a.return_softmax_lse && (!smax || !ssum));
+  phase1.broken = broken;
+  const std::optional<AclnnRun> run = drive_aclnn(in, p, phase1, sl);
+  if (run) check_sfa_run(f, e, run->status, "aclnnSparseFlashAttention");
 }
 
 }  // namespace
