@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/view_check.hpp"
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
 
@@ -91,6 +92,18 @@ Status for_each_view(const Fields& fields, Args& args, F&& f) {
       return Status::kSuccess;  // an attribute
     }
   });
+}
+
+/// A copy of args with canonical strides (canonical_strides) on every view of the table: what
+/// each operator's validator checks, so that an extent of 1 never makes a stride matter.
+template <class Fields, class Args>
+Args with_canonical_strides(const Fields& fields, const Args& args) {
+  Args a = args;
+  for_each_view(fields, a, [](TensorView& v, const char*) {
+    v = canonical_strides(v);
+    return Status::kSuccess;
+  });
+  return a;
 }
 
 }  // namespace kvflash::core

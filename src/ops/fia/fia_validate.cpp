@@ -42,15 +42,6 @@ constexpr int64_t kMaxHeads = 1024;  // far above upstream's 256; keeps N x D pr
 
 bool is_fp16_or_bf16(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
-FiaArgs canonical(const FiaArgs& in) {
-  FiaArgs a = in;
-  core::for_each_view(kFields, a, [](TensorView& v, const char*) {
-    v = core::canonical_strides(v);
-    return Status::kSuccess;
-  });
-  return a;
-}
-
 // The (in, out) layouts of input_layout (D1), or false.
 bool parse_layout(const std::string& l, std::string* in, std::string* out) {
   static const char* const kSame[] = {"BSH", "BSND", "BNSD", "TND", "NTD"};
@@ -584,7 +575,7 @@ void fill_problem(const FiaArgs& a, const FiaShape& s, int64_t mask_batch, int64
 }  // namespace
 
 Status validate(const FiaArgs& user_args, core::FiaProblem* pr) {
-  const FiaArgs a = canonical(user_args);
+  const FiaArgs a = core::with_canonical_strides(kFields, user_args);
   if (a.query.data == nullptr && a.query.numel() != 0)
     return core::fail(Status::kNullPtr, kOpName, "query is null");
   if (a.attention_out.data == nullptr && a.attention_out.numel() != 0)

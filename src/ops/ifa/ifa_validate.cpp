@@ -8,8 +8,8 @@
 
 #include "core/error.hpp"
 #include "core/view_check.hpp"
-#include "ops/ifa/ifa_fields.hpp"
 #include "ops/ifa/ifa_error.hpp"
+#include "ops/ifa/ifa_fields.hpp"
 #include "ops/ifa/ifa_validate_parts.hpp"
 
 namespace kvflash::ifa {
@@ -292,22 +292,8 @@ Status check_query_and_out(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
 
 }  // namespace
 
-namespace {
-
-// The arguments with canonical strides (core::canonical_strides) on every view.
-IfaArgs canonical(const IfaArgs& in) {
-  IfaArgs a = in;
-  core::for_each_view(kFields, a, [](TensorView& v, const char*) {
-    v = core::canonical_strides(v);
-    return Status::kSuccess;
-  });
-  return a;
-}
-
-}  // namespace
-
 Status validate_ifa(const IfaArgs& user_args, core::IfaProblem* out) {
-  const IfaArgs args = canonical(user_args);
+  const IfaArgs args = core::with_canonical_strides(kFields, user_args);
   KVFLASH_RETURN_IF_ERROR(check_required(args));
   KVFLASH_RETURN_IF_ERROR(check_unsupported_scales(args));
   KVFLASH_RETURN_IF_ERROR(check_all_views(args));

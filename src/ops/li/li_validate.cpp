@@ -60,20 +60,10 @@ Status check_lengths(const TensorView& v, const char* name, int64_t batch) {
   return Status::kSuccess;
 }
 
-// The arguments with canonical strides (core::canonical_strides) on every view.
-LightningIndexerArgs canonical(const LightningIndexerArgs& in) {
-  LightningIndexerArgs a = in;
-  core::for_each_view(kFields, a, [](TensorView& v, const char*) {
-    v = core::canonical_strides(v);
-    return Status::kSuccess;
-  });
-  return a;
-}
-
 }  // namespace
 
 Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
-  const LightningIndexerArgs a = canonical(user_args);
+  const LightningIndexerArgs a = core::with_canonical_strides(kFields, user_args);
   // ---- 1. required pointers -------------------------------------------------------------------
   if (a.query.data == nullptr) return null_ptr("query is null");
   if (a.key.data == nullptr) return null_ptr("key is null");

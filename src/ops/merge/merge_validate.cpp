@@ -30,8 +30,8 @@ Status each_view(const MergeArgs& a, Fn fn) {
 
 // v's dims must be `lead` (when >= 0) followed by the row dims of partial_out, then `tail` (when
 // >= 0).
-Status expect_dims(const TensorView& v, const char* name, int64_t lead,
-                   const core::MergeProblem& p, int64_t tail, const TensorView& po) {
+Status expect_dims(const TensorView& v, const char* name, int64_t lead, const core::MergeProblem& p,
+                   int64_t tail, const TensorView& po) {
   const int want_rank = p.row_rank + (lead >= 0) + (tail >= 0);
   bool ok = v.rank == want_rank;
   int i = 0;
@@ -85,8 +85,8 @@ Status validate(const MergeArgs& a, core::MergeProblem* problem) {
     return invalid("give either partial_lse or partial_max and partial_sum, not both forms");
   }
   if (has_max != has_sum) {
-    return invalid(std::string(has_max ? "partial_sum" : "partial_max") +
-                   " is required with " + (has_max ? "partial_max" : "partial_sum"));
+    return invalid(std::string(has_max ? "partial_sum" : "partial_max") + " is required with " +
+                   (has_max ? "partial_max" : "partial_sum"));
   }
   if (a.out_max.has_value() != a.out_sum.has_value()) {
     return invalid("out_max and out_sum must be given together");
@@ -177,7 +177,8 @@ Status validate(const MergeArgs& a, core::MergeProblem* problem) {
   return Status::kSuccess;
 }
 
-MergeArgs strip_data(const MergeArgs& args, const core::MergeProblem& /*problem: nothing to drop*/) {
+MergeArgs strip_data(const MergeArgs& args,
+                     const core::MergeProblem& /*problem: nothing to drop*/) {
   return core::strip_fields(kFields, args);
 }
 

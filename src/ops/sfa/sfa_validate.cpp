@@ -128,22 +128,8 @@ core::SfaKvView kv_view(const TensorView& v, bool tnd, bool paged) {
 
 }  // namespace
 
-namespace {
-
-// The arguments with canonical strides (core::canonical_strides) on every view.
-SfaArgs canonical(const SfaArgs& in) {
-  SfaArgs a = in;
-  core::for_each_view(kFields, a, [](TensorView& v, const char*) {
-    v = core::canonical_strides(v);
-    return Status::kSuccess;
-  });
-  return a;
-}
-
-}  // namespace
-
 Status validate(const SfaArgs& user_args, SfaProblem* p) {
-  const SfaArgs a = canonical(user_args);
+  const SfaArgs a = core::with_canonical_strides(kFields, user_args);
   // ---- rule 1: required pointers ----------------------------------------------------------------
   if (a.query.data == nullptr) return null_ptr("query is null");
   if (a.key.data == nullptr) return null_ptr("key is null");
