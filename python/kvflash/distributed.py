@@ -5,6 +5,8 @@ Each rank holds a shard of every sequence's KV cache, attends its shard with the
 (B x N x (D + 1) fp32 values per rank for IFA, D + 2 for SFA), and every rank merges the same
 gathered buffer with ``torch.ops.kvflash.merge_attention_states`` (fp32, fixed rank order), so
 every rank returns the same bits, and the same bits on every repeat for a fixed world size.
+The sharded lightning indexer (``context_parallel_lightning_indexer``) exchanges each rank's
+top-k (score, global index) lists instead, and every rank merges them with ``merge_indexer_topk``.
 
 Sharding descriptions:
 
@@ -132,7 +134,8 @@ def _rr_lengths(lengths, block_size, world, rank):
 
 
 def _gather(parts, group):
-    """One all_gather of a [rows, C] fp32 buffer; [world, rows, C] in rank order."""
+    """One all_gather of a [rows, C] buffer (fp32; the indexer's int32); [world, rows, C] in rank
+    order."""
     world, _ = _world(group)
     bufs = [torch.empty_like(parts) for _ in range(world)]
     dist.all_gather(bufs, parts.contiguous(), group=group)
