@@ -18,7 +18,7 @@ from . import _build_info
 
 __version__ = _build_info.VERSION
 __all__ = ["npu_incre_flash_attention", "npu_sparse_flash_attention", "incre_flash_attention"]
-__all__ += ["npu_lightning_indexer"]
+__all__ += ["npu_lightning_indexer", "lightning_indexer_scores"]
 
 
 def _release(version):
@@ -73,6 +73,11 @@ npu_sparse_flash_attention = _torch.ops.kvflash.npu_sparse_flash_attention
 #: torch_npu.npu_lightning_indexer: returns (sparse_indices, sparse_values); its lengths are int32
 #: tensors (docs/python.md).
 npu_lightning_indexer = _torch.ops.kvflash.npu_lightning_indexer
+
+#: kvflash's lightning_indexer_scores: npu_lightning_indexer's arguments but return_value;
+#: returns (sparse_indices, scores), the scores in fp32 (what kvflash.distributed's sharded
+#: indexer merges; docs/python.md).
+lightning_indexer_scores = _torch.ops.kvflash.lightning_indexer_scores
 
 
 def _tensor_list(x):

@@ -5,6 +5,8 @@ Each rank holds a shard of every sequence's KV cache, attends its shard with the
 (B x N x (D + 1) fp32 values per rank for IFA, D + 2 for SFA), and every rank merges the same
 gathered buffer with ``torch.ops.kvflash.merge_attention_states`` (fp32, fixed rank order), so
 every rank returns the same bits, and the same bits on every repeat for a fixed world size.
+The sharded lightning indexer (``context_parallel_lightning_indexer``) exchanges each rank's
+top-k (score, global index) lists instead, and every rank merges them with ``merge_indexer_topk``.
 
 Sharding descriptions:
 
@@ -34,7 +36,7 @@ from . import npu_fused_infer_attention_score as _fia
 
 __all__ = ["ContiguousShards", "RoundRobinBlocks", "context_parallel_incre_flash_attention",
            "context_parallel_sparse_flash_attention", "merge_indexer_topk",
-           "context_parallel_fused_infer_attention_score"]
+           "context_parallel_lightning_indexer", "context_parallel_fused_infer_attention_score"]
 
 
 @dataclass(frozen=True)
@@ -118,16 +120,22 @@ def _rr_positions(n_local_blocks, block_size, world, rank):
 
 
 def _rr_lengths(lengths, block_size, world, rank):
-    """Tokens of each sequence that lie in the blocks rank owns."""
+    """Tokens of each sequence that lie in the blocks rank owns (closed form: the indexer asks
+    it for every query row's causal threshold)."""
     out = []
     for n in lengths:
         nblocks = -(-n // block_size)
-        out.append(sum(min(block_size, n - j * block_size) for j in range(rank, nblocks, world)))
+        owned = max(0, (nblocks - rank + world - 1) // world)  # blocks j = rank, rank + world, ...
+        # every owned block is full but the sequence's last one, when rank owns it
+        short = block_size - n % block_size if n % block_size and (nblocks - 1) % world == rank \
+            else 0
+        out.append(owned * block_size - short)
     return out
 
 
 def _gather(parts, group):
-    """One all_gather of a [rows, C] fp32 buffer; [world, rows, C] in rank order."""
+    """One all_gather of a [rows, C] buffer (fp32; the indexer's int32); [world, rows, C] in rank
+    order."""
     world, _ = _world(group)
     bufs = [torch.empty_like(parts) for _ in range(world)]
     dist.all_gather(bufs, parts.contiguous(), group=group)
@@ -509,6 +517,240 @@ def merge_indexer_topk(scores, indices, sparse_count):
     out_scores[:, :take] = torch.where(ok, flat_scores.gather(1, order[:, :take]),
                                        torch.full_like(sel, float("-inf"), dtype=torch.float32))
     return out_idx, out_scores
+
+
+def _li_row_thresholds(query, layout_query, q_lens, lkv, sparse_mode):
+    """Per query row (BSND b * S1 + i, TND t): its batch and how many of the batch's leading
+    global key positions it sees (0 for a padding row: BSND i >= its query length, TND past the
+    last prefix sum)."""
+    batch, thr = _sfa_rows(query, layout_query, q_lens, lkv)
+    rows = query.shape[0] if layout_query == "TND" else query.shape[0] * query.shape[1]
+    if layout_query == "TND":
+        valid = [True] * len(batch)
+    else:
+        s1 = query.shape[1]
+        lqs = q_lens if q_lens is not None else [s1] * query.shape[0]
+        valid = [i % s1 < lqs[i // s1] for i in range(rows)]
+    if sparse_mode == 0:
+        thr = [lkv[b] if v else 0 for b, v in zip(batch, valid)]
+    pad = rows - len(batch)  # TND rows past the last prefix sum
+    return batch + [0] * pad, [max(x, 0) for x in thr] + [0] * pad
+
+
+def _li_scores(query, key, weights, q_lens, k_lens, block_table, layout_query, layout_key,
+               sparse_count, sparse_mode, pre_tokens, next_tokens):
+    """One local lightning_indexer_scores call; (sparse_indices, scores)."""
+    return torch.ops.kvflash.lightning_indexer_scores(
+        query, key, weights, actual_seq_lengths_query=torch.tensor(q_lens, dtype=torch.int32),
+        actual_seq_lengths_key=torch.tensor(k_lens, dtype=torch.int32), block_table=block_table,
+        layout_query=layout_query, layout_key=layout_key, sparse_count=sparse_count,
+        sparse_mode=sparse_mode, pre_tokens=pre_tokens, next_tokens=next_tokens)
+
+
+def context_parallel_lightning_indexer(query, key, weights, *, group=None, sharding,
+                                       actual_seq_lengths_query=None, actual_seq_lengths_key=None,
+                                       block_table=None, layout_query="BSND", layout_key="BSND",
+                                       sparse_count=2048, sparse_mode=3, pre_tokens=2**63 - 1,
+                                       next_tokens=2**63 - 1, return_value=False):
+    """``kvflash.npu_lightning_indexer`` over an indexer key cache sharded across ``group``
+    (docs/distributed.md, docs/lightning_indexer.md "Context parallel").
+
+    ``key`` is this rank's shard; the rest is the single-process op's, in global terms (lengths
+    over global positions, the global ``block_table``). Each rank selects the top
+    ``sparse_count`` of its own keys with ``torch.ops.kvflash.lightning_indexer_scores`` (every
+    query row restricted to the global positions it sees), maps its indices to global positions,
+    one ``all_gather`` exchanges the (score, index) lists and every rank merges them with
+    ``merge_indexer_topk``. Returns ``(sparse_indices, sparse_values)`` as the single-process op,
+    the same bits (``sparse_values``: the merged fp32 scores rounded to the query dtype; ``[0]``
+    unless ``return_value``), on every rank.
+
+    ``RoundRobinBlocks``: layout_key PA_BSND, BSND or TND query. ``ContiguousShards``: layout_key
+    and layout_query BSND. A local call that fails on any rank makes every rank raise (after the
+    collective, so no rank waits for one that gave up).
+    """
+    op = "context_parallel_lightning_indexer"
+    # Everything the row and sharding arithmetic below reads is checked first (the local op
+    # checks the rest, and its failure is reported on every rank), before any collective.
+    _check_sharding(op, sharding)
+    for name, value, kind in (("layout_query", layout_query, str), ("layout_key", layout_key, str),
+                              ("sparse_mode", sparse_mode, int), ("pre_tokens", pre_tokens, int),
+                              ("next_tokens", next_tokens, int),
+                              ("return_value", return_value, bool)):
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            _fail(op, f"{name} must be a {kind.__name__}, got a {type(value).__name__}")
+    if layout_query not in ("BSND", "TND"):
+        _fail(op, f"layout_query must be BSND or TND, got {layout_query!r}")
+    _check_tensor(op, "query", query, (3, 4))
+    q_rank = 3 if layout_query == "TND" else 4
+    if query.dim() != q_rank:
+        _fail(op, f"query must be {q_rank}-D for layout_query {layout_query}, got shape "
+                  f"{tuple(query.shape)}")
+    _check_tensor(op, "key", key, (4,))
+    if key.dtype != query.dtype:
+        _fail(op, f"key dtype ({key.dtype}) must be the query's ({query.dtype})")
+    _check_tensor(op, "weights", weights, (query.dim() - 1,))
+    if tuple(weights.shape) != tuple(query.shape[:-1]):
+        _fail(op, f"weights {tuple(weights.shape)} must be the query's {tuple(query.shape[:-1])} "
+                  f"(its rows and heads)")
+    if any(x == 0 for x in query.shape):
+        _fail(op, f"query must not be empty, got shape {tuple(query.shape)}")
+    if sparse_mode not in (0, 3):
+        _fail(op, f"sparse_mode must be 0 or 3, got {sparse_mode!r}")
+    k = sparse_count
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 8192:
+        _fail(op, f"sparse_count must be an int in [1, 8192], got {k!r}")
+    q_lens = _tensor_ints(op, "actual_seq_lengths_query", actual_seq_lengths_query)
+    kv_lens = _tensor_ints(op, "actual_seq_lengths_key", actual_seq_lengths_key)
+    if layout_query == "TND":
+        t = query.shape[0]
+        if q_lens is None or not q_lens or any(x > y for x, y in zip([0] + q_lens, q_lens)) or \
+                q_lens[-1] > t:
+            _fail(op, f"actual_seq_lengths_query must be non-empty, non-decreasing prefix sums "
+                      f"from >= 0 up to T ({t}) with layout_query TND, got {q_lens}")
+        bsz, b_from = len(q_lens), "the entries of actual_seq_lengths_query"
+    else:
+        bsz, s1 = query.shape[0], query.shape[1]
+        b_from = "query dim 0"
+        if q_lens is not None and (len(q_lens) != bsz or any(not 0 <= x <= s1 for x in q_lens)):
+            _fail(op, f"actual_seq_lengths_query must hold B ({bsz}) lengths in [0, S1 = {s1}], "
+                      f"got {q_lens}")
+    if isinstance(sharding, ContiguousShards):
+        if layout_key != "BSND" or layout_query != "BSND":
+            _fail(op, f"ContiguousShards needs layout_key and layout_query BSND, got "
+                      f"{layout_key!r} / {layout_query!r}")
+        if block_table is not None:
+            _fail(op, "ContiguousShards describes a non-paged cache; use RoundRobinBlocks with "
+                      "block_table")
+        n = key.shape[1]
+        cap = sharding.bounds[-1] if sharding.bounds else 0  # global S2 (checked below)
+    else:
+        if layout_key != "PA_BSND":
+            _fail(op, f"RoundRobinBlocks (a paged cache) needs layout_key PA_BSND, got "
+                      f"{layout_key!r}")
+        if block_table is None:
+            _fail(op, "RoundRobinBlocks (a paged cache) needs block_table")
+        if kv_lens is None:
+            _fail(op, "RoundRobinBlocks (a paged cache) needs actual_seq_lengths_key")
+        _check_tensor(op, "block_table", block_table, (2,))
+        if block_table.shape[0] != bsz:
+            _fail(op, f"block_table must have B ({bsz}, {b_from}) rows, got shape "
+                      f"{tuple(block_table.shape)}")
+        # The single-process op's rule (src/ops/li/li_validate.cpp); _rr_lengths divides by it.
+        bs = key.shape[1]
+        if bs < 16 or bs > 1024 or bs % 16:
+            _fail(op, f"key block_size (dim 1 = {bs}) must be a multiple of 16 in [16, 1024]")
+        cap = block_table.shape[1] * bs
+    if kv_lens is not None and (len(kv_lens) != bsz or any(not 0 <= x <= cap for x in kv_lens)):
+        _fail(op, f"actual_seq_lengths_key must hold B ({bsz}, {b_from}) lengths in [0, {cap}], "
+                  f"got {kv_lens}")
+    world, rank = _world(group)
+    if isinstance(sharding, ContiguousShards):
+        off, _ = _check_bounds(sharding, world, rank, n)
+    lkv = kv_lens if kv_lens is not None else [cap] * bsz
+    rows = query.shape[0] if layout_query == "TND" else bsz * query.shape[1]
+    out_shape = (query.shape[0], 1, k) if layout_query == "TND" else (bsz, query.shape[1], 1, k)
+
+    def local():
+        """This rank's (global indices, scores) [rows, K]."""
+        if key.numel() == 0:  # an empty shard: empty lists, no local call
+            return (torch.full((rows, k), -1, dtype=torch.int32),
+                    torch.full((rows, k), float("-inf")))
+        if isinstance(sharding, ContiguousShards):
+            return _li_contiguous(query, key, weights, q_lens, lkv, off, k, sparse_mode,
+                                  pre_tokens, next_tokens)
+        # Every query row is a batch of its own (a TND row), with its batch's table row and as
+        # many keys as its global threshold leaves in this rank's blocks: local positions are
+        # monotonic in global ones, so those are the rank's first keys of the sequence.
+        local_bt = block_table[:, rank::world]
+        if local_bt.shape[1] == 0:  # fewer blocks than ranks: one unused column (never read)
+            local_bt = torch.zeros((bsz, 1), dtype=block_table.dtype)
+        batch, thr = _li_row_thresholds(query, layout_query, q_lens, lkv, sparse_mode)
+        idx, sc = _li_scores(
+            query.reshape(rows, *query.shape[-2:]), key, weights.reshape(rows, -1),
+            list(range(1, rows + 1)), _rr_lengths(thr, bs, world, rank),
+            local_bt.index_select(0, torch.tensor(batch, dtype=torch.long)).contiguous(), "TND",
+            "PA_BSND", k, 0, pre_tokens, next_tokens)
+        idx = idx.reshape(rows, k).long()
+        glob = _rr_positions(local_bt.shape[1], bs, world, rank)[idx.clamp(min=0)]
+        return torch.where(idx >= 0, glob, -1).to(torch.int32), sc.reshape(rows, k)
+
+    # One int32 buffer [rows + 1, 2K]: the score bits, the indices, and in the last row the
+    # rank's status (0 ok, 1 ValueError, 2 another error).
+    parts = torch.zeros((rows + 1, 2 * k), dtype=torch.int32)
+    failure = None
+    try:
+        idx, sc = local()
+        parts[:rows, :k] = sc.contiguous().view(torch.int32)
+        parts[:rows, k:] = idx
+    except (ValueError, RuntimeError, TypeError, IndexError) as e:
+        failure = e
+        parts[rows, 0] = 1 if isinstance(e, ValueError) else 2
+    g = _gather(parts, group)
+    status = g[:, rows, 0].tolist()
+    if failure is not None:
+        raise failure
+    bad = [r for r, x in enumerate(status) if x]
+    if bad:
+        kind = ValueError if status[bad[0]] == 1 else RuntimeError
+        raise kind(f"[{op}] the local indexer failed on rank {bad[0]} (its error names the "
+                   f"argument)")
+    scores = g[:, :rows, :k].contiguous().view(torch.float32)
+    indices, merged = merge_indexer_topk(scores, g[:, :rows, k:].contiguous(), k)
+    indices = indices.reshape(out_shape)
+    if not return_value:
+        return indices, torch.empty(0, dtype=query.dtype)
+    return indices, _round_like_indexer(merged, query.dtype).reshape(out_shape)
+
+
+def _round_like_indexer(scores, dtype):
+    """fp32 scores in fp16 / bf16 as the indexer writes sparse_values (src/core/half.hpp): round
+    to nearest even (torch's conversion), and a NaN keeps its sign and leading payload bits, made
+    quiet (torch writes bf16 NaN as 0xFFFF)."""
+    out = scores.to(dtype)
+    nan = torch.isnan(scores)
+    if bool(nan.any()):
+        u = scores[nan].view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+        if dtype == torch.bfloat16:
+            bits = (u >> 16) | 0x0040
+        else:
+            bits = ((u >> 16) & 0x8000) | 0x7E00 | ((u >> 13) & 0x3FF)
+        out[nan] = torch.where(bits >= 0x8000, bits - 0x10000, bits).to(torch.int16).view(dtype)
+    return out
+
+
+def _li_contiguous(query, key, weights, q_lens, lkv, off, k, sparse_mode, pre_tokens,
+                   next_tokens):
+    """A ContiguousShards rank's (global indices, scores) [B * S1, K]: BSND query and key.
+
+    Its keys are global positions [off, off + n). A row (b, i) of sparse_mode 3 sees global
+    positions below thr = S2_b - S1_b + i + 1, here local ones below thr - off: for the rows
+    where that is below the rank's n_b keys of batch b (the first S1'_b = n_b - S2_b + off + S1_b
+    rows, clipped to [0, S1_b]) a local sparse_mode 3 call with S1'_b query rows and n_b keys
+    gives exactly that threshold (n_b - S1'_b + i + 1 = thr - off); the other rows see all n_b
+    (a local sparse_mode 0 call)."""
+    bsz, s1, n = query.shape[0], query.shape[1], key.shape[1]
+    lqs = q_lens if q_lens is not None else [s1] * bsz
+    nb = [min(max(x - off, 0), n) for x in lkv]
+    if sparse_mode == 3:
+        part = [min(max(m - x + off + q, 0), q) for m, x, q in zip(nb, lkv, lqs)]
+    else:
+        part = [0] * bsz
+    calls = {}
+    if any(p < q for p, q in zip(part, lqs)) or all(q == 0 for q in lqs):
+        calls[0] = _li_scores(query, key, weights, lqs, nb, None, "BSND", "BSND", k, 0,
+                              pre_tokens, next_tokens)
+    if any(p > 0 for p in part):
+        calls[3] = _li_scores(query, key, weights, part, nb, None, "BSND", "BSND", k, 3,
+                              pre_tokens, next_tokens)
+    if len(calls) == 2:  # rows i < S1'_b from the mode 3 call
+        i = torch.arange(s1)[None, :, None, None]
+        take3 = i < torch.tensor(part)[:, None, None, None]
+        idx = torch.where(take3, calls[3][0], calls[0][0])
+        sc = torch.where(take3, calls[3][1], calls[0][1])
+    else:
+        idx, sc = next(iter(calls.values()))
+    idx = idx.reshape(bsz * s1, k)
+    return torch.where(idx >= 0, idx + off, -1).to(torch.int32), sc.reshape(bsz * s1, k)
 
 
 def context_parallel_fused_infer_attention_score(query, key, value, *, group=None, sharding,

@@ -1,5 +1,7 @@
-// The lightning indexer as a torch operator: the CPU kernel (views, a cached plan, one run) and
-// the fake kernel (the output shapes of docs/fia-pfa-indexer.md §1.5).
+// The lightning indexer as torch operators: npu_lightning_indexer (torch_npu's schema) and
+// lightning_indexer_scores (kvflash's: the selection with its fp32 scores, what a sharded
+// indexer's ranks merge, python/kvflash/distributed.py). The CPU kernel (views, a cached plan, one
+// run) and the fake kernel (the output shapes of docs/fia-pfa-indexer.md §1.5) serve both.
 #include <ATen/ATen.h>
 
 #include "kvflash/li.hpp"
@@ -18,7 +20,8 @@ PlanCache<LightningIndexerPlan, LightningIndexerArgs, li::kFields>& cache() {
   return c;
 }
 
-// Every argument of the schema is a field of the table.
+// Every argument of the schema is a field of the table. lightning_indexer_scores has no
+// return_value (-1): its second output is always the fp32 scores.
 struct LiSchema {
   explicit LiSchema(const c10::FunctionSchema& s)
       : args(s, {}),
@@ -26,11 +29,12 @@ struct LiSchema {
         layout_query(args.index().at("layout_query")),
         layout_key(args.index().at("layout_key")),
         sparse_count(args.index().at("sparse_count")),
-        return_value(args.index().at("return_value")) {}
+        return_value(args.index().find("return_value")) {}
   SchemaArgs<li::kFields> args;
   int key, layout_query, layout_key, sparse_count, return_value;
 };
 
+template <bool kScores>
 const LiSchema& schema_of(const c10::OperatorHandle& op) {
   static const LiSchema s(op.schema());
   return s;
@@ -38,12 +42,15 @@ const LiSchema& schema_of(const c10::OperatorHandle& op) {
 
 }  // namespace
 
+template <bool kScores>
 void li_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
-  const LiSchema& s = schema_of(op);
+  const LiSchema& s = schema_of<kScores>(op);
   const size_t n = s.args.index().num_arguments();
   const auto in = arguments(*stack, n);
   LightningIndexerArgs args;
   s.args.read(in, &args);
+  // The scores are an fp32 sparse_values (LightningIndexerArgs::sparse_values).
+  if constexpr (kScores) args.return_value = true;
   const at::Tensor& query = in[0].toTensor();
   const at::Tensor& key = in[s.key].toTensor();
   // With shapes that leave torch_npu's rule undefined the library rejects the call, so an empty
@@ -54,15 +61,17 @@ void li_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
           .value_or(std::vector<int64_t>{0});
   const at::Tensor indices = at::empty(shape, query.options().dtype(at::kInt));
   const at::Tensor values =
-      at::empty(args.return_value ? shape : std::vector<int64_t>{0}, query.options());
+      at::empty(args.return_value ? shape : std::vector<int64_t>{0},
+                kScores ? query.options().dtype(at::kFloat) : query.options());
   args.sparse_indices = view_of(indices, s.args.op(), "sparse_indices");
   if (args.return_value) args.sparse_values = view_of(values, s.args.op(), "sparse_values");
   run_plan(*cache().get(args), args, query);
   finish(stack, n, indices, values);
 }
 
+template <bool kScores>
 void li_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
-  const LiSchema& s = schema_of(op);
+  const LiSchema& s = schema_of<kScores>(op);
   const size_t n = s.args.index().num_arguments();
   const auto in = arguments(*stack, n);
   check_same_devices(s.args.index(), in);
@@ -78,10 +87,17 @@ void li_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Sta
                     ") and key (", key.sym_sizes(), ") of the layouts' ranks and sparse_count (",
                     sparse_count, ") > 0");
   const at::Tensor indices = at::empty_symint(*shape, query.options().dtype(at::kInt));
-  const at::Tensor values = in[s.return_value].toBool() ? at::empty_symint(*shape, query.options())
-                                                        : at::empty({0}, query.options());
+  const at::Tensor values = kScores ? at::empty_symint(*shape, query.options().dtype(at::kFloat))
+                            : in[s.return_value].toBool()
+                                ? at::empty_symint(*shape, query.options())
+                                : at::empty({0}, query.options());
   finish(stack, n, indices, values);
 }
+
+template void li_cpu<false>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
+template void li_cpu<true>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
+template void li_meta<false>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
+template void li_meta<true>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
 
 std::tuple<int64_t, int64_t, int64_t> li_plan_cache_stats() { return cache().stats(); }
 void clear_li_plan_cache() { cache().clear(); }

@@ -136,6 +136,7 @@ TORCH_LIBRARY(kvflash, m) {
   m.def(ifa_ext_schema().c_str());
   m.def(kMergeSchema);
   m.def(kLiNpuSchema);
+  m.def(li_scores_schema().c_str());
   m.def(kPfaNpuSchema);
   m.def(kFiaNpuSchema);
   m.def(fia_out_schema(false).c_str());
@@ -155,7 +156,8 @@ TORCH_LIBRARY_IMPL(kvflash, CPU, m) {
   m.impl("npu_sparse_flash_attention", boxed<&sfa_cpu>());
   m.impl("incre_flash_attention", boxed<&ifa_cpu<true>>());
   m.impl("merge_attention_states", boxed<&merge_cpu>());
-  m.impl("npu_lightning_indexer", boxed<&li_cpu>());
+  m.impl("npu_lightning_indexer", boxed<&li_cpu<false>>());
+  m.impl("lightning_indexer_scores", boxed<&li_cpu<true>>());
   for (const FiaRegistration& r : kFiaOps) m.impl(r.name, r.cpu());
 }
 
@@ -176,7 +178,7 @@ TORCH_LIBRARY_IMPL(kvflash, Autograd, m) {
   using namespace kvflash::torch_ext;
   for (const char* op :
        {"npu_incre_flash_attention", "npu_sparse_flash_attention", "incre_flash_attention",
-        "merge_attention_states", "npu_lightning_indexer"})
+        "merge_attention_states", "npu_lightning_indexer", "lightning_indexer_scores"})
     m.impl(op, boxed<&not_differentiable>());
   for (const FiaRegistration& r : kFiaOps) m.impl(r.name, boxed<&not_differentiable>());
 }
@@ -187,6 +189,7 @@ TORCH_LIBRARY_IMPL(kvflash, Meta, m) {
   m.impl("npu_sparse_flash_attention", boxed<&sfa_meta>());
   m.impl("incre_flash_attention", boxed<&ifa_meta<true>>());
   m.impl("merge_attention_states", boxed<&merge_meta>());
-  m.impl("npu_lightning_indexer", boxed<&li_meta>());
+  m.impl("npu_lightning_indexer", boxed<&li_meta<false>>());
+  m.impl("lightning_indexer_scores", boxed<&li_meta<true>>());
   for (const FiaRegistration& r : kFiaOps) m.impl(r.name, r.meta());
 }

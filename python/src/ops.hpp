@@ -26,8 +26,11 @@ void sfa_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::St
 void merge_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
 void merge_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
 
-// ---- the lightning indexer (li_op.cpp): npu_lightning_indexer ----
+// ---- the lightning indexer (li_op.cpp): npu_lightning_indexer (kScores false) and
+// lightning_indexer_scores (true: the fp32 scores as the second output) ----
+template <bool kScores>
 void li_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
+template <bool kScores>
 void li_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
 std::tuple<int64_t, int64_t, int64_t> li_plan_cache_stats();
 void clear_li_plan_cache();

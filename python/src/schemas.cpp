@@ -25,6 +25,12 @@ std::string ifa_ext_schema() {
                        "(Tensor attention_out, Tensor softmax_lse)"}});
 }
 
+std::string li_scores_schema() {
+  return edit_schema(kLiNpuSchema, {{"npu_lightning_indexer(", "lightning_indexer_scores("},
+                                    {", bool return_value=False) -> (Tensor, Tensor)",
+                                     ") -> (Tensor sparse_indices, Tensor scores)"}});
+}
+
 std::string fia_out_schema(bool v2) {
   const char* name =
       v2 ? "npu_fused_infer_attention_score_v2(" : "npu_fused_infer_attention_score(";

@@ -48,6 +48,11 @@ inline constexpr const char* kMergeSchema =
     "Tensor? partial_max=None, Tensor? partial_sum=None, Tensor? sink=None, "
     "ScalarType? out_dtype=None) -> (Tensor out, Tensor lse, Tensor max, Tensor sum)";
 
+/// kvflash's lightning_indexer_scores: npu_lightning_indexer's arguments but return_value,
+/// returning the selection and its fp32 scores (-inf in -1 slots): what a context-parallel rank
+/// hands to the exact top-k merge (docs/lightning_indexer.md).
+std::string li_scores_schema();
+
 /// schema with each (from, to) of edits applied in turn, each `from` replaced exactly once; a
 /// `from` the schema does not hold is a c10::Error (at library load: a schema edited so that a
 /// derived one no longer follows it).

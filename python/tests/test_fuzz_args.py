@@ -14,10 +14,12 @@ import math
 
 import pytest
 import torch
+import torch.distributed as dist
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kvflash
+import kvflash.distributed as kd
 import kvflash.torch_npu as torch_npu
 from support import IfaSpec, SfaSpec, build_ifa, build_li, build_sfa
 
@@ -216,6 +218,50 @@ def test_npu_lightning_indexer_bad_arguments(data, layouts):
                LI_OPTIONAL)
 
 
+LI_SCORES_OPTIONAL = [n for n in LI_OPTIONAL if n != "return_value"]
+
+
+def _li_scores_base(layouts):
+    q, k, w, kw = build_li(*layouts)
+    kw.pop("return_value")
+    return q, k, w, kw
+
+
+@pytest.mark.parametrize("layouts", [("TND", "PA_BSND"), ("BSND", "BSND")], ids="_".join)
+@FUZZ
+@given(data=st.data())
+def test_lightning_indexer_scores_bad_arguments(data, layouts):
+    q, k, w, kw = _li_scores_base(layouts)
+    _fuzz_call(data, torch.ops.kvflash.lightning_indexer_scores, ["query", "key", "weights"],
+               [q, k, w], kw, LI_SCORES_OPTIONAL)
+
+
+@pytest.fixture(scope="module")
+def one_rank(tmp_path_factory):
+    """A one-rank gloo group for kvflash.distributed (the sharding arithmetic and the collective
+    run as on any world size)."""
+    path = tmp_path_factory.mktemp("pg") / "store"
+    dist.init_process_group("gloo", init_method=f"file://{path}", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def _li_cp_base(layouts):
+    q, k, w, kw = build_li(*layouts, return_value=True)
+    if layouts[1] == "PA_BSND":
+        return q, k, w, dict(kw, sharding=kd.RoundRobinBlocks())
+    return q, k, w, dict(kw, sharding=kd.ContiguousShards([0, k.shape[1]]))
+
+
+@pytest.mark.parametrize("layouts", [("TND", "PA_BSND"), ("BSND", "BSND")], ids="_".join)
+@FUZZ
+@given(data=st.data())
+def test_context_parallel_lightning_indexer_bad_arguments(one_rank, data, layouts):
+    q, k, w, kw = _li_cp_base(layouts)
+    _fuzz_call(data, kd.context_parallel_lightning_indexer, ["query", "key", "weights"],
+               [q, k, w], kw, LI_OPTIONAL + ["sharding"])
+
+
 @pytest.mark.parametrize("form", ["lse", "max_sum"])
 @FUZZ
 @given(data=st.data())
@@ -247,6 +293,8 @@ def test_the_fuzzed_base_calls_are_valid():
     for layouts in (("TND", "PA_BSND"), ("BSND", "BSND")):
         q, k, w, kw = build_li(*layouts, return_value=True)
         torch_npu.npu_lightning_indexer(q, k, w, **kw)
+        q, k, w, kw = _li_scores_base(layouts)
+        torch.ops.kvflash.lightning_indexer_scores(q, k, w, **kw)
     po = torch.randn(3, 2, 4, 16)
     torch.ops.kvflash.merge_attention_states(po, torch.randn(3, 2, 4), sink=torch.randn(2, 4),
                                              out_dtype=torch.float16)

@@ -47,3 +47,15 @@ def test_extension_op_keeps_the_npu_arguments():
     assert ext_args[-2:] == [("return_softmax_lse", "bool", False, True),
                              ("zero_fully_masked_rows", "bool", False, True)]
     assert [r.name for r in ext.returns] == ["attention_out", "softmax_lse"]
+
+
+def test_lightning_indexer_scores_keeps_the_npu_arguments():
+    """kvflash::lightning_indexer_scores = npu_lightning_indexer's arguments but return_value,
+    returning the selection and its fp32 scores."""
+    npu = _registered("npu_lightning_indexer")
+    ext = _registered("lightning_indexer_scores")
+    npu_args = [(a.name, str(a.type), a.default_value, a.kwarg_only) for a in npu.arguments]
+    ext_args = [(a.name, str(a.type), a.default_value, a.kwarg_only) for a in ext.arguments]
+    assert npu_args[-1][0] == "return_value"
+    assert ext_args == npu_args[:-1]
+    assert [r.name for r in ext.returns] == ["sparse_indices", "scores"]

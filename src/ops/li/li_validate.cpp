@@ -108,7 +108,10 @@ Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
   const DType dt = a.query.dtype;
   if (dt != DType::kFloat16 && dt != DType::kBFloat16)
     return invalid(std::string("query dtype must be fp16 or bf16, got ") + dtype_name(dt));
-  KVFLASH_RETURN_IF_ERROR(expect_dtype(a.key, "key", dt));
+  // Named after the query too: a wrong query dtype shows up here first.
+  if (a.key.dtype != dt)
+    return invalid(std::string("key dtype must be the query dtype (") + dtype_name(dt) + "), got " +
+                   dtype_name(a.key.dtype));
   if (a.weights.dtype != DType::kFloat32 && a.weights.dtype != dt)
     return invalid(std::string("weights dtype must be fp32 or the query dtype (") + dtype_name(dt) +
                    "), got " + dtype_name(a.weights.dtype));
