@@ -9,6 +9,7 @@
 
 #include "element_access.hpp"
 #include "support/compare.hpp"
+#include "support/elements.hpp"
 #include "support/test_rng.hpp"
 
 namespace kvflash::testing {
@@ -619,20 +620,7 @@ TensorView FiaCaseData::alloc(DType dtype, std::vector<int64_t> shape, double fi
   for (int64_t s : shape) n *= s;
   buffers_.emplace_back(static_cast<size_t>(std::max<int64_t>(n, 1)) * dtype_size(dtype));
   TensorView v = TensorView::contiguous(buffers_.back().data(), dtype, shape);
-  // The fill's bytes are made once and the filled prefix doubled until it covers the buffer, the
-  // same bits as storing the fill into each element: store_element per element was most of
-  // building a case (85 % of FiaRoute.DecodeCallsRunOnIfaKernels, which builds every case and
-  // runs none).
-  if (n > 0) {
-    store_element(v, 0, fill);
-    std::byte* const p = buffers_.back().data();
-    const size_t total = static_cast<size_t>(n) * dtype_size(dtype);
-    for (size_t filled = dtype_size(dtype); filled < total;) {
-      const size_t k = std::min(filled, total - filled);
-      std::memcpy(p + filled, p, k);
-      filled += k;
-    }
-  }
+  fill_elements(v, n, fill);
   return v;
 }
 
