@@ -61,16 +61,24 @@ run_python() {
   cat "$python_setup_log"
   rm -f "$python_setup_log"
   [ "$setup_rc" -eq 0 ] || return "$setup_rc"
-  echo "=== [python] pip install --no-build-isolation . (build/python)"
-  # --no-index: with the environment in place the package build downloads nothing. Warnings are
-  # errors here, as in the ci preset.
+  echo "=== [python] pip install --no-build-isolation . (in build/ci, with the ci preset's settings)"
+  # --no-index: with the environment in place the package build downloads nothing. The package is
+  # built in the ci preset's build tree with that preset's settings (these defines override the
+  # pyproject.toml ones that differ: tests, the CUDA backend; warnings are errors): the
+  # configuration adds the extension's targets and changes no flag of the others, so ninja reuses
+  # the library, reference and kvflash program objects the ci phase compiled and builds only the
+  # extension (docs/design.md, "The PyTorch package"). The wheel so built carries the CUDA
+  # backend, compiled for sm_80 (cudart static: without a GPU its entries report unavailable).
+  local ci_settings=(-C cmake.define.KVFLASH_WERROR=ON -C cmake.define.KVFLASH_BUILD_TESTS=ON
+                     -C cmake.define.KVFLASH_CUDA=AUTO)
   CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$venv/bin/python" -m pip install -q --no-build-isolation \
-    --no-index -C build-dir=build/python -C cmake.define.KVFLASH_WERROR=ON .
+    --no-index -C build-dir=build/ci "${ci_settings[@]}" .
   echo "=== [python] the test-only reference library"
-  cmake --build build/python --target kvflash_torch_testing -j"$jobs"
+  cmake --build build/ci --target kvflash_torch_testing -j"$jobs"
   echo "=== [python] pytest"
   local rc=0
-  "$venv/bin/python" -m pytest -p no:cacheprovider -q python/tests || rc=$?
+  KVFLASH_TESTING_LIB=$PWD/build/ci/python/libkvflash_torch_testing.so \
+    "$venv/bin/python" -m pytest -p no:cacheprovider -q python/tests || rc=$?
   if [ "$rc" -eq 5 ]; then
     echo "python: pytest collected no tests" >&2
   fi

@@ -4,8 +4,8 @@ SDPA cross-check at the end of the run.
 The tests import the *installed* kvflash (scripts/test.sh installs it into .venv with
 `pip install --no-build-isolation .`). The C++ double-precision reference and the comparators come
 from libkvflash_torch_testing.so (python/CMakeLists.txt, target kvflash_torch_testing), which the
-wheel does not ship: KVFLASH_TESTING_LIB names it, or the default build directory of
-scripts/test.sh (build/python) is used.
+wheel does not ship: KVFLASH_TESTING_LIB names it (scripts/test.sh builds both in build/ci and
+sets it), or the one in build/python (`pip install . -C build-dir=build/python`) is used.
 """
 import os
 import pathlib

@@ -9,6 +9,7 @@
 
 #include "element_access.hpp"
 #include "support/compare.hpp"
+#include "support/elements.hpp"
 #include "support/test_rng.hpp"
 
 namespace kvflash::testing {
@@ -619,7 +620,7 @@ TensorView FiaCaseData::alloc(DType dtype, std::vector<int64_t> shape, double fi
   for (int64_t s : shape) n *= s;
   buffers_.emplace_back(static_cast<size_t>(std::max<int64_t>(n, 1)) * dtype_size(dtype));
   TensorView v = TensorView::contiguous(buffers_.back().data(), dtype, shape);
-  for (int64_t i = 0; i < n; ++i) store_element(v, i, fill);
+  fill_elements(v, n, fill);
   return v;
 }
 

@@ -43,7 +43,7 @@ TensorView IfaCaseData::alloc(DType dtype, std::vector<int64_t> shape, bool stri
   for (int k = 0; k < v.rank; ++k) span += (std::max<int64_t>(shape[k], 1) - 1) * v.strides[k];
   buffers_.emplace_back(static_cast<size_t>(span) * dtype_size(dtype));
   v.data = buffers_.back().data();
-  for (int64_t e = 0; e < span; ++e) store_element(v, e, poison);
+  fill_elements(v, span, poison);
   return v;
 }
 
