@@ -340,38 +340,7 @@ std::vector<LiCase> li_cases_for_run() {
 // ---- data ------------------------------------------------------------------------------------
 
 TensorView LiCaseData::alloc(DType dtype, std::vector<int64_t> shape, bool strided, double fill) {
-  // Strided views: one element of padding on every non-last dim, an offset of 3 elements and a
-  // last-dim stride of 2, so the kernels' gather paths run.
-  const int rank = static_cast<int>(shape.size());
-  std::vector<int64_t> strides(rank);
-  const int64_t pad = strided ? 1 : 0;
-  if (rank > 0) {
-    strides[rank - 1] = strided ? 2 : 1;
-    int64_t next = std::max<int64_t>(shape[rank - 1], 1) * strides[rank - 1] + pad;
-    for (int i = rank - 2; i >= 0; --i) {
-      strides[i] = next;
-      next = strides[i] * std::max<int64_t>(shape[i], 1) + pad;
-    }
-  }
-  const int64_t offset = strided ? 3 : 0;
-  int64_t span = offset + 1;
-  for (int i = 0; i < rank; ++i) span += std::max<int64_t>(shape[i] - 1, 0) * strides[i];
-  const size_t esz = dtype_size(dtype);
-  buffers_.emplace_back(static_cast<size_t>(span) * esz + 64);
-  TensorView v;
-  v.data = buffers_.back().data();
-  v.dtype = dtype;
-  v.rank = rank;
-  for (int i = 0; i < rank; ++i) {
-    v.shape[i] = shape[i];
-    v.strides[i] = strides[i];
-  }
-  v.offset = offset;
-  // Fill the whole buffer (gaps included) with `fill`: one element encoded, then copied.
-  TensorView flat = TensorView::contiguous(v.data, dtype, {span});
-  store(flat, {0}, fill);
-  for (int64_t i = 1; i < span; ++i) std::memcpy(buffers_.back().data() + i * esz, v.data, esz);
-  return v;
+  return padded_view(buffers_, dtype, shape, strided, /*last_stride=*/2, fill);
 }
 
 LiCaseData::LiCaseData(const LiCase& c) : case_(c) {
