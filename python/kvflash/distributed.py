@@ -113,6 +113,24 @@ def _check_bounds(sharding, world, rank, local_len):
     return b[rank], b[-1]
 
 
+def _check_round_robin_cache(op, layout, block_table, lengths, key):
+    """What RoundRobinBlocks needs of a paged PA_BSND cache (the SFA and indexer paths): the
+    layout, a 2-D block table, the KV lengths (layout / lengths: (argument name, value)), and the
+    single-process ops' block-size rule (src/ops/sfa/sfa_validate.cpp, src/ops/li/li_validate.cpp),
+    which _rr_lengths divides by. Returns the block size."""
+    if layout[1] != "PA_BSND":
+        _fail(op, f"RoundRobinBlocks (a paged cache) needs {layout[0]} PA_BSND, got {layout[1]!r}")
+    if block_table is None:
+        _fail(op, "RoundRobinBlocks (a paged cache) needs block_table")
+    if lengths[1] is None:
+        _fail(op, f"RoundRobinBlocks (a paged cache) needs {lengths[0]}")
+    _check_tensor(op, "block_table", block_table, (2,))
+    bs = key.shape[1]
+    if bs < 16 or bs > 1024 or bs % 16:
+        _fail(op, f"key block_size (dim 1 = {bs}) must be a multiple of 16 in [16, 1024]")
+    return bs
+
+
 def _rr_positions(n_local_blocks, block_size, world, rank):
     """Global position of each local position of a round-robin paged shard."""
     p = torch.arange(n_local_blocks * block_size)
@@ -319,18 +337,8 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
         if layout_kv != "BSND":
             _fail(op, f"ContiguousShards needs layout_kv BSND, got {layout_kv!r}")
     else:
-        if layout_kv != "PA_BSND":
-            _fail(op, f"RoundRobinBlocks (a paged cache) needs layout_kv PA_BSND, got "
-                      f"{layout_kv!r}")
-        if block_table is None:
-            _fail(op, "RoundRobinBlocks (a paged cache) needs block_table")
-        if kv_lens is None:
-            _fail(op, "RoundRobinBlocks (a paged cache) needs actual_seq_lengths_kv")
-        _check_tensor(op, "block_table", block_table, (2,))
-        # The single-process op's rule (src/ops/sfa/sfa_validate.cpp); _rr_lengths divides by it.
-        bs = key.shape[1]
-        if bs < 16 or bs > 1024 or bs % 16:
-            _fail(op, f"key block_size (dim 1 = {bs}) must be a multiple of 16 in [16, 1024]")
+        bs = _check_round_robin_cache(op, ("layout_kv", layout_kv), block_table,
+                                      ("actual_seq_lengths_kv", kv_lens), key)
     world, rank = _world(group)
     bsz = query.shape[0] if layout_query != "TND" else len(q_lens)
     if isinstance(sharding, ContiguousShards):
@@ -624,21 +632,11 @@ def context_parallel_lightning_indexer(query, key, weights, *, group=None, shard
         n = key.shape[1]
         cap = sharding.bounds[-1] if sharding.bounds else 0  # global S2 (checked below)
     else:
-        if layout_key != "PA_BSND":
-            _fail(op, f"RoundRobinBlocks (a paged cache) needs layout_key PA_BSND, got "
-                      f"{layout_key!r}")
-        if block_table is None:
-            _fail(op, "RoundRobinBlocks (a paged cache) needs block_table")
-        if kv_lens is None:
-            _fail(op, "RoundRobinBlocks (a paged cache) needs actual_seq_lengths_key")
-        _check_tensor(op, "block_table", block_table, (2,))
+        bs = _check_round_robin_cache(op, ("layout_key", layout_key), block_table,
+                                      ("actual_seq_lengths_key", kv_lens), key)
         if block_table.shape[0] != bsz:
             _fail(op, f"block_table must have B ({bsz}, {b_from}) rows, got shape "
                       f"{tuple(block_table.shape)}")
-        # The single-process op's rule (src/ops/li/li_validate.cpp); _rr_lengths divides by it.
-        bs = key.shape[1]
-        if bs < 16 or bs > 1024 or bs % 16:
-            _fail(op, f"key block_size (dim 1 = {bs}) must be a multiple of 16 in [16, 1024]")
         cap = block_table.shape[1] * bs
     if kv_lens is not None and (len(kv_lens) != bsz or any(not 0 <= x <= cap for x in kv_lens)):
         _fail(op, f"actual_seq_lengths_key must hold B ({bsz}, {b_from}) lengths in [0, {cap}], "

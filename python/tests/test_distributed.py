@@ -3,14 +3,12 @@ the single-process op within docs/distributed.md's tolerance, every rank returns
 and a repeat gives the same bits. One process group per world size runs all the cases
 (distributed_cases.py); the processes are bounded by a deadline."""
 import os
-import socket
-import time
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 import distributed_cases as dc
+import spawn_world
 
 WORLDS = (2, 4)
 DEADLINE_S = 100
@@ -21,33 +19,11 @@ UNIT = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8, torch.float32: 2.0
 WORST = {}
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module", params=WORLDS, ids=lambda w: f"world{w}")
 def world_results(request, tmp_path_factory):
     world = request.param
     out_dir = str(tmp_path_factory.mktemp(f"cp{world}"))
-    ctx = mp.get_context("spawn")
-    port = _free_port()
-    procs = [ctx.Process(target=dc.worker, args=(r, world, port, out_dir)) for r in range(world)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + DEADLINE_S
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
-    hung = [p for p in procs if p.is_alive()]
-    for p in hung:
-        p.kill()
-        p.join()
-    assert not hung, f"world {world}: ranks still running after {DEADLINE_S} s"
-    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
-    res = [torch.load(os.path.join(out_dir, f"rank{r}.pt")) for r in range(world)]
-    for r, x in enumerate(res):
-        assert "error" not in x, f"rank {r}: {x['error']}"
+    res = spawn_world.run_world(dc.worker, world, out_dir, DEADLINE_S)
     return world, res
 
 
@@ -124,7 +100,7 @@ def test_torchrun_example_of_the_docs(tmp_path):
     script.write_text(code)
     env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
     r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2",
-                        "--master-addr=127.0.0.1", f"--master-port={_free_port()}", str(script)],
+                        "--master-addr=127.0.0.1", f"--master-port={spawn_world.free_port()}", str(script)],
                        capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     # Both ranks write to one pipe, and one rank's newline may land after the other's line: find

@@ -1,48 +1,22 @@
 """kvflash.distributed's context-parallel FIA decode (LSE merge) on 2 spawned gloo ranks: every
 case equals the single-process FIA within docs/distributed.md's tolerance, every rank returns the
 same bits, a repeat gives the same bits."""
-import os
-import socket
-import time
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 import fia_distributed_cases as fdc
+import spawn_world
 
 WORLD = 2
 DEADLINE_S = 120
 UNIT = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out_dir = str(tmp_path_factory.mktemp("fia_cp"))
-    ctx = mp.get_context("spawn")
-    port = _free_port()
-    procs = [ctx.Process(target=fdc.worker, args=(r, WORLD, port, out_dir)) for r in range(WORLD)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + DEADLINE_S
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
-    hung = [p for p in procs if p.is_alive()]
-    for p in hung:
-        p.kill()
-        p.join()
-    assert not hung, f"ranks still running after {DEADLINE_S} s"
-    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
-    res = [torch.load(os.path.join(out_dir, f"rank{r}.pt")) for r in range(WORLD)]
-    for r, x in enumerate(res):
-        assert "error" not in x, f"rank {r}: {x['error']}"
-    return res
+    return spawn_world.run_world(fdc.worker, WORLD, out_dir, DEADLINE_S)
 
 
 CASES = [spec.name for spec, _ in fdc.cases()]

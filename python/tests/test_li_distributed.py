@@ -5,48 +5,23 @@ the same bits on a repeat; the DSA step through the sharded indexer and
 context_parallel_sparse_flash_attention uses the single-process indices and matches the
 single-process step within docs/distributed.md's tolerance; a local failure on one rank makes
 every rank raise."""
-import os
-import socket
-import time
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 import li_distributed_cases as lc
+import spawn_world
 
 WORLDS = (2, 3)
 DEADLINE_S = 120
 UNIT = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module", params=WORLDS, ids=lambda w: f"world{w}")
 def world_results(request, tmp_path_factory):
     world = request.param
     out_dir = str(tmp_path_factory.mktemp(f"li_cp{world}"))
-    ctx = mp.get_context("spawn")
-    port = _free_port()
-    procs = [ctx.Process(target=lc.worker, args=(r, world, port, out_dir)) for r in range(world)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + DEADLINE_S
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
-    hung = [p for p in procs if p.is_alive()]
-    for p in hung:
-        p.kill()
-        p.join()
-    assert not hung, f"world {world}: ranks still running after {DEADLINE_S} s"
-    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
-    res = [torch.load(os.path.join(out_dir, f"rank{r}.pt")) for r in range(world)]
-    for r, x in enumerate(res):
-        assert "error" not in x, f"rank {r}: {x['error']}"
+    res = spawn_world.run_world(lc.worker, world, out_dir, DEADLINE_S)
     return world, res
 
 
