@@ -108,6 +108,22 @@ TEST(BackendOps, UnavailableHostEntriesSayWhy) {
   if (!skipped.empty()) GTEST_SKIP() << "entries not run here: " << skipped;
 }
 
+// The matrix-engine entries are in IFA's and SFA's lists as host entries; where they cannot run,
+// UnavailableHostEntriesSayWhy checks their reason.
+TEST(BackendOps, AmxEntriesAreListedOnTheHost) {
+  const auto check = [](const char* op, const auto& list) {
+    int found = 0;
+    for (const auto& b : list) {
+      if (std::string(b.name) != "cpu-amx") continue;
+      ++found;
+      EXPECT_EQ(b.device, DeviceType::kHost) << op;
+    }
+    EXPECT_EQ(found, 1) << op << ": cpu-amx entries in the list";
+  };
+  check("ifa", ifa_backends());
+  check("sfa", sfa_backends());
+}
+
 class BackendOpsIfa : public ::testing::TestWithParam<IfaCase> {};
 
 TEST_P(BackendOpsIfa, MatchesReference) {

@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "backends/lists.hpp"
 #include "cpu/ifa/ifa_kernel.hpp"
 #include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/isa.hpp"
@@ -166,23 +165,6 @@ INSTANTIATE_TEST_SUITE_P(WideGroups, AmxIfaHardware, ::testing::ValuesIn(wide_gr
                          [](const ::testing::TestParamInfo<IfaCase>& info) {
                            return info.param.test_name();
                          });
-
-// The entry is in IFA's backend list, and where it cannot run its reason is the detection's.
-TEST(AmxIfaEntry, ListedWithItsReason) {
-  const char* why = nullptr;
-  bool listed = false;
-  for (const IfaBackend& b : ifa_backends()) {
-    if (std::string(b.name) != "cpu-amx") continue;
-    listed = true;
-    EXPECT_EQ(b.device, DeviceType::kHost);
-    if (!b.available(&why)) {
-      ASSERT_NE(why, nullptr);
-      EXPECT_NE(std::string(why), "");
-      GTEST_SKIP() << "cpu-amx unavailable: " << why;
-    }
-  }
-  EXPECT_TRUE(listed) << "no cpu-amx entry in ifa_backends()";
-}
 
 }  // namespace
 }  // namespace kvflash::testing

@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "backends/lists.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/sfa/sfa_kernel.hpp"
 #include "cpu/sfa/sfa_kernel_isa.hpp"
@@ -160,23 +159,6 @@ INSTANTIATE_TEST_SUITE_P(Tiles, AmxSfaHardware, ::testing::ValuesIn(tile_cases()
                          [](const ::testing::TestParamInfo<SfaCase>& info) {
                            return info.param.test_name();
                          });
-
-// The entry is in SFA's backend list, and where it cannot run its reason is the detection's.
-TEST(AmxSfaEntry, ListedWithItsReason) {
-  const char* why = nullptr;
-  bool listed = false;
-  for (const SfaBackend& b : sfa_backends()) {
-    if (std::string(b.name) != "cpu-amx") continue;
-    listed = true;
-    EXPECT_EQ(b.device, DeviceType::kHost);
-    if (!b.available(&why)) {
-      ASSERT_NE(why, nullptr);
-      EXPECT_NE(std::string(why), "");
-      GTEST_SKIP() << "cpu-amx unavailable: " << why;
-    }
-  }
-  EXPECT_TRUE(listed) << "no cpu-amx entry in sfa_backends()";
-}
 
 }  // namespace
 }  // namespace kvflash::testing
