@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -161,20 +162,100 @@ void Unchanged::check(const std::string& when) const {
   }
 }
 
+namespace {
+
+using Wide = __int128;  // offsets of views whose shapes and strides may be anything
+
+Wide floor_div(Wide a, Wide b) {
+  const Wide q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+Wide ceil_div(Wide a, Wide b) { return -floor_div(-a, b); }
+
+// Marks in `may` the bytes of `view`'s elements that lie inside the buffer `buf` (may.size()
+// bytes). A mutated view (an output the call does not use, resized by a mutation) may claim
+// billions of elements over a buffer of a few bytes, so the elements are not enumerated one by
+// one: a stride-0 dimension counts once (its indices share an address), and at every dimension
+// only the indices whose elements can still land inside the buffer are visited. Views whose
+// elements overlap each other many times over may still visit too many: past kMaxVisits the whole
+// part of the buffer the view spans is marked (weaker, never a false failure).
+class ViewMarker {
+ public:
+  ViewMarker(const TensorView& v, const std::byte* buf, std::vector<char>& may)
+      : v_(v), es_(static_cast<int64_t>(dtype_size(v.dtype))), may_(may) {
+    // The buffer's first byte, counted from v.data (an address the view may point anywhere).
+    lo_byte_ = static_cast<Wide>(reinterpret_cast<intptr_t>(buf)) -
+               static_cast<Wide>(reinterpret_cast<intptr_t>(v.data));
+    emin_ = ceil_div(lo_byte_, es_);
+    emax_ = floor_div(lo_byte_ + static_cast<Wide>(may.size()) - es_, es_);
+    inner_lo_[v.rank] = inner_hi_[v.rank] = 0;
+    for (int k = v.rank - 1; k >= 0; --k) {
+      const Wide reach = static_cast<Wide>(v.shape[k] - 1) * v.strides[k];
+      inner_lo_[k] = inner_lo_[k + 1] + std::min<Wide>(reach, 0);
+      inner_hi_[k] = inner_hi_[k + 1] + std::max<Wide>(reach, 0);
+    }
+  }
+
+  void run() {
+    if (!walk(0, v_.offset)) mark_range(v_.offset + inner_lo_[0], v_.offset + inner_hi_[0]);
+  }
+
+ private:
+  static constexpr int64_t kMaxVisits = int64_t{1} << 22;
+
+  // False when the visits ran out.
+  bool walk(int k, Wide base) {
+    if (k == v_.rank) {
+      if (++visits_ > kMaxVisits) return false;
+      mark_range(base, base);
+      return true;
+    }
+    const int64_t n = v_.shape[k], st = v_.strides[k];
+    if (st == 0) return walk(k + 1, base);
+    // base + i * st + [inner_lo_, inner_hi_] of dimension k + 1 must meet [emin_, emax_].
+    const Wide a = emin_ - inner_hi_[k + 1] - base, b = emax_ - inner_lo_[k + 1] - base;
+    Wide first = st > 0 ? ceil_div(a, st) : ceil_div(b, st);
+    Wide last = st > 0 ? floor_div(b, st) : floor_div(a, st);
+    first = std::max<Wide>(first, 0);
+    last = std::min<Wide>(last, n - 1);
+    for (Wide i = first; i <= last; ++i) {
+      if (!walk(k + 1, base + i * st)) return false;
+    }
+    return true;
+  }
+
+  // Marks the bytes of elements [e0, e1] that are inside the buffer.
+  void mark_range(Wide e0, Wide e1) {
+    e0 = std::max(e0, emin_);
+    e1 = std::min(e1, emax_);
+    if (e0 > e1) return;
+    const auto from = static_cast<ptrdiff_t>(e0 * es_ - lo_byte_);
+    const auto to = static_cast<ptrdiff_t>((e1 + 1) * es_ - lo_byte_);
+    std::fill(may_.begin() + from, may_.begin() + to, 1);
+  }
+
+  const TensorView& v_;
+  const int64_t es_;
+  std::vector<char>& may_;
+  Wide lo_byte_ = 0, emin_ = 0, emax_ = 0;
+  std::array<Wide, kMaxRank + 1> inner_lo_{}, inner_hi_{};
+  int64_t visits_ = 0;
+};
+
+}  // namespace
+
 void OutputBuffer::check(const TensorView& view, bool written) const {
   mem->check_guards("output " + name);
   const std::byte* now = mem->data();
   std::vector<char> may(before.size(), 0);
-  if (written && view.data != nullptr) {
-    const int64_t n = safe_numel(view);
-    const size_t es = dtype_size(view.dtype);
-    const auto* base = static_cast<const std::byte*>(view.data);
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t e = element_at_flat(view, i);
-      const std::byte* p = base + e * static_cast<int64_t>(es);
-      if (p < now || p + es > now + before.size()) continue;  // outside: never written
-      std::fill_n(may.begin() + (p - now), es, 1);
-    }
+  // A view with a bad rank, a dimension <= 0, an element count past int64 or an unknown dtype
+  // (size 0) has no elements to write.
+  const bool has_elements =
+      safe_numel(view) > 0 && std::all_of(view.shape.begin(), view.shape.begin() + view.rank,
+                                          [](int64_t d) { return d > 0; });
+  if (written && view.data != nullptr && has_elements && dtype_size(view.dtype) > 0 &&
+      !may.empty()) {
+    ViewMarker(view, now, may).run();
   }
   for (size_t i = 0; i < before.size(); ++i) {
     if (!may[i] && now[i] != before[i]) {
