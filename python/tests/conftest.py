@@ -12,6 +12,7 @@ import pathlib
 
 import pytest
 import torch
+import torch.distributed as dist
 
 import kvflash  # noqa: F401  (registers torch.ops.kvflash)
 
@@ -25,6 +26,16 @@ def _testing_lib():
     if path:
         return pathlib.Path(path)
     return REPO / "build" / "python" / "python" / "libkvflash_torch_testing.so"
+
+
+@pytest.fixture(scope="module")
+def one_rank(tmp_path_factory):
+    """A one-rank gloo group for kvflash.distributed (the sharding arithmetic and the collective
+    run as on any world size); the tests of one module share it."""
+    path = tmp_path_factory.mktemp("pg") / "store"
+    dist.init_process_group("gloo", init_method=f"file://{path}", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
 
 
 def pytest_configure(config):

@@ -2,12 +2,10 @@
 rank runs: each rank builds the same global problem (fia_support.build_fia, seeded), takes its
 shard of the KV cache, runs kvflash.distributed twice (the repeat must give the same bits) and the
 single-process op once, and saves the outputs for the test process to compare."""
-import os
-import sys
 
 import torch
-import torch.distributed as dist
 
+import spawn_world
 from fia_support import FiaSpec, build_fia
 
 BF16 = torch.bfloat16
@@ -55,17 +53,9 @@ def run_case(spec, kind, world, rank):
 
 
 def worker(rank, world, port, out_dir):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    results = {}
-    try:
-        for spec, kind in cases():
-            results[spec.name] = run_case(spec, kind, world, rank)
-    except Exception as e:  # recorded, so that the test names the failing case
-        import traceback
-        results["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
-        print(f"rank {rank}: {results['error']}", file=sys.stderr)
-    torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
-    dist.barrier()
-    dist.destroy_process_group()
+    spawn_world.rank_main(rank, world, port, out_dir, _run_cases)
+
+
+def _run_cases(world, rank, results):
+    for spec, kind in cases():
+        results[spec.name] = run_case(spec, kind, world, rank)

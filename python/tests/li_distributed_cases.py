@@ -5,13 +5,11 @@ repeat must give the same bits) and the single-process op once, and saves the ou
 process to compare. A paged rank's pool holds NaN in every block it does not own, so a read of
 another rank's block shows. The DSA step cases chain the sharded indexer into
 context_parallel_sparse_flash_attention; the failure case makes one rank's local call fail."""
-import os
-import sys
 from dataclasses import dataclass
 
 import torch
-import torch.distributed as dist
 
+import spawn_world
 import support
 from support import SfaSpec
 
@@ -182,20 +180,12 @@ def run_failure(world, rank):
 
 
 def worker(rank, world, port, out_dir):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    results = {}
-    try:
-        for c in cases():
-            results[c.name] = run_case(c, world, rank)
-        for name, spec, kind in dsa_cases():
-            results[name] = run_dsa(spec, kind, world, rank)
-        results["failure"] = run_failure(world, rank)
-    except Exception as e:  # recorded, so that the test names the failing case
-        import traceback
-        results["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
-        print(f"rank {rank}: {results['error']}", file=sys.stderr)
-    torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
-    dist.barrier()
-    dist.destroy_process_group()
+    spawn_world.rank_main(rank, world, port, out_dir, _run_cases)
+
+
+def _run_cases(world, rank, results):
+    for c in cases():
+        results[c.name] = run_case(c, world, rank)
+    for name, spec, kind in dsa_cases():
+        results[name] = run_dsa(spec, kind, world, rank)
+    results["failure"] = run_failure(world, rank)

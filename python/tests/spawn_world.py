@@ -1,11 +1,15 @@
 """Runs a test world: `world` spawned processes, each `worker(rank, world, port, out_dir)` with a
 free local TCP port for its process group, each saving its results to out_dir/rank{r}.pt (a dict,
-with an "error" entry when the rank failed). Shared by the context-parallel tests."""
+with an "error" entry when the rank failed). Shared by the context-parallel tests; a worker is
+`rank_main` with the cases it runs."""
 import os
 import socket
+import sys
 import time
+import traceback
 
 import torch
+import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
@@ -13,6 +17,25 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def rank_main(rank, world, port, out_dir, run_cases):
+    """One rank's life: joins the gloo group on `port`, runs `run_cases(world, rank, results)`
+    (which fills the dict as it goes), records an exception as results["error"] (so that the test
+    names the failing case, with the results before it kept), saves the dict, and leaves the group
+    together with the other ranks."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    results = {}
+    try:
+        run_cases(world, rank, results)
+    except Exception as e:
+        results["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+        print(f"rank {rank}: {results['error']}", file=sys.stderr)
+    torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def run_world(worker, world, out_dir, deadline_s):

@@ -30,6 +30,13 @@ def randn(shape, dtype, g, scale=1.0):
     return (torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(dtype)
 
 
+def same_bits(a, b):
+    """True when a and b have one shape and dtype and the same bits (NaN payloads included)."""
+    def bits(t):
+        return t.contiguous().view(torch.uint8) if t.numel() else t
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(bits(a), bits(b))
+
+
 def strided_copy(t, dim=-1, pad=3):
     """The same values as t in a non-contiguous view: a slice of a wider buffer along dim."""
     shape = list(t.shape)

@@ -9,6 +9,7 @@ import torch
 
 import distributed_cases as dc
 import spawn_world
+from support import same_bits
 
 WORLDS = (2, 4)
 DEADLINE_S = 100
@@ -30,20 +31,15 @@ def world_results(request, tmp_path_factory):
 CASES = [("ifa:" + s.name) for s, _ in dc.ifa_cases(2)] + [("sfa:" + s.name) for s, _ in dc.sfa_cases(2)]
 
 
-def _same_bits(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(
-        a.contiguous().view(torch.uint8) if a.numel() else a, b.contiguous().view(torch.uint8) if b.numel() else b)
-
-
 @pytest.mark.parametrize("case", CASES)
 def test_ranks_agree_and_repeat(world_results, case):
     world, res = world_results
     first = res[0][case]["dist"]
     for r in range(world):
         for a, b in zip(res[r][case]["dist"], first):
-            assert _same_bits(a, b), f"rank {r} differs from rank 0"
+            assert same_bits(a, b), f"rank {r} differs from rank 0"
         for a, b in zip(res[r][case]["repeat"], res[r][case]["dist"]):
-            assert _same_bits(a, b), f"rank {r}: repeat differs"
+            assert same_bits(a, b), f"rank {r}: repeat differs"
 
 
 def _check_close(name, got, want, bound):

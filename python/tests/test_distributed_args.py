@@ -8,7 +8,7 @@ import torch.distributed as dist
 
 import kvflash
 import kvflash.distributed as kd
-from support import IfaSpec, SfaSpec, build_ifa, build_sfa
+from support import IfaSpec, SfaSpec, build_ifa, build_sfa, same_bits
 
 
 def _paged_ifa():
@@ -101,18 +101,6 @@ def test_contiguous_shards_takes_a_tensor():
     assert kd.ContiguousShards(torch.tensor([0, 8], dtype=torch.int32)) == kd.ContiguousShards([0, 8])
 
 
-@pytest.fixture(scope="module")
-def one_rank(tmp_path_factory):
-    path = tmp_path_factory.mktemp("pg") / "store"
-    dist.init_process_group("gloo", init_method=f"file://{path}", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
-def _bits(t):
-    return t.contiguous().view(torch.uint8)
-
-
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
 def test_ifa_tensor_lengths_on_one_rank(one_rank, dtype):
     q, k, v, kw = build_ifa(IfaSpec("cp1", layout="BSH", heads=4, kv_heads=2, kvn_attr=2,
@@ -126,7 +114,7 @@ def test_ifa_tensor_lengths_on_one_rank(one_rank, dtype):
         q, k, v, sharding=kd.ContiguousShards(torch.tensor([0, s], dtype=dtype)),
         actual_seq_lengths=torch.tensor(lens, dtype=dtype), return_softmax_lse=True, **kw)
     for a, b in zip(got, want):
-        assert torch.equal(_bits(a), _bits(b))
+        assert same_bits(a, b)
     single = kvflash.incre_flash_attention(q, k, v, actual_seq_lengths=lens,
                                            return_softmax_lse=True, **kw)
     assert (got[0].float() - single[0].float()).abs().max() <= 2.0 ** -9
@@ -139,4 +127,4 @@ def test_ifa_round_robin_tensor_lengths_on_one_rank(one_rank):
         q, k, v, sharding=kd.RoundRobinBlocks(), actual_seq_lengths=lens, **kw)
     got = kd.context_parallel_incre_flash_attention(
         q, k, v, sharding=kd.RoundRobinBlocks(), actual_seq_lengths=torch.tensor(lens), **kw)
-    assert torch.equal(_bits(got[0]), _bits(want[0]))
+    assert same_bits(got[0], want[0])

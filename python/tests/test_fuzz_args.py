@@ -14,7 +14,6 @@ import math
 
 import pytest
 import torch
-import torch.distributed as dist
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -234,16 +233,6 @@ def test_lightning_indexer_scores_bad_arguments(data, layouts):
     q, k, w, kw = _li_scores_base(layouts)
     _fuzz_call(data, torch.ops.kvflash.lightning_indexer_scores, ["query", "key", "weights"],
                [q, k, w], kw, LI_SCORES_OPTIONAL)
-
-
-@pytest.fixture(scope="module")
-def one_rank(tmp_path_factory):
-    """A one-rank gloo group for kvflash.distributed (the sharding arithmetic and the collective
-    run as on any world size)."""
-    path = tmp_path_factory.mktemp("pg") / "store"
-    dist.init_process_group("gloo", init_method=f"file://{path}", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
 
 
 def _li_cp_base(layouts):

@@ -11,6 +11,7 @@ import torch
 
 import li_distributed_cases as lc
 import spawn_world
+from support import same_bits
 
 WORLDS = (2, 3)
 DEADLINE_S = 120
@@ -25,14 +26,6 @@ def world_results(request, tmp_path_factory):
     return world, res
 
 
-def _bits(t):
-    return t.contiguous().view(torch.uint8) if t.numel() else t
-
-
-def _same_bits(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(_bits(a), _bits(b))
-
-
 @pytest.mark.parametrize("case", [c.name for c in lc.cases()])
 def test_every_rank_equals_the_single_process_op(world_results, case):
     world, res = world_results
@@ -43,13 +36,13 @@ def test_every_rank_equals_the_single_process_op(world_results, case):
         got = res[r][case]
         for run in ("dist", "repeat"):
             d_idx, d_val = got[run]
-            if not _same_bits(d_idx, indices):
+            if not same_bits(d_idx, indices):
                 rows = (d_idx != indices).reshape(-1, c.sparse_count).any(1).nonzero().flatten()
                 raise AssertionError(f"rank {r} {run}: sparse_indices differ in rows "
                                      f"{rows.tolist()[:8]}")
-            assert _same_bits(d_val, values), f"rank {r} {run}: sparse_values differ"
+            assert same_bits(d_val, values), f"rank {r} {run}: sparse_values differ"
         n_idx, n_val = got["no_values"]
-        assert _same_bits(n_idx, indices)
+        assert same_bits(n_idx, indices)
         assert n_val.shape == (0,) and n_val.dtype == values.dtype
 
 
@@ -84,9 +77,9 @@ def test_the_sharded_dsa_step_equals_the_single_process_step(world_results, case
     single_out, single_max, single_sum = x0["single"]
     for r in range(world):
         x = res[r][case]
-        assert _same_bits(x["dist_idx"], x0["single_idx"]), f"rank {r}: indices differ"
+        assert same_bits(x["dist_idx"], x0["single_idx"]), f"rank {r}: indices differ"
         for a, b in zip(x["dist"], x0["dist"]):
-            assert _same_bits(a, b), f"rank {r} differs from rank 0"
+            assert same_bits(a, b), f"rank {r} differs from rank 0"
     out, mx, sm = x0["dist"]
     w = single_out.double()
     d = w.shape[-1]

@@ -8,7 +8,7 @@ import torch.distributed as dist
 
 import kvflash
 import kvflash.distributed as kd
-from support import build_li
+from support import build_li, same_bits
 
 OP = "[context_parallel_lightning_indexer]"
 
@@ -74,18 +74,6 @@ def test_arguments_are_checked_first(make, edit, words):
     assert words in str(e.value), str(e.value)
 
 
-@pytest.fixture(scope="module")
-def one_rank(tmp_path_factory):
-    path = tmp_path_factory.mktemp("pg") / "store"
-    dist.init_process_group("gloo", init_method=f"file://{path}", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
-def _bits(t):
-    return t.contiguous().view(torch.uint8)
-
-
 @pytest.mark.parametrize("make", [_paged, _contiguous], ids=["paged", "contiguous"])
 @pytest.mark.parametrize("as_list", [False, True], ids=["tensors", "lists"])
 def test_one_rank_is_the_single_process_op(one_rank, make, as_list):
@@ -97,7 +85,7 @@ def test_one_rank_is_the_single_process_op(one_rank, make, as_list):
             kw[name] = kw[name].tolist()
     got = kd.context_parallel_lightning_indexer(q, k, w, sharding=sharding, **kw)
     for a, b in zip(got, want):
-        assert a.shape == b.shape and torch.equal(_bits(a), _bits(b))
+        assert same_bits(a, b)
 
 
 def test_bounds_are_checked_against_the_shard(one_rank):
