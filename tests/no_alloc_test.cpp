@@ -1,6 +1,6 @@
 // The run path never allocates: after a first run (which may start the library's worker threads),
-// IfaPlan::run and SfaPlan::run on every case of the shared lists (and the FIA and LI kernels'
-// runs, and the IFA body on the emulated matrix engine), at several thread counts (kThreads), make
+// IfaPlan::run and SfaPlan::run on every case of the shared lists (and the FIA, LI and KV cache
+// write runs, and the IFA body on the emulated matrix engine), at several thread counts (kThreads), make
 // no call to operator new, on any thread. This executable replaces the global allocation functions
 // to count them.
 #include <gtest/gtest.h>
@@ -19,6 +19,7 @@
 #include "cpu/sfa/sfa_kernel.hpp"
 #include "kvflash/fia.hpp"
 #include "kvflash/ifa.hpp"
+#include "kvflash/kv_cache.hpp"
 #include "kvflash/li.hpp"
 #include "kvflash/sfa.hpp"
 #include "ops/ifa/ifa_bind.hpp"
@@ -31,6 +32,7 @@
 #include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/ifa_emu_tiles.hpp"
+#include "support/kv_cache_cases.hpp"
 #include "support/li_cases.hpp"
 #include "support/sanitizer.hpp"
 #include "support/sfa_cases.hpp"
@@ -229,6 +231,29 @@ TEST(NoAllocation, LightningIndexerRunOnEveryCase) {
       Status st = Status::kRuntime;
       const int64_t n = allocations_during([&] { st = plan->run(args, ws.data(), ws.size()); });
       ASSERT_EQ(st, Status::kSuccess) << c.name();
+      ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
+    }
+  }
+}
+
+// ScatterPaKvCachePlan::run over every case (the slot check's table is the workspace), at
+// kThreads. A run writes the same rows again: the second is the counted one.
+TEST(NoAllocation, KvCacheRunOnEveryCase) {
+  uint32_t seed = 1;
+  for (const KvCacheCase& c : kv_cache_cases()) {
+    KvCacheCaseData data;
+    fill_kv_cache_case(c, &data, seed++);
+    std::unique_ptr<ScatterPaKvCachePlan> plan;
+    ASSERT_EQ(ScatterPaKvCachePlan::create(data.args, &plan), Status::kSuccess)
+        << last_error_message();
+    WorkspaceBuffer ws(plan->workspace_size());
+    for (int threads : kThreads) {
+      data.args.num_threads = threads;
+      ASSERT_EQ(plan->run(data.args, ws.data(), ws.size()), Status::kSuccess);  // warm
+      Status st = Status::kRuntime;
+      const int64_t n =
+          allocations_during([&] { st = plan->run(data.args, ws.data(), ws.size()); });
+      ASSERT_EQ(st, Status::kSuccess) << last_error_message();
       ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
     }
   }
