@@ -50,7 +50,7 @@ struct MergeFuzzCase {
 
   std::vector<Slot> slots() {
     std::vector<Slot> s;
-    s.push_back({&args.partial_out, "partial_out", Role::kData});
+    if (args.partial_out) s.push_back({&*args.partial_out, "partial_out", Role::kData});
     // Statistics may hold +-inf: -inf marks an empty part, +inf is an IEEE case of the rule.
     if (args.partial_lse)
       s.push_back({&*args.partial_lse, "partial_lse", Role::kData, false, true});
@@ -111,7 +111,7 @@ bool decode(FuzzInput& in, MergeFuzzCase* f) {
   // Keep the shapes of partial_out and the statistics consistent: an offset view drops one part
   // of the first tensor only if every tensor starts from the same K.
   a.partial_out = input(in, *f, part_dtype, po_shape, Role::kData, true);
-  const int64_t k_used = a.partial_out.shape[0];
+  const int64_t k_used = a.partial_out->shape[0];
   stat_shape[0] = k_used;
   if (lse_form) {
     a.partial_lse = f->mem.make(DType::kFloat32, stat_shape, Role::kData, f->rng);
@@ -204,7 +204,7 @@ std::vector<std::byte> output_bytes(const MergeArgs& a) {
 
 bool affordable(const MergeFuzzCase& f, const MergeArgs& a) {
   if (f.mem.unbacked) return false;
-  const int64_t parts = safe_numel(a.partial_out), out = safe_numel(a.out);
+  const int64_t parts = safe_numel(*a.partial_out), out = safe_numel(a.out);
   return parts >= 0 && parts <= (int64_t{1} << 22) && out >= 0 && out <= (int64_t{1} << 20);
 }
 
@@ -238,20 +238,20 @@ void run(FuzzInput& in, MergeFuzzCase& f) {
   if (in.rare(4)) {  // a run with other metadata: refused, nothing written
     MergeArgs other = a;
     // An empty partial_out matches whatever its strides, offset and pointer: only its dtype then.
-    const uint32_t how = safe_numel(a.partial_out) > 0 ? in.below(4) : 3;
+    const uint32_t how = safe_numel(*a.partial_out) > 0 ? in.below(4) : 3;
     switch (how) {
       case 0:
-        other.partial_out.strides[0] += 1;
+        other.partial_out->strides[0] += 1;
         break;
       case 1:
-        other.partial_out.offset += 1;
+        other.partial_out->offset += 1;
         break;
       case 2:
-        other.partial_out.data = nullptr;
+        other.partial_out->data = nullptr;
         break;
       default:
-        other.partial_out.dtype =
-            a.partial_out.dtype == DType::kFloat32 ? DType::kFloat16 : DType::kFloat32;
+        other.partial_out->dtype =
+            a.partial_out->dtype == DType::kFloat32 ? DType::kFloat16 : DType::kFloat32;
         break;
     }
     const Status rs = plan->run(other, ws.data(), ws.size());
