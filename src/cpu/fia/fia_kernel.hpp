@@ -35,6 +35,9 @@ namespace kvflash::cpu {
 
 /// Key positions per key tile.
 inline constexpr int64_t kFiaKeyTile = 64;
+/// The softmax max / sum outputs' last dim: each row's value written this many times
+/// (FlashAttentionScore's broadcast form, FiaArgs::softmax_max).
+inline constexpr int64_t kFiaMaxSumWidth = 8;
 /// Score-matrix rows (query rows x G heads) a query tile aims at.
 inline constexpr int64_t kFiaTileRows = 256;
 /// Participants a workspace has scratch for (threads beyond it are not used).
@@ -128,6 +131,9 @@ struct FiaParams {
   bool has_mask = false;                   ///< 1-byte mask, nonzero = masked
   int64_t mask_row = 0, mask_col = 0;      ///< element strides (mask_row 0: one row for all)
   bool has_lse = false, has_sink = false;  ///< sink: (N,) of `sink_dtype`
+  /// softmax max / sum: row (i, h)'s kFiaMaxSumWidth values start at kFiaMaxSumWidth times its
+  /// LSE element offset (lse_row / lse_head are a contiguous LSE's when there is no LSE).
+  bool has_max_sum = false;
   DType sink_dtype = DType::kBFloat16;
   const FiaBatch* batches = nullptr;  ///< [batch]
   const FiaPadRow* pad_rows = nullptr;
@@ -157,6 +163,8 @@ struct FiaData {
   const void* sink = nullptr;
   void* out = nullptr;
   float* lse = nullptr;
+  float* softmax_max = nullptr;
+  float* softmax_sum = nullptr;
 };
 
 /// One task (batch b, KV head n2, query tile qt) over its key tiles in [t_first, t_last], with

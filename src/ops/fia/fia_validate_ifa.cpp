@@ -68,7 +68,9 @@ Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem*
   // same call (FiaProblem::ifa_requests).
   const int64_t K = tnd_decodes(a, s, *p);
   const bool tnd = K > 0;
-  const bool expressible = (s.decode || tnd) && !a.key_shared_prefix && s.D == s.Dv;
+  // IFA's kernels write no softmax max / sum (FiaArgs::softmax_max): such calls stay here.
+  const bool expressible =
+      (s.decode || tnd) && !a.key_shared_prefix && s.D == s.Dv && !a.softmax_max;
   if (!expressible) return Status::kSuccess;
   IfaArgs i;
   std::string layout = s.in;
