@@ -13,64 +13,11 @@
 #include "kvflash/fia.hpp"
 #include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
+#include "support/fia_max_sum.hpp"
 #include "support/workspace_buffer.hpp"
 
 namespace kvflash::testing {
 namespace {
-
-constexpr int64_t kWidth = 8;
-
-// The max / sum buffers of a call: softmax_lse's shape with a last dim of 8, NaN-filled.
-struct MaxSum {
-  std::vector<float> max, sum;
-  std::vector<int64_t> shape;
-  MaxSum(const FiaCaseData& data) {
-    const FiaCase& c = data.spec();
-    const int64_t N = c.num_heads;
-    shape = c.tnd() ? std::vector<int64_t>{data.rows(), N, kWidth}
-                    : std::vector<int64_t>{c.batch(), N, data.rows() / c.batch(), kWidth};
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    max.assign(n, std::nanf(""));
-    sum.assign(n, std::nanf(""));
-  }
-  void bind(FiaArgs* a) {
-    a->softmax_max = TensorView::contiguous(max.data(), DType::kFloat32, shape);
-    a->softmax_sum = TensorView::contiguous(sum.data(), DType::kFloat32, shape);
-  }
-};
-
-// Row (r, h)'s first max / sum element: 8 times its index in a contiguous softmax_lse.
-int64_t element(const FiaCase& c, int64_t rows, int64_t r, int64_t h) {
-  const int64_t N = c.num_heads;
-  if (c.tnd()) return kWidth * (r * N + h);
-  const int64_t S1 = rows / c.batch(), b = r / S1, s = r % S1;
-  return kWidth * ((b * N + h) * S1 + s);
-}
-
-::testing::AssertionResult compare_max_sum(const FiaCaseData& data,
-                                           const reference::FiaReference& ref, const MaxSum& ms) {
-  const FiaCase& c = data.spec();
-  for (int64_t r = 0; r < ref.rows; ++r) {
-    for (int64_t h = 0; h < ref.num_heads; ++h) {
-      const double wm = ref.softmax_max[ref.row(r, h)], ws = ref.softmax_sum[ref.row(r, h)];
-      const int64_t e = element(c, data.rows(), r, h);
-      for (int64_t w = 0; w < kWidth; ++w) {
-        const double gm = ms.max[e + w], gs = ms.sum[e + w];
-        // The LSE's tolerance (support/fia_cases.hpp) on the max, and relative on the sum.
-        const bool ok_m = std::fabs(gm - wm) <= 0x1p-10 + 0x1p-16 * std::fabs(wm);
-        const bool ok_s = std::fabs(gs - ws) <= 0x1p-9 * ws;
-        const bool empty = ref.row_kind[ref.row(r, h)] != reference::FiaRowKind::kNormal;
-        if (empty ? (gm != 0.0 || gs != 0.0) : !(ok_m && ok_s)) {
-          return ::testing::AssertionFailure()
-                 << c.name() << " (r=" << r << ", h=" << h << ", w=" << w << "): max " << gm
-                 << " want " << wm << ", sum " << gs << " want " << ws;
-        }
-      }
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
 
 Status run(const FiaArgs& args) {
   std::unique_ptr<FiaPlan> plan;
@@ -87,12 +34,13 @@ TEST(FiaMaxSum, MatchesTheReferenceMaxAndSum) {
     FiaCaseData data(c);
     const reference::FiaReference ref = reference::fia_reference(data.call());
     for (int threads : {1, 3}) {
-      MaxSum ms(data);
+      FiaMaxSum ms(data);
       FiaArgs args = fia_args(data.call());
       args.num_threads = threads;
-      ms.bind(&args);
+      args.softmax_max = ms.max_view();
+      args.softmax_sum = ms.sum_view();
       ASSERT_EQ(run(args), Status::kSuccess) << c.name() << ": " << last_error_message();
-      ASSERT_TRUE(compare_max_sum(data, ref, ms));
+      ASSERT_TRUE(compare_fia_max_sum(data, ref, ms));
       // The outputs are the same as without max / sum.
       ASSERT_TRUE(compare_fia_output(c.name(), data.call(), ref, nullptr, c.expect_mostly_empty));
     }
@@ -119,9 +67,10 @@ TEST(FiaMaxSum, Fp32InputsMatchTheReference) {
   for (const FiaCase& c : cases) {
     FiaCaseData data(c);
     const reference::FiaReference ref = reference::fia_reference(data.call());
-    MaxSum ms(data);
+    FiaMaxSum ms(data);
     FiaArgs args = fia_args(data.call());
-    ms.bind(&args);
+    args.softmax_max = ms.max_view();
+    args.softmax_sum = ms.sum_view();
     EXPECT_EQ(run(args), Status::kInvalid) << c.name();  // fp32 needs fp32_inputs
     EXPECT_NE(std::string(last_error_message()).find("query dtype must be fp16 or bf16, got fp32"),
               std::string::npos)
@@ -129,7 +78,7 @@ TEST(FiaMaxSum, Fp32InputsMatchTheReference) {
     args.fp32_inputs = true;
     ASSERT_EQ(run(args), Status::kSuccess) << c.name() << ": " << last_error_message();
     EXPECT_TRUE(compare_fia_output(c.name(), data.call(), ref));
-    EXPECT_TRUE(compare_max_sum(data, ref, ms));
+    EXPECT_TRUE(compare_fia_max_sum(data, ref, ms));
   }
 }
 
@@ -137,7 +86,7 @@ TEST(FiaMaxSum, Validation) {
   FiaCase c;
   c.prompt = true, c.num_heads = 2, c.num_kv_heads = 2, c.q_lens = {3}, c.kv_lens = {4};
   FiaCaseData data(c);
-  MaxSum ms(data);
+  FiaMaxSum ms(data);
   const auto expect = [](const FiaArgs& a, const char* msg) {
     std::unique_ptr<FiaPlan> plan;
     EXPECT_EQ(FiaPlan::create(a, &plan), Status::kInvalid) << msg;
@@ -145,7 +94,8 @@ TEST(FiaMaxSum, Validation) {
         << last_error_message();
   };
   FiaArgs a = fia_args(data.call());
-  ms.bind(&a);
+  a.softmax_max = ms.max_view();
+  a.softmax_sum = ms.sum_view();
   FiaArgs b = a;
   b.softmax_sum.reset();
   expect(b, "softmax_sum is required with softmax_max");
