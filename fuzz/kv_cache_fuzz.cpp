@@ -29,7 +29,7 @@ std::vector<Slot> KvCacheFuzzCase::slots() {
   s.push_back({&a.slot_mapping, "slot_mapping", Role::kIds});
   if (a.value) s.push_back({&*a.value, "value", Role::kData});
   if (a.value_cache) s.push_back({&*a.value_cache, "value_cache", Role::kOutput, true});
-  for (auto* o : {&a.compress_lens, &a.compress_seq_offset, &a.seq_lens})
+  for (auto* o : {&a.compress_lens, &a.compress_seq_offsets, &a.seq_lens})
     if (*o) s.push_back({&**o, "compress_lens", Role::kLengths});
   return s;
 }

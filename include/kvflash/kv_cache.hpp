@@ -17,7 +17,7 @@
 //   head dim. The value pair may be absent (aclnn's 0-D value: the key only).
 //
 // What is out of scope is refused by name: the FRACTAL_NZ cache (cache_mode "PA_NZ", a 5-D
-// cache), the compressed scenarios (compress_lens, compress_seq_offset, seq_lens, a 4-D key) and
+// cache), the compressed scenarios (compress_lens, compress_seq_offsets, seq_lens, a 4-D key) and
 // the scatter modes other than "None".
 //
 //   kvflash::ScatterPaKvCacheArgs args;   // key, key_cache, slot_mapping, value, value_cache
@@ -47,7 +47,7 @@ struct ScatterPaKvCacheArgs {
   std::optional<TensorView> value;        ///< (T, KV_N, Dv), key's dtype; absent: the key only
   std::optional<TensorView> value_cache;  ///< (num_blocks, block_size, KV_N, Dv); with value
   /// The compressed scenarios' lengths: must be absent.
-  std::optional<TensorView> compress_lens, compress_seq_offset, seq_lens;
+  std::optional<TensorView> compress_lens, compress_seq_offsets, seq_lens;
   std::string cache_mode = "Norm";    ///< "Norm" (or empty); "PA_NZ" is refused
   std::string scatter_mode = "None";  ///< "None" (or empty); the others are refused
   /// scatterMode "Nct"'s key / value strides and offsets: ignored (aclnn callers pass them with

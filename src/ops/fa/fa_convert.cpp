@@ -158,25 +158,4 @@ void rebind_views(const FlashAttentionScoreArgs& a, FiaArgs* f) {
   f->num_threads = a.num_threads;
 }
 
-int64_t dropout_numels(const FlashAttentionScoreArgs& a) {
-  const std::string l = upper(a.input_layout);
-  const TensorView& q = a.query;
-  const TensorView& k = a.key;
-  const int64_t N = a.head_num;
-  if (l == "TND") {
-    if (!a.actual_seq_qlen || !a.actual_seq_kvlen) return 0;
-    const auto& qs = *a.actual_seq_qlen;
-    const auto& ks = *a.actual_seq_kvlen;
-    int64_t sum = 0, pq = 0, pk = 0;
-    for (size_t b = 0; b < qs.size() && b < ks.size(); ++b) {
-      if (b > 0 && qs[b] == 0 && ks[b] == 0) break;  // left-out trailing batches
-      sum += (qs[b] - pq) * (ks[b] - pk);
-      pq = qs[b], pk = ks[b];
-    }
-    return N * sum;
-  }
-  const int s = l == "BNSD" ? 2 : 1;
-  return q.shape[0] * N * q.shape[s] * k.shape[s];
-}
-
 }  // namespace kvflash::fa

@@ -22,8 +22,4 @@ Status to_fia(const FlashAttentionScoreArgs& args, FiaArgs* fia);
 /// only data pointers change, nothing is allocated.
 void rebind_views(const FlashAttentionScoreArgs& args, FiaArgs* fia);
 
-/// The dropout mask's element count upstream reports (npu_fusion_attention's 7th output): B * N *
-/// S1 * S2, TND N * sum_b q_b * kv_b over the batches computed. Meaningful for valid args only.
-int64_t dropout_numels(const FlashAttentionScoreArgs& args);
-
 }  // namespace kvflash::fa

@@ -39,7 +39,7 @@ Status check_refused(const ScatterPaKvCacheArgs& a) {
                    "\"NHSD\", got \"" + sm + "\"");
   }
   if (a.compress_lens) return refused("compress_lens (the compressed cache writes)");
-  if (a.compress_seq_offset) return refused("compress_seq_offset (the compressed cache writes)");
+  if (a.compress_seq_offsets) return refused("compress_seq_offsets (the compressed cache writes)");
   if (a.seq_lens) return refused("seq_lens (the compressed cache writes)");
   if (a.key.rank == 4) return refused("a 4-D key (the compressed cache writes)");
   if (a.key_cache.rank == 5) return refused("a 5-D key_cache (a FRACTAL_NZ cache)");
