@@ -181,6 +181,9 @@ const Rule kRules[] = {
      Status::kInvalid, "actual_seq_qlen and actual_seq_kvlen are for input_layout TND"},
     {"head_num", [](FlashAttentionScoreArgs& a) { a.head_num = 0; }, Status::kInvalid,
      "head_num must be >= 1"},
+    // FusedInferAttentionScore's refusal of the mapped call, in this operator's names.
+    {"head_num vs key heads", [](FlashAttentionScoreArgs& a) { a.head_num = 3; }, Status::kInvalid,
+     "[flash_attention_score] head_num (3) must be a multiple of key's head count (2)"},
     {"null softmax_max", [](FlashAttentionScoreArgs& a) { a.softmax_max.data = nullptr; },
      Status::kNullPtr, "softmax_max is null"},
     {"null query", [](FlashAttentionScoreArgs& a) { a.query.data = nullptr; }, Status::kNullPtr,

@@ -6,6 +6,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,46 @@
 #include "ops/plan_faults.hpp"
 
 namespace kvflash {
+namespace {
+
+bool word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// FusedInferAttentionScore's refusal of a mapped call in FlashAttentionScore's terms: its
+// argument names replaced (whole words) by the ones the caller passed, under this operator's name.
+Status in_fa_terms(Status code) {
+  static constexpr std::pair<std::string_view, std::string_view> kRenames[] = {
+      {"actual_seq_lengths_kv", "actual_seq_kvlen"},
+      {"actual_seq_lengths", "actual_seq_qlen"},
+      {"num_key_value_heads", "key's head count"},
+      {"num_heads", "head_num"},
+      {"pre_tokens", "pre_tockens"},
+      {"next_tokens", "next_tockens"},
+      {"key[0]", "key"},
+      {"value[0]", "value"},
+      {"pse_shift", "pse"},
+  };
+  std::string text = last_error_message();
+  const size_t close = text.size() > 0 && text[0] == '[' ? text.find("] ") : std::string::npos;
+  if (close != std::string::npos) text.erase(0, close + 2);
+  for (const auto& [from, to] : kRenames) {
+    std::string out;
+    size_t pos = 0;
+    for (size_t at; (at = text.find(from, pos)) != std::string::npos;) {
+      const size_t end = at + from.size();
+      const bool whole = (at == 0 || !word_char(text[at - 1])) &&
+                         (end == text.size() || !word_char(text[end]));
+      out.append(text, pos, (whole ? at : end) - pos);
+      if (whole) out.append(to);
+      pos = end;
+    }
+    text = out.append(text, pos, std::string::npos);
+  }
+  return core::fail(code, fa::kOpName, text);
+}
+
+}  // namespace
 
 FlashAttentionScorePlan::FlashAttentionScorePlan(std::unique_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
@@ -32,7 +73,9 @@ Status FlashAttentionScorePlan::create(const FlashAttentionScoreArgs& args,
   try {
     auto impl = std::make_unique<Impl>();
     KVFLASH_RETURN_IF_ERROR(fa::to_fia(args, &impl->fia));
-    KVFLASH_RETURN_IF_ERROR(FiaPlan::create(impl->fia, &impl->plan));
+    const Status fia = FiaPlan::create(impl->fia, &impl->plan);
+    if (fia == Status::kInvalid) return in_fa_terms(fia);
+    KVFLASH_RETURN_IF_ERROR(fia);
     impl->meta = core::strip_fields(fa::kFields, args);
     plan->reset(FlashAttentionScorePlanAccess::make(std::move(impl)));
   } catch (const std::bad_alloc&) {
