@@ -62,35 +62,37 @@ SchemaNames names_of(const char* op) {
 }
 
 // What the binding checks itself, before any view is reshaped: ranks (IFA's validator names
-// the rest of every argument), out against the query, context_lens a 1-D integer host tensor.
-void check_args(const char* op, c10::ArrayRef<c10::IValue> in) {
+// the rest of every argument), the caches' and out's shapes, context_lens a 1-D integer host
+// tensor with one length per query row (`fake`: a fake kernel's call, whose host tensors are on
+// the meta device and whose sizes may be symbolic).
+void check_args(const char* op, c10::ArrayRef<c10::IValue> in, bool fake = false) {
   const at::Tensor& q = in[kQuery].toTensor();
   const at::Tensor& out = in[kOut].toTensor();
   TORCH_CHECK_VALUE(q.dim() == 3, "[", op, "] query must be [num_tokens, num_heads, head_size], got ",
-                    q.sizes());
+                    q.sym_sizes());
   for (const auto& [i, name] : {std::pair{kKeyCache, "key_cache"}, {kValueCache, "value_cache"}}) {
     const at::Tensor& c = in[i].toTensor();
     TORCH_CHECK_VALUE(c.dim() == 4, "[", op, "] ", name,
                       " must be [num_blocks, block_size, num_kv_heads, head_size], got ",
-                      c.sizes());
+                      c.sym_sizes());
   }
   const at::Tensor& kc = in[kKeyCache].toTensor();
   const at::Tensor& vc = in[kValueCache].toTensor();
-  TORCH_CHECK_VALUE(vc.sizes() == kc.sizes(), "[", op, "] value_cache shape ", vc.sizes(),
-                    " must equal key_cache shape ", kc.sizes());
-  TORCH_CHECK_VALUE(out.sizes() == q.sizes() && out.scalar_type() == q.scalar_type(), "[", op,
-                    "] out must have the query's shape ", q.sizes(), " and dtype ",
-                    q.scalar_type(), ", got ", out.sizes(), " ", out.scalar_type());
-  TORCH_CHECK_VALUE(out.is_contiguous(), "[", op, "] out must be contiguous");
+  TORCH_CHECK_VALUE(vc.sym_sizes() == kc.sym_sizes(), "[", op, "] value_cache shape ",
+                    vc.sym_sizes(), " must equal key_cache shape ", kc.sym_sizes());
+  TORCH_CHECK_VALUE(out.sym_sizes() == q.sym_sizes() && out.scalar_type() == q.scalar_type(), "[",
+                    op, "] out must have the query's shape ", q.sym_sizes(), " and dtype ",
+                    q.scalar_type(), ", got ", out.sym_sizes(), " ", out.scalar_type());
   const at::Tensor& lens = in[kContextLens].toTensor();
-  TORCH_CHECK_VALUE(lens.dim() == 1 && lens.device().is_cpu() && !lens.is_floating_point() &&
-                        lens.scalar_type() != at::kBool && !lens.is_complex(),
+  TORCH_CHECK_VALUE(lens.dim() == 1 && (lens.device().is_cpu() || (fake && lens.is_meta())) &&
+                        !lens.is_floating_point() && lens.scalar_type() != at::kBool &&
+                        !lens.is_complex(),
                     "[", op, "] context_lens must be a 1-D integer CPU tensor (ATB reads it on the "
                     "host), got a ", lens.dim(), "-D ", lens.scalar_type(), " tensor on ",
                     lens.device());
-  TORCH_CHECK_VALUE(lens.numel() == q.size(0), "[", op,
-                    "] context_lens must hold one length per query row (", q.size(0), "), got ",
-                    lens.numel());
+  TORCH_CHECK_VALUE(lens.sym_numel() == q.sym_size(0), "[", op,
+                    "] context_lens must hold one length per query row (", q.sym_size(0),
+                    "), got ", lens.sym_numel());
 }
 
 // v with a dim of extent 1 inserted at `at` (its stride never stepped).
@@ -144,11 +146,21 @@ std::vector<int64_t> table_capacity(c10::ArrayRef<c10::IValue> in) {
   return std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(rows, 0)), cap);
 }
 
-// The workspace of the table's capacity, as a uint8 tensor on the query's device.
+// The workspace of the table's capacity, as a uint8 tensor on the query's device (zeros: its
+// contents mean nothing, and zeros make every call's result the same).
 at::Tensor max_workspace(const char* op, c10::ArrayRef<c10::IValue> in) {
   const IfaArgs a = ifa_args(op, in, table_capacity(in));
-  return at::empty({static_cast<int64_t>(cache().get(a)->workspace_size())},
+  return at::zeros({static_cast<int64_t>(cache().get(a)->workspace_size())},
                    in[kQuery].toTensor().options().dtype(at::kByte));
+}
+
+// t's metadata with each symbolic size and stride guarded to its value: the workspace is a
+// function of the shapes, so a graph asking for it specialises on them.
+at::Tensor concrete(const at::Tensor& t) {
+  std::vector<int64_t> sizes, strides;
+  for (const c10::SymInt& d : t.sym_sizes()) sizes.push_back(d.guard_int(__FILE__, __LINE__));
+  for (const c10::SymInt& d : t.sym_strides()) strides.push_back(d.guard_int(__FILE__, __LINE__));
+  return at::empty_strided(sizes, strides, t.options().device(at::kMeta));
 }
 
 }  // namespace
@@ -179,7 +191,7 @@ void paged_attention_meta(const c10::OperatorHandle& op, c10::DispatchKeySet,
   const char* name = op_name(op);
   const size_t n = op.schema().arguments().size();
   const auto in = arguments(*stack, n);
-  in_schema_names(names_of(name), [&] { check_args(name, in); });
+  in_schema_names(names_of(name), [&] { check_args(name, in, true); });
   const at::Tensor& q = in[kQuery].toTensor();
   for (size_t i = 1; i < n; ++i) {
     if (!in[i].isTensor() || !in[i].toTensor().defined() || i == kContextLens) continue;
@@ -189,7 +201,12 @@ void paged_attention_meta(const c10::OperatorHandle& op, c10::DispatchKeySet,
   }
   if constexpr (kWorkspace) {
     const MetaViews meta;  // the plan is made from the fake tensors' metadata
-    in_schema_names(names_of(name), [&] { finish(stack, n, max_workspace(name, in)); });
+    std::vector<c10::IValue> args(in.begin(), in.end());
+    for (c10::IValue& a : args)
+      if (a.isTensor() && a.toTensor().defined()) a = concrete(a.toTensor());
+    const at::Tensor ws =
+        in_schema_names(names_of(name), [&] { return max_workspace(name, args); });
+    finish(stack, n, at::empty(ws.sizes(), q.options().dtype(at::kByte)));
   } else {
     finish(stack, n);
   }
