@@ -34,18 +34,10 @@ struct FiaTiles {
            p.value_dim % 16 == 0;
   }
 
-  /// Every tile 16 rows of 64 bytes; the roles are fixed per product (qk, pv below).
-  static constexpr amx::TileConfig palette() {
-    amx::TileConfig c;
-    for (int t = 0; t < amx::kNumTiles; ++t) {
-      c.rows[t] = amx::kTileRows;
-      c.colsb[t] = amx::kTileRowBytes;
-    }
-    return c;
-  }
-  /// The tile configuration of a task (loaded at its start, released at its end).
+  /// The tile configuration of a task (loaded at its start, released at its end): every tile
+  /// 16 x 64 bytes, the roles fixed per product (qk, pv below).
   struct Scope : amx::BasicTileScope<Tiles> {
-    Scope() : amx::BasicTileScope<Tiles>(palette()) {}
+    Scope() : amx::BasicTileScope<Tiles>(amx::uniform_palette()) {}
   };
 
   /// s[m][0, 64) = scale · q[m] · k for rows m < round_up(M, 16): q bf16 rows of 2 · pairs
