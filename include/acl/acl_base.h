@@ -20,6 +20,8 @@ extern "C" {
 #endif
 
 typedef int aclError;
+/* The bit pattern of an IEEE binary16 value (CANN's fp16 host type). */
+typedef uint16_t aclFloat16;
 typedef void *aclrtStream;
 typedef void *aclrtEvent;
 typedef void *aclrtContext;
@@ -77,6 +79,13 @@ typedef enum {
 /** Bytes per element of dataType; 0 for ACL_DT_UNDEFINED, ACL_STRING, ACL_INT4 and unknown values.
  */
 ACL_FUNC_VISIBILITY size_t aclDataTypeSize(aclDataType dataType);
+
+/** The value of an fp16 bit pattern; exact for every pattern (NaN stays NaN). */
+ACL_FUNC_VISIBILITY float aclFloat16ToFloat(aclFloat16 value);
+/** value rounded to fp16, to nearest with ties to even: beyond the largest finite fp16 (65504)
+ * by half a unit or more gives +-inf; values below the normal range round to subnormals or zero;
+ * NaN gives a quiet NaN of the same sign. */
+ACL_FUNC_VISIBILITY aclFloat16 aclFloatToFloat16(float value);
 
 #ifdef __cplusplus
 }
