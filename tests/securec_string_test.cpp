@@ -97,6 +97,9 @@ TEST(SecurecStrcpy, Overlap) {
   std::strcpy(buf + 4, "xyz");
   EXPECT_EQ(strcpy_s(buf + 8, 8, buf + 4), EOK);
   EXPECT_STREQ(buf + 8, "xyz");
+  // The source's terminator is the destination's first byte: it is read, so the two overlap.
+  std::strcpy(buf, "abc");
+  EXPECT_EQ(strcpy_s(buf + 3, 8, buf), EOVERLAP_AND_RESET);
   // A source too long to fit is a range error, whether or not it overlaps.
   std::strcpy(buf, "0123456789");
   EXPECT_EQ(strcpy_s(buf + 1, 4, buf), ERANGE_AND_RESET);
