@@ -34,6 +34,8 @@ EXTERNAL_FILES = {
     "vllm/attention/ops/merge_attn_states.py", "merge_attn_states.py",
     "sparse_flash_attention_golden.py", "incre_flash_attention_tiling.cpp",
     "incre_flash_attention_tiling_check.cpp", "ascend_quant_pre_impl.h",
+    # CANN's environment script, and the C headers securectype.h brings in as CANN's does
+    "set_env.sh", "stddef.h", "stdio.h", "string.h", "stdlib.h",
 }
 # Identifiers of other projects that comments name as calls (C/CUDA runtimes, torch, libFuzzer).
 EXTERNAL_SYMBOLS = {

@@ -29,6 +29,8 @@
 #include "kvflash/export.h"
 #include "kvflash/status.h"
 #include "kvflash/version.h"
+#include "securec.h"
+#include "securectype.h"
 
 #define EXPECT(cond)                                                                 \
   do {                                                                               \
@@ -49,6 +51,9 @@ int main(void) {
   char layout[] = "BSH";
   bool return_lse = false;
   char version[32];
+  char word[8];
+  int number = 0;
+  aclFloat16 half;
 
   /* The library and the headers agree on the version. */
   EXPECT(strcmp(kvflash_version(), KVFLASH_VERSION_STRING) == 0);
@@ -72,6 +77,15 @@ int main(void) {
   EXPECT(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
   EXPECT(memcmp(host, back, sizeof(host)) == 0);
   EXPECT(aclDataTypeSize(ACL_BF16) == 2);
+  /* aclFloat16 and the secure C functions, from C. */
+  half = aclFloatToFloat16(1.5f);
+  EXPECT(half == 0x3e00 && aclFloat16ToFloat(half) == 1.5f);
+  EXPECT(memcpy_s(back, sizeof(back), host, sizeof(host) + 1) == ERANGE_AND_RESET);
+  EXPECT(back[0] == 0.0f && back[3] == 0.0f);
+  EXPECT(strcpy_s(word, sizeof(word), "BNSD") == EOK && strcmp(word, "BNSD") == 0);
+  EXPECT(sprintf_s(word, sizeof(word), "%d-%s", 42, "toolong") == -1 && word[0] == '\0');
+  EXPECT(sscanf_s("7 abc", "%d %s", &number, word, (unsigned)sizeof(word)) == 2);
+  EXPECT(number == 7 && strcmp(word, "abc") == 0);
 
   t = aclCreateTensor(dims, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, dims, 2, dev);
   EXPECT(t != NULL);
