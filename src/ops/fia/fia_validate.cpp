@@ -221,7 +221,7 @@ Status check_query(const FiaArgs& a, FiaShape* s) {
     s->B = q.shape[0], s->S1 = seq_dim(q, l);
   }
   s->rope = a.query_rope.has_value();
-  s->decode = !a.prompt && !s->rope && !s->tnd && s->S1 == 1;
+  s->decode = decode_branch(a, *s);
   return Status::kSuccess;
 }
 
