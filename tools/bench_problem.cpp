@@ -213,7 +213,8 @@ bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape*
 }
 
 constexpr const char* kFiaOthers =
-    "mode is 0 (no mask) or 3 (causal); paged (block size, fia only) is 0 (a contiguous cache) or "
+    "mode is 0 (no mask) or 3 (causal); mask (mode 3's compressed mask) is 2d, 3d, 4d or none "
+    "(none: only a decode call, q1, takes it); paged (block size, fia only) is 0 (a contiguous cache) or "
     "a multiple of 16 up to 512; kv is bf16, fp16, int8 (per-channel) or int8t (per-token; fia "
     "only); layout is bsnd or tnd (fia only); lse and sink are 0 or 1 (fia only); q and s also "
     "take per-request lists LEN[xCOUNT]+... (fia only: a TND call over a paged cache)";
@@ -272,6 +273,10 @@ bool parse_fia(const std::string& text, std::string_view rest, bool prompt, FiaW
         if (key == "mode") {
           if (!parse_int(value, 0, 3, &s.sparse_mode) || (s.sparse_mode != 0 && s.sparse_mode != 3))
             return fail("mode is 0 (no mask) or 3 (causal)");
+        } else if (key == "mask") {
+          if (value != "2d" && value != "3d" && value != "4d" && value != "none")
+            return fail("mask is 2d, 3d, 4d (the compressed mask's shape) or none");
+          s.mask_rank = value == "none" ? 0 : value[0] - '0';
         } else if (key == "layout") {
           if (prompt || (value != "bsnd" && value != "tnd"))
             return fail("layout is bsnd or tnd (fia)");
