@@ -326,6 +326,13 @@ bool parse_fia(const std::string& text, std::string_view rest, bool prompt, FiaW
       if (s.kv_lens[r] == 0) s.kv_lens[r] = s.q_lens[r];  // s0 = q: a prompt
     s.batch = static_cast<int64_t>(s.q_lens.size());
   }
+  // D4: only FIA's decode branch (a BSND query of one row) needs no mask with mode 3.
+  if (s.sparse_mode == 3 && s.mask_rank == 0 && (prompt || s.tnd || s.q_len != 1))
+    return problem_error(text,
+                         "mask=none with mode=3 needs a decode call (fia, q1, no per-request "
+                         "lists: the decode branch ignores the sparse mode); a prefill call "
+                         "takes the compressed mask",
+                         error);
   if (s.tnd && s.block_size == 0)
     return problem_error(text, "a TND call (layout=tnd or per-request lists) needs paged > 0",
                          error);
