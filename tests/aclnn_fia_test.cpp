@@ -374,6 +374,14 @@ TEST(AclnnFiaTest, V5ArgumentsRefusedByName) {
   expect_refused([&](Call& c) { c.kv_start = c.ints(starts); }, "kv_start_idx");
   expect_refused([](Call& c) { c.pse_type = 1; }, "pse_type");
   expect_refused([](Call& c) { c.pse_type = 2; }, "pse_type");
+  // V5's new dtypes (fp8, hifloat8, fp4: aclDataType values kvflash does not read) are refused.
+  expect_refused(
+      [&](Call& c) {
+        TensorView q = data.call().query;
+        q.dtype = static_cast<kvflash::DType>(36);
+        c.query = c.make(q);
+      },
+      "query");
   // Empty start indices are absent ones.
   const auto ref = kvflash::reference::fia_reference(data.call());
   Call c(data.call());

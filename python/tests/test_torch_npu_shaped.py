@@ -5,7 +5,7 @@ softmax and compare the operator's output with it. These do the same through
 ``import kvflash.torch_npu as torch_npu``, for every query layout, sparse mode, mask shape and
 dtype the torch_npu documentation lists for npu_fused_infer_attention_score (v1 and v2),
 npu_prompt_flash_attention, npu_incre_flash_attention, npu_sparse_flash_attention and
-npu_lightning_indexer (docs/fia-pfa-indexer.md §1-2, the torch-npu spec §2). The golden is plain
+npu_lightning_indexer (docs/fia-pfa-indexer.md §1 and §2, docs/python.md). The golden is plain
 torch in float64 over the operator's (rounded) inputs, written here from the documented rules
 (visibility per sparse mode, IFA's masks, SFA's selected positions, the indexer's score); it shares
 no code with kvflash's reference library or its test support. Slots an operator must not read (KV
@@ -371,7 +371,7 @@ FIA_CASES = [
         mask="c4"),
     # int8 output (quant_scale2, per tensor)
     Fia(layout="BSND", int8_out=True, sparse_mode=3, mask="c2"),
-    # op-plugin's own calls (test_npu_fused_infer_attention_score.py): BNSD fp16, 32 heads, D 128,
+    # op-plugin's own test of npu_fused_infer_attention_score: BNSD fp16, 32 heads, D 128,
     # scale 1 / 0.0078125, pre / next 65535, with and without the LSE, prefill and decode (query S
     # 2048 there, 64 here)
     *[Fia(layout="BNSD", heads=32, kv_heads=32, dim=128, q_lens=(s1,), kv_lens=(64,),
