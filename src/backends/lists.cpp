@@ -136,7 +136,10 @@ constexpr FiaBackend cpu_fia(const char* name) {
           nullptr};
 }
 
+// cpu-amx: the prefill task of avx512bf16 (no tiles in the FIA kernel yet), the decode branch on
+// IFA's cpu-amx kernels (the matrix engine's scores and P·V).
 constexpr FiaBackend kFiaList[] = {
+    cpu_fia<Isa::kAmx, &cpu::avx512::kFiaKernelsBf16, &cpu::amx::kIfaKernels>("cpu-amx"),
     cpu_fia<Isa::kAvx512Bf16, &cpu::avx512::kFiaKernelsBf16, &cpu::avx512::kIfaKernelsBf16>(
         "cpu-avx512bf16"),
     cpu_fia<Isa::kAvx512, &cpu::avx512::kFiaKernels, &cpu::avx512::kIfaKernels>("cpu-avx512"),
