@@ -146,9 +146,10 @@ TEST(FiaValidate, DecodeBranchIgnoresSparseModeAndNeedsNoMask) {
   EXPECT_NE(std::string(last_error_message()).find("pre_tokens + next_tokens"), std::string::npos)
       << last_error_message();
   // Mode 4's pre + next check does not overflow int64 (UBSan would say so).
-  for (auto [pre, next] : {std::pair{INT64_MIN, int64_t{-1}}, std::pair{int64_t{-1}, INT64_MIN}}) {
+  for (const auto& band : {std::pair{INT64_MIN, int64_t{-1}}, std::pair{int64_t{-1}, INT64_MIN}}) {
     EXPECT_EQ(plan_with([&](FiaArgs& a) {
-                a.sparse_mode = 4, a.pre_tokens = pre, a.next_tokens = next, a.prompt = true;
+                a.sparse_mode = 4, a.pre_tokens = band.first, a.next_tokens = band.second;
+                a.prompt = true;
               }),
               Status::kInvalid);
     EXPECT_NE(std::string(last_error_message()).find("pre_tokens + next_tokens"), std::string::npos)
