@@ -108,8 +108,8 @@ TEST(BackendOps, UnavailableHostEntriesSayWhy) {
   if (!skipped.empty()) GTEST_SKIP() << "entries not run here: " << skipped;
 }
 
-// The matrix-engine entries are in IFA's, SFA's and FIA's lists as host entries; where they cannot
-// run, UnavailableHostEntriesSayWhy checks their reason.
+// The matrix-engine entries are in IFA's, SFA's, FIA's and the indexer's lists as host entries;
+// where they cannot run, UnavailableHostEntriesSayWhy checks their reason.
 TEST(BackendOps, AmxEntriesAreListedOnTheHost) {
   const auto check = [](const char* op, const auto& list) {
     int found = 0;
@@ -123,6 +123,7 @@ TEST(BackendOps, AmxEntriesAreListedOnTheHost) {
   check("ifa", ifa_backends());
   check("sfa", sfa_backends());
   check("fia", fia_backends());
+  check("li", li_backends());
 }
 
 class BackendOpsIfa : public ::testing::TestWithParam<IfaCase> {};

@@ -112,9 +112,10 @@ constexpr MergeBackend kMergeList[] = {
     {"cpu", DeviceType::kHost, always, no_workspace, cpu::merge_run, nullptr},
 };
 
-// The LightningIndexer: avx512bf16 scores bf16 inputs with vdpbf16ps (cpu/li/li_kernel-inl.h);
-// no CUDA entry yet.
+// The LightningIndexer: amx scores bf16 inputs on tiles (cpu/li/li_tiles-inl.h), avx512bf16 with
+// vdpbf16ps (cpu/li/li_kernel-inl.h); no CUDA entry yet.
 constexpr LiBackend kLiList[] = {
+    cpu_li<Isa::kAmx, &cpu::amx::kLiKernels>("cpu-amx"),
     cpu_li<Isa::kAvx512Bf16, &cpu::avx512::kLiKernelsBf16>("cpu-avx512bf16"),
     cpu_li<Isa::kAvx512, &cpu::avx512::kLiKernels>("cpu-avx512"),
     cpu_li<Isa::kAvx2, &cpu::avx2::kLiKernels>("cpu-avx2"),
@@ -136,10 +137,10 @@ constexpr FiaBackend cpu_fia(const char* name) {
           nullptr};
 }
 
-// cpu-amx: the prefill task of avx512bf16 (no tiles in the FIA kernel yet), the decode branch on
-// IFA's cpu-amx kernels (the matrix engine's scores and P·V).
+// cpu-amx: the prefill task's bf16 products and the decode branch (IFA's cpu-amx kernels) on the
+// matrix engine.
 constexpr FiaBackend kFiaList[] = {
-    cpu_fia<Isa::kAmx, &cpu::avx512::kFiaKernelsBf16, &cpu::amx::kIfaKernels>("cpu-amx"),
+    cpu_fia<Isa::kAmx, &cpu::amx::kFiaKernels, &cpu::amx::kIfaKernels>("cpu-amx"),
     cpu_fia<Isa::kAvx512Bf16, &cpu::avx512::kFiaKernelsBf16, &cpu::avx512::kIfaKernelsBf16>(
         "cpu-avx512bf16"),
     cpu_fia<Isa::kAvx512, &cpu::avx512::kFiaKernels, &cpu::avx512::kIfaKernels>("cpu-avx512"),

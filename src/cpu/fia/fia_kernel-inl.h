@@ -2,13 +2,11 @@
 // kvflash::cpu::<isa> after simd_<isa>.h, simd_math-inl.h and softmax_state.h (no include guard
 // on purpose).
 //
-// Matrix-engine seam. The two products of a tile go through fia_qk_tile (S = Q·Kᵀ) and fia_pv_tile
-// (acc += P·V) below, over fp32 staging buffers with the strides given. A translation unit that
-// has a matrix engine (AMX) defines KVFLASH_FIA_MATRIX_TILES and its own two functions with these
-// signatures before including this file; everything else (staging, bands, softmax, output) stays.
-// Their contract: any summation order, fp32 accumulation, no other side effects.
+// Matrix-engine seam. The bf16 path's two products (fia_qk_bf16_tile, fia_pv_bf16_tile) run on
+// the matrix engine when the translation unit defines KVFLASH_FIA_TILES (the AMX level:
+// fia_tiles-inl.h, FiaTiles) and the task's shape suits the tiles; everything else (staging,
+// packing, bands, softmax, output) stays the same code.
 
-#ifndef KVFLASH_FIA_MATRIX_TILES
 // Register blocks: R score rows x C vectors (AVX-512 6x4 = 24 accumulators of 32 registers, with
 // room for the 4 key / value vectors and a broadcast; AVX2 4x2 = 8 of 16; scalar 4x2). Every
 // element's arithmetic is the same in any block shape (one fp32 chain in a fixed order), so the
@@ -97,7 +95,6 @@ inline void fia_pv_tile(const float* p, int64_t ldp, const float* v, int64_t ldv
     fia_pv_rows<decltype(r)::value>(p + m * ldp, ldp, v, ldv, acc + m * lda, lda, n, dv);
   });
 }
-#endif  // KVFLASH_FIA_MATRIX_TILES
 
 #ifdef KVFLASH_FIA_BF16_DOT
 // Scores of a bf16 query against bf16 keys with AVX512-BF16 (only the avx512 translation unit
@@ -434,13 +431,21 @@ inline bool fia_bf16_dot_shape(const FiaParams& p) {
   return p.dtype == DType::kBFloat16 && !p.kv_int8 && p.head_dim % 2 == 0 && p.rope_dim % 2 == 0;
 }
 
+#ifdef KVFLASH_FIA_TILES
+#include "cpu/fia/fia_tiles-inl.h"
+#endif
+
+/// Rows of a task's score and accumulator buffers: the query tile's rows x heads, rounded up to
+/// whole tiles of 16 rows (the matrix engine takes rows 16 at a time; fia_tiles-inl.h).
+inline int64_t fia_task_rows(int64_t G) { return (fia_query_tile(G) * G + 15) / 16 * 16; }
+
 /// Floats of one split-KV merge slot row: max, sum, visible count, pad, acc[Dv].
 inline int64_t fia_slot_floats(const FiaParams& p) { return 4 + p.value_dim; }
 
 /// The scratch floats one participant needs.
 inline int64_t fia_scratch_floats(const FiaParams& p) {
   const int64_t G = p.num_heads / p.num_kv_heads;
-  const int64_t M = fia_query_tile(G) * G, Dkt = p.head_dim + p.rope_dim, Dv = p.value_dim;
+  const int64_t M = fia_task_rows(G), Dkt = p.head_dim + p.rope_dim, Dv = p.value_dim;
   // Q, K^T (or packed bf16 pairs), V, S, acc, softmax states (2 floats), visible counts (2 floats
   // each: int64).
   return M * Dkt + Dkt * kFiaKeyTile + kFiaKeyTile * Dv + M * kFiaKeyTile + M * Dv + 2 * M + 2 * M;
@@ -489,15 +494,17 @@ inline void fia_finish_row(const FiaParams& p, const FiaData& d, const FiaBatch&
 /// One task: batch b, KV head n2, query tile qt, key tiles [t_first, t_last] of those the tile
 /// sees (all of them: t_first = 0, t_last = INT64_MAX). `slot` null: the rows are finished and
 /// written; else each row's (max, sum, count, acc) goes to slot row m (split-KV, fia_merge).
-/// `scratch` is fia_scratch_floats floats, 64-byte aligned. kDot: the AVX512-BF16 score path.
-template <bool kDot>
+/// `scratch` is fia_scratch_floats floats, 64-byte aligned. kDot: the AVX512-BF16 score path;
+/// Mm: its products on the matrix engine (FiaTiles, whose shape(p) the caller checked and whose
+/// Scope it holds), void for none.
+template <bool kDot, class Mm = void>
 inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
   const FiaBatch& bt = p.batches[b];
   const int64_t G = p.num_heads / p.num_kv_heads, Tq = fia_query_tile(G);
   const int64_t i0 = qt * Tq, i1 = std::min(bt.q_rows, i0 + Tq), nq = i1 - i0, M = nq * G;
   const int64_t Dk = p.head_dim, Dr = p.rope_dim, Dkt = Dk + Dr, Dv = p.value_dim;
-  const int64_t Mmax = Tq * G, Bk = kFiaKeyTile, P = p.prefix_len;
+  const int64_t Mmax = fia_task_rows(G), Bk = kFiaKeyTile, P = p.prefix_len;
   const DType kvt = p.kv_int8 ? DType::kInt8 : p.dtype;
   float* qs = scratch;
   float* kt = qs + Mmax * Dkt;
@@ -518,6 +525,14 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
 #else
   constexpr bool pv_dot = false;
 #endif
+  constexpr bool kTiles = !std::is_void_v<Mm>;
+  if constexpr (kTiles) {
+    // The rows past M of the last 16-row block: zero queries and accumulators, so the tiles
+    // compute zeros there (nobody reads them).
+    const int64_t Mt = (M + 15) / 16 * 16;
+    std::fill(qb + M * Dkt, qb + Mt * Dkt, uint16_t{0});
+    std::fill(acc + M * Dv, acc + Mt * Dv, 0.0f);
+  }
 
   // ---- the query tile: row m = (i - i0) * G + g ----
   for (int64_t ii = 0; ii < nq; ++ii) {
@@ -597,7 +612,11 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
     if constexpr (kDot) {
       fia_pack_keys_bf16(kp, krow, rrow, Dk, Dr);
       if (tile_dot) fia_pack_values_bf16(vp, vrow, Dv);
-      fia_qk_bf16_tile(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+      if constexpr (kTiles) {
+        Mm::qk(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+      } else {
+        fia_qk_bf16_tile(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+      }
     }
 #endif
     if constexpr (!kDot) fia_qk_tile(qs, Dkt, kt, Bk, s, Bk, M, Bk, Dkt);
@@ -647,7 +666,11 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
 #ifdef KVFLASH_FIA_BF16_DOT
     if (tile_dot) {
       fia_round_p_bf16(s, M);
-      fia_pv_bf16_tile(reinterpret_cast<const uint16_t*>(s), 2 * Bk, vp, Dv, acc, M);
+      if constexpr (kTiles) {
+        Mm::pv(reinterpret_cast<const uint16_t*>(s), 2 * Bk, vp, Dv, acc, M);
+      } else {
+        fia_pv_bf16_tile(reinterpret_cast<const uint16_t*>(s), 2 * Bk, vp, Dv, acc, M);
+      }
       continue;
     }
 #endif
@@ -665,6 +688,23 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
     }
   }
 }
+
+#ifdef KVFLASH_FIA_TILES
+/// The bf16 task of a level with a matrix engine (its FiaKernels::task_bf16): on the tiles of
+/// Tiles where the shape suits them (FiaTiles::shape), holding their configuration for the task,
+/// else on vdpbf16ps.
+template <class Tiles>
+inline void fia_task_tiles(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
+                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
+  using Engine = FiaTiles<Tiles>;
+  if (!Engine::shape(p)) {
+    fia_task_body<true>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+    return;
+  }
+  typename Engine::Scope tiles;
+  fia_task_body<true, Engine>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+}
+#endif
 
 /// Merges the `chunks` split-KV slots of task (b, n2, qt) (slot rows of M rows each, in chunk
 /// order) and writes its rows: the NaN-keeping max over the parts, each part weighted by
