@@ -214,10 +214,11 @@ bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape*
 
 constexpr const char* kFiaOthers =
     "mode is 0 (no mask) or 3 (causal); mask (mode 3's compressed mask) is 2d, 3d, 4d or none "
-    "(none: only a decode call, q1, takes it); paged (block size, fia only) is 0 (a contiguous cache) or "
-    "a multiple of 16 up to 512; kv is bf16, fp16, int8 (per-channel) or int8t (per-token; fia "
-    "only); layout is bsnd or tnd (fia only); lse and sink are 0 or 1 (fia only); q and s also "
-    "take per-request lists LEN[xCOUNT]+... (fia only: a TND call over a paged cache)";
+    "(none: only a decode call, q1, takes it); paged (block size, fia only) is 0 (a contiguous "
+    "cache) or a multiple of 16 up to 512; kv is bf16, fp16, int8 (per-channel) or int8t "
+    "(per-token; fia only); layout is bsnd or tnd (fia only); lse and sink are 0 or 1 (fia only); "
+    "q and s also take per-request lists LEN[xCOUNT]+... (fia only: a TND call over a paged "
+    "cache)";
 
 // A per-request list "LEN[xCOUNT]+LEN[xCOUNT]...", each LEN in [lo, hi], at most kCliMaxBatch
 // entries in all.

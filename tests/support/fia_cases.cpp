@@ -594,7 +594,7 @@ std::vector<FiaCase> fia_cases(Tier tier) {
     };
     const Decode decodes[] = {
         {FiaLayout::kBsnd, 3, kMaxTok, kMaxTok, FiaMask::kNone, 2, true},  // vllm-ascend's decode
-        {FiaLayout::kBnsd, 4, 0, 0, FiaMask::kNone, 2, false},    // a prefill band would be 1 key
+        {FiaLayout::kBnsd, 4, 0, 0, FiaMask::kNone, 2, false},  // a prefill band would be 1 key
         {FiaLayout::kBsh, 4, -5, 2, FiaMask::kCompressed, 3, false},  // pre + next < 0: ignored
         {FiaLayout::kBsh, 2, kMaxTok, kMaxTok, FiaMask::kCompressed, 4, false},
         {FiaLayout::kBsnd, 1, kMaxTok, kMaxTok, FiaMask::kNone, 2, false},
