@@ -14,8 +14,11 @@
 #include "acl/acl_rt.h"
 #include "aclnn/acl_meta.h"
 #include "aclnn/aclnn_base.h"
+#include "aclnnop/aclnn_fused_infer_attention_score.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v2.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v5.h"
 #include "aclnnop/aclnn_incre_flash_attention.h"
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
@@ -128,8 +131,19 @@ int main(void) {
   EXPECT(executor == NULL);
   EXPECT(strstr(aclGetRecentErrMsg(), "query") != NULL);
   EXPECT(aclnnPromptFlashAttentionV3(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  /* FusedInferAttentionScore V1 (called from C: bool softmaxLseFlag): a null query is 161001. */
+  executor = (aclOpExecutor*)0x10;
+  EXPECT(aclnnFusedInferAttentionScoreGetWorkspaceSize(
+             NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+             NULL, NULL, NULL, 1, 1.0, INT64_MAX, INT64_MAX, layout, 1, 0, 0, 0, 0, false, t, NULL,
+             &ws, &executor) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(executor == NULL);
+  EXPECT(strstr(aclGetRecentErrMsg(), "query") != NULL);
+  EXPECT(aclnnFusedInferAttentionScore(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(aclnnFusedInferAttentionScoreV2(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclnnFusedInferAttentionScoreV3(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclnnFusedInferAttentionScoreV4(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(aclnnFusedInferAttentionScoreV5(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclDestroyTensor(t) == ACLNN_SUCCESS);
 
   EXPECT(aclrtFree(dev) == ACL_SUCCESS);
