@@ -21,18 +21,14 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.hpp"
-#include "cpu/fia/fia_entry.hpp"
 #include "cpu/fia/fia_kernel_isa.hpp"
 #include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/isa.hpp"
 #include "fia_reference.hpp"
-#include "ops/fia/fia_bind.hpp"
-#include "ops/fia/fia_validate.hpp"
 #include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 #include "support/fia_emu_tiles.hpp"
-#include "support/workspace_buffer.hpp"
+#include "support/fia_run.hpp"
 
 namespace kvflash::testing {
 namespace {
@@ -54,29 +50,6 @@ class WorstPrinter : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const kWorstPrinter =
     ::testing::AddGlobalTestEnvironment(new WorstPrinter);
-
-// Validates and binds args as a plan does, then runs FIA kernel table k (the decode branch on the
-// avx512bf16 IFA kernels) as the backend entry does, with a fresh workspace.
-::testing::AssertionResult run_fia_kernels(const FiaArgs& args, const cpu::FiaKernels& k) {
-  core::FiaProblem p;
-  if (const Status s = fia::validate(args, &p); s != Status::kSuccess) {
-    return ::testing::AssertionFailure()
-           << "validate returned " << static_cast<int>(s) << ": " << last_error_message();
-  }
-  core::FiaData d;
-  fia::bind_data(p, args, &d);
-  WorkspaceBuffer ws(cpu::fia_entry_workspace_size(p));
-  core::RunContext ctx;
-  ctx.num_threads = args.num_threads;
-  ctx.workspace = ws.data();
-  ctx.workspace_size = ws.size();
-  if (const Status s = cpu::fia_entry_run(p, d, ctx, k, cpu::avx512::kIfaKernelsBf16);
-      s != Status::kSuccess) {
-    return ::testing::AssertionFailure()
-           << "fia_entry_run returned " << static_cast<int>(s) << ": " << last_error_message();
-  }
-  return ::testing::AssertionSuccess();
-}
 
 std::vector<std::byte> output_bytes(const reference::FiaCall& call) {
   const TensorView& o = call.attention_out;

@@ -446,9 +446,10 @@ inline int64_t fia_slot_floats(const FiaParams& p) { return 4 + p.value_dim; }
 inline int64_t fia_scratch_floats(const FiaParams& p) {
   const int64_t G = p.num_heads / p.num_kv_heads;
   const int64_t M = fia_task_rows(G), Dkt = p.head_dim + p.rope_dim, Dv = p.value_dim;
-  // Q, K^T (or packed bf16 pairs), V, S, acc, softmax states (2 floats), visible counts (2 floats
-  // each: int64).
-  return M * Dkt + Dkt * kFiaKeyTile + kFiaKeyTile * Dv + M * kFiaKeyTile + M * Dv + 2 * M + 2 * M;
+  // Q, K^T (or packed bf16 pairs), V, V packed as bf16 pairs, S, acc, softmax states (2 floats),
+  // visible counts (2 floats each: int64).
+  return M * Dkt + Dkt * kFiaKeyTile + kFiaKeyTile * Dv + kFiaKeyTile * Dv / 2 + M * kFiaKeyTile +
+         M * Dv + 2 * M + 2 * M;
 }
 
 /// Writes row (i, h) of batch bt from its finished state: D5 for an empty row, D8's sink, the
@@ -509,7 +510,8 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
   float* qs = scratch;
   float* kt = qs + Mmax * Dkt;
   float* vs = kt + Dkt * Bk;
-  float* s = vs + Bk * Dv;
+  [[maybe_unused]] uint16_t* vp = reinterpret_cast<uint16_t*>(vs + Bk * Dv);  // bf16 P·V's V
+  float* s = vs + Bk * Dv + Bk * Dv / 2;
   float* acc = s + Mmax * Bk;
   SoftmaxState* st = reinterpret_cast<SoftmaxState*>(acc + Mmax * Dv);
   int64_t* cnt = reinterpret_cast<int64_t*>(st + Mmax);
@@ -518,8 +520,7 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
   [[maybe_unused]] uint16_t* kp = reinterpret_cast<uint16_t*>(kt);
   [[maybe_unused]] const uint16_t* krow[kFiaKeyTile];  // the tile's key / key-rope rows, packed after staging V
   [[maybe_unused]] const uint16_t* rrow[kFiaKeyTile];
-  [[maybe_unused]] const uint16_t* vrow[kFiaKeyTile];  // a full tile's value rows (bf16 P·V)
-  [[maybe_unused]] uint16_t* vp = reinterpret_cast<uint16_t*>(vs);
+  [[maybe_unused]] const uint16_t* vrow[kFiaKeyTile];  // a whole tile's value rows (bf16 P·V)
 #ifdef KVFLASH_FIA_BF16_DOT
   const bool pv_dot = kDot && fia_pv_bf16_shape(p);
 #else
@@ -562,12 +563,18 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
   const int64_t t_lo = std::max(jlo / Bk, t_first), t_hi = std::min(jhi / Bk, t_last);
   for (int64_t t = t_lo; jlo <= jhi && t <= t_hi; ++t) {
     const int64_t j0 = t * Bk, n = std::min(Bk, L - j0);
-    // Whole tile visible to every row (and no mask): no per-element masking, one P·V product.
-    const bool full =
-        !p.has_mask && n == Bk && (i1 - 1) + bt.band_lo <= j0 && j0 + Bk - 1 <= i0 + bt.band_hi;
-    // bf16 P·V on full tiles only: a partial one's rows see different ranges of V, and V outside
-    // a row's range must never reach it (0 · NaN), which the fp32 path's per-row range ensures.
-    const bool tile_dot = pv_dot && full;
+    // The rows ii in [fa, fb) see the whole tile (no mask, 64 positions in their band); `full`:
+    // every row does (no per-element masking, one P·V product for all). A row's own band decides
+    // (never the rows beside it in the query tile), so chunking a prompt cannot change its bits.
+    int64_t fa = nq, fb = nq;
+    if (!p.has_mask && n == Bk) {
+      fa = std::clamp<int64_t>(j0 + Bk - 1 - bt.band_hi - i0, 0, nq);
+      fb = std::clamp<int64_t>(j0 - bt.band_lo - i0 + 1, fa, nq);
+    }
+    const bool full = fa == 0 && fb == nq;
+    // bf16 P·V for the rows that see the whole tile: a partial row sees a range of V, and V outside
+    // it must never reach it (0 · NaN), which the fp32 path's per-row range ensures.
+    const bool dot_rows = pv_dot && fa < fb;
     // Stage K (bf16 pairs, or K^T in fp32: d-major, so score rows are vector FMAs) and V rows in
     // fp32 (bf16 P·V: V packed as pairs after the loop); positions past n are 0.
     for (int64_t c = 0; c < Bk; ++c) {
@@ -601,9 +608,9 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
         if (p.kv_int8) fia_dequant_row(p.k_dq, d.k_scale, d.k_offset, b, n2, tok, kt + c, Dk, Bk);
         for (int64_t x = 0; x < Dr; ++x) kt[(Dk + x) * Bk + c] = fia_load(rb, p.dtype, rx + x);
       }
-      if (tile_dot) {
+      if (dot_rows) {
         vrow[c] = static_cast<const uint16_t*>(vb) + vx;
-        continue;
+        if (full) continue;  // no row takes the fp32 V
       }
       fia_widen_row(vb, kvt, vx, vs + c * Dv, Dv);
       if (p.kv_int8) fia_dequant_row(p.v_dq, d.v_scale, d.v_offset, b, n2, tok, vs + c * Dv, Dv, 1);
@@ -611,7 +618,7 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
 #ifdef KVFLASH_FIA_BF16_DOT
     if constexpr (kDot) {
       fia_pack_keys_bf16(kp, krow, rrow, Dk, Dr);
-      if (tile_dot) fia_pack_values_bf16(vp, vrow, Dv);
+      if (dot_rows) fia_pack_values_bf16(vp, vrow, Dv);
       if constexpr (kTiles) {
         Mm::qk(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
       } else {
@@ -656,7 +663,7 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
         const float alpha = softmax_fold_tile(st[m], sr, Bk);
         softmax_scale_acc(acc + m * Dv, Dv, alpha);
       }
-      if (!full && hi >= lo) {
+      if (!full && hi >= lo && !(dot_rows && ii >= fa && ii < fb)) {
         // Only the row's range reaches its accumulators (V outside the band is never attended);
         // masked positions inside it are attended with weight 0, as in the reference.
         fia_pv_tile(s + ii * G * Bk + lo, Bk, vs + lo * Dv, Dv, acc + ii * G * Dv, Dv, G,
@@ -664,12 +671,16 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
       }
     }
 #ifdef KVFLASH_FIA_BF16_DOT
-    if (tile_dot) {
-      fia_round_p_bf16(s, M);
+    if (dot_rows) {
+      // Score rows [fa G, fb G): P rounded to bf16 in place, then P·V.
+      float* sd = s + fa * G * Bk;
+      float* ad = acc + fa * G * Dv;
+      const int64_t Md = (fb - fa) * G;
+      fia_round_p_bf16(sd, Md);
       if constexpr (kTiles) {
-        Mm::pv(reinterpret_cast<const uint16_t*>(s), 2 * Bk, vp, Dv, acc, M);
+        Mm::pv(reinterpret_cast<const uint16_t*>(sd), 2 * Bk, vp, Dv, ad, Md);
       } else {
-        fia_pv_bf16_tile(reinterpret_cast<const uint16_t*>(s), 2 * Bk, vp, Dv, acc, M);
+        fia_pv_bf16_tile(reinterpret_cast<const uint16_t*>(sd), 2 * Bk, vp, Dv, ad, Md);
       }
       continue;
     }

@@ -18,8 +18,9 @@
 //     ([pair][Dv][2]) is the B operand, 16 pairs x 16 channels a tile; the accumulators are loaded,
 //     added to and stored back 16 x 32 channels at a time.
 // Rows are taken 16 at a time: the task keeps round_up(M, 16) rows of Q, S and acc, the rows past M
-// zero (fia_task_body), so a last partial block computes zeros nobody reads and one tile
-// configuration (every tile 16 x 64 bytes) serves the whole task. Every element of a result is one
+// zero (fia_task_body), so a last partial block of the scores computes zeros nobody reads, and one
+// tile configuration (every tile 16 x 64 bytes) serves the whole task; P·V, which may cover only
+// some of the task's rows, stages a last partial block. Every element of a result is one
 // row of A against one column of B, so a row's bits depend neither on the block it falls in nor on
 // the rows beside it: the same bits for any thread count and batch composition.
 
@@ -78,16 +79,19 @@ struct FiaTiles {
     }
   }
 
-  /// acc[m][0, Dv) += sum over the tile's 64 keys of p[m][c] · v[c][0, Dv) for rows
-  /// m < round_up(M, 16): p bf16 rows ldp elements apart (rows past M readable), vp as
-  /// fia_pack_values_bf16 packs it, Dv a multiple of 16, acc rows Dv floats apart. Tiles: 0-1 the
-  /// probabilities of keys 0-31 and 32-63, 2-3 two 16-channel accumulator blocks, 4-7 their value
-  /// operands (pairs 0-15 and 16-31).
+  /// acc[m][0, Dv) += sum over the tile's 64 keys of p[m][c] · v[c][0, Dv) for rows m < M: p
+  /// bf16 rows ldp elements apart, vp as fia_pack_values_bf16 packs it, Dv a multiple of 16, acc
+  /// rows Dv floats apart. The rows past M are other rows' (fia_task_body's dot_rows): a last
+  /// block of fewer than 16 rows goes through 16-row staging copies (pv_tail), so nothing outside
+  /// [0, M) is read or written. Tiles: 0-1 the probabilities of keys 0-31 and 32-63, 2-3 two
+  /// 16-channel accumulator blocks, 4-7 their value operands (pairs 0-15 and 16-31).
   static void pv(const uint16_t* p, int64_t ldp, const uint16_t* vp, int64_t Dv, float* acc,
                  int64_t M) {
     const ptrdiff_t ps = ldp * 2, as = Dv * 4, vs = Dv * 4;
     const uint16_t* v1 = vp + 16 * Dv * 2;  // pairs 16-31
-    for (int64_t m = 0; m < M; m += amx::kTileRows) {
+    const int64_t whole = M / amx::kTileRows * amx::kTileRows;
+    if (whole < M) pv_tail(p + whole * ldp, ldp, vp, Dv, acc + whole * Dv, M - whole);
+    for (int64_t m = 0; m < whole; m += amx::kTileRows) {
       Tiles::template load<0>(p + m * ldp, ps);
       Tiles::template load<1>(p + m * ldp + 32, ps);
       float* am = acc + m * Dv;
@@ -114,6 +118,29 @@ struct FiaTiles {
         Tiles::template dpbf16ps<2, 1, 6>();
         Tiles::template store<2>(am + x, as);
       }
+    }
+  }
+
+  /// pv for r < 16 rows through staging copies of their probabilities and of each 16-channel
+  /// block of their accumulators (the staged rows past r zero). Each element is still one row of
+  /// P against one column of V: the same bits as in a whole block.
+  static void pv_tail(const uint16_t* p, int64_t ldp, const uint16_t* vp, int64_t Dv, float* acc,
+                      int64_t r) {
+    alignas(64) uint16_t ps[amx::kTileRows][kFiaKeyTile] = {};
+    alignas(64) float as[amx::kTileRows][16] = {};
+    for (int64_t i = 0; i < r; ++i) __builtin_memcpy(ps[i], p + i * ldp, sizeof ps[i]);
+    Tiles::template load<0>(ps[0], sizeof ps[0]);
+    Tiles::template load<1>(ps[0] + 32, sizeof ps[0]);
+    const uint16_t* v1 = vp + 16 * Dv * 2;
+    for (int64_t x = 0; x < Dv; x += 16) {
+      for (int64_t i = 0; i < r; ++i) __builtin_memcpy(as[i], acc + i * Dv + x, sizeof as[i]);
+      Tiles::template load<2>(as[0], sizeof as[0]);
+      Tiles::template load<4>(vp + 2 * x, Dv * 4);
+      Tiles::template load<6>(v1 + 2 * x, Dv * 4);
+      Tiles::template dpbf16ps<2, 0, 4>();
+      Tiles::template dpbf16ps<2, 1, 6>();
+      Tiles::template store<2>(as[0], sizeof as[0]);
+      for (int64_t i = 0; i < r; ++i) __builtin_memcpy(acc + i * Dv + x, as[i], sizeof as[i]);
     }
   }
 };
