@@ -5,8 +5,8 @@
 // value with V2's split antiquant parameters (keyAntiquantScale / keyAntiquantOffset and
 // valueAntiquantScale / valueAntiquantOffset, one per tensor, keyAntiquantMode =
 // valueAntiquantMode = 0; dequant(x) = (x + offset) * scale) and the softmax log-sum-exp output.
-// The third request has fewer keys than query rows, so its first two rows see nothing: output 0
-// and LSE +inf; so is the query's last row, past the last cumulative length. Checks every output
+// The third request has fewer keys than query rows, so its first two rows see nothing (output 0,
+// LSE +inf), as does the query's last row, past the last cumulative length. Checks every output
 // element and every LSE against a double-precision loop and exits non-zero on any mismatch.
 //
 //   g++ -std=c++11 fia_v2.cpp -I P/include -I P/include/aclnn -I P/include/aclnnop -L P/lib64
@@ -41,7 +41,8 @@ int main() {
     k[i] = static_cast<int8_t>(std::lround(rng.Uniform(-100, 100)));
     v[i] = static_cast<int8_t>(std::lround(rng.Uniform(-100, 100)));
   }
-  // Per-tensor split antiquant, fp16: the key's scale and offset, then the value's.
+  // Per-tensor split antiquant, fp16: the key's scale and offset, then the value's. (The key's
+  // offset moves all of a row's scores alike, so only the LSE shows it.)
   const double kScale = RoundToFp16(0.0125), kOffset = 3, vScale = RoundToFp16(0.02), vOffset = -5;
   const double aqValues[4] = {kScale, kOffset, vScale, vOffset};
 
