@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
     isa = s == "scalar"   ? cpu::Isa::kScalar
           : s == "avx2"   ? cpu::Isa::kAvx2
           : s == "avx512" ? cpu::Isa::kAvx512
+          : s == "amx"    ? cpu::Isa::kAmx
                           : cpu::Isa::kAvx512Bf16;
     isa = std::min(isa, cpu::detected_isa());
   }

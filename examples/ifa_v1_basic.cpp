@@ -2,16 +2,15 @@
 // heads) and per-batch KV lengths. Checks every output element against a double-precision loop
 // and exits non-zero on any mismatch.
 //
-//   g++ -std=c++17 ifa_v1_basic.cpp -I P/include -L P/lib -lkvflash -Wl,-rpath,P/lib
+//   g++ -std=c++11 ifa_v1_basic.cpp -I P/include -L P/lib -lkvflash -Wl,-rpath,P/lib
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnn/opdev/fp16_t.h"
 #include "aclnnop/aclnn_incre_flash_attention.h"
-#include "ifa_example_util.h"
+#include "attention_example_util.h"
 
 int main() {
   // 1. Device and stream.
@@ -37,7 +36,7 @@ int main() {
   CHECK_RET(CreateAclTensor(ToFp16(k), {B, S, KVN * D}, ACL_FLOAT16, &key) == 0, return 1);
   CHECK_RET(CreateAclTensor(ToFp16(v), {B, S, KVN * D}, ACL_FLOAT16, &value) == 0, return 1);
   CHECK_RET(
-      CreateAclTensor(std::vector<op::fp16_t>(B * N * D, 0), {B, 1, N * D}, ACL_FLOAT16, &out) == 0,
+      CreateAclTensor(std::vector<aclFloat16>(B * N * D, 0), {B, 1, N * D}, ACL_FLOAT16, &out) == 0,
       return 1);
   aclTensor* keys[] = {key.tensor};
   aclTensor* values[] = {value.tensor};
@@ -47,7 +46,9 @@ int main() {
 
   // 3. The two phases.
   const double scaleValue = 1.0 / std::sqrt(static_cast<double>(D));
-  char layout[] = "BSH";
+  char layout[16] = {0};
+  CHECK_RET(strcpy_s(layout, sizeof(layout), "BSH") == EOK,
+            LOG_PRINT("strcpy_s layout failed\n"); return 1);
   uint64_t workspaceSize = 0;
   aclOpExecutor* executor = nullptr;
   ret = aclnnIncreFlashAttentionGetWorkspaceSize(query.tensor, keyList, valueList, nullptr, nullptr,
@@ -72,7 +73,7 @@ int main() {
             return 1);
 
   // 4. Copy back and check: query head h reads KV head h / (N / KVN).
-  std::vector<op::fp16_t> result(B * N * D, 0);
+  std::vector<aclFloat16> result(B * N * D, 0);
   ret = aclrtMemcpy(result.data(), result.size() * sizeof(result[0]), out.addr, out.bytes,
                     ACL_MEMCPY_DEVICE_TO_HOST);
   CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("copy result failed. ERROR: %d\n", ret); return 1);

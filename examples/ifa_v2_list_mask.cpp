@@ -3,16 +3,15 @@
 // the mean of V), and a pseShift that V2 ignores as upstream does. Checks every output element
 // against a double-precision loop and exits non-zero on any mismatch.
 //
-//   g++ -std=c++17 ifa_v2_list_mask.cpp -I P/include -L P/lib -lkvflash -Wl,-rpath,P/lib
+//   g++ -std=c++11 ifa_v2_list_mask.cpp -I P/include -L P/lib -lkvflash -Wl,-rpath,P/lib
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnn/opdev/fp16_t.h"
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
-#include "ifa_example_util.h"
+#include "attention_example_util.h"
 
 int main() {
   int32_t deviceId = 0;
@@ -54,17 +53,19 @@ int main() {
   CHECK_RET(CreateAclTensor(ToFp16(q), {B, N, 1, D}, ACL_FLOAT16, &query) == 0, return 1);
   CHECK_RET(CreateAclTensor(mask, {B, 1, 1, SM}, ACL_BOOL, &maskT) == 0, return 1);
   // A large positional bias: if V2 applied it, the output would change completely.
-  CHECK_RET(CreateAclTensor(std::vector<op::fp16_t>(B * N * SM, 100.0), {B, N, 1, SM}, ACL_FLOAT16,
-                            &pse) == 0,
+  CHECK_RET(CreateAclTensor(std::vector<aclFloat16>(B * N * SM, aclFloatToFloat16(100.0f)),
+                            {B, N, 1, SM}, ACL_FLOAT16, &pse) == 0,
             return 1);
   CHECK_RET(
-      CreateAclTensor(std::vector<op::fp16_t>(B * N * D, 0), {B, N, 1, D}, ACL_FLOAT16, &out) == 0,
+      CreateAclTensor(std::vector<aclFloat16>(B * N * D, 0), {B, N, 1, D}, ACL_FLOAT16, &out) == 0,
       return 1);
   aclTensorList* keyList = aclCreateTensorList(keys.data(), B);
   aclTensorList* valueList = aclCreateTensorList(values.data(), B);
 
   const double scaleValue = 1.0 / std::sqrt(static_cast<double>(D));
-  char layout[] = "BNSD";
+  char layout[16] = {0};
+  CHECK_RET(strcpy_s(layout, sizeof(layout), "BNSD") == EOK,
+            LOG_PRINT("strcpy_s layout failed\n"); return 1);
   uint64_t workspaceSize = 0;
   aclOpExecutor* executor = nullptr;
   ret = aclnnIncreFlashAttentionV2GetWorkspaceSize(
@@ -88,7 +89,7 @@ int main() {
             LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return 1);
 
-  std::vector<op::fp16_t> result(B * N * D, 0);
+  std::vector<aclFloat16> result(B * N * D, 0);
   ret = aclrtMemcpy(result.data(), result.size() * sizeof(result[0]), out.addr, out.bytes,
                     ACL_MEMCPY_DEVICE_TO_HOST);
   CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("copy result failed. ERROR: %d\n", ret); return 1);

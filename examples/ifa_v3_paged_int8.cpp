@@ -4,16 +4,15 @@
 // handed out in shuffled order. Checks every output element (within 1 LSB) against a
 // double-precision loop and exits non-zero on any mismatch.
 //
-//   g++ -std=c++17 ifa_v3_paged_int8.cpp -I P/include -L P/lib -lkvflash -Wl,-rpath,P/lib
+//   g++ -std=c++11 ifa_v3_paged_int8.cpp -I P/include -L P/lib -lkvflash -Wl,-rpath,P/lib
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnn/opdev/fp16_t.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
-#include "ifa_example_util.h"
+#include "attention_example_util.h"
 
 int main() {
   int32_t deviceId = 0;
@@ -29,7 +28,11 @@ int main() {
   const int64_t blockSize = 32, blockNum = 6, maxBlocksPerSeq = 3;
   const std::vector<int64_t> lengths = {70, 33};
   // Logical block i of batch b lives in cache block blockTable[b][i]; -1 = never read.
-  const std::vector<int32_t> blockTable = {4, 1, 5, 0, 3, -1};
+  const int32_t tableRows[] = {4, 1, 5, 0, 3, -1};
+  std::vector<int32_t> blockTable(B * maxBlocksPerSeq);
+  CHECK_RET(memcpy_s(blockTable.data(), blockTable.size() * sizeof(int32_t), tableRows,
+                     sizeof(tableRows)) == EOK,
+            LOG_PRINT("memcpy_s blockTable failed\n"); return 1);
   Lcg rng(33);
 
   std::vector<double> q = RandomFp16Values(&rng, B * N * D, -1.0, 1.0);
@@ -68,7 +71,9 @@ int main() {
   aclIntArray* actualSeqLengths = aclCreateIntArray(lengths.data(), lengths.size());
 
   const double scaleValue = 1.0 / std::sqrt(static_cast<double>(D));
-  char layout[] = "BSH";
+  char layout[16] = {0};
+  CHECK_RET(strcpy_s(layout, sizeof(layout), "BSH") == EOK,
+            LOG_PRINT("strcpy_s layout failed\n"); return 1);
   uint64_t workspaceSize = 0;
   aclOpExecutor* executor = nullptr;
   ret = aclnnIncreFlashAttentionV3GetWorkspaceSize(

@@ -4,16 +4,15 @@
 // Every slot outside the attended windows holds 60000 (it would show if read). Checks every
 // output element against a double-precision loop and exits non-zero on any mismatch.
 //
-//   g++ -std=c++17 ifa_v4_left_padding.cpp -I P/include -L P/lib -lkvflash -Wl,-rpath,P/lib
+//   g++ -std=c++11 ifa_v4_left_padding.cpp -I P/include -L P/lib -lkvflash -Wl,-rpath,P/lib
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnn/opdev/fp16_t.h"
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
-#include "ifa_example_util.h"
+#include "attention_example_util.h"
 
 int main() {
   int32_t deviceId = 0;
@@ -48,8 +47,8 @@ int main() {
   CHECK_RET(CreateAclTensor(ToFp16(v), {B, S, KVN, D}, ACL_FLOAT16, &value) == 0, return 1);
   CHECK_RET(CreateAclTensor(mask, {B, 1, 1, S}, ACL_INT8, &maskT) == 0, return 1);
   CHECK_RET(CreateAclTensor(std::vector<int64_t>{padding}, {1}, ACL_INT64, &pad) == 0, return 1);
-  CHECK_RET(CreateAclTensor(std::vector<op::fp16_t>(B * N * D, 1.0), {B, 1, N, D}, ACL_FLOAT16,
-                            &out) == 0,
+  CHECK_RET(CreateAclTensor(std::vector<aclFloat16>(B * N * D, aclFloatToFloat16(1.0f)),
+                            {B, 1, N, D}, ACL_FLOAT16, &out) == 0,
             return 1);
   aclTensor* keys[] = {key.tensor};
   aclTensor* values[] = {value.tensor};
@@ -58,7 +57,9 @@ int main() {
   aclIntArray* actualSeqLengths = aclCreateIntArray(lengths.data(), lengths.size());
 
   const double scaleValue = 1.0 / std::sqrt(static_cast<double>(D));
-  char layout[] = "BSND";
+  char layout[16] = {0};
+  CHECK_RET(strcpy_s(layout, sizeof(layout), "BSND") == EOK,
+            LOG_PRINT("strcpy_s layout failed\n"); return 1);
   uint64_t workspaceSize = 0;
   aclOpExecutor* executor = nullptr;
   ret = aclnnIncreFlashAttentionV4GetWorkspaceSize(
@@ -83,7 +84,7 @@ int main() {
             LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d %s\n", ret, aclGetRecentErrMsg());
             return 1);
 
-  std::vector<op::fp16_t> result(B * N * D, 0);
+  std::vector<aclFloat16> result(B * N * D, 0);
   ret = aclrtMemcpy(result.data(), result.size() * sizeof(result[0]), out.addr, out.bytes,
                     ACL_MEMCPY_DEVICE_TO_HOST);
   CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("copy result failed. ERROR: %d\n", ret); return 1);

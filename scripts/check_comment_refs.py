@@ -35,6 +35,8 @@ EXTERNAL_FILES = {
     "sparse_flash_attention_golden.py", "incre_flash_attention_tiling.cpp",
     "incre_flash_attention_tiling_check.cpp", "ascend_quant_pre_impl.h", "ReshapeAndCachAtb.cpp",
     "vllm_ascend/attention/attention_v1.py", "attention_v1.py",
+    # CANN's environment script, and the C headers securectype.h brings in as CANN's does
+    "set_env.sh", "stddef.h", "stdio.h", "string.h", "stdlib.h",
 }
 # Identifiers of other projects that comments name as calls (C/CUDA runtimes, torch, libFuzzer).
 EXTERNAL_SYMBOLS = {

@@ -104,14 +104,16 @@ step racecheck 150 sanitize racecheck
 
 # The seed example and examples/ on the CUDA aclnn runtime (issue 9 item 3): the "aclnn"-labelled
 # CTest programs (tests/aclnn_examples.cmake: the build is installed into a scratch prefix, each
-# examples/{ifa,sfa}_*.cpp and the seed document's program are compiled against it as a user
-# compiles them, run, and their output checked; plus the pkg-config / find_package / C consumers)
-# with KVFLASH_ACL_BACKEND=cuda, so every aclrt* call and aclnn phase 2 runs on the GPU. Under that
+# examples/*.cpp and the seed document's program are compiled against it as a user compiles them,
+# run, and their output checked; plus the pkg-config / find_package / C consumers) with
+# KVFLASH_ACL_BACKEND=cuda, so every aclrt* call and aclnn phase 2 runs on the GPU. Under that
 # variable aclInit fails unless the CUDA runtime starts, so a pass means the programs ran on CUDA.
-# A skipped program (the seed document absent: exit 77) fails the step.
+# The examples of operators with no CUDA entry yet (src/backends/lists.cpp: PromptFlashAttention,
+# FusedInferAttentionScore, the lightning indexer) are left out. A skipped program (the seed
+# document absent: exit 77) fails the step.
 seed_example() {
-  KVFLASH_ACL_BACKEND=cuda ctest --test-dir "$build" -L aclnn --output-on-failure -j "$jobs" ||
-    return 1
+  KVFLASH_ACL_BACKEND=cuda ctest --test-dir "$build" -L aclnn -E '^aclnn_example_(pfa|fia|li)_' \
+    --output-on-failure -j "$jobs" || return 1
   if grep -q "Skipped\|SKIPPED\|Not Run\|skipping" "$build/Testing/Temporary/LastTest.log"; then
     echo "gpu-check: an aclnn program was skipped under KVFLASH_ACL_BACKEND=cuda"
     return 1

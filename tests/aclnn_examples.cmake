@@ -1,11 +1,15 @@
 # Drop-in checks of the aclnn-compatible API (included by tests/CMakeLists.txt):
 #   1. install this build into a scratch prefix (fixture),
-#   2. build every examples/{ifa,sfa}_*.cpp against it with the compile line of docs/api.md and run it
-#      (each example checks its own output and exits non-zero on a mismatch),
+#   2. build every example program (examples/*.cpp, CANN-style programs, one or more per operator
+#      and version) against it with CANN 8.5's sample line of docs/api.md and run it (each example
+#      checks its own output against a double-precision computation and exits non-zero on a
+#      mismatch); the kvflash line, CANN's older -lopapi line and CANN's sample CMake file each on
+#      one example more,
 #   3. build the seed document's example program unchanged, with the kvflash and the CANN library
 #      names, and check its printed output (skipped when ../shared/seeds is absent),
 #   4. consume the install through pkg-config and through find_package(kvflash), with the aclnn C
-#      API, the C++ API (tests/surface/cpp_consumer.cpp) and from C (every C header).
+#      API, the C++ API (tests/surface/cpp_consumer.cpp) and from C (every C header; every .h
+#      header as C++11 too).
 set(KVFLASH_ACLNN_PREFIX ${PROJECT_BINARY_DIR}/aclnn-prefix)
 set(KVFLASH_ACLNN_WORK ${PROJECT_BINARY_DIR}/aclnn-examples)
 set(KVFLASH_ACLNN_SCRIPTS ${CMAKE_CURRENT_SOURCE_DIR}/aclnn)
@@ -34,12 +38,26 @@ function(kvflash_aclnn_program_test name)
     SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS aclnn)
 endfunction()
 
-file(GLOB KVFLASH_ACLNN_EXAMPLES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/examples/ifa_*.cpp
-     ${PROJECT_SOURCE_DIR}/examples/sfa_*.cpp)
+# CANN's samples build as C++11; the examples must also be free of warnings.
+set(KVFLASH_EXAMPLE_FLAGS "-std=c++11 -Wall -Wextra -Werror")
+file(GLOB KVFLASH_ACLNN_EXAMPLES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/examples/*.cpp)
 foreach(example ${KVFLASH_ACLNN_EXAMPLES})
   get_filename_component(example_name ${example} NAME_WE)
-  kvflash_aclnn_program_test(aclnn_example_${example_name} SRC ${example} LINK kvflash)
+  kvflash_aclnn_program_test(aclnn_example_${example_name} SRC ${example} LINK cann-8.5
+    FLAGS "${KVFLASH_EXAMPLE_FLAGS}")
 endforeach()
+set(KVFLASH_EXAMPLES_DIR ${PROJECT_SOURCE_DIR}/examples)
+kvflash_aclnn_program_test(aclnn_example_ifa_v1_basic_kvflash SRC ${KVFLASH_EXAMPLES_DIR}/ifa_v1_basic.cpp
+  LINK kvflash FLAGS "${KVFLASH_EXAMPLE_FLAGS}")
+kvflash_aclnn_program_test(aclnn_example_sfa_v1_cann_opapi SRC ${KVFLASH_EXAMPLES_DIR}/sfa_v1.cpp
+  LINK cann FLAGS "${KVFLASH_EXAMPLE_FLAGS}")
+add_test(NAME aclnn_example_pfa_v3_cann_cmake
+  COMMAND ${KVFLASH_ACLNN_SCRIPTS}/cann_cmake_check.sh ${CMAKE_COMMAND} ${CMAKE_CXX_COMPILER}
+          ${KVFLASH_ACLNN_PREFIX} ${KVFLASH_ACLNN_SCRIPTS}/cann_cmake_consumer
+          ${KVFLASH_EXAMPLES_DIR}/pfa_v3.cpp ${KVFLASH_ACLNN_WORK}/aclnn_example_pfa_v3_cann_cmake
+          "${KVFLASH_ACLNN_FLAGS}")
+set_tests_properties(aclnn_example_pfa_v3_cann_cmake PROPERTIES
+  FIXTURES_REQUIRED kvflash_aclnn_prefix TIMEOUT 300 LABELS aclnn)
 
 # The seed: the example program of the V2 operator document, compiled unchanged.
 set(KVFLASH_SEED_DOC ${PROJECT_SOURCE_DIR}/../shared/seeds/aclnn_incre_flash_attention_v2.en.txt)
@@ -65,7 +83,8 @@ set_tests_properties(aclnn_consumer_find_package PROPERTIES FIXTURES_REQUIRED kv
   TIMEOUT 300 LABELS aclnn)
 
 # The headers that are C in CANN compile and link as C (C99): the C consumer includes every C
-# header; each compiles alone, and none is missing from the consumer.
+# header; each compiles alone, and none is missing from the consumer. Every .h header compiles
+# alone as C++11 as well.
 # clang's C driver leaves out the C++ half of the UBSan runtime, which the library's vptr checks
 # call: a C program linked with a clang sanitizer build asks for it (docs/api.md).
 set(KVFLASH_ACLNN_C_FLAGS "")
@@ -77,6 +96,6 @@ kvflash_aclnn_program_test(aclnn_consumer_c SRC ${KVFLASH_ACLNN_SCRIPTS}/c_consu
 add_test(NAME aclnn_c_headers
   COMMAND ${PROJECT_SOURCE_DIR}/tests/surface/check_c_headers.sh ${CMAKE_C_COMPILER}
           ${KVFLASH_ACLNN_PREFIX} ${KVFLASH_ACLNN_SCRIPTS}/c_consumer.c
-          ${KVFLASH_ACLNN_WORK}/aclnn_c_headers)
+          ${KVFLASH_ACLNN_WORK}/aclnn_c_headers ${CMAKE_CXX_COMPILER})
 set_tests_properties(aclnn_c_headers PROPERTIES FIXTURES_REQUIRED kvflash_aclnn_prefix
   TIMEOUT 300 LABELS aclnn)

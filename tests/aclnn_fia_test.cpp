@@ -1,7 +1,9 @@
-// aclnnFusedInferAttentionScoreV3/V4 and aclnnPromptFlashAttention{,V2,V3} through the C API:
-// agreement with the fp64 reference on cases of the shared list, V3 as V4 without its new
-// arguments, PFA as FIA's prompt subset, null arguments (161001 naming the aclnn parameter,
-// *executor = nullptr), D1's refusals and the fp32 output refusal (161002).
+// aclnnFusedInferAttentionScore{,V2,V3,V4,V5} and aclnnPromptFlashAttention{,V2,V3} through the C
+// API: agreement with the fp64 reference on cases of the shared list (each FIA version on the cases
+// its arguments express), PFA as FIA's prompt subset, the mask rules (the compressed mask's three
+// shapes, the decode branch without a mask) through every version, null arguments (161001 naming
+// the aclnn parameter, *executor = nullptr), D1's refusals, V5's refused arguments and the fp32
+// output refusal (161002).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,8 +12,11 @@
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
+#include "aclnnop/aclnn_fused_infer_attention_score.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v2.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v5.h"
 #include "aclnnop/aclnn_prompt_flash_attention.h"
 #include "aclnnop/aclnn_prompt_flash_attention_v2.h"
 #include "aclnnop/aclnn_prompt_flash_attention_v3.h"
@@ -67,34 +72,68 @@ class Call {
     for (aclIntArray* i : arrays_) EXPECT_EQ(aclDestroyIntArray(i), ACLNN_SUCCESS);
   }
 
+  aclnnStatus v5(uint64_t* ws, aclOpExecutor** ex) {
+    return aclnnFusedInferAttentionScoreV5GetWorkspaceSize(
+        query, key, value, pse, mask, asl, askv, deq1, nullptr, nullptr, qs2, qo2, aqs, aqo, bt,
+        qpad, kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, nullptr, sink, q_start,
+        kv_start, a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(),
+        a_.num_key_value_heads, a_.sparse_mode, a_.inner_precise, a_.block_size, a_.antiquant_mode,
+        lse_flag, a_.key_antiquant_mode, a_.value_antiquant_mode, 0, pse_type, out, lse, ws, ex);
+  }
   aclnnStatus v4(uint64_t* ws, aclOpExecutor** ex) {
     return aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
         query, key, value, pse, mask, asl, askv, deq1, nullptr, nullptr, qs2, qo2, aqs, aqo, bt,
         qpad, kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, nullptr, sink,
-        a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, layout.data(),
-        a_.num_key_value_heads, a_.sparse_mode, a_.inner_precise, a_.block_size, a_.antiquant_mode,
-        lse_flag, a_.key_antiquant_mode, a_.value_antiquant_mode, 0, out, lse, ws, ex);
+        a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(), a_.num_key_value_heads,
+        a_.sparse_mode, a_.inner_precise, a_.block_size, a_.antiquant_mode, lse_flag,
+        a_.key_antiquant_mode, a_.value_antiquant_mode, 0, out, lse, ws, ex);
   }
   aclnnStatus v3(uint64_t* ws, aclOpExecutor** ex) {
     return aclnnFusedInferAttentionScoreV3GetWorkspaceSize(
         query, key, value, pse, mask, asl, askv, deq1, nullptr, nullptr, qs2, qo2, aqs, aqo, bt,
         qpad, kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, a_.num_heads,
-        a_.scale_value, a_.pre_tokens, a_.next_tokens, layout.data(), a_.num_key_value_heads,
+        a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(), a_.num_key_value_heads,
         a_.sparse_mode, a_.inner_precise, a_.block_size, a_.antiquant_mode, lse_flag,
         a_.key_antiquant_mode, a_.value_antiquant_mode, out, lse, ws, ex);
+  }
+  aclnnStatus v2(uint64_t* ws, aclOpExecutor** ex) {
+    return aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
+        query, key, value, pse, mask, asl, askv, deq1, nullptr, nullptr, qs2, qo2, aqs, aqo, bt,
+        qpad, kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, a_.num_heads, a_.scale_value,
+        a_.pre_tokens, a_.next_tokens, lay(), a_.num_key_value_heads, a_.sparse_mode,
+        a_.inner_precise, a_.block_size, a_.antiquant_mode, lse_flag, a_.key_antiquant_mode,
+        a_.value_antiquant_mode, out, lse, ws, ex);
+  }
+  aclnnStatus v1(uint64_t* ws, aclOpExecutor** ex) {
+    return aclnnFusedInferAttentionScoreGetWorkspaceSize(
+        query, key, value, pse, mask, asl, askv, deq1, nullptr, nullptr, qs2, qo2, aqs, aqo, bt,
+        qpad, kvpad, a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(),
+        a_.num_key_value_heads, a_.sparse_mode, a_.inner_precise, a_.block_size, a_.antiquant_mode,
+        lse_flag, out, lse, ws, ex);
+  }
+  aclnnStatus pfa_v2(uint64_t* ws, aclOpExecutor** ex) {
+    return aclnnPromptFlashAttentionV2GetWorkspaceSize(
+        query, make(a_.key[0]), make(a_.value[0]), pse, mask, asl, askv, deq1, nullptr, nullptr,
+        qs2, qo2, a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(),
+        a_.num_key_value_heads, a_.sparse_mode, out, ws, ex);
   }
   aclnnStatus pfa_v3(uint64_t* ws, aclOpExecutor** ex) {
     return aclnnPromptFlashAttentionV3GetWorkspaceSize(
         query, make(a_.key[0]), make(a_.value[0]), pse, mask, asl, askv, deq1, nullptr, nullptr,
-        qs2, qo2, a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, layout.data(),
+        qs2, qo2, a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(),
         a_.num_key_value_heads, a_.sparse_mode, a_.inner_precise, out, ws, ex);
   }
+
+  char* lay() { return layout_null ? nullptr : layout.data(); }
 
   aclTensor *query, *pse, *mask, *qs2, *qo2, *aqs, *aqo, *bt, *qpad, *kvpad, *kaqs, *kaqo, *vaqs,
       *vaqo, *kp, *vp, *qr, *kr, *sink, *out, *lse;
   aclTensor* deq1 = nullptr;
   aclTensorList *key, *value;
   aclIntArray *asl, *askv, *spl;
+  aclIntArray *q_start = nullptr, *kv_start = nullptr;  // V5
+  bool layout_null = false;                             // pass inputLayout as null
+  int64_t pse_type = 0;                                 // V5
   std::string layout;
   bool lse_flag = false;
 
@@ -109,6 +148,13 @@ class Call {
     return t;
   }
 
+  aclIntArray* ints(const std::optional<std::vector<int64_t>>& v) {
+    if (!v) return nullptr;
+    aclIntArray* a = aclCreateIntArray(v->data(), v->size());
+    arrays_.push_back(a);
+    return a;
+  }
+
  private:
   aclTensor* opt(const std::optional<TensorView>& v) { return v ? make(*v) : nullptr; }
   aclTensorList* list(const std::vector<TensorView>& vs) {
@@ -119,33 +165,67 @@ class Call {
     lists_.push_back(l);
     return l;
   }
-  aclIntArray* ints(const std::optional<std::vector<int64_t>>& v) {
-    if (!v) return nullptr;
-    aclIntArray* a = aclCreateIntArray(v->data(), v->size());
-    arrays_.push_back(a);
-    return a;
-  }
   FiaCall a_;
   std::vector<aclTensor*> owned_;
   std::vector<aclTensorList*> lists_;
   std::vector<aclIntArray*> arrays_;
 };
 
-enum class Entry { kV4, kV3, kPfaV3 };
+enum class Entry { kV1, kV2, kV3, kV4, kV5, kPfaV2, kPfaV3 };
+
+const char* entry_name(Entry e) {
+  static const char* const kNames[] = {"V1", "V2", "V3", "V4", "V5", "PFA V2", "PFA V3"};
+  return kNames[static_cast<int>(e)];
+}
+
+aclnnStatus phase1(Call& c, Entry e, uint64_t* ws, aclOpExecutor** ex) {
+  switch (e) {
+    case Entry::kV1:
+      return c.v1(ws, ex);
+    case Entry::kV2:
+      return c.v2(ws, ex);
+    case Entry::kV3:
+      return c.v3(ws, ex);
+    case Entry::kV4:
+      return c.v4(ws, ex);
+    case Entry::kV5:
+      return c.v5(ws, ex);
+    case Entry::kPfaV2:
+      return c.pfa_v2(ws, ex);
+    case Entry::kPfaV3:
+      return c.pfa_v3(ws, ex);
+  }
+  return ACLNN_ERR_PARAM_INVALID;
+}
 
 aclnnStatus run(Call& c, Entry e) {
+  static constexpr aclnnStatus (*kPhase2[])(void*, uint64_t, aclOpExecutor*, aclrtStream) = {
+      aclnnFusedInferAttentionScore,   aclnnFusedInferAttentionScoreV2,
+      aclnnFusedInferAttentionScoreV3, aclnnFusedInferAttentionScoreV4,
+      aclnnFusedInferAttentionScoreV5, aclnnPromptFlashAttentionV2,
+      aclnnPromptFlashAttentionV3};
   uint64_t ws_size = 0;
   aclOpExecutor* ex = nullptr;
-  aclnnStatus s = e == Entry::kV4   ? c.v4(&ws_size, &ex)
-                  : e == Entry::kV3 ? c.v3(&ws_size, &ex)
-                                    : c.pfa_v3(&ws_size, &ex);
+  aclnnStatus s = phase1(c, e, &ws_size, &ex);
   if (s != ACLNN_SUCCESS) return s;
   std::vector<std::byte> ws(ws_size);
-  s = e == Entry::kV4   ? aclnnFusedInferAttentionScoreV4(ws.data(), ws_size, ex, nullptr)
-      : e == Entry::kV3 ? aclnnFusedInferAttentionScoreV3(ws.data(), ws_size, ex, nullptr)
-                        : aclnnPromptFlashAttentionV3(ws.data(), ws_size, ex, nullptr);
+  s = kPhase2[static_cast<int>(e)](ws.data(), ws_size, ex, nullptr);
   if (s != ACLNN_SUCCESS) return s;
   return aclrtSynchronizeStream(nullptr);
+}
+
+// The FIA versions whose arguments express case c (V1 has no split antiquant parameters or shared
+// prefix, V2 no rope, V3 no learnable sink).
+std::vector<Entry> fia_versions(const FiaCase& c) {
+  const bool split = c.antiquant == kvflash::testing::FiaAntiquant::kSplitChannel ||
+                     c.antiquant == kvflash::testing::FiaAntiquant::kSplitToken;
+  std::vector<Entry> out;
+  if (!split && c.prefix_len == 0 && c.rope_dim == 0 && !c.sink) out.push_back(Entry::kV1);
+  if (c.rope_dim == 0 && !c.sink) out.push_back(Entry::kV2);
+  if (!c.sink) out.push_back(Entry::kV3);
+  out.push_back(Entry::kV4);
+  out.push_back(Entry::kV5);
+  return out;
 }
 
 // Cases FIA's aclnn entry points can express (FIA, not PFA; no fp32 output; a value D the kernel
@@ -160,20 +240,57 @@ std::vector<FiaCase> acl_cases() {
   return out;
 }
 
-TEST(AclnnFiaTest, V4MatchesReference) {
+// Every version on each case it expresses (each case on one version, in turn, to keep the time).
+TEST(AclnnFiaTest, EveryVersionMatchesReference) {
   int n = 0;
+  int per_version[5] = {};
   for (const FiaCase& fc : acl_cases()) {
     FiaCaseData data(fc);
     const auto ref = kvflash::reference::fia_reference(data.call());
+    const std::vector<Entry> versions = fia_versions(fc);
+    const Entry e = versions[static_cast<size_t>(n) % versions.size()];
     Call c(data.call());
     c.lse_flag = data.call().softmax_lse_flag;
-    ASSERT_EQ(run(c, fc.sink ? Entry::kV4 : (n % 2 ? Entry::kV3 : Entry::kV4)), ACLNN_SUCCESS)
-        << fc.name() << ": " << recent();
+    ASSERT_EQ(run(c, e), ACLNN_SUCCESS) << fc.name() << " " << entry_name(e) << ": " << recent();
     EXPECT_TRUE(kvflash::testing::compare_fia_output(fc.name(), data.call(), ref, nullptr,
-                                                     fc.expect_mostly_empty));
+                                                     fc.expect_mostly_empty))
+        << entry_name(e);
+    ++per_version[static_cast<int>(e)];
     ++n;
   }
   EXPECT_GT(n, 10);
+  for (int v = 0; v < 5; ++v) EXPECT_GT(per_version[v], 2) << "V" << v + 1;
+}
+
+// The mask rules through every entry point: the compressed mask's three shapes (modes 2-4, FIA and
+// PFA) and the decode branch (sparse_mode / pre / next ignored, no mask needed), each case of the
+// list that shows them, against the fp64 reference.
+TEST(AclnnFiaTest, MaskRulesThroughEveryVersion) {
+  int n = 0;
+  for (const FiaCase& fc : kvflash::testing::fia_cases_for_run()) {
+    const bool shapes =
+        fc.mask == kvflash::testing::FiaMask::kCompressed && fc.compressed_rank != 2;
+    if (!shapes && fc.tag != "decode_branch") continue;
+    if (fc.out_dtype == kvflash::DType::kFloat32) continue;
+    std::vector<Entry> entries;
+    if (fc.prompt) {
+      entries = {Entry::kPfaV2, Entry::kPfaV3};
+    } else {
+      entries = fia_versions(fc);
+    }
+    for (Entry e : entries) {
+      FiaCaseData data(fc);
+      const auto ref = kvflash::reference::fia_reference(data.call());
+      data.poison_outputs();
+      Call c(data.call());
+      c.lse_flag = data.call().softmax_lse_flag;
+      ASSERT_EQ(run(c, e), ACLNN_SUCCESS) << fc.name() << " " << entry_name(e) << ": " << recent();
+      EXPECT_TRUE(kvflash::testing::compare_fia_output(fc.name(), data.call(), ref))
+          << entry_name(e);
+      ++n;
+    }
+  }
+  EXPECT_GE(n, 40);
 }
 
 TEST(AclnnFiaTest, PfaV3IsFiaWithPrompt) {
@@ -205,22 +322,83 @@ FiaCase small_case() {
 
 TEST(AclnnFiaTest, NullArgumentsAre161001WithNullExecutor) {
   FiaCaseData data(small_case());
-  auto expect_null = [&](auto mutate, const char* what) {
+  for (Entry e : {Entry::kV1, Entry::kV2, Entry::kV3, Entry::kV4, Entry::kV5}) {
+    auto expect_null = [&](auto mutate, const char* what) {
+      Call c(data.call());
+      c.lse_flag = true;
+      mutate(c);
+      uint64_t ws = 7;
+      aclOpExecutor* ex = kSentinel;
+      EXPECT_EQ(phase1(c, e, &ws, &ex), ACLNN_ERR_PARAM_NULLPTR) << entry_name(e) << " " << what;
+      EXPECT_EQ(ex, nullptr) << entry_name(e) << " " << what;
+      EXPECT_NE(recent().find(what), std::string::npos) << entry_name(e) << ": " << recent();
+    };
+    expect_null([](Call& c) { c.query = nullptr; }, "query");
+    expect_null([](Call& c) { c.key = nullptr; }, "key");
+    expect_null([](Call& c) { c.value = nullptr; }, "value");
+    expect_null([](Call& c) { c.out = nullptr; }, "attentionOut");
+    expect_null([](Call& c) { c.lse = nullptr; }, "softmaxLse");
+    expect_null([](Call& c) { c.layout.clear(), c.layout_null = true; }, "inputLayout");
+    // A null required argument is 161001 even when V5's own arguments are also refused.
+    expect_null([](Call& c) { c.query = nullptr, c.pse_type = 1; }, "query");
+    Call c(data.call());
+    uint64_t ws = 0;
+    EXPECT_EQ(phase1(c, e, nullptr, nullptr), ACLNN_ERR_PARAM_NULLPTR) << entry_name(e);
+    EXPECT_EQ(phase1(c, e, &ws, nullptr), ACLNN_ERR_PARAM_NULLPTR) << entry_name(e);
+    EXPECT_NE(recent().find("executor"), std::string::npos) << recent();
+  }
+  static constexpr aclnnStatus (*kPhase2[])(void*, uint64_t, aclOpExecutor*, aclrtStream) = {
+      aclnnFusedInferAttentionScore, aclnnFusedInferAttentionScoreV2,
+      aclnnFusedInferAttentionScoreV5};
+  for (auto* phase2 : kPhase2)
+    EXPECT_EQ(phase2(nullptr, 0, nullptr, nullptr), ACLNN_ERR_PARAM_NULLPTR);
+}
+
+// V5's additions (docs/api.md): qStartIdx / kvStartIdx only null or empty, pseType only 0; each
+// refused by name with 161002 and a null executor. A V4 executor runs in V5's phase 2 and the
+// other way round (one operator).
+TEST(AclnnFiaTest, V5ArgumentsRefusedByName) {
+  FiaCaseData data(small_case());
+  const std::vector<int64_t> starts = {0, 5};
+  auto expect_refused = [&](auto mutate, const char* what) {
     Call c(data.call());
     c.lse_flag = true;
     mutate(c);
     uint64_t ws = 7;
     aclOpExecutor* ex = kSentinel;
-    EXPECT_EQ(c.v4(&ws, &ex), ACLNN_ERR_PARAM_NULLPTR) << what;
+    EXPECT_EQ(c.v5(&ws, &ex), ACLNN_ERR_PARAM_INVALID) << what;
     EXPECT_EQ(ex, nullptr) << what;
     EXPECT_NE(recent().find(what), std::string::npos) << recent();
   };
-  expect_null([](Call& c) { c.query = nullptr; }, "query");
-  expect_null([](Call& c) { c.key = nullptr; }, "key");
-  expect_null([](Call& c) { c.out = nullptr; }, "attentionOut");
-  expect_null([](Call& c) { c.lse = nullptr; }, "softmaxLse");
+  expect_refused([&](Call& c) { c.q_start = c.ints(starts); }, "q_start_idx");
+  expect_refused([&](Call& c) { c.kv_start = c.ints(starts); }, "kv_start_idx");
+  expect_refused([](Call& c) { c.pse_type = 1; }, "pse_type");
+  expect_refused([](Call& c) { c.pse_type = 2; }, "pse_type");
+  // V5's new dtypes (fp8, hifloat8, fp4: aclDataType values kvflash does not read) are refused.
+  expect_refused(
+      [&](Call& c) {
+        TensorView q = data.call().query;
+        q.dtype = static_cast<kvflash::DType>(36);
+        c.query = c.make(q);
+      },
+      "query");
+  // Empty start indices are absent ones.
+  const auto ref = kvflash::reference::fia_reference(data.call());
   Call c(data.call());
-  EXPECT_EQ(c.v4(nullptr, nullptr), ACLNN_ERR_PARAM_NULLPTR);
+  c.lse_flag = true;
+  c.q_start = c.ints(std::vector<int64_t>{});
+  c.kv_start = c.ints(std::vector<int64_t>{});
+  ASSERT_EQ(run(c, Entry::kV5), ACLNN_SUCCESS) << recent();
+  EXPECT_TRUE(kvflash::testing::compare_fia_output("v5 empty start indices", data.call(), ref));
+  // One operator: an executor of one version runs in another's phase 2.
+  Call d(data.call());
+  d.lse_flag = true;
+  uint64_t ws_size = 0;
+  aclOpExecutor* ex = nullptr;
+  ASSERT_EQ(d.v1(&ws_size, &ex), ACLNN_SUCCESS) << recent();
+  std::vector<std::byte> ws(ws_size);
+  EXPECT_EQ(aclnnFusedInferAttentionScoreV5(ws.data(), ws_size, ex, nullptr), ACLNN_SUCCESS);
+  EXPECT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
 }
 
 TEST(AclnnFiaTest, RefusedFeaturesAre161002NamingThem) {

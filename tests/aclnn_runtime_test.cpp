@@ -68,8 +68,30 @@ TEST(AclRuntime, DataTypeSizes) {
   EXPECT_EQ(aclDataTypeSize(ACL_UINT64), 8u);
   EXPECT_EQ(aclDataTypeSize(ACL_DOUBLE), 8u);
   EXPECT_EQ(aclDataTypeSize(ACL_COMPLEX128), 16u);
+  EXPECT_EQ(aclDataTypeSize(ACL_COMPLEX32), 4u);
+  EXPECT_EQ(aclDataTypeSize(ACL_HIFLOAT8), 1u);
+  EXPECT_EQ(aclDataTypeSize(ACL_FLOAT8_E5M2), 1u);
+  EXPECT_EQ(aclDataTypeSize(ACL_FLOAT8_E4M3FN), 1u);
+  EXPECT_EQ(aclDataTypeSize(ACL_FLOAT8_E8M0), 1u);
+  // Sub-byte types have no whole size.
+  for (aclDataType t : {ACL_INT4, ACL_UINT1, ACL_FLOAT6_E3M2, ACL_FLOAT6_E2M3, ACL_FLOAT4_E2M1,
+                        ACL_FLOAT4_E1M2, ACL_STRING})
+    EXPECT_EQ(aclDataTypeSize(t), 0u) << t;
   EXPECT_EQ(aclDataTypeSize(ACL_DT_UNDEFINED), 0u);
   EXPECT_EQ(aclDataTypeSize(static_cast<aclDataType>(1234)), 0u);
+}
+
+TEST(AclRuntime, MemInfoIsTheMachinesMemory) {
+  size_t free = 0, total = 0;
+  for (aclrtMemAttr attr : {ACL_DDR_MEM, ACL_HBM_MEM, ACL_HBM_MEM_P2P_NORMAL}) {
+    ASSERT_EQ(aclrtGetMemInfo(attr, &free, &total), ACL_SUCCESS) << recent();
+    EXPECT_GT(total, size_t{64} << 20);  // this machine has more than 64 MiB
+    EXPECT_LE(free, total);
+  }
+  EXPECT_EQ(aclrtGetMemInfo(static_cast<aclrtMemAttr>(10), &free, &total), ACL_ERROR_INVALID_PARAM);
+  EXPECT_NE(recent().find("attr (10)"), std::string::npos);
+  EXPECT_EQ(aclrtGetMemInfo(ACL_HBM_MEM, nullptr, &total), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclrtGetMemInfo(ACL_HBM_MEM, &free, nullptr), ACL_ERROR_INVALID_PARAM);
 }
 
 // ---- memory ------------------------------------------------------------------------------------
@@ -98,6 +120,20 @@ TEST(AclMemory, MallocRejectsBadArguments) {
   EXPECT_EQ(aclrtMalloc(&p, std::numeric_limits<size_t>::max(), ACL_MEM_MALLOC_HUGE_FIRST),
             ACL_ERROR_BAD_ALLOC);
   EXPECT_EQ(p, nullptr);
+}
+
+TEST(AclMemory, MallocTakesEveryPolicy) {
+  // The P2P policies are the plain ones on a single device.
+  for (aclrtMemMallocPolicy policy :
+       {ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEM_MALLOC_HUGE_ONLY, ACL_MEM_MALLOC_NORMAL_ONLY,
+        ACL_MEM_MALLOC_HUGE_FIRST_P2P, ACL_MEM_MALLOC_HUGE_ONLY_P2P,
+        ACL_MEM_MALLOC_NORMAL_ONLY_P2P}) {
+    void* p = nullptr;
+    ASSERT_EQ(aclrtMalloc(&p, 32, policy), ACL_SUCCESS) << policy;
+    EXPECT_EQ(aclrtFree(p), ACL_SUCCESS);
+  }
+  void* p = nullptr;
+  EXPECT_EQ(aclrtMalloc(&p, 32, static_cast<aclrtMemMallocPolicy>(6)), ACL_ERROR_INVALID_PARAM);
 }
 
 TEST(AclMemory, HostMallocAndFree) {

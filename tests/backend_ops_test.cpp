@@ -113,8 +113,8 @@ TEST(BackendOps, UnavailableHostEntriesSayWhy) {
   if (!skipped.empty()) GTEST_SKIP() << "entries not run here: " << skipped;
 }
 
-// The matrix-engine entries are in IFA's and SFA's lists as host entries; where they cannot run,
-// UnavailableHostEntriesSayWhy checks their reason.
+// The matrix-engine entries are in IFA's, SFA's, FIA's and the indexer's lists as host entries;
+// where they cannot run, UnavailableHostEntriesSayWhy checks their reason.
 TEST(BackendOps, AmxEntriesAreListedOnTheHost) {
   const auto check = [](const char* op, const auto& list) {
     int found = 0;
@@ -127,6 +127,8 @@ TEST(BackendOps, AmxEntriesAreListedOnTheHost) {
   };
   check("ifa", ifa_backends());
   check("sfa", sfa_backends());
+  check("fia", fia_backends());
+  check("li", li_backends());
 }
 
 class BackendOpsIfa : public ::testing::TestWithParam<IfaCase> {};
@@ -314,6 +316,47 @@ class FiaWorstPrinter : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const kFiaWorstPrinter =
     ::testing::AddGlobalTestEnvironment(new FiaWorstPrinter);
+
+// An entry that does not implement a feature of the problem is skipped with its reason, and
+// does not size the workspace (core::Backend::supports).
+struct FakeProblem {
+  bool sink = false;
+};
+struct FakeData {};
+using FakeBackend = core::Backend<FakeProblem, FakeData>;
+bool fake_available(const char**) { return true; }
+bool no_sink(const FakeProblem& p, const char** why) {
+  if (p.sink && why != nullptr) *why = "a learnable sink";
+  return !p.sink;
+}
+size_t small_workspace(const FakeProblem&) { return 16; }
+size_t large_workspace(const FakeProblem&) { return 1024; }
+Status fake_run(const FakeProblem&, const FakeData&, const core::RunContext&) {
+  return Status::kSuccess;
+}
+
+TEST(BackendOps, EntriesThatDoNotSupportAProblemAreSkipped) {
+  const FakeBackend list[] = {
+      {"narrow", DeviceType::kHost, fake_available, no_sink, large_workspace, fake_run, nullptr},
+      {"wide", DeviceType::kHost, fake_available, nullptr, small_workspace, fake_run, nullptr},
+  };
+  const std::span<const FakeBackend> entries(list);
+  const FakeProblem plain, sink{true};
+  EXPECT_STREQ(core::select_backend(entries, DeviceType::kHost, plain)->name, "narrow");
+  EXPECT_STREQ(core::select_backend(entries, DeviceType::kHost, sink)->name, "wide");
+  size_t bytes = 0;
+  ASSERT_TRUE(core::plan_workspace(entries, DeviceType::kHost, sink, &bytes));
+  EXPECT_EQ(bytes, 16u);  // the entry that cannot run it does not size it
+  ASSERT_TRUE(core::plan_workspace(entries, DeviceType::kHost, plain, &bytes));
+  EXPECT_EQ(bytes, 1024u);
+  EXPECT_FALSE(core::plan_workspace(entries.first(1), DeviceType::kHost, sink, &bytes));
+  ::testing::internal::CaptureStderr();
+  core::print_dispatch("fake", "sink", entries, DeviceType::kHost, sink,
+                       core::select_backend(entries, DeviceType::kHost, sink));
+  const std::string line = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(line.find("narrow skipped (a learnable sink)"), std::string::npos) << line;
+  EXPECT_NE(line.find("ran wide"), std::string::npos) << line;
+}
 
 // A forced entry that is not in the list runs nothing: the run fails instead of falling back.
 TEST(BackendOps, ForcingAnUnknownEntryRunsNothing) {

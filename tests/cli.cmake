@@ -95,6 +95,22 @@ add_test(NAME cli_bench_fia_mixed
 set_tests_properties(cli_bench_fia_mixed PROPERTIES
   PASS_REGULAR_EXPRESSION "TND requests=4 T=43.*all problems ran and passed their checks"
   FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 120 LABELS cli)
+# The FIA mask rules (docs/fia-semantics.md): decode calls (q1) with mode 3 and no mask, and the
+# compressed mask's 4-D / 3-D shapes for fia and pfa, run and pass their fp64 checks; a prefill
+# call with mode 3 and no mask is refused when parsed (the library would refuse it).
+add_test(NAME cli_bench_fia_mask_rules
+  COMMAND kvflash_cli bench fia:b2,q1,s300,n8,kvn2,d64,mode=3,mask=none
+          fia:b2,q1,s200,n8,kvn2,d64,mode=3,mask=none,paged=16
+          fia:b2,q33,s80,n4,kvn2,d64,mode=3,mask=4d,kv=fp16 pfa:q40,n4,kvn2,d64,mode=3,mask=3d
+          --iters 1 --no-bandwidth)
+set_tests_properties(cli_bench_fia_mask_rules PROPERTIES
+  PASS_REGULAR_EXPRESSION "all problems ran and passed their checks"
+  FAIL_REGULAR_EXPRESSION "FAILED|plan failed" TIMEOUT 120 LABELS cli)
+add_test(NAME cli_bench_fia_prefill_needs_mask
+  COMMAND kvflash_cli bench fia:q4,s64,n4,kvn2,d64,mode=3,mask=none --iters 1 --no-bandwidth)
+set_tests_properties(cli_bench_fia_prefill_needs_mask PROPERTIES
+  PASS_REGULAR_EXPRESSION "mask=none with mode=3 needs a decode call"
+  FAIL_REGULAR_EXPRESSION "plan failed" LABELS cli)
 add_test(NAME cli_bench_fia_bad_list COMMAND kvflash_cli bench fia:q1x2,s100x3,paged=16 --no-bandwidth)
 set_tests_properties(cli_bench_fia_bad_list PROPERTIES
   PASS_REGULAR_EXPRESSION "s lists 3 requests, q 2" FAIL_REGULAR_EXPRESSION "plan failed" LABELS cli)

@@ -154,7 +154,7 @@ TEST_P(AmxIfaHardware, MatchesReference) {
   const IfaCase& c = GetParam();
   IfaCaseData data(c);
   const reference::IfaReference ref = reference::ifa_reference(data.args());
-  check_case(c, data, ref, "hardware", cpu::amx::kIfaKernels);
+  check_case(c, data, ref, "hardware", cpu::amx::kIfaKernelsAllTiles);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, AmxIfaHardware, ::testing::ValuesIn(ifa_cases_for_run()),

@@ -148,7 +148,7 @@ TEST_P(AmxSfaHardware, MatchesReference) {
   const SfaCase& c = GetParam();
   SfaCaseData data(c);
   const reference::SfaReference ref = reference::sfa_reference(data.args());
-  check_case(c, data, ref, "hardware", cpu::amx::kSfaKernels);
+  check_case(c, data, ref, "hardware", cpu::amx::kSfaKernelsAllTiles);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, AmxSfaHardware, ::testing::ValuesIn(sfa_cases_for_run()),

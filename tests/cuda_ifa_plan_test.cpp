@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cpu/ifa/ifa_workspace.hpp"
@@ -43,6 +44,30 @@ IfaCase base_case() {
   c.head_dim = 64;
   c.kv_lens = {1000, 0, 513};
   return c;
+}
+
+// The entry refuses, by name, what FIA's decode branch adds to IFA's problem (its kernels do not
+// implement it), and takes IFA's own problems.
+TEST(CudaIfaPlan, SupportsNamesFiaOnlyFeatures) {
+  IfaCaseData data(base_case());
+  const core::IfaProblem plain = problem_of(data.args());
+  const char* why = nullptr;
+  EXPECT_TRUE(cuda::ifa_cuda_supports(plain, &why));
+  EXPECT_EQ(why, nullptr);
+  const std::pair<void (*)(core::IfaProblem*), const char*> features[] = {
+      {[](core::IfaProblem* p) { p->has_sink = true; }, "a learnable sink"},
+      {[](core::IfaProblem* p) { p->split_antiquant = true; }, "split key / value antiquant"},
+      {[](core::IfaProblem* p) { p->token_v = true; }, "per-token antiquant"},
+      {[](core::IfaProblem* p) { p->kv_start = {0, 0, 3}; }, "a sliding-window start"},
+      {[](core::IfaProblem* p) { p->empty_lse = __builtin_inff(); }, "FIA's empty-row LSE (+inf)"},
+  };
+  for (const auto& [set, name] : features) {
+    core::IfaProblem p = plain;
+    set(&p);
+    why = nullptr;
+    EXPECT_FALSE(cuda::ifa_cuda_supports(p, &why)) << name;
+    EXPECT_STREQ(why, name);
+  }
 }
 
 TEST(CudaIfaPlan, ChunksAreTheCpus) {

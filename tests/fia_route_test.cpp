@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "core/view_check.hpp"
+#include "fia_reference.hpp"
 #include "kvflash/fia.hpp"
 #include "ops/fia/fia_bind.hpp"
 #include "ops/fia/fia_plan_impl.hpp"
@@ -145,6 +147,56 @@ TEST(FiaRoute, MixedCallDecodeRowsMatchDecodeCallAlone) {
     ++checked;
   }
   EXPECT_GE(checked, 3);
+}
+
+// D4: a decode call's sparse_mode, pre_tokens and next_tokens are ignored and it needs no mask
+// (docs/fia-semantics.md). Every combination plans onto IFA's kernels and gives the bits of the
+// plain call (mode 0, no mask), which matches the fp64 reference.
+TEST(FiaRoute, DecodeBranchIgnoresSparseMode) {
+  for (FiaLayout layout : {FiaLayout::kBsh, FiaLayout::kBsnd, FiaLayout::kBnsd}) {
+    FiaCase c;
+    c.layout = layout;
+    c.num_heads = 8, c.num_kv_heads = 2;
+    c.q_lens = {1, 1, 1}, c.kv_lens = {12, 1, 40};
+    c.lse = true;
+    FiaCaseData data(c);
+    data.poison_outputs();
+    const FiaArgs plain = fia_args(data.call());
+    ASSERT_EQ(fused_infer_attention_score(plain), Status::kSuccess) << last_error_message();
+    EXPECT_TRUE(compare_fia_output(c.name(), data.call(), reference::fia_reference(data.call())));
+    const std::vector<std::byte> want = bytes_of(plain.attention_out);
+    const std::vector<std::byte> want_lse = bytes_of(*plain.softmax_lse);
+    std::vector<int8_t> compressed(2048 * 2048, 1);  // all masked: would hide everything if read
+    struct Variant {
+      int64_t mode, pre, next;
+      int mask_rank;  // 0: none; 2-4: the compressed mask's rank
+    };
+    for (const Variant& v :
+         {Variant{1, kFiaTokensMax, kFiaTokensMax, 0}, Variant{2, kFiaTokensMax, kFiaTokensMax, 2},
+          Variant{2, kFiaTokensMax, kFiaTokensMax, 0}, Variant{3, kFiaTokensMax, kFiaTokensMax, 0},
+          Variant{3, kFiaTokensMax, kFiaTokensMax, 4}, Variant{4, 0, 0, 0}, Variant{4, -5, 2, 3},
+          Variant{0, -7, -7, 0}}) {
+      FiaArgs a = plain;
+      a.sparse_mode = v.mode, a.pre_tokens = v.pre, a.next_tokens = v.next;
+      if (v.mask_rank > 0) {
+        std::vector<int64_t> shape(static_cast<size_t>(v.mask_rank), 1);
+        shape[shape.size() - 2] = shape.back() = 2048;
+        a.atten_mask = TensorView::contiguous(compressed.data(), DType::kInt8, shape);
+      }
+      const std::string what = c.name() + " as mode " + std::to_string(v.mode) + " pre " +
+                               std::to_string(v.pre) + " next " + std::to_string(v.next) +
+                               " mask rank " + std::to_string(v.mask_rank);
+      std::unique_ptr<FiaPlan> plan;
+      ASSERT_EQ(FiaPlan::create(a, &plan), Status::kSuccess)
+          << what << ": " << last_error_message();
+      EXPECT_TRUE(FiaPlanAccess::impl(*plan).problem.use_ifa) << what;
+      data.poison_outputs();
+      std::vector<std::byte> ws(plan->workspace_size());
+      ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << what;
+      EXPECT_EQ(bytes_of(a.attention_out), want) << what;
+      EXPECT_EQ(bytes_of(*a.softmax_lse), want_lse) << what;
+    }
+  }
 }
 
 // vllm-ascend's decode step (TND, paged BnBsH, mode 3, per-request KV lengths) with and without

@@ -1,5 +1,6 @@
-// fp16/bf16 conversions: core/half.hpp exhaustively against a double-precision round-to-nearest-
-// even oracle, and each ISA's vector/scalar conversions (vec_ops.hpp) against core/half.hpp.
+// fp16/bf16 conversions: core/half.hpp and CANN's aclFloat16ToFloat / aclFloatToFloat16
+// (acl/acl_base.h) exhaustively against a double-precision round-to-nearest-even oracle, and each
+// ISA's vector/scalar conversions (vec_ops.hpp) against core/half.hpp.
 #include "core/half.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "acl/acl_base.h"
 #include "cpu/isa.hpp"
 #include "support/vec_ops.hpp"
 
@@ -133,6 +135,45 @@ TEST(Half, RoundTripOfEveryValue) {
     }
     if (!std::isnan(core::bf16_to_float(x))) {
       ASSERT_EQ(core::float_to_bf16(core::bf16_to_float(x)), x) << std::hex << h;
+    }
+  }
+}
+
+// ---- CANN's C API: aclFloat16ToFloat / aclFloatToFloat16 --------------------------------------
+
+TEST(Half, AclFloat16ToFloatAllPatterns) {
+  static_assert(sizeof(aclFloat16) == 2 && static_cast<aclFloat16>(-1) > 0,
+                "aclFloat16 is uint16_t, as in CANN");
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const double want = decode(static_cast<uint16_t>(h), kFp16);
+    ASSERT_TRUE(same_value(aclFloat16ToFloat(static_cast<aclFloat16>(h)), want)) << std::hex << h;
+  }
+}
+
+TEST(Half, AclFloatToFloat16RoundsToNearestEven) {
+  check_narrowing(kFp16, aclFloatToFloat16, aclFloat16ToFloat);
+  // The edges by name: the largest finite value, half an ulp above it (a tie, to even: inf), the
+  // smallest subnormal and half of it (a tie, to even: zero), and NaN of either sign.
+  EXPECT_EQ(aclFloatToFloat16(65504.0f), 0x7bffu);
+  EXPECT_EQ(aclFloatToFloat16(65519.99f), 0x7bffu);
+  EXPECT_EQ(aclFloatToFloat16(65520.0f), 0x7c00u);
+  EXPECT_EQ(aclFloatToFloat16(-1e30f), 0xfc00u);
+  EXPECT_EQ(aclFloatToFloat16(0x1p-24f), 0x0001u);
+  EXPECT_EQ(aclFloatToFloat16(0x1p-25f), 0x0000u);
+  EXPECT_EQ(aclFloatToFloat16(0x1.8p-24f), 0x0002u);  // 1.5 ulp: ties to even
+  EXPECT_EQ(aclFloatToFloat16(-0.0f), 0x8000u);
+  EXPECT_EQ(aclFloatToFloat16(std::numeric_limits<float>::quiet_NaN()) & 0x7e00u, 0x7e00u);
+  EXPECT_EQ(aclFloatToFloat16(-std::numeric_limits<float>::quiet_NaN()) & 0xfe00u, 0xfe00u);
+}
+
+TEST(Half, AclFloat16RoundTripOfEveryValue) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const auto x = static_cast<aclFloat16>(h);
+    const float f = aclFloat16ToFloat(x);
+    if (std::isnan(f)) {
+      ASSERT_TRUE(std::isnan(aclFloat16ToFloat(aclFloatToFloat16(f)))) << std::hex << h;
+    } else {
+      ASSERT_EQ(aclFloatToFloat16(f), x) << std::hex << h;
     }
   }
 }

@@ -19,6 +19,7 @@
 #include "li_reference.hpp"
 #include "support/li_cases.hpp"
 #include "support/li_compare.hpp"
+#include "support/li_emu_tiles.hpp"
 #include "support/li_run.hpp"
 #include "support/test_rng.hpp"
 
@@ -31,7 +32,7 @@ struct Totals {
   int64_t cases = 0, normal_rows = 0, slots = 0, near_tie_swaps = 0;
   double worst_value_ratio = 0.0;
 };
-Totals g_totals[4];
+Totals g_totals[static_cast<int>(cpu::Isa::kAmx) + 1];  // one per ISA level
 
 class LiKernelTest : public ::testing::TestWithParam<LiCase> {
  protected:
@@ -95,6 +96,35 @@ TEST_P(LiKernelTest, SameBitsForEveryThreadCount) {
       } else {
         EXPECT_TRUE(data.output_bytes() == first) << c.name() << ": threads " << threads;
       }
+    }
+  }
+}
+
+// The cpu-amx entry's scorer on the software model of the tiles (on machines without AMX; the
+// amx level above runs it on the CPU's tiles where it exists): against the reference, and the same
+// bits at every thread count.
+TEST_P(LiKernelTest, EmulatedTilesMatchReference) {
+  if (cpu::detected_isa() < cpu::Isa::kAvx512Bf16) {
+    GTEST_SKIP() << "the emulated scorer's vector parts need AVX512-BF16";
+  }
+  const LiCase& c = GetParam();
+  LiCaseData data(c);
+  const reference::LiReference ref = reference::li_reference(data.call());
+  std::vector<std::byte> ws, first;
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    data.poison_outputs();
+    const Status st = li_run_call(data.call(), kLiKernelsEmuTiles, threads, &ws);
+    if (ref.fault.empty()) {
+      ASSERT_EQ(st, Status::kSuccess) << last_error_message();
+    } else {
+      ASSERT_EQ(st, Status::kInvalid);
+    }
+    EXPECT_TRUE(compare_li_output(c.name(), data.call(), ref, c.expect_mostly_empty));
+    if (first.empty()) {
+      first = data.output_bytes();
+    } else {
+      EXPECT_TRUE(data.output_bytes() == first) << c.name() << ": threads " << threads;
     }
   }
 }

@@ -88,8 +88,11 @@ struct FiaWorkload {
       a.softmax_lse = s.tnd ? TensorView::contiguous(ld, DType::kFloat32, {T, N, 1})
                             : TensorView::contiguous(ld, DType::kFloat32, {b, N, qs[0], 1});
     }
-    if (s.sparse_mode == 3)
-      a.atten_mask = TensorView::contiguous(mask.data(), DType::kInt8, {kMaskSide, kMaskSide});
+    if (s.sparse_mode == 3 && s.mask_rank > 0) {
+      std::vector<int64_t> dims(static_cast<size_t>(s.mask_rank), 1);
+      dims[dims.size() - 2] = dims.back() = kMaskSide;
+      a.atten_mask = TensorView::contiguous(mask.data(), DType::kInt8, dims);
+    }
     a.num_heads = N;
     a.num_key_value_heads = s.num_kv_heads;
     a.scale = 1.0 / std::sqrt(static_cast<double>(D));
@@ -187,7 +190,7 @@ bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
     w.sink.resize(shape.num_heads);
     for (auto& x : w.sink) x = to_16bit(rng.normal(), shape.dtype);
   }
-  if (shape.sparse_mode == 3) w.mask.assign(kMaskSide * kMaskSide, 1);
+  if (shape.sparse_mode == 3 && shape.mask_rank > 0) w.mask.assign(kMaskSide * kMaskSide, 1);
   FiaArgs args =
       w.args(qs, ks, w.query.data(), w.out.data(), w.lse.data(), w.paged.block_table.data());
   args.num_threads = options.num_threads;

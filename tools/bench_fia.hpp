@@ -21,7 +21,10 @@ struct FiaWorkloadShape {
   int64_t num_heads = 32;  ///< query heads
   int64_t num_kv_heads = 8;
   int64_t head_dim = 128;
-  int64_t sparse_mode = 3;  ///< 0 (no mask) or 3 (causal, right-down; the 2048x2048 mask)
+  int64_t sparse_mode = 3;  ///< 0 (no mask) or 3 (causal, right-down; the compressed mask)
+  /// Mode 3's compressed mask: its rank, 2 (2048, 2048), 3 (1, 2048, 2048) or 4 (1, 1, 2048,
+  /// 2048); 0 passes none (accepted only where the call takes the decode branch, D4).
+  int mask_rank = 2;
   /// Paged cache (BnBsH, shuffled block table) with this block size when > 0 (fia only); a
   /// contiguous BSND cache when 0.
   int64_t block_size = 0;

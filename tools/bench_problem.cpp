@@ -220,10 +220,12 @@ bool parse_sfa(const std::string& text, std::string_view rest, SfaWorkloadShape*
 }
 
 constexpr const char* kFiaOthers =
-    "mode is 0 (no mask) or 3 (causal); paged (block size, fia only) is 0 (a contiguous cache) or "
-    "a multiple of 16 up to 512; kv is bf16, fp16, int8 (per-channel) or int8t (per-token; fia "
-    "only); layout is bsnd or tnd (fia only); lse and sink are 0 or 1 (fia only); q and s also "
-    "take per-request lists LEN[xCOUNT]+... (fia only: a TND call over a paged cache)";
+    "mode is 0 (no mask) or 3 (causal); mask (mode 3's compressed mask) is 2d, 3d, 4d or none "
+    "(none: only a decode call, q1, takes it); paged (block size, fia only) is 0 (a contiguous "
+    "cache) or a multiple of 16 up to 512; kv is bf16, fp16, int8 (per-channel) or int8t "
+    "(per-token; fia only); layout is bsnd or tnd (fia only); lse and sink are 0 or 1 (fia only); "
+    "q and s also take per-request lists LEN[xCOUNT]+... (fia only: a TND call over a paged "
+    "cache)";
 
 // A per-request list "LEN[xCOUNT]+LEN[xCOUNT]...", each LEN in [lo, hi], at most kCliMaxBatch
 // entries in all.
@@ -279,6 +281,10 @@ bool parse_fia(const std::string& text, std::string_view rest, bool prompt, FiaW
         if (key == "mode") {
           if (!parse_int(value, 0, 3, &s.sparse_mode) || (s.sparse_mode != 0 && s.sparse_mode != 3))
             return fail("mode is 0 (no mask) or 3 (causal)");
+        } else if (key == "mask") {
+          if (value != "2d" && value != "3d" && value != "4d" && value != "none")
+            return fail("mask is 2d, 3d, 4d (the compressed mask's shape) or none");
+          s.mask_rank = value == "none" ? 0 : value[0] - '0';
         } else if (key == "layout") {
           if (prompt || (value != "bsnd" && value != "tnd"))
             return fail("layout is bsnd or tnd (fia)");
@@ -328,6 +334,13 @@ bool parse_fia(const std::string& text, std::string_view rest, bool prompt, FiaW
       if (s.kv_lens[r] == 0) s.kv_lens[r] = s.q_lens[r];  // s0 = q: a prompt
     s.batch = static_cast<int64_t>(s.q_lens.size());
   }
+  // D4: only FIA's decode branch (a BSND query of one row) needs no mask with mode 3.
+  if (s.sparse_mode == 3 && s.mask_rank == 0 && (prompt || s.tnd || s.q_len != 1))
+    return problem_error(text,
+                         "mask=none with mode=3 needs a decode call (fia, q1, no per-request "
+                         "lists: the decode branch ignores the sparse mode); a prefill call "
+                         "takes the compressed mask",
+                         error);
   if (s.tnd && s.block_size == 0)
     return problem_error(text, "a TND call (layout=tnd or per-request lists) needs paged > 0",
                          error);

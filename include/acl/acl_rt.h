@@ -14,11 +14,30 @@
 extern "C" {
 #endif
 
+/* The P2P policies are CANN's for memory other devices may access; with one device they are the
+ * plain ones. */
 typedef enum {
   ACL_MEM_MALLOC_HUGE_FIRST = 0,
   ACL_MEM_MALLOC_HUGE_ONLY = 1,
-  ACL_MEM_MALLOC_NORMAL_ONLY = 2
+  ACL_MEM_MALLOC_NORMAL_ONLY = 2,
+  ACL_MEM_MALLOC_HUGE_FIRST_P2P = 3,
+  ACL_MEM_MALLOC_HUGE_ONLY_P2P = 4,
+  ACL_MEM_MALLOC_NORMAL_ONLY_P2P = 5
 } aclrtMemMallocPolicy;
+
+/* The memory aclrtGetMemInfo reports on (CANN's kinds; on the CPU every kind is host memory). */
+typedef enum {
+  ACL_DDR_MEM = 0,
+  ACL_HBM_MEM = 1,
+  ACL_DDR_MEM_HUGE = 2,
+  ACL_DDR_MEM_NORMAL = 3,
+  ACL_HBM_MEM_HUGE = 4,
+  ACL_HBM_MEM_NORMAL = 5,
+  ACL_DDR_MEM_P2P_HUGE = 6,
+  ACL_DDR_MEM_P2P_NORMAL = 7,
+  ACL_HBM_MEM_P2P_HUGE = 8,
+  ACL_HBM_MEM_P2P_NORMAL = 9
+} aclrtMemAttr;
 
 typedef enum {
   ACL_MEMCPY_HOST_TO_HOST = 0,
@@ -53,6 +72,8 @@ ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
 ACL_FUNC_VISIBILITY aclError aclrtFree(void *devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void **hostPtr, size_t size);
+/** The free and total bytes of the device's memory (docs/api.md). */
+ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
 ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void *hostPtr);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
                                          aclrtMemcpyKind kind);

@@ -1,6 +1,7 @@
 /* aclnnFusedInferAttentionScoreV3: FusedInferAttentionScore (prefill and decode attention, query
  * length >= 1) with the CANN two-phase API: V4 without dequantScaleQuery, learnableSink and
- * queryQuantMode (it forwards to V4 with them absent / 0).
+ * queryQuantMode (it forwards to aclnnFusedInferAttentionScoreV5 with them, and V5's own
+ * arguments, absent / 0).
  *
  * Phase 1 validates every argument (kvflash's FusedInferAttentionScore rules, docs/api.md and
  * docs/conventions.md), copies the host length arrays, and returns the workspace size and a

@@ -2,7 +2,8 @@
  * length >= 1) with the CANN two-phase API, the prototype of CANN's ops-transformer header. What
  * kvflash refuses (full int8 quantisation: deqScale1 / quantScale1 / deqScale2, dequantScaleQuery,
  * queryQuantMode != 0; keyRopeAntiquantScale; NZ caches; int4 KV; antiquant modes 2-6; sparse
- * mode 9) is 161002 naming the feature.
+ * mode 9) is 161002 naming the feature. It forwards to aclnnFusedInferAttentionScoreV5 with
+ * qStartIdx / kvStartIdx null and pseType 0.
  *
  * Phase 1 validates every argument (kvflash's FusedInferAttentionScore rules, docs/api.md and
  * docs/conventions.md), copies the host length arrays, and returns the workspace size and a

@@ -55,7 +55,7 @@ namespace kvflash {
 /// The schemas' pre_tokens / next_tokens default (INT32_MAX: unbounded).
 inline constexpr int64_t kFiaTokensMax = 2147483647;
 
-/// All inputs of one FIA (or PFA) call, in the order of aclnnFusedInferAttentionScoreV4's
+/// All inputs of one FIA (or PFA) call, in the order of aclnnFusedInferAttentionScoreV5's
 /// parameters, named as torch's npu_fused_infer_attention_score. Views are borrowed for the
 /// duration of a call. Strides and offsets of every input are honoured (d contiguous);
 /// outputs must be contiguous.
@@ -95,6 +95,10 @@ struct FiaArgs {
   std::optional<TensorView> key_rope_antiquant_scale;  ///< must be absent (D1)
   std::optional<TensorView> dequant_scale_query;       ///< must be absent (D1)
   std::optional<TensorView> learnable_sink;            ///< (N,) fp16/bf16/fp32 (D8)
+  /// aclnnFusedInferAttentionScoreV5's qStartIdx / kvStartIdx: where a split sequence's chunk
+  /// starts, for a position encoding generated in the operator, which FIA does not have (only
+  /// pse_type 0). Must be absent or empty (docs/api.md, "FusedInferAttentionScore V5").
+  std::optional<std::vector<int64_t>> q_start_idx, kv_start_idx;
 
   int64_t num_heads = 1;
   double scale = 1.0;  ///< applied as (float)scale after Q·K
@@ -109,6 +113,9 @@ struct FiaArgs {
   int64_t antiquant_mode = 0, key_antiquant_mode = 0, value_antiquant_mode = 0;  ///< 0 or 1
   bool softmax_lse_flag = false;  ///< write softmax_lse
   int64_t query_quant_mode = 0;   ///< must be 0 (D1: no int8 query)
+  /// V5's pseType: must be 0, the only value the V5 document gives inference (pse_shift is an
+  /// input, added after scaling).
+  int64_t pse_type = 0;
   /// Output layout's shape, contiguous: query dtype, int8 (post-quant), or fp32 (kvflash
   /// extension: the unrounded result; not available through aclnn).
   TensorView attention_out;

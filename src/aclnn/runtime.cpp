@@ -15,6 +15,8 @@
 // until every stream has run what was queued. The streams stay open after it: a later static
 // destructor may still synchronise, copy, free, and even queue more work. The thread pool the
 // kernels run on is never destroyed either (src/cpu/thread_pool.cpp).
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -204,6 +206,7 @@ size_t aclDataTypeSize(aclDataType dataType) {
     case ACL_FLOAT:
     case ACL_INT32:
     case ACL_UINT32:
+    case ACL_COMPLEX32:
       return 4;
     case ACL_FLOAT16:
     case ACL_INT16:
@@ -213,6 +216,10 @@ size_t aclDataTypeSize(aclDataType dataType) {
     case ACL_INT8:
     case ACL_UINT8:
     case ACL_BOOL:
+    case ACL_HIFLOAT8:
+    case ACL_FLOAT8_E5M2:
+    case ACL_FLOAT8_E4M3FN:
+    case ACL_FLOAT8_E8M0:
       return 1;
     case ACL_INT64:
     case ACL_UINT64:
@@ -222,7 +229,7 @@ size_t aclDataTypeSize(aclDataType dataType) {
     case ACL_COMPLEX128:
       return 16;
     default:
-      return 0;  // ACL_DT_UNDEFINED, ACL_STRING, ACL_INT4 (sub-byte) and unknown values
+      return 0;  // ACL_DT_UNDEFINED, ACL_STRING, the sub-byte types and unknown values
   }
 }
 
@@ -423,6 +430,29 @@ aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy_enu
     }
 #endif
     return allocate(&rt().device_memory, "aclrtMalloc", devPtr, size);
+  });
+}
+
+aclError aclrtGetMemInfo(aclrtMemAttr attr_enum, size_t* free, size_t* total) {
+  return c_entry("aclrtGetMemInfo", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
+    const int32_t attr = raw_enum(attr_enum);  // any int a C caller passes
+    if (attr < ACL_DDR_MEM || attr > ACL_HBM_MEM_P2P_NORMAL)
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetMemInfo: attr (" + std::to_string(attr) +
+                                                  ") is not an aclrtMemAttr");
+    if (free == nullptr || total == nullptr)
+      return rt_fail(ACL_ERROR_INVALID_PARAM, "aclrtGetMemInfo: free or total is null");
+    if (aclError e = runtime_ready("aclrtGetMemInfo")) return e;
+    ACL_ON_CUDA(cuda_rt::mem_info(free, total));
+    // The CPU device's memory is the machine's: its physical and its available pages.
+    const long page = sysconf(_SC_PAGESIZE);
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long available = sysconf(_SC_AVPHYS_PAGES);
+    if (page <= 0 || pages <= 0 || available < 0)
+      return rt_fail(ACL_ERROR_INTERNAL_ERROR, "aclrtGetMemInfo: the machine's memory size is "
+                                               "not available (sysconf)");
+    *total = static_cast<size_t>(pages) * static_cast<size_t>(page);
+    *free = static_cast<size_t>(available) * static_cast<size_t>(page);
+    return ACL_SUCCESS;
   });
 }
 

@@ -25,8 +25,7 @@ aclError not_live(const char* fn, const void* handle, const char* what) {
 }
 
 aclError check_malloc_policy(const char* fn, int32_t policy) {
-  if (policy != ACL_MEM_MALLOC_HUGE_FIRST && policy != ACL_MEM_MALLOC_HUGE_ONLY &&
-      policy != ACL_MEM_MALLOC_NORMAL_ONLY)
+  if (policy < ACL_MEM_MALLOC_HUGE_FIRST || policy > ACL_MEM_MALLOC_NORMAL_ONLY_P2P)
     return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": policy (" +
                                                 std::to_string(policy) +
                                                 ") is not an aclrtMemMallocPolicy");

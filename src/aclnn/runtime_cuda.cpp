@@ -342,6 +342,11 @@ aclError synchronize_stream(aclrtStream stream) {
 
 bool is_live_stream(aclrtStream stream) { return find(stream) != nullptr; }
 
+aclError mem_info(size_t* free, size_t* total) {
+  ACL_CUDA_TRY("aclrtGetMemInfo", cudaMemGetInfo(free, total));
+  return ACL_SUCCESS;
+}
+
 aclError malloc_device(void** ptr, size_t size) {
   void* p = nullptr;
   ACL_CUDA_TRY("aclrtMalloc", cudaMalloc(&p, size));  // 256-byte aligned

@@ -48,6 +48,8 @@ aclError synchronize_stream(aclrtStream stream);
 /// True for null (the default stream) and streams created and not destroyed.
 bool is_live_stream(aclrtStream stream);
 
+/// aclrtGetMemInfo: the current device's free and total memory (cudaMemGetInfo).
+aclError mem_info(size_t* free, size_t* total);
 aclError malloc_device(void** ptr, size_t size);
 aclError free_device(void* ptr);
 aclError malloc_host(void** ptr, size_t size);

@@ -40,6 +40,7 @@ constexpr IfaBackend cpu_ifa(const char* name) {
   return {name,
           DeviceType::kHost,
           cpu_available<kIsa>,
+          nullptr,
           cpu::ifa_workspace_size,
           [](const core::IfaProblem& p, const core::IfaData& d, const core::RunContext& ctx) {
             return cpu::ifa_run(p, d, ctx, *kKernels);
@@ -51,6 +52,7 @@ constexpr SfaBackend cpu_sfa(const char* name) {
   return {name,
           DeviceType::kHost,
           cpu_available<kIsa>,
+          nullptr,
           cpu::sfa_workspace_size,
           [](const core::SfaProblem& p, const core::SfaData& d, const core::RunContext& ctx) {
             return cpu::sfa_run(p, d, ctx, *kKernels);
@@ -63,6 +65,7 @@ constexpr LiBackend cpu_li(const char* name) {
   return {name,
           DeviceType::kHost,
           cpu_available<kIsa>,
+          nullptr,
           [](const core::LiProblem& p) { return cpu::li_workspace_size(p); },
           [](const core::LiProblem& p, const core::LiData& d, const core::RunContext& ctx) {
             return cpu::li_run(p, d, ctx, *kKernels);
@@ -83,8 +86,8 @@ size_t no_workspace(const core::MergeProblem&) { return 0; }
 // clang-format off
 constexpr IfaBackend kIfaList[] = {
     KVFLASH_CUDA_ENTRY(IfaBackend{"cuda", DeviceType::kCuda, cuda::device_available,
-                                  cuda::ifa_workspace_size, cuda::ifa_run,
-                                  cuda::ifa_cuda_decode_fault})
+                                  cuda::ifa_cuda_supports, cuda::ifa_workspace_size,
+                                  cuda::ifa_run, cuda::ifa_cuda_decode_fault})
     cpu_ifa<Isa::kAmx, &cpu::amx::kIfaKernels>("cpu-amx"),
     cpu_ifa<Isa::kAvx512Bf16, &cpu::avx512::kIfaKernelsBf16>("cpu-avx512bf16"),
     cpu_ifa<Isa::kAvx512, &cpu::avx512::kIfaKernels>("cpu-avx512"),
@@ -97,7 +100,7 @@ constexpr IfaBackend kIfaList[] = {
 // the two operators alike.
 // clang-format off
 constexpr SfaBackend kSfaList[] = {
-    KVFLASH_CUDA_ENTRY(SfaBackend{"cuda", DeviceType::kCuda, cuda::device_available,
+    KVFLASH_CUDA_ENTRY(SfaBackend{"cuda", DeviceType::kCuda, cuda::device_available, nullptr,
                                   cuda::sfa_workspace_size, cuda::sfa_run, sfa::sfa_fault_status})
     cpu_sfa<Isa::kAmx, &cpu::amx::kSfaKernels>("cpu-amx"),
     cpu_sfa<Isa::kAvx512Bf16, &cpu::avx512::kSfaKernels>("cpu-avx512bf16"),
@@ -111,12 +114,13 @@ constexpr SfaBackend kSfaList[] = {
 // x86-64 code without FMA gives the same bits on every CPU, so every rank of a context-parallel
 // group merges identically whatever its instruction set (cpu/merge/merge_kernel.hpp).
 constexpr MergeBackend kMergeList[] = {
-    {"cpu", DeviceType::kHost, always, no_workspace, cpu::merge_run, nullptr},
+    {"cpu", DeviceType::kHost, always, nullptr, no_workspace, cpu::merge_run, nullptr},
 };
 
-// The LightningIndexer: avx512bf16 scores bf16 inputs with vdpbf16ps (cpu/li/li_kernel-inl.h);
-// no CUDA entry yet.
+// The LightningIndexer: amx scores bf16 inputs on tiles (cpu/li/li_tiles-inl.h), avx512bf16 with
+// vdpbf16ps (cpu/li/li_kernel-inl.h); no CUDA entry yet.
 constexpr LiBackend kLiList[] = {
+    cpu_li<Isa::kAmx, &cpu::amx::kLiKernels>("cpu-amx"),
     cpu_li<Isa::kAvx512Bf16, &cpu::avx512::kLiKernelsBf16>("cpu-avx512bf16"),
     cpu_li<Isa::kAvx512, &cpu::avx512::kLiKernels>("cpu-avx512"),
     cpu_li<Isa::kAvx2, &cpu::avx2::kLiKernels>("cpu-avx2"),
@@ -131,6 +135,7 @@ constexpr FiaBackend cpu_fia(const char* name) {
   return {name,
           DeviceType::kHost,
           cpu_available<kIsa>,
+          nullptr,
           cpu::fia_entry_workspace_size,
           [](const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx) {
             return cpu::fia_entry_run(p, d, ctx, *kKernels, *kIfa);
@@ -138,7 +143,10 @@ constexpr FiaBackend cpu_fia(const char* name) {
           nullptr};
 }
 
+// cpu-amx: the prefill task's bf16 products and the decode branch (IFA's cpu-amx kernels) on the
+// matrix engine.
 constexpr FiaBackend kFiaList[] = {
+    cpu_fia<Isa::kAmx, &cpu::amx::kFiaKernels, &cpu::amx::kIfaKernels>("cpu-amx"),
     cpu_fia<Isa::kAvx512Bf16, &cpu::avx512::kFiaKernelsBf16, &cpu::avx512::kIfaKernelsBf16>(
         "cpu-avx512bf16"),
     cpu_fia<Isa::kAvx512, &cpu::avx512::kFiaKernels, &cpu::avx512::kIfaKernels>("cpu-avx512"),

@@ -32,6 +32,11 @@ struct Backend {
   /// Whether it can run now (e.g. the CPU supports its instruction set and no cap excludes it).
   /// When not, and why is not null, *why is set to the reason (a string with static storage).
   bool (*available)(const char** why);
+  /// Whether it implements everything problem p asks for (oneDNN's implementation lists skip an
+  /// entry that cannot run a descriptor the same way); when not, and why is not null, *why names
+  /// the feature (a string with static storage). Null: every problem of its operator. An entry
+  /// never ignores a field of p it does not implement: it says so here instead.
+  bool (*supports)(const Problem& p, const char** why);
   /// Bytes of workspace for p: a function of p only.
   size_t (*workspace_size)(const Problem& p);
   /// Runs p on d (bound from arguments already matched against the plan). A host entry reports
@@ -58,14 +63,20 @@ inline const char* forced_backend() {
 /// Whether b is the entry of that name (helper of select_backend).
 bool backend_named(const char* entry, const char* name);
 
-/// The entry a run on device uses: the first available one of that device (or the forced one), or
-/// nullptr.
-template <typename B>
-const B* select_backend(std::span<const B> list, DeviceType device) {
+/// Whether entry b runs problem p (its supports hook, when it has one).
+template <typename B, typename Problem>
+bool entry_supports(const B& b, const Problem& p, const char** why) {
+  return b.supports == nullptr || b.supports(p, why);
+}
+
+/// The entry a run of p on device uses: the first available one of that device that supports p
+/// (or the forced one), or nullptr.
+template <typename B, typename Problem>
+const B* select_backend(std::span<const B> list, DeviceType device, const Problem& p) {
   const char* forced = forced_backend();
   for (const B& b : list) {
     if (b.device != device || (forced != nullptr && !backend_named(b.name, forced))) continue;
-    if (b.available(nullptr)) return &b;
+    if (b.available(nullptr) && entry_supports(b, p, nullptr)) return &b;
   }
   return nullptr;
 }
@@ -90,29 +101,32 @@ class DispatchLine {
 
 /// Prints "kvflash dispatch: <op> (<shape>): <entry> skipped (<why>), ... ran <chosen>" (or "no
 /// entry available"), naming the entries of device before the chosen one in list order.
-template <typename B>
+template <typename B, typename Problem>
 void print_dispatch(const char* op, const char* shape, std::span<const B> list, DeviceType device,
-                    const B* chosen) {
+                    const Problem& p, const B* chosen) {
   DispatchLine line(op, shape);
   for (const B& b : list) {
     if (&b == chosen) break;
     if (b.device != device) continue;
     const char* why = "not available";
-    if (b.available(&why)) why = "another entry is forced (core::forced_backend)";
+    if (b.available(&why)) {
+      why = "does not support this problem";
+      if (entry_supports(b, p, &why)) why = "another entry is forced (core::forced_backend)";
+    }
     line.skipped(b.name, why);
   }
   line.print(chosen != nullptr ? chosen->name : nullptr);
 }
 
-/// The workspace a plan on device reserves: the most any entry of that device needs, so the size
-/// does not change when a cap (or a later CPU feature check) picks another entry. false if no
-/// entry runs on device.
+/// The workspace a plan on device reserves: the most any entry of that device that supports p
+/// needs, so the size does not change when a cap (or a later CPU feature check) picks another
+/// entry. false if no entry of device supports p.
 template <typename B, typename Problem>
 bool plan_workspace(std::span<const B> list, DeviceType device, const Problem& p, size_t* bytes) {
   bool any = false;
   *bytes = 0;
   for (const B& b : list) {
-    if (b.device != device) continue;
+    if (b.device != device || !entry_supports(b, p, nullptr)) continue;
     any = true;
     *bytes = std::max(*bytes, b.workspace_size(p));
   }

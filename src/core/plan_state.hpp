@@ -56,6 +56,15 @@ Status plan_create(const PlanOps<Problem, Args, Data>& ops, const Args& args,
     KVFLASH_RETURN_IF_ERROR(ops.validate(args, &state->problem));
     const DeviceType device = state->problem.device.type;
     if (!plan_workspace(ops.backends(), device, state->problem, &state->workspace_size)) {
+      // Entries of the device that do not implement a feature of the problem say which.
+      for (const auto& b : ops.backends()) {
+        const char* why = nullptr;
+        if (b.device == device && !entry_supports(b, state->problem, &why)) {
+          return fail(Status::kInvalid, ops.op,
+                      std::string(b.name) + " does not support " + (why ? why : "this problem") +
+                          " (no other entry runs on " + device_name(state->problem.device) + ")");
+        }
+      }
       return fail(
           Status::kRuntime, ops.op,
           "no backend runs on " + device_name(state->problem.device) + " in this build of kvflash");
@@ -101,13 +110,13 @@ Status plan_run_checked(const PlanOps<Problem, Args, Data>& ops,
                 "stream must be null for host tensors (they run synchronously)");
   }
   const auto list = ops.backends();
-  const auto* backend = select_backend(list, device.type);
+  const auto* backend = select_backend(list, device.type, state.problem);
   // The key of "no entry" is the state itself (dispatched starts null: nothing printed yet).
   const void* key = backend != nullptr ? static_cast<const void*>(backend) : &state;
   if (verbose_dispatch() && state.dispatched.exchange(key) != key) {
     char shape[256];
     ops.describe(state.problem, shape, sizeof shape);
-    print_dispatch(ops.op, shape, list, device.type, backend);
+    print_dispatch(ops.op, shape, list, device.type, state.problem, backend);
   }
   if (backend == nullptr) {
     return fail(Status::kRuntime, ops.op, "no backend is available for " + device_name(device));
@@ -131,7 +140,7 @@ Status plan_run_checked(const PlanOps<Problem, Args, Data>& ops,
 template <typename Problem, typename Args, typename Data>
 const Backend<Problem, Data>* plan_fault_entry(const PlanOps<Problem, Args, Data>& ops,
                                                const PlanState<Problem, Args>& state) {
-  const auto* backend = select_backend(ops.backends(), state.problem.device.type);
+  const auto* backend = select_backend(ops.backends(), state.problem.device.type, state.problem);
   return backend != nullptr && backend->fault_status != nullptr ? backend : nullptr;
 }
 
@@ -145,7 +154,9 @@ Status plan_status(const PlanOps<Problem, Args, Data>& ops, const PlanState<Prob
   if (device.type == DeviceType::kHost) return Status::kSuccess;
   const auto* backend = plan_fault_entry(ops, state);
   if (backend == nullptr) {
-    if (select_backend(ops.backends(), device.type) != nullptr) return Status::kSuccess;
+    if (select_backend(ops.backends(), device.type, state.problem) != nullptr) {
+      return Status::kSuccess;
+    }
     return fail(Status::kRuntime, ops.op, "no backend is available for " + device_name(device));
   }
   if (workspace == nullptr) {

@@ -3,11 +3,15 @@
 # would, runs it, and (optionally) checks what it prints.
 #
 #   build_and_run.sh --cxx CXX --prefix P --src FILE --work DIR
-#                    [--link kvflash|cann|pkgconfig|pkgconfig-cxx]
+#                    [--link kvflash|cann|cann-8.5|pkgconfig|pkgconfig-cxx]
 #                    [--flags "EXTRA"] [--seed] [--expect-seed-output]
 #
 # --link kvflash:   CXX FILE -I P/include -L P/lib -lkvflash -Wl,-rpath,P/lib
 # --link cann:      CXX FILE -I P/include -L P/lib -lascendcl -lopapi -lnnopbase -Wl,-rpath,P/lib
+# --link cann-8.5:  CANN 8.5's sample line (docs/api.md), P standing for ASCEND_HOME_PATH:
+#                   CXX FILE -I P/include -I P/include/aclnn -I P/include/aclnnop -L P/lib64
+#                   -lascendcl -lnnopbase -lopapi_math -lopapi_transformer -lc_sec; no rpath: it
+#                   runs with LD_LIBRARY_PATH=P/lib64, as CANN's set_env.sh sets it.
 # --link pkgconfig: CXX FILE $(pkg-config --cflags --libs kvflash) -Wl,-rpath,P/lib
 # --link pkgconfig-cxx: the same plus $(pkg-config --variable=cxxflags kvflash) (-std=c++20), as
 #                   docs/api.md says a program using the C++ API (kvflash/*.hpp) adds.
@@ -39,7 +43,7 @@ if [[ $seed == 1 ]]; then
   awk '/^#include <iostream>/{p=1} p{print} p&&/^int main\(/{m=1} m&&/^}/{exit}' "$src" > "$prog"
   grep -q '^int main(' "$prog" || { echo "no example program found in $src"; exit 1; }
 else
-  # Copy beside the examples' helper headers, as a user would have them (programs outside
+  # Copy beside the examples' helper header, as a user would have it (programs outside
   # examples/ have none).
   for header in "$(dirname "$src")"/*_example_util.h; do
     [ -e "$header" ] && cp "$header" "$work"/
@@ -53,6 +57,10 @@ exe="$work/program"
 case $link in
   kvflash) cmd=("$cxx" "$prog" -I "$prefix/include" -L "$prefix/lib" -lkvflash "-Wl,-rpath,$prefix/lib") ;;
   cann) cmd=("$cxx" "$prog" -I "$prefix/include" -L "$prefix/lib" -lascendcl -lopapi -lnnopbase "-Wl,-rpath,$prefix/lib") ;;
+  cann-8.5)
+    cmd=("$cxx" "$prog" -I "$prefix/include" -I "$prefix/include/aclnn" -I "$prefix/include/aclnnop"
+         -L "$prefix/lib64" -lascendcl -lnnopbase -lopapi_math -lopapi_transformer -lc_sec)
+    export LD_LIBRARY_PATH="$prefix/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;;
   pkgconfig|pkgconfig-cxx)
     export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
     # The .pc carries the configure-time prefix; point it at the one we installed into.

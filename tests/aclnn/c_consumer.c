@@ -16,8 +16,11 @@
 #include "aclnn/aclnn_base.h"
 #include "aclnnop/aclnn_attention_update.h"
 #include "aclnnop/aclnn_flash_attention_score.h"
+#include "aclnnop/aclnn_fused_infer_attention_score.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v2.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
+#include "aclnnop/aclnn_fused_infer_attention_score_v5.h"
 #include "aclnnop/aclnn_incre_flash_attention.h"
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
@@ -32,6 +35,8 @@
 #include "kvflash/export.h"
 #include "kvflash/status.h"
 #include "kvflash/version.h"
+#include "securec.h"
+#include "securectype.h"
 
 #define EXPECT(cond)                                                                 \
   do {                                                                               \
@@ -52,6 +57,9 @@ int main(void) {
   char layout[] = "BSH";
   bool return_lse = false;
   char version[32];
+  char word[8];
+  int number = 0;
+  aclFloat16 half;
 
   /* The library and the headers agree on the version. */
   EXPECT(strcmp(kvflash_version(), KVFLASH_VERSION_STRING) == 0);
@@ -75,6 +83,15 @@ int main(void) {
   EXPECT(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
   EXPECT(memcmp(host, back, sizeof(host)) == 0);
   EXPECT(aclDataTypeSize(ACL_BF16) == 2);
+  /* aclFloat16 and the secure C functions, from C. */
+  half = aclFloatToFloat16(1.5f);
+  EXPECT(half == 0x3e00 && aclFloat16ToFloat(half) == 1.5f);
+  EXPECT(memcpy_s(back, sizeof(back), host, sizeof(host) + 1) == ERANGE_AND_RESET);
+  EXPECT(back[0] == 0.0f && back[3] == 0.0f);
+  EXPECT(strcpy_s(word, sizeof(word), "BNSD") == EOK && strcmp(word, "BNSD") == 0);
+  EXPECT(sprintf_s(word, sizeof(word), "%d-%s", 42, "toolong") == -1 && word[0] == '\0');
+  EXPECT(sscanf_s("7 abc", "%d %s", &number, word, (unsigned)sizeof(word)) == 2);
+  EXPECT(number == 7 && strcmp(word, "abc") == 0);
 
   t = aclCreateTensor(dims, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, dims, 2, dev);
   EXPECT(t != NULL);
@@ -117,8 +134,19 @@ int main(void) {
   EXPECT(executor == NULL);
   EXPECT(strstr(aclGetRecentErrMsg(), "query") != NULL);
   EXPECT(aclnnPromptFlashAttentionV3(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  /* FusedInferAttentionScore V1 (called from C: bool softmaxLseFlag): a null query is 161001. */
+  executor = (aclOpExecutor*)0x10;
+  EXPECT(aclnnFusedInferAttentionScoreGetWorkspaceSize(
+             NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+             NULL, NULL, NULL, 1, 1.0, INT64_MAX, INT64_MAX, layout, 1, 0, 0, 0, 0, false, t, NULL,
+             &ws, &executor) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(executor == NULL);
+  EXPECT(strstr(aclGetRecentErrMsg(), "query") != NULL);
+  EXPECT(aclnnFusedInferAttentionScore(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(aclnnFusedInferAttentionScoreV2(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclnnFusedInferAttentionScoreV3(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclnnFusedInferAttentionScoreV4(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(aclnnFusedInferAttentionScoreV5(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   /* ScatterPaKvCache, FlashAttentionScore (and VarLen), AttentionUpdate: a null required argument
      is 161001 naming it and clears the executor slot; phase 2 without an executor is 161001. */
   executor = (aclOpExecutor*)0x10;

@@ -97,6 +97,7 @@ std::string FiaCase::name() const {
     o << "p" << tok(pre_tokens) << "n" << tok(next_tokens);
   const char* masks[] = {"", "_mask2", "_mask3", "_mask4", "_cmask", "_maskbs"};
   o << masks[static_cast<int>(mask)];
+  if (mask == FiaMask::kCompressed && compressed_rank != 2) o << compressed_rank;
   if (mask_full_rows) o << "full";
   if (pse) o << "_pse";
   if (paged) o << "_pa" << (cache_bnsd ? "nbsd" : "bsh") << block_size;
@@ -558,6 +559,68 @@ std::vector<FiaCase> fia_cases(Tier tier) {
     add(c);
   }
 
+  // 7b. The mask rules of the FIA documents (docs/fia-semantics.md): modes 2-4 take the compressed
+  //     mask as (2048, 2048), (1, 2048, 2048) or (1, 1, 2048, 2048) (D3), FIA and PFA; the decode
+  //     branch (D4) ignores sparse_mode / pre / next and needs no mask, and a compressed mask
+  //     passed there is not read either; PFA with a query length of 1 applies its mode.
+  for (int rank : {3, 4}) {
+    for (int64_t mode : {2, 3, 4}) {
+      FiaCase c;
+      c.layout = mode == 3 ? FiaLayout::kBnsd : FiaLayout::kBsnd;
+      c.prompt = mode == 2 && rank == 4;
+      c.num_heads = 4, c.num_kv_heads = 2;
+      c.q_lens = {6, 3}, c.kv_lens = {6, 9};
+      c.sparse_mode = mode, c.mask = FiaMask::kCompressed, c.compressed_rank = rank;
+      if (mode == 4) c.pre_tokens = 2, c.next_tokens = 1;
+      c.lse = !c.prompt;
+      add(c);
+    }
+    FiaCase c;  // vllm-ascend's chunked prefill with the 4-D / 3-D mask torch_npu accepts
+    c.layout = FiaLayout::kTnd;
+    c.q_dtype = c.kv_dtype = c.out_dtype = DType::kBFloat16;
+    c.num_heads = 4, c.num_kv_heads = 1, c.head_dim = 128;
+    c.q_lens = {1, 4, 1}, c.kv_lens = {20, 9, 33};
+    c.paged = true, c.block_size = 16;
+    c.sparse_mode = 3, c.mask = FiaMask::kCompressed, c.compressed_rank = rank;
+    add(c);
+  }
+  {
+    struct Decode {
+      FiaLayout layout;
+      int64_t mode, pre, next;
+      FiaMask mask;
+      int rank;
+      bool paged;
+    };
+    const Decode decodes[] = {
+        {FiaLayout::kBsnd, 3, kMaxTok, kMaxTok, FiaMask::kNone, 2, true},  // vllm-ascend's decode
+        {FiaLayout::kBnsd, 4, 0, 0, FiaMask::kNone, 2, false},  // a prefill band would be 1 key
+        {FiaLayout::kBsh, 4, -5, 2, FiaMask::kCompressed, 3, false},  // pre + next < 0: ignored
+        {FiaLayout::kBsh, 2, kMaxTok, kMaxTok, FiaMask::kCompressed, 4, false},
+        {FiaLayout::kBsnd, 1, kMaxTok, kMaxTok, FiaMask::kNone, 2, false},
+        {FiaLayout::kBnsd, 1, kMaxTok, kMaxTok, FiaMask::kIfaBS, 2, false},  // IFA's (B, S) mask
+    };
+    for (const Decode& d : decodes) {
+      FiaCase c;
+      c.layout = d.layout;
+      c.num_heads = 8, c.num_kv_heads = 2;
+      c.q_lens = {1, 1, 1}, c.kv_lens = {12, 1, 40};
+      c.sparse_mode = d.mode, c.pre_tokens = d.pre, c.next_tokens = d.next;
+      c.mask = d.mask, c.compressed_rank = d.rank;
+      c.paged = d.paged;
+      c.lse = true;
+      c.tag = "decode_branch";
+      add(c);
+    }
+    FiaCase c;  // PFA has no decode branch: mode 2 with S1 = 1 sees key 0 only
+    c.prompt = true;
+    c.layout = FiaLayout::kBsnd;
+    c.num_heads = 4, c.num_kv_heads = 4;
+    c.q_lens = {1, 1}, c.kv_lens = {9, 5};
+    c.sparse_mode = 2, c.mask = FiaMask::kCompressed, c.compressed_rank = 3;
+    add(c);
+  }
+
   // 8. Larger shapes for the ci and full tiers: several key and query tiles per batch.
   if (tier != Tier::kSmoke) {
     for (int mode : {0, 3, 4}) {
@@ -912,7 +975,9 @@ FiaCaseData::FiaCaseData(const FiaCase& c) : case_(c) {
   };
   if (c.mask == FiaMask::kCompressed) {
     // D3: never read. All ones (everything masked) would hide every position if it were.
-    a.atten_mask = alloc(DType::kInt8, {2048, 2048}, 1.0);
+    std::vector<int64_t> shape(static_cast<size_t>(c.compressed_rank), 1);
+    shape[shape.size() - 2] = shape.back() = 2048;
+    a.atten_mask = alloc(DType::kInt8, shape, 1.0);
   } else if (c.mask != FiaMask::kNone) {
     TensorView m;
     if (c.mask == FiaMask::kFull2) m = alloc(DType::kInt8, {S1m, S2m}, 1.0);

@@ -59,6 +59,8 @@ struct FiaCase {
   int64_t sparse_mode = 0;
   int64_t pre_tokens = reference::kFiaTokensMax, next_tokens = reference::kFiaTokensMax;
   FiaMask mask = FiaMask::kNone;
+  /// kCompressed's rank: (2048, 2048), (1, 2048, 2048) or (1, 1, 2048, 2048) (D3).
+  int compressed_rank = 2;
   bool mask_full_rows = false;  ///< some rows of the full mask entirely masked
   bool pse = false;             ///< pse_shift (B, N, S1, S2)
   bool paged = false;

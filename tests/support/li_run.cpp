@@ -68,6 +68,7 @@ void li_bind(const reference::LiCall& c, cpu::LiParams* pp, cpu::LiData* dd) {
 const cpu::LiKernels& li_kernels(cpu::Isa isa) {
   switch (isa) {
     case cpu::Isa::kAmx:
+      return cpu::amx::kLiKernels;
     case cpu::Isa::kAvx512Bf16:
       return cpu::avx512::kLiKernelsBf16;
     case cpu::Isa::kAvx512:
@@ -80,23 +81,35 @@ const cpu::LiKernels& li_kernels(cpu::Isa isa) {
   return cpu::scalar::kLiKernels;
 }
 
-Status li_run_isa(const cpu::LiParams& p, const cpu::LiData& d, cpu::Isa isa, int num_threads,
-                  void* ws) {
+namespace {
+Status run_kernels(const cpu::LiParams& p, const cpu::LiData& d, const cpu::LiKernels& k,
+                   int num_threads, void* ws) {
   core::RunContext ctx;
   ctx.num_threads = num_threads;
   ctx.workspace = ws;
   ctx.workspace_size = cpu::li_workspace_size(p);
-  return cpu::li_run(p, d, ctx, li_kernels(isa));
+  return cpu::li_run(p, d, ctx, k);
+}
+}  // namespace
+
+Status li_run_isa(const cpu::LiParams& p, const cpu::LiData& d, cpu::Isa isa, int num_threads,
+                  void* ws) {
+  return run_kernels(p, d, li_kernels(isa), num_threads, ws);
 }
 
-Status li_run_call(const reference::LiCall& call, cpu::Isa isa, int num_threads,
+Status li_run_call(const reference::LiCall& call, const cpu::LiKernels& k, int num_threads,
                    std::vector<std::byte>* ws) {
   cpu::LiParams p;
   cpu::LiData d;
   li_bind(call, &p, &d);
   const size_t need = cpu::li_workspace_size(p);
   if (ws->size() < need) ws->resize(need);
-  return li_run_isa(p, d, isa, num_threads, ws->data());
+  return run_kernels(p, d, k, num_threads, ws->data());
+}
+
+Status li_run_call(const reference::LiCall& call, cpu::Isa isa, int num_threads,
+                   std::vector<std::byte>* ws) {
+  return li_run_call(call, li_kernels(isa), num_threads, ws);
 }
 
 }  // namespace kvflash::testing

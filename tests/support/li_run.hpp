@@ -16,8 +16,7 @@ namespace kvflash::testing {
 /// The kernel's view of a call: strides and pointers of every tensor.
 void li_bind(const reference::LiCall& call, cpu::LiParams* p, cpu::LiData* d);
 
-/// The kernel table of isa's backend entry (cpu/li/li_kernel_isa.hpp: avx512bf16 and amx take
-/// the BF16 table, as the backend list does).
+/// The kernel table of isa's backend entry (cpu/li/li_kernel_isa.hpp), as the backend list has it.
 const cpu::LiKernels& li_kernels(cpu::Isa isa);
 
 /// li_run of p on d with isa's kernels (isa must be supported) and num_threads (0 = default).
@@ -27,6 +26,11 @@ Status li_run_isa(const cpu::LiParams& p, const cpu::LiData& d, cpu::Isa isa, in
 /// li_run on call's tensors with isa and num_threads (0 = default), in a workspace of
 /// li_workspace_size bytes taken from *ws (grown as needed, never shrunk).
 Status li_run_call(const reference::LiCall& call, cpu::Isa isa, int num_threads,
+                   std::vector<std::byte>* ws);
+
+/// li_run_call with kernel table k instead of an ISA level's (the matrix-engine scorer on the
+/// software model of the tiles, support/li_emu_tiles.hpp).
+Status li_run_call(const reference::LiCall& call, const cpu::LiKernels& k, int num_threads,
                    std::vector<std::byte>* ws);
 
 }  // namespace kvflash::testing

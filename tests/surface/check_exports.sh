@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks the dynamic symbol table of libkvflash.so against the public API:
-#   - every exported symbol is public: a C name acl*/aclnn*/kvflash_*, or a C++ name that demangles
+#   - every exported symbol is public: a C name acl*/aclnn*/kvflash_*, a function securec.h declares
+#     (SECUREC_API: memcpy_s, strcpy_s, ...), or a C++ name that demangles
 #     to kvflash::{TensorView members, dtype_size/dtype_name/dtype_is_known, IfaPlan/SfaPlan
 #     members, MergePlan / FiaPlan members, incre_flash_attention, sparse_flash_attention,
 #     fused_infer_attention_score, prompt_flash_attention, merge_attention_states,
@@ -9,7 +10,8 @@
 #     last_error_message,
 #     set_num_threads/get_num_threads, set_parallel_backend} or op::* (nothing of kvflash::{cpu,core,ifa,sfa,aclnn}, no
 #     standard-library instantiations);
-#   - every C function the headers declare with ACL_FUNC_VISIBILITY / KVFLASH_API is exported, and
+#   - every C function the headers declare with ACL_FUNC_VISIBILITY / KVFLASH_API / SECUREC_API is
+#     exported, and
 #     so is each C++ entry point named above.
 #   check_exports.sh <libkvflash.so> <include dir> [<more include dirs>...]
 set -euo pipefail
@@ -19,6 +21,19 @@ command -v nm >/dev/null && command -v c++filt >/dev/null || { echo "nm/c++filt 
 
 mapfile -t raw < <(nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u)
 [[ ${#raw[@]} -gt 0 ]] || { echo "no dynamic symbols in $lib"; exit 1; }
+
+# C functions declared public in the headers (the name follows the macro on the same line).
+declared_with() {
+  grep -rhoE "($1) [^(;]*[ *]([A-Za-z_][A-Za-z0-9_]*)\(" --include='*.h' "${@:2}" |
+    sed -E 's/.*[ *]([A-Za-z_][A-Za-z0-9_]*)\($/\1/' | sort -u
+}
+mapfile -t securec_declared < <(declared_with SECUREC_API "$@")
+[[ ${#securec_declared[@]} -gt 0 ]] || { echo "no SECUREC_API declarations under $*"; exit 1; }
+is_securec() {
+  local n
+  for n in "${securec_declared[@]}"; do [[ $1 == "$n" ]] && return 0; done
+  return 1
+}
 
 cxx_public='^(kvflash::(TensorView::|dtype_size\(|dtype_name\(|dtype_is_known\(|device_name(\[abi:cxx11\])?\(|IfaPlan::|SfaPlan::|MergePlan::|FiaPlan::|LightningIndexerPlan::|ScatterPaKvCachePlan::|scatter_pa_kv_cache\(|FlashAttentionScorePlan::|flash_attention_score\(|lightning_indexer\(|incre_flash_attention\(|fused_infer_attention_score\(|prompt_flash_attention\(|sparse_flash_attention\(|merge_attention_states\(|last_error_message\(|set_num_threads\(|get_num_threads\(|set_parallel_backend\()|op::)'
 # Linker-defined markers some binutils versions export from every shared library.
@@ -33,7 +48,7 @@ for sym in "${raw[@]}"; do
   else
     name=$sym
     [[ $name =~ ^acl[A-Za-z0-9_]*$ || $name =~ ^kvflash_[a-z0-9_]+$ || $name =~ $linker_defined ]] ||
-      bad+=("$name")
+      is_securec "$name" || bad+=("$name")
   fi
   exported+=("$name")
 done
@@ -43,9 +58,7 @@ names_file=$(mktemp)
 trap 'rm -f "$names_file"' EXIT
 printf '%s\n' "${exported[@]}" >"$names_file"
 missing=()
-# C functions declared public in the headers (the name follows the macro on the same line).
-mapfile -t declared < <(grep -rhoE '(ACL_FUNC_VISIBILITY|KVFLASH_API) [^(;]*[ *]([A-Za-z_][A-Za-z0-9_]*)\(' \
-  --include='*.h' "$@" | sed -E 's/.*[ *]([A-Za-z_][A-Za-z0-9_]*)\($/\1/' | sort -u)
+mapfile -t declared < <(declared_with 'ACL_FUNC_VISIBILITY|KVFLASH_API|SECUREC_API' "$@")
 [[ ${#declared[@]} -gt 0 ]] || { echo "no declarations found under $*"; exit 1; }
 for fn in "${declared[@]}"; do
   grep -qx -- "$fn" "$names_file" || missing+=("$fn")

@@ -74,6 +74,17 @@ constexpr TileConfig decode_palette(int m) {
   return c;
 }
 
+/// Every tile 16 rows of 64 bytes: the palette of kernels whose operands and accumulators are all
+/// whole tiles (the FIA prefill products, the indexer's scores; their roles are their own).
+constexpr TileConfig uniform_palette() {
+  TileConfig c;
+  for (int t = 0; t < kNumTiles; ++t) {
+    c.rows[t] = kTileRows;
+    c.colsb[t] = kTileRowBytes;
+  }
+  return c;
+}
+
 // GCC spells the flag macros __AMX_TILE__ / __AMX_BF16__, clang __AMXTILE__ / __AMXBF16__.
 #if (defined(__AMX_TILE__) && defined(__AMX_BF16__)) || (defined(__AMXTILE__) && defined(__AMXBF16__))
 /// The tile operations on the CPU. Hand-written asm rather than GCC 12's <immintrin.h> macros:

@@ -2,13 +2,11 @@
 // kvflash::cpu::<isa> after simd_<isa>.h, simd_math-inl.h and softmax_state.h (no include guard
 // on purpose).
 //
-// Matrix-engine seam. The two products of a tile go through fia_qk_tile (S = Q·Kᵀ) and fia_pv_tile
-// (acc += P·V) below, over fp32 staging buffers with the strides given. A translation unit that
-// has a matrix engine (AMX) defines KVFLASH_FIA_MATRIX_TILES and its own two functions with these
-// signatures before including this file; everything else (staging, bands, softmax, output) stays.
-// Their contract: any summation order, fp32 accumulation, no other side effects.
+// Matrix-engine seam. The bf16 path's two products (fia_qk_bf16_tile, fia_pv_bf16_tile) run on
+// the matrix engine when the translation unit defines KVFLASH_FIA_TILES (the AMX level:
+// fia_tiles-inl.h, FiaTiles) and the task's shape suits the tiles; everything else (staging,
+// packing, bands, softmax, output) stays the same code.
 
-#ifndef KVFLASH_FIA_MATRIX_TILES
 // Register blocks: R score rows x C vectors (AVX-512 6x4 = 24 accumulators of 32 registers, with
 // room for the 4 key / value vectors and a broadcast; AVX2 4x2 = 8 of 16; scalar 4x2). Every
 // element's arithmetic is the same in any block shape (one fp32 chain in a fixed order), so the
@@ -97,7 +95,6 @@ inline void fia_pv_tile(const float* p, int64_t ldp, const float* v, int64_t ldv
     fia_pv_rows<decltype(r)::value>(p + m * ldp, ldp, v, ldv, acc + m * lda, lda, n, dv);
   });
 }
-#endif  // KVFLASH_FIA_MATRIX_TILES
 
 #ifdef KVFLASH_FIA_BF16_DOT
 // Scores of a bf16 query against bf16 keys with AVX512-BF16 (only the avx512 translation unit
@@ -434,16 +431,25 @@ inline bool fia_bf16_dot_shape(const FiaParams& p) {
   return p.dtype == DType::kBFloat16 && !p.kv_int8 && p.head_dim % 2 == 0 && p.rope_dim % 2 == 0;
 }
 
+#ifdef KVFLASH_FIA_TILES
+#include "cpu/fia/fia_tiles-inl.h"
+#endif
+
+/// Rows of a task's score and accumulator buffers: the query tile's rows x heads, rounded up to
+/// whole tiles of 16 rows (the matrix engine takes rows 16 at a time; fia_tiles-inl.h).
+inline int64_t fia_task_rows(int64_t G) { return (fia_query_tile(G) * G + 15) / 16 * 16; }
+
 /// Floats of one split-KV merge slot row: max, sum, visible count, pad, acc[Dv].
 inline int64_t fia_slot_floats(const FiaParams& p) { return 4 + p.value_dim; }
 
 /// The scratch floats one participant needs.
 inline int64_t fia_scratch_floats(const FiaParams& p) {
   const int64_t G = p.num_heads / p.num_kv_heads;
-  const int64_t M = fia_query_tile(G) * G, Dkt = p.head_dim + p.rope_dim, Dv = p.value_dim;
-  // Q, K^T (or packed bf16 pairs), V, S, acc, softmax states (2 floats), visible counts (2 floats
-  // each: int64).
-  return M * Dkt + Dkt * kFiaKeyTile + kFiaKeyTile * Dv + M * kFiaKeyTile + M * Dv + 2 * M + 2 * M;
+  const int64_t M = fia_task_rows(G), Dkt = p.head_dim + p.rope_dim, Dv = p.value_dim;
+  // Q, K^T (or packed bf16 pairs), V, V packed as bf16 pairs, S, acc, softmax states (2 floats),
+  // visible counts (2 floats each: int64).
+  return M * Dkt + Dkt * kFiaKeyTile + kFiaKeyTile * Dv + kFiaKeyTile * Dv / 2 + M * kFiaKeyTile +
+         M * Dv + 2 * M + 2 * M;
 }
 
 /// Writes row (i, h) of batch bt from its finished state: D5 for an empty row, D8's sink, the
@@ -498,20 +504,23 @@ inline void fia_finish_row(const FiaParams& p, const FiaData& d, const FiaBatch&
 /// One task: batch b, KV head n2, query tile qt, key tiles [t_first, t_last] of those the tile
 /// sees (all of them: t_first = 0, t_last = INT64_MAX). `slot` null: the rows are finished and
 /// written; else each row's (max, sum, count, acc) goes to slot row m (split-KV, fia_merge).
-/// `scratch` is fia_scratch_floats floats, 64-byte aligned. kDot: the AVX512-BF16 score path.
-template <bool kDot>
+/// `scratch` is fia_scratch_floats floats, 64-byte aligned. kDot: the AVX512-BF16 score path;
+/// Mm: its products on the matrix engine (FiaTiles, whose shape(p) the caller checked and whose
+/// Scope it holds), void for none.
+template <bool kDot, class Mm = void>
 inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
   const FiaBatch& bt = p.batches[b];
   const int64_t G = p.num_heads / p.num_kv_heads, Tq = fia_query_tile(G);
   const int64_t i0 = qt * Tq, i1 = std::min(bt.q_rows, i0 + Tq), nq = i1 - i0, M = nq * G;
   const int64_t Dk = p.head_dim, Dr = p.rope_dim, Dkt = Dk + Dr, Dv = p.value_dim;
-  const int64_t Mmax = Tq * G, Bk = kFiaKeyTile, P = p.prefix_len;
+  const int64_t Mmax = fia_task_rows(G), Bk = kFiaKeyTile, P = p.prefix_len;
   const DType kvt = p.kv_int8 ? DType::kInt8 : p.dtype;
   float* qs = scratch;
   float* kt = qs + Mmax * Dkt;
   float* vs = kt + Dkt * Bk;
-  float* s = vs + Bk * Dv;
+  [[maybe_unused]] uint16_t* vp = reinterpret_cast<uint16_t*>(vs + Bk * Dv);  // bf16 P·V's V
+  float* s = vs + Bk * Dv + Bk * Dv / 2;
   float* acc = s + Mmax * Bk;
   SoftmaxState* st = reinterpret_cast<SoftmaxState*>(acc + Mmax * Dv);
   int64_t* cnt = reinterpret_cast<int64_t*>(st + Mmax);
@@ -520,13 +529,20 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
   [[maybe_unused]] uint16_t* kp = reinterpret_cast<uint16_t*>(kt);
   [[maybe_unused]] const uint16_t* krow[kFiaKeyTile];  // the tile's key / key-rope rows, packed after staging V
   [[maybe_unused]] const uint16_t* rrow[kFiaKeyTile];
-  [[maybe_unused]] const uint16_t* vrow[kFiaKeyTile];  // a full tile's value rows (bf16 P·V)
-  [[maybe_unused]] uint16_t* vp = reinterpret_cast<uint16_t*>(vs);
+  [[maybe_unused]] const uint16_t* vrow[kFiaKeyTile];  // a whole tile's value rows (bf16 P·V)
 #ifdef KVFLASH_FIA_BF16_DOT
   const bool pv_dot = kDot && fia_pv_bf16_shape(p);
 #else
   constexpr bool pv_dot = false;
 #endif
+  constexpr bool kTiles = !std::is_void_v<Mm>;
+  if constexpr (kTiles) {
+    // The rows past M of the last 16-row block: zero queries and accumulators, so the tiles
+    // compute zeros there (nobody reads them).
+    const int64_t Mt = (M + 15) / 16 * 16;
+    std::fill(qb + M * Dkt, qb + Mt * Dkt, uint16_t{0});
+    std::fill(acc + M * Dv, acc + Mt * Dv, 0.0f);
+  }
 
   // ---- the query tile: row m = (i - i0) * G + g ----
   for (int64_t ii = 0; ii < nq; ++ii) {
@@ -556,12 +572,18 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
   const int64_t t_lo = std::max(jlo / Bk, t_first), t_hi = std::min(jhi / Bk, t_last);
   for (int64_t t = t_lo; jlo <= jhi && t <= t_hi; ++t) {
     const int64_t j0 = t * Bk, n = std::min(Bk, L - j0);
-    // Whole tile visible to every row (and no mask): no per-element masking, one P·V product.
-    const bool full =
-        !p.has_mask && n == Bk && (i1 - 1) + bt.band_lo <= j0 && j0 + Bk - 1 <= i0 + bt.band_hi;
-    // bf16 P·V on full tiles only: a partial one's rows see different ranges of V, and V outside
-    // a row's range must never reach it (0 · NaN), which the fp32 path's per-row range ensures.
-    const bool tile_dot = pv_dot && full;
+    // The rows ii in [fa, fb) see the whole tile (no mask, 64 positions in their band); `full`:
+    // every row does (no per-element masking, one P·V product for all). A row's own band decides
+    // (never the rows beside it in the query tile), so chunking a prompt cannot change its bits.
+    int64_t fa = nq, fb = nq;
+    if (!p.has_mask && n == Bk) {
+      fa = std::clamp<int64_t>(j0 + Bk - 1 - bt.band_hi - i0, 0, nq);
+      fb = std::clamp<int64_t>(j0 - bt.band_lo - i0 + 1, fa, nq);
+    }
+    const bool full = fa == 0 && fb == nq;
+    // bf16 P·V for the rows that see the whole tile: a partial row sees a range of V, and V outside
+    // it must never reach it (0 · NaN), which the fp32 path's per-row range ensures.
+    const bool dot_rows = pv_dot && fa < fb;
     // Stage K (bf16 pairs, or K^T in fp32: d-major, so score rows are vector FMAs) and V rows in
     // fp32 (bf16 P·V: V packed as pairs after the loop); positions past n are 0.
     for (int64_t c = 0; c < Bk; ++c) {
@@ -595,9 +617,9 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
         if (p.kv_int8) fia_dequant_row(p.k_dq, d.k_scale, d.k_offset, b, n2, tok, kt + c, Dk, Bk);
         for (int64_t x = 0; x < Dr; ++x) kt[(Dk + x) * Bk + c] = fia_load(rb, p.dtype, rx + x);
       }
-      if (tile_dot) {
+      if (dot_rows) {
         vrow[c] = static_cast<const uint16_t*>(vb) + vx;
-        continue;
+        if (full) continue;  // no row takes the fp32 V
       }
       fia_widen_row(vb, kvt, vx, vs + c * Dv, Dv);
       if (p.kv_int8) fia_dequant_row(p.v_dq, d.v_scale, d.v_offset, b, n2, tok, vs + c * Dv, Dv, 1);
@@ -605,8 +627,12 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
 #ifdef KVFLASH_FIA_BF16_DOT
     if constexpr (kDot) {
       fia_pack_keys_bf16(kp, krow, rrow, Dk, Dr);
-      if (tile_dot) fia_pack_values_bf16(vp, vrow, Dv);
-      fia_qk_bf16_tile(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+      if (dot_rows) fia_pack_values_bf16(vp, vrow, Dv);
+      if constexpr (kTiles) {
+        Mm::qk(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+      } else {
+        fia_qk_bf16_tile(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+      }
     }
 #endif
     if constexpr (!kDot) fia_qk_tile(qs, Dkt, kt, Bk, s, Bk, M, Bk, Dkt);
@@ -646,7 +672,7 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
         const float alpha = softmax_fold_tile(st[m], sr, Bk);
         softmax_scale_acc(acc + m * Dv, Dv, alpha);
       }
-      if (!full && hi >= lo) {
+      if (!full && hi >= lo && !(dot_rows && ii >= fa && ii < fb)) {
         // Only the row's range reaches its accumulators (V outside the band is never attended);
         // masked positions inside it are attended with weight 0, as in the reference.
         fia_pv_tile(s + ii * G * Bk + lo, Bk, vs + lo * Dv, Dv, acc + ii * G * Dv, Dv, G,
@@ -654,9 +680,17 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
       }
     }
 #ifdef KVFLASH_FIA_BF16_DOT
-    if (tile_dot) {
-      fia_round_p_bf16(s, M);
-      fia_pv_bf16_tile(reinterpret_cast<const uint16_t*>(s), 2 * Bk, vp, Dv, acc, M);
+    if (dot_rows) {
+      // Score rows [fa G, fb G): P rounded to bf16 in place, then P·V.
+      float* sd = s + fa * G * Bk;
+      float* ad = acc + fa * G * Dv;
+      const int64_t Md = (fb - fa) * G;
+      fia_round_p_bf16(sd, Md);
+      if constexpr (kTiles) {
+        Mm::pv(reinterpret_cast<const uint16_t*>(sd), 2 * Bk, vp, Dv, ad, Md);
+      } else {
+        fia_pv_bf16_tile(reinterpret_cast<const uint16_t*>(sd), 2 * Bk, vp, Dv, ad, Md);
+      }
       continue;
     }
 #endif
@@ -674,6 +708,23 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
     }
   }
 }
+
+#ifdef KVFLASH_FIA_TILES
+/// The bf16 task of a level with a matrix engine (its FiaKernels::task_bf16): on the tiles of
+/// Tiles where the shape suits them (FiaTiles::shape), holding their configuration for the task,
+/// else on vdpbf16ps.
+template <class Tiles>
+inline void fia_task_tiles(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
+                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
+  using Engine = FiaTiles<Tiles>;
+  if (!Engine::shape(p)) {
+    fia_task_body<true>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+    return;
+  }
+  typename Engine::Scope tiles;
+  fia_task_body<true, Engine>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+}
+#endif
 
 /// Merges the `chunks` split-KV slots of task (b, n2, qt) (slot rows of M rows each, in chunk
 /// order) and writes its rows: the NaN-keeping max over the parts, each part weighted by

@@ -118,6 +118,7 @@ size_t fia_workspace_size(const FiaParams& p) {
 const FiaKernels& fia_kernels_for(Isa isa) {
   switch (isa) {
     case Isa::kAmx:
+      return amx::kFiaKernels;
     case Isa::kAvx512Bf16:
       return avx512::kFiaKernelsBf16;
     case Isa::kAvx512:

@@ -185,7 +185,7 @@ struct FiaKernels {
   FiaMergeFn merge;
 };
 
-/// The table of an ISA level (amx runs the avx512bf16 one: no tiles in this kernel yet).
+/// The table of an ISA level.
 const FiaKernels& fia_kernels_for(Isa isa);
 
 /// Bytes of workspace fia_run needs for p: a function of p only (never of threads or ISA).

@@ -39,6 +39,11 @@ extern const FiaKernels kFiaKernelsBf16;
 void fia_task_bf16_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
                          int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot);
 }  // namespace avx512
+namespace amx {
+/// The avx512bf16 kernels with the bf16 path's products on the matrix engine where the shape
+/// allows (fia_kernel_amx.cpp, FiaTiles): the amx level.
+extern const FiaKernels kFiaKernels;
+}  // namespace amx
 #undef KVFLASH_FIA_ENTRIES
 
 }  // namespace kvflash::cpu

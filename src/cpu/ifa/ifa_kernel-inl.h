@@ -574,7 +574,9 @@ class KvHeadWork {
     k_bytes_ = prefetch_bytes(k_sdim_);
     k_in_place_ = k_sdim_ == 1 && d == dp;
     if constexpr (kKind == KvKind::kBf16) {
-      k_bf16_dot_ = k_in_place_ && dp % 32 == 0 && p.q.dtype == DType::kBFloat16 && t.bf16_dot;
+      // qbf null: the tile engine scores (no bf16 query buffer, whatever the schedule says).
+      k_bf16_dot_ = qbf != nullptr && k_in_place_ && dp % 32 == 0 &&
+                    p.q.dtype == DType::kBFloat16 && t.bf16_dot;
       if (k_bf16_dot_) {
         // The fp32 queries were widened from bf16: their top halves are the bf16 bits.
         qbf_ = qbf;
@@ -925,7 +927,7 @@ void chunk_impl(const IfaProblem& p, const IfaData& d, const IfaLayout& l, std::
   KvHeadWork<kKind> work[kIfaMaxGroup];
   for (int64_t k = 0; k < num_kv; ++k) {
     work[k].init(p, d, l, base, t, t.n2_begin + k, st + k * group, any_unmasked + k * group,
-                 qbf + (kBf16Dot ? k * group * l.dp : 0));
+                 kBf16Dot ? qbf + k * group * l.dp : nullptr);
   }
   TileChunk<Engine, kKind> tiles;
   tiles.init(p, l, work, num_kv);

@@ -17,7 +17,8 @@ namespace kvflash::cpu::avx512::amx_ifa {
 // clang-format off
 #include "cpu/simd_math-inl.h"
 #include "cpu/softmax_state.h"
-#define KVFLASH_IFA_TILES 1  // the matrix-engine half (ifa_tiles-inl.h)
+#define KVFLASH_IFA_BF16_DOT 1  // the vector chunks below (as avx512bf16's)
+#define KVFLASH_IFA_TILES 1     // the matrix-engine half (ifa_tiles-inl.h)
 #include "cpu/ifa/ifa_kernel-inl.h"
 // clang-format on
 
@@ -30,9 +31,25 @@ inline constexpr bool kPvOnTiles = false;
 inline constexpr bool kPvOnTiles = true;
 #endif
 using Engine = ifa_detail::TileEngine<amx::HwTiles, kPvOnTiles>;
+
+// Where the tiles pay: bf16 KV from G = 8 query heads a kv head on. Measured on the first AMX
+// machine (docs/perf.md, "The AMX check"; 1 thread, warm caches, B = 8 x 4096, D = 128, tiles
+// time / vector time): bf16 G = 1 1.66, 2 1.38, 4 1.22, 6 1.01, 7 0.98, 8 0.88, 16 0.71; fp16 KV
+// 21-30 and int8 KV 6.6-11 at every G (their tile staging is scalar). Elsewhere the chunk runs
+// the vector body, the same code as the avx512bf16 entry's.
+inline constexpr int64_t kTileMinGroup = 8;
+void ifa_chunk_amx(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
+                   const IfaSchedule& schedule, std::byte* base, int64_t task) {
+  if (p.k.dtype == DType::kBFloat16 && p.group >= kTileMinGroup) {
+    ifa_chunk_on<Engine>(p, d, layout, schedule, base, task);
+  } else {
+    ifa_chunk_on<ifa_detail::NoTiles>(p, d, layout, schedule, base, task);
+  }
+}
 }  // namespace kvflash::cpu::avx512::amx_ifa
 
 namespace kvflash::cpu::amx {
-const IfaKernels kIfaKernels = {avx512::amx_ifa::ifa_chunk_on<avx512::amx_ifa::Engine>,
-                                avx512::amx_ifa::ifa_merge, false};
+const IfaKernels kIfaKernels = {avx512::amx_ifa::ifa_chunk_amx, avx512::amx_ifa::ifa_merge, true};
+const IfaKernels kIfaKernelsAllTiles = {avx512::amx_ifa::ifa_chunk_on<avx512::amx_ifa::Engine>,
+                                        avx512::amx_ifa::ifa_merge, true};
 }  // namespace kvflash::cpu::amx

@@ -22,9 +22,10 @@
 // key rows give equal scores (ties resolve by index) and the bits depend on neither the thread
 // count nor the batch composition.
 //
-// This is the seam for a matrix-engine scorer (AMX tiles of 16 keys x 16 heads, branch amx): it
-// replaces score_rows_* for an ISA level of its own, with the same inputs and the same order keys
-// out; the selection (li_select_topk) and the driver (li_kernel.cpp) stay as they are.
+// The matrix-engine scorer (AMX tiles of 16 keys x 16 heads: li_tiles-inl.h, when
+// KVFLASH_LI_TILES is defined) replaces score_rows_bf16 for the amx level, with the same inputs and
+// the same order keys out; the selection (li_select_topk) and the driver (li_kernel.cpp) stay as
+// they are.
 //
 // Include it only from a per-ISA translation unit, inside that ISA's namespace
 // (kvflash::cpu::<isa>) after simd_<isa>.h and simd_math-inl.h, and after <cstring> and
@@ -393,5 +394,9 @@ __attribute__((target("avx512bf16"), noinline)) void score_rows_bf16(
   score_rows_bf16_n<2>(p, d, rows, s);
 }
 #endif  // KVFLASH_LI_BF16_DOT
+
+#ifdef KVFLASH_LI_TILES
+#include "cpu/li/li_tiles-inl.h"
+#endif
 
 }  // namespace li_body

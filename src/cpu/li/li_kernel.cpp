@@ -68,9 +68,10 @@ LiLayout li_layout(const LiParams& p) {
   l.lanes_at = take(&at, l.lane_bytes * static_cast<size_t>(l.lanes));
   if (p.num_rows < kLiMaxLanes) {
     size_t share = 0;
-    // Shares score one row at a time: one register block of keys.
-    l.share_kt = take(&share, sizeof(float) * kLiKeyBlock * kLiHeadDim);
-    l.share_kb = take(&share, sizeof(uint16_t) * kLiKeyBlock * kLiHeadDim);
+    // Shares score one row at a time: one register block of keys, or one tile block of 16 keys
+    // and their scores for 64 heads (li_tiles-inl.h); kLiKeyChunk rows hold either.
+    l.share_kt = take(&share, sizeof(float) * kLiKeyChunk * kLiHeadDim);
+    l.share_kb = take(&share, sizeof(uint16_t) * kLiKeyChunk * kLiHeadDim);
     l.share_hist = take(&share, sizeof(uint32_t) * kLiRadixBins);
     l.share_bytes = share;
     l.row_refs = take(&at, sizeof(LiRowRef) * static_cast<size_t>(l.lanes));

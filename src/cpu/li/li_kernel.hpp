@@ -46,7 +46,7 @@ struct LiRowRef {
 struct LiScratch {
   float* q;        ///< the staged query: 128 x 64 fp32 (or 64 x 64 bf16 pairs)
   float* w;        ///< the staged weights: 64 fp32
-  float* kt;       ///< key rows widened to fp32: kLiKeyChunk x 128 (share slots: kLiKeyBlock)
+  float* kt;       ///< key rows widened to fp32: kLiKeyChunk x 128 (the tiles: their scores)
   uint16_t* kb;    ///< key rows gathered contiguously (strided key views): the same
   uint32_t* keys;  ///< the row's scores as ordered keys: kv_cap
   uint32_t* hist;  ///< radix-select histogram: kLiRadixBins

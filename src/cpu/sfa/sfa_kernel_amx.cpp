@@ -28,9 +28,24 @@ namespace kvflash::cpu::avx512::amx_sfa {
 #define KVFLASH_SFA_TILES 1  // the matrix-engine half (sfa_tiles-inl.h)
 #include "cpu/sfa/sfa_kernel-inl.h"
 // clang-format on
+
+// Where the tiles pay: bf16. Measured on the first AMX machine (docs/perf.md, "The AMX check";
+// 1 thread, warm caches, B = 4, top-2048 of 8192, paged 64, tiles time / vector time): bf16 128
+// heads 0.41, 16 heads 0.64; fp16 2.5 and 11 (its split into two bf16 planes is scalar). fp16
+// runs the vector body, the same code as the avx512 entries'.
+using Engine = sfa_body::TileEngine<amx::HwTiles>;
+void run_one_amx(const core::SfaProblem& p, const core::SfaData& d,
+                 const kvflash::cpu::SfaSchedule& sch, const sfa_body::Scratch& w,
+                 uint8_t* row_fault, int64_t task) {
+  if (p.dtype == DType::kBFloat16) {
+    sfa_body::run_one<Engine>(p, d, sch, w, row_fault, task);
+  } else {
+    sfa_body::run_one<>(p, d, sch, w, row_fault, task);
+  }
+}
 }  // namespace kvflash::cpu::avx512::amx_sfa
 
 namespace kvflash::cpu::amx {
-const SfaKernels kSfaKernels = {
-    avx512::amx_sfa::sfa_body::run_one<avx512::amx_sfa::sfa_body::TileEngine<HwTiles>>};
+const SfaKernels kSfaKernels = {avx512::amx_sfa::run_one_amx};
+const SfaKernels kSfaKernelsAllTiles = {avx512::amx_sfa::sfa_body::run_one<avx512::amx_sfa::Engine>};
 }  // namespace kvflash::cpu::amx

@@ -96,6 +96,17 @@ void ifa_cuda_seq_entries(const core::IfaProblem& p, const core::IfaData& d, int
   }
 }
 
+bool ifa_cuda_supports(const core::IfaProblem& p, const char** why) {
+  const char* missing = p.has_sink                               ? "a learnable sink"
+                        : p.split_antiquant                      ? "split key / value antiquant"
+                        : p.token_k || p.token_v                 ? "per-token antiquant"
+                        : !p.kv_start.empty()                    ? "a sliding-window start"
+                        : p.empty_lse != -__builtin_inff()       ? "FIA's empty-row LSE (+inf)"
+                                                                 : nullptr;
+  if (missing != nullptr && why != nullptr) *why = missing;
+  return missing == nullptr;
+}
+
 Status ifa_cuda_decode_fault(const core::IfaProblem& /*p*/, const core::FaultRecord& r) {
   return ifa::ifa_fault_status(r);
 }

@@ -32,6 +32,11 @@ size_t ifa_cuda_workspace_size(const core::IfaProblem& p);
 void ifa_cuda_seq_entries(const core::IfaProblem& p, const core::IfaData& d, int64_t first,
                           int count, IfaCudaSeq* out);
 
+/// The CUDA entry's supports hook (core::Backend::supports): its kernels implement IFA's own
+/// features; what FIA's decode branch adds to the problem (a learnable sink, split or per-token
+/// antiquant parameters, a sliding-window start, FIA's +inf empty LSE) is refused by name.
+bool ifa_cuda_supports(const core::IfaProblem& p, const char** why);
+
 /// The CUDA entry's fault hook (core::Backend::fault_status) on a host copy of the record the run
 /// wrote: ifa::ifa_fault_status, the CPU backend's status and message for the same bad data.
 Status ifa_cuda_decode_fault(const core::IfaProblem& p, const core::FaultRecord& record);

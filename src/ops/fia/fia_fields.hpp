@@ -1,6 +1,7 @@
 // FusedInferAttentionScore's arguments, declared once (core/fields.hpp): every member of FiaArgs
-// but num_threads, in the order of aclnnFusedInferAttentionScoreV4's parameters, then kvflash's
-// extensions. The plan's strip/match/fingerprint and the aclnn entry points iterate this table.
+// but num_threads, in the order of aclnnFusedInferAttentionScoreV5's parameters (the newest entry
+// point: V1-V4 forward to it), then kvflash's extensions. The plan's strip/match/fingerprint and
+// the aclnn entry points iterate this table.
 #pragma once
 
 #include <tuple>
@@ -42,6 +43,8 @@ inline constexpr auto kFields = std::tuple{
                 &FiaArgs::key_rope_antiquant_scale),
     core::field("dequant_scale_query", "dequantScaleQuery", &FiaArgs::dequant_scale_query),
     core::field("learnable_sink", "learnableSink", &FiaArgs::learnable_sink),
+    core::field("q_start_idx", "qStartIdx", &FiaArgs::q_start_idx),
+    core::field("kv_start_idx", "kvStartIdx", &FiaArgs::kv_start_idx),
     core::field("num_heads", "numHeads", &FiaArgs::num_heads),
     core::field("scale", "scaleValue", &FiaArgs::scale),
     core::field("pre_tokens", "preTokens", &FiaArgs::pre_tokens),
@@ -56,6 +59,7 @@ inline constexpr auto kFields = std::tuple{
     core::field("key_antiquant_mode", "keyAntiquantMode", &FiaArgs::key_antiquant_mode),
     core::field("value_antiquant_mode", "valueAntiquantMode", &FiaArgs::value_antiquant_mode),
     core::field("query_quant_mode", "queryQuantMode", &FiaArgs::query_quant_mode),
+    core::field("pse_type", "pseType", &FiaArgs::pse_type),
     core::field("attention_out", "attentionOut", &FiaArgs::attention_out),
     // Dropped from the plan's metadata without softmax_lse_flag (fia::strip_data).
     core::field("softmax_lse", "softmaxLse", &FiaArgs::softmax_lse, core::kMatchIfPlanHas),

@@ -156,6 +156,18 @@ Status check_refused(const FiaArgs& a) {
   const char* names[] = {"antiquant_mode", "key_antiquant_mode", "value_antiquant_mode"};
   for (int i = 0; i < 3; ++i)
     if (modes[i] >= 2 && modes[i] <= 6) return refused(std::string(names[i]) + " " + str(modes[i]));
+  // V5's additions (docs/api.md, "FusedInferAttentionScore V5"): a position encoding generated in
+  // the operator (pseType 2/3 of FlashAttentionScore, where the start indices place a chunk of a
+  // split sequence) is not FIA's; the V5 document allows pseType 0 only.
+  for (const auto* idx : {&a.q_start_idx, &a.kv_start_idx})
+    if (*idx && !(*idx)->empty())
+      return invalid(std::string(idx == &a.q_start_idx ? "q_start_idx" : "kv_start_idx") +
+                     " is not supported: it places a split sequence's chunk for a position "
+                     "encoding generated in the operator, which FusedInferAttentionScore does not "
+                     "have (pse_type 0 only); pass it absent or empty");
+  if (a.pse_type != 0)
+    return invalid("pse_type must be 0 (pse_shift given, added after scaling), got " +
+                   str(a.pse_type) + ": the other types are not supported for inference");
   return Status::kSuccess;
 }
 
@@ -222,7 +234,7 @@ Status check_query(const FiaArgs& a, FiaShape* s) {
     s->B = q.shape[0], s->S1 = seq_dim(q, l);
   }
   s->rope = a.query_rope.has_value();
-  s->decode = !a.prompt && !s->rope && !s->tnd && s->S1 == 1;
+  s->decode = decode_branch(a, *s);
   return Status::kSuccess;
 }
 

@@ -1,6 +1,7 @@
 // FIA / PFA validation, the optional parts: masks and sparse modes (D3 / D4), pse_shift, int8 KV
 // antiquant, int8 output post-quant and the learnable sink (D8). Called in this order by
 // fia::validate (fia_validate.cpp) once query, key / value, lengths and outputs are known good.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -16,6 +17,16 @@ using core::str;
 constexpr int64_t kCompressedMask = 2048;
 
 bool is_mask_dtype(DType t) { return t == DType::kBool || t == DType::kInt8 || t == DType::kUInt8; }
+
+// D3: the compressed mask of modes 2-4 in the shapes the FIA V4 document lists: (2048, 2048),
+// (1, 2048, 2048), (1, 1, 2048, 2048).
+bool is_compressed_mask(const TensorView& m) {
+  if (m.rank < 2 || m.rank > 4) return false;
+  for (int i = 0; i < m.rank; ++i)
+    if (m.shape[i] != (i < m.rank - 2 ? 1 : kCompressedMask)) return false;
+  return true;
+}
+
 bool is_float_param(DType t) {
   return t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat32;
 }
@@ -119,11 +130,16 @@ Status dequant_params(const FiaArgs& a, const FiaShape& s, const TensorView& sc,
 Status check_mask(const FiaArgs& a, const FiaShape& s, core::FiaProblem* pr, int64_t* mask_batch) {
   cpu::FiaParams& p = pr->params;
   const int64_t mode = a.sparse_mode;
-  if (mode == 4 && a.pre_tokens + a.next_tokens < 0 && a.pre_tokens < kFiaTokensMax)
+  // D4: the decode branch ignores pre / next and the sparse mode (so it needs no mask). pre / next
+  // are clamped as the problem stores them (fill_problem): no int64 overflow in their sum.
+  const int64_t lim = cpu::kFiaUnbounded;
+  const int64_t pre = std::clamp(a.pre_tokens, -lim, lim),
+                next = std::clamp(a.next_tokens, -lim, lim);
+  if (!s.decode && mode == 4 && pre + next < 0 && a.pre_tokens < kFiaTokensMax)
     return invalid("sparse_mode 4 needs pre_tokens + next_tokens >= 0, got " + str(a.pre_tokens) +
                    " and " + str(a.next_tokens));
   if (!a.atten_mask) {
-    if (mode >= 1) {
+    if (mode >= 1 && !s.decode) {
       return invalid("sparse_mode " + str(mode) + " requires atten_mask (" +
                      (mode == 1 ? std::string("a full mask") : "the 2048x2048 compressed mask") +
                      ")");
@@ -134,12 +150,15 @@ Status check_mask(const FiaArgs& a, const FiaShape& s, core::FiaProblem* pr, int
   if (!is_mask_dtype(m.dtype))
     return invalid(std::string("atten_mask dtype must be bool, int8 or uint8, got ") +
                    dtype_name(m.dtype));
-  if (mode >= 2) {  // D3: the compressed mask's contents are never read
-    if (m.rank != 2 || m.shape[0] != kCompressedMask || m.shape[1] != kCompressedMask)
+  if (mode >= 2) {  // D3: the compressed mask's contents are never read, on either branch
+    if (!is_compressed_mask(m))
       return invalid("sparse_mode " + str(mode) +
-                     " requires the 2048x2048 compressed atten_mask, "
-                     "got " +
-                     m.describe());
+                     " requires the compressed atten_mask, shaped (2048, 2048), (1, 2048, 2048) "
+                     "or (1, 1, 2048, 2048), got " +
+                     m.describe() +
+                     (s.decode ? " (with a query length of 1 the sparse mode is ignored: pass "
+                                 "sparse_mode 0 to apply a full mask)"
+                               : ""));
     return Status::kSuccess;
   }
   const int r = m.rank;

@@ -34,6 +34,18 @@ struct FiaShape {
   int64_t columns = 0;
 };
 
+/// D4, the decode branch, written once: FIA (not PFA) with a query S of 1, no rope and a B/S query
+/// layout (BSH, BSND or BNSD, any output variant). Upstream: the FIA documents' "Q_S为1且不带rope
+/// 输入时，sparseMode参数无效" and "preTokens / nextTokens: Q_S为1时该参数无效"; the torch_npu
+/// document's "当query矩阵的S=1，进入IncreFlashAttention分支". On it sparse_mode, pre_tokens and
+/// next_tokens are ignored, no mask is needed and a full mask has IFA's shapes (check_mask,
+/// docs/fia-semantics.md); the query lengths are ignored (check_lengths). The route
+/// (plan_decode_on_ifa, core::fia_band) reads the same FiaShape::decode / FiaProblem::decode that
+/// check_query sets from this.
+inline bool decode_branch(const FiaArgs& a, const FiaShape& s) {
+  return !a.prompt && !s.rope && !s.tnd && s.S1 == 1;
+}
+
 Status invalid(const std::string& msg);
 Status refused(const std::string& feature);
 

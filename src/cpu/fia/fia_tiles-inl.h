@@ -1,0 +1,146 @@
+// The matrix-engine half of the FIA prefill task: the two products of fia_task_body's bf16 path
+// (fia_kernel-inl.h, KVFLASH_FIA_BF16_DOT) on tiles instead of vdpbf16ps, over the same packed
+// operands. No include guard on purpose: fia_kernel-inl.h includes it inside its ISA namespace
+// when KVFLASH_FIA_TILES is defined, in a translation unit compiled with the AMX flags that
+// includes cpu/amx/amx_tile.hpp first (src/cpu/fia/fia_kernel_amx.cpp on the CPU's tiles,
+// tests/support/fia_emu_tiles_amx.cpp on the tests' software model of them).
+//
+// Written once against a tile-operations type (cpu/amx/amx_tile.hpp), so the code the tests check
+// on the model is the code the hardware runs. Both products read bf16 operands whose products are
+// exact and sum them into fp32 (tdpbf16ps), as the vdpbf16ps path does in another order (allowed:
+// docs/semantics.md §0.2):
+//   - S = scale · Q·Kᵀ: the query rows as they are (bf16, Dk + Dr channels) are the A operand, 32
+//     channels a tile; the key tile packed by fia_pack_keys_bf16 ([16 keys][pair][2] per group of
+//     16 keys) is exactly the B operand's pair layout, 16 pairs a tile; 4 accumulator tiles hold a
+//     16-row block's scores of the 64 keys;
+//   - acc += P·V on full tiles with a bf16 output (fia_pv_bf16_shape): P rounded to bf16 in place
+//     (fia_round_p_bf16) is the A operand, 32 keys a tile; V packed by fia_pack_values_bf16
+//     ([pair][Dv][2]) is the B operand, 16 pairs x 16 channels a tile; the accumulators are loaded,
+//     added to and stored back 16 x 32 channels at a time.
+// Rows are taken 16 at a time: the task keeps round_up(M, 16) rows of Q, S and acc, the rows past M
+// zero (fia_task_body), so a last partial block of the scores computes zeros nobody reads, and one
+// tile configuration (every tile 16 x 64 bytes) serves the whole task; P·V, which may cover only
+// some of the task's rows, stages a last partial block. Every element of a result is one
+// row of A against one column of B, so a row's bits depend neither on the block it falls in nor on
+// the rows beside it: the same bits for any thread count and batch composition.
+
+/// The matrix engine for fia_task_body. Tiles: the tile operations (amx::HwTiles, or the tests'
+/// model).
+template <class Tiles>
+struct FiaTiles {
+  /// Whether the task of p runs on tiles: the bf16 path (fia_bf16_dot_shape) with whole tiles of
+  /// channels (Dk + Dr a multiple of 32, Dv of 16); other shapes take the vdpbf16ps path.
+  static bool shape(const FiaParams& p) {
+    return fia_bf16_dot_shape(p) && (p.head_dim + p.rope_dim) % amx::kTileK == 0 &&
+           p.value_dim % 16 == 0;
+  }
+
+  /// The tile configuration of a task (loaded at its start, released at its end): every tile
+  /// 16 x 64 bytes, the roles fixed per product (qk, pv below).
+  struct Scope : amx::BasicTileScope<Tiles> {
+    Scope() : amx::BasicTileScope<Tiles>(amx::uniform_palette()) {}
+  };
+
+  /// s[m][0, 64) = scale · q[m] · k for rows m < round_up(M, 16): q bf16 rows of 2 · pairs
+  /// channels, ldq elements apart (rows past M readable); kp the key tile as fia_pack_keys_bf16
+  /// packs it; pairs a multiple of 16; s rows lds floats apart. Tiles: 0 the query block, 1-3 the
+  /// key groups' operands, 4-7 the scores of key groups 0-3.
+  static void qk(const uint16_t* q, int64_t ldq, const uint16_t* kp, int64_t pairs, float* s,
+                 int64_t lds, int64_t M, float scale) {
+    const ptrdiff_t qs = ldq * 2, ss = lds * 4;
+    const Vec sc = vset1(scale);
+    for (int64_t m = 0; m < M; m += amx::kTileRows) {
+      Tiles::template zero<4>();
+      Tiles::template zero<5>();
+      Tiles::template zero<6>();
+      Tiles::template zero<7>();
+      for (int64_t pr = 0; pr < pairs; pr += amx::kTileRows) {
+        Tiles::template load<0>(q + m * ldq + 2 * pr, qs);
+        const uint16_t* k = kp + pr * 32;  // key group c's pairs [pr, pr + 16) at + c * pairs * 32
+        Tiles::template load<1>(k, amx::kTileRowBytes);
+        Tiles::template load<2>(k + pairs * 32, amx::kTileRowBytes);
+        Tiles::template dpbf16ps<4, 0, 1>();
+        Tiles::template load<3>(k + 2 * pairs * 32, amx::kTileRowBytes);
+        Tiles::template dpbf16ps<5, 0, 2>();
+        Tiles::template load<1>(k + 3 * pairs * 32, amx::kTileRowBytes);
+        Tiles::template dpbf16ps<6, 0, 3>();
+        Tiles::template dpbf16ps<7, 0, 1>();
+      }
+      float* sm = s + m * lds;
+      Tiles::template store<4>(sm, ss);
+      Tiles::template store<5>(sm + 16, ss);
+      Tiles::template store<6>(sm + 32, ss);
+      Tiles::template store<7>(sm + 48, ss);
+      for (int64_t r = 0; r < amx::kTileRows; ++r) {
+        for (int64_t c = 0; c < kFiaKeyTile; c += kLanes) {
+          vstore(sm + r * lds + c, vmul(vload(sm + r * lds + c), sc));
+        }
+      }
+    }
+  }
+
+  /// acc[m][0, Dv) += sum over the tile's 64 keys of p[m][c] · v[c][0, Dv) for rows m < M: p
+  /// bf16 rows ldp elements apart, vp as fia_pack_values_bf16 packs it, Dv a multiple of 16, acc
+  /// rows Dv floats apart. The rows past M are other rows' (fia_task_body's dot_rows): a last
+  /// block of fewer than 16 rows goes through 16-row staging copies (pv_tail), so nothing outside
+  /// [0, M) is read or written. Tiles: 0-1 the probabilities of keys 0-31 and 32-63, 2-3 two
+  /// 16-channel accumulator blocks, 4-7 their value operands (pairs 0-15 and 16-31).
+  static void pv(const uint16_t* p, int64_t ldp, const uint16_t* vp, int64_t Dv, float* acc,
+                 int64_t M) {
+    const ptrdiff_t ps = ldp * 2, as = Dv * 4, vs = Dv * 4;
+    const uint16_t* v1 = vp + 16 * Dv * 2;  // pairs 16-31
+    const int64_t whole = M / amx::kTileRows * amx::kTileRows;
+    if (whole < M) pv_tail(p + whole * ldp, ldp, vp, Dv, acc + whole * Dv, M - whole);
+    for (int64_t m = 0; m < whole; m += amx::kTileRows) {
+      Tiles::template load<0>(p + m * ldp, ps);
+      Tiles::template load<1>(p + m * ldp + 32, ps);
+      float* am = acc + m * Dv;
+      int64_t x = 0;
+      for (; x + 32 <= Dv; x += 32) {
+        Tiles::template load<2>(am + x, as);
+        Tiles::template load<4>(vp + 2 * x, vs);
+        Tiles::template load<3>(am + x + 16, as);
+        Tiles::template load<5>(vp + 2 * x + 32, vs);
+        Tiles::template dpbf16ps<2, 0, 4>();
+        Tiles::template load<6>(v1 + 2 * x, vs);
+        Tiles::template dpbf16ps<3, 0, 5>();
+        Tiles::template load<7>(v1 + 2 * x + 32, vs);
+        Tiles::template dpbf16ps<2, 1, 6>();
+        Tiles::template dpbf16ps<3, 1, 7>();
+        Tiles::template store<2>(am + x, as);
+        Tiles::template store<3>(am + x + 16, as);
+      }
+      if (x < Dv) {  // 16 channels left
+        Tiles::template load<2>(am + x, as);
+        Tiles::template load<4>(vp + 2 * x, vs);
+        Tiles::template load<6>(v1 + 2 * x, vs);
+        Tiles::template dpbf16ps<2, 0, 4>();
+        Tiles::template dpbf16ps<2, 1, 6>();
+        Tiles::template store<2>(am + x, as);
+      }
+    }
+  }
+
+  /// pv for r < 16 rows through staging copies of their probabilities and of each 16-channel
+  /// block of their accumulators (the staged rows past r zero). Each element is still one row of
+  /// P against one column of V: the same bits as in a whole block.
+  static void pv_tail(const uint16_t* p, int64_t ldp, const uint16_t* vp, int64_t Dv, float* acc,
+                      int64_t r) {
+    alignas(64) uint16_t ps[amx::kTileRows][kFiaKeyTile] = {};
+    alignas(64) float as[amx::kTileRows][16] = {};
+    for (int64_t i = 0; i < r; ++i) __builtin_memcpy(ps[i], p + i * ldp, sizeof ps[i]);
+    Tiles::template load<0>(ps[0], sizeof ps[0]);
+    Tiles::template load<1>(ps[0] + 32, sizeof ps[0]);
+    const uint16_t* v1 = vp + 16 * Dv * 2;
+    for (int64_t x = 0; x < Dv; x += 16) {
+      for (int64_t i = 0; i < r; ++i) __builtin_memcpy(as[i], acc + i * Dv + x, sizeof as[i]);
+      Tiles::template load<2>(as[0], sizeof as[0]);
+      Tiles::template load<4>(vp + 2 * x, Dv * 4);
+      Tiles::template load<6>(v1 + 2 * x, Dv * 4);
+      Tiles::template dpbf16ps<2, 0, 4>();
+      Tiles::template dpbf16ps<2, 1, 6>();
+      Tiles::template store<2>(as[0], sizeof as[0]);
+      for (int64_t i = 0; i < r; ++i) __builtin_memcpy(acc + i * Dv + x, as[i], sizeof as[i]);
+    }
+  }
+};

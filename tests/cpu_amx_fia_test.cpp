@@ -1,0 +1,199 @@
+// The FIA prefill kernel on the matrix engine (src/cpu/fia/fia_tiles-inl.h) against the fp64
+// reference over every case of the shared FIA case list (support/fia_cases.hpp) plus cases shaped
+// for the tiles (whole key tiles, 16-row blocks with a remainder, rope, value widths of 32 x k and
+// 16 more, a shape the tiles do not take), every output element, at 1, 2 and 5 threads, with the
+// other ISAs' tolerances; the worst |diff| / bound per engine and output dtype is printed when the
+// program ends.
+//   - Emulated: the cpu-amx entry's kernels on the software model of the tiles
+//     (support/fia_emu_tiles.hpp), on every machine with AVX512-BF16: the same bits at every
+//     thread count; the avx512bf16 kernels run beside them, for their worst err/tol;
+//   - Hardware: the cpu-amx entry's kernels (cpu::amx::kFiaKernels) on the CPU's tiles, skipped
+//     (with the reason) where the amx level is not detected.
+// The kernels run the way the backend entry runs them (cpu::fia_entry_run), with the kernel table
+// chosen here rather than by the backend list.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cpu/fia/fia_kernel_isa.hpp"
+#include "cpu/ifa/ifa_kernel_isa.hpp"
+#include "cpu/isa.hpp"
+#include "fia_reference.hpp"
+#include "support/fia_args.hpp"
+#include "support/fia_cases.hpp"
+#include "support/fia_emu_tiles.hpp"
+#include "support/fia_run.hpp"
+
+namespace kvflash::testing {
+namespace {
+
+constexpr int kThreadCounts[] = {1, 2, 5};
+
+std::map<std::string, double>& worst_by_engine() {
+  static std::map<std::string, double> w;
+  return w;
+}
+
+class WorstPrinter : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const auto& [key, w] : worst_by_engine()) {
+      std::printf("amx fia worst err/tol %s: %.3g\n", key.c_str(), w);
+    }
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kWorstPrinter =
+    ::testing::AddGlobalTestEnvironment(new WorstPrinter);
+
+std::vector<std::byte> output_bytes(const reference::FiaCall& call) {
+  const TensorView& o = call.attention_out;
+  size_t n = 1;
+  for (int i = 0; i < o.rank; ++i) n *= static_cast<size_t>(o.shape[i]);
+  std::vector<std::byte> bytes(n * dtype_size(o.dtype));
+  std::memcpy(bytes.data(), o.data, bytes.size());
+  return bytes;
+}
+
+// Runs case c on kernels k at every thread count, each run against the reference, the output bits
+// equal at every thread count.
+void check_case(const FiaCase& c, FiaCaseData& data, const reference::FiaReference& ref,
+                const char* engine, const cpu::FiaKernels& k) {
+  FiaArgs args = fia_args(data.call());
+  std::vector<std::byte> first;
+  for (int threads : kThreadCounts) {
+    SCOPED_TRACE(std::string("engine=") + engine + " threads=" + std::to_string(threads));
+    data.poison_outputs();
+    args.num_threads = threads;
+    ASSERT_TRUE(run_fia_kernels(args, k)) << c.name();
+    double worst = 0;
+    EXPECT_TRUE(compare_fia_output(c.name(), data.call(), ref, &worst, c.expect_mostly_empty));
+    double& w = worst_by_engine()[std::string(engine) + " " + dtype_name(c.out_dtype)];
+    w = std::max(w, worst);
+    if (first.empty()) {
+      first = output_bytes(data.call());
+    } else {
+      EXPECT_TRUE(output_bytes(data.call()) == first)
+          << c.name() << ": output bits differ from 1 thread";
+    }
+  }
+}
+
+// Prefill shapes for the tiles: several whole key tiles and a diagonal (mode 3), 16-row blocks
+// with a remainder (G = 7: 36 query rows x 7 heads), rope (128 + 64), value widths 96 (three
+// 32-channel blocks) and 80 (two and a 16-channel tail), paged, a sink, a sliding window, a
+// full mask (no whole tile: the tiles score, the FMAs add P·V), and D = 80 (not a multiple of 32:
+// the vdpbf16ps path).
+std::vector<FiaCase> tile_cases() {
+  std::vector<FiaCase> cases;
+  const auto bf16 = [](FiaCase c) {
+    c.q_dtype = c.kv_dtype = c.out_dtype = DType::kBFloat16;
+    c.tag = "tiles";
+    return c;
+  };
+  {
+    FiaCase c;
+    c.num_heads = 28, c.num_kv_heads = 4, c.head_dim = 128;
+    c.q_lens = {150}, c.kv_lens = {150};
+    c.sparse_mode = 3, c.mask = FiaMask::kCompressed, c.lse = true;
+    cases.push_back(bf16(c));
+  }
+  {
+    FiaCase c;
+    c.layout = FiaLayout::kTnd;
+    c.num_heads = 2, c.num_kv_heads = 2, c.head_dim = 96;
+    c.q_lens = {70, 20}, c.kv_lens = {200, 129};
+    cases.push_back(bf16(c));
+  }
+  {
+    FiaCase c;
+    c.layout = FiaLayout::kTnd;
+    c.num_heads = 4, c.num_kv_heads = 4, c.head_dim = 128, c.value_dim = 128, c.rope_dim = 64;
+    c.q_lens = {130}, c.kv_lens = {130};
+    c.sparse_mode = 3, c.mask = FiaMask::kCompressed, c.lse = true;
+    cases.push_back(bf16(c));
+  }
+  {
+    FiaCase c;
+    c.layout = FiaLayout::kTnd;
+    c.num_heads = 8, c.num_kv_heads = 2, c.head_dim = 64, c.value_dim = 80;
+    c.q_lens = {100, 3}, c.kv_lens = {100, 190};
+    c.paged = true, c.block_size = 128;
+    c.sparse_mode = 3, c.mask = FiaMask::kCompressed, c.sink = true;
+    cases.push_back(bf16(c));
+  }
+  {
+    FiaCase c;
+    c.num_heads = 4, c.num_kv_heads = 1, c.head_dim = 64;
+    c.q_lens = {140}, c.kv_lens = {140};
+    c.sparse_mode = 4, c.mask = FiaMask::kCompressed, c.pre_tokens = 70, c.next_tokens = 0;
+    cases.push_back(bf16(c));
+  }
+  {
+    FiaCase c;
+    c.num_heads = 2, c.num_kv_heads = 1, c.head_dim = 64;
+    c.q_lens = {40}, c.kv_lens = {130};
+    c.mask = FiaMask::kFull3;
+    cases.push_back(bf16(c));
+  }
+  {
+    FiaCase c;
+    c.layout = FiaLayout::kTnd;
+    c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 80;
+    c.q_lens = {70}, c.kv_lens = {140};
+    cases.push_back(bf16(c));
+  }
+  return cases;
+}
+
+std::vector<FiaCase> all_cases() {
+  std::vector<FiaCase> cases;
+  for (const FiaCase& c : fia_cases_for_run()) {
+    if (c.dv() % 16 == 0) cases.push_back(c);  // the others are refused (BackendOpsFia)
+  }
+  for (const FiaCase& c : tile_cases()) cases.push_back(c);
+  return cases;
+}
+
+class AmxFiaEmulated : public ::testing::TestWithParam<FiaCase> {};
+
+TEST_P(AmxFiaEmulated, MatchesReference) {
+  if (cpu::detected_isa() < cpu::Isa::kAvx512Bf16) {
+    GTEST_SKIP() << "the emulated engine's vector parts need AVX512-BF16";
+  }
+  const FiaCase& c = GetParam();
+  FiaCaseData data(c);
+  const reference::FiaReference ref = reference::fia_reference(data.call());
+  check_case(c, data, ref, "emulated", kFiaKernelsEmuTiles);
+  // The vector kernels of the level below, for their worst err/tol beside these.
+  check_case(c, data, ref, "avx512bf16", cpu::avx512::kFiaKernelsBf16);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AmxFiaEmulated, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<FiaCase>& info) {
+                           return std::to_string(info.index) + "_" + info.param.test_name();
+                         });
+
+class AmxFiaHardware : public ::testing::TestWithParam<FiaCase> {};
+
+TEST_P(AmxFiaHardware, MatchesReference) {
+  const char* why = nullptr;
+  if (!cpu::isa_available(cpu::Isa::kAmx, &why)) GTEST_SKIP() << "no amx level here: " << why;
+  const FiaCase& c = GetParam();
+  FiaCaseData data(c);
+  const reference::FiaReference ref = reference::fia_reference(data.call());
+  check_case(c, data, ref, "hardware", cpu::amx::kFiaKernels);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AmxFiaHardware, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<FiaCase>& info) {
+                           return std::to_string(info.index) + "_" + info.param.test_name();
+                         });
+
+}  // namespace
+}  // namespace kvflash::testing
