@@ -157,7 +157,8 @@ constexpr FiaBackend kFiaList[] = {
 // One portable entry: the cache write is a copy (memcpy of each token's rows), bound by memory
 // bandwidth; no instruction set would change it (cpu/kv_cache/kv_cache_kernel.hpp).
 constexpr KvCacheBackend kKvCacheList[] = {
-    {"cpu", DeviceType::kHost, always, kv_cache::workspace_size, cpu::kv_cache_run, nullptr},
+    {"cpu", DeviceType::kHost, always, nullptr, kv_cache::workspace_size, cpu::kv_cache_run,
+     nullptr},
 };
 
 }  // namespace
