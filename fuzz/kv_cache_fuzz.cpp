@@ -1,6 +1,8 @@
 #include "kv_cache_fuzz.hpp"
 
+#include <cstdint>
 #include <optional>
+#include <unordered_set>
 
 #include "core/strings.hpp"
 #include "kv_cache_reference.hpp"
@@ -16,8 +18,51 @@ std::optional<reference::KvCacheReference>& expectation() {
   static std::optional<reference::KvCacheReference> e;
   return e;
 }
+// Whether that call's key and value caches share a byte (the run must refuse it).
+bool& caches_shared() {
+  static bool shared = false;
+  return shared;
+}
 
 bool backed(const TensorView& v) { return v.data != unreadable_page(); }
+
+// Calls f(byte address) for every byte of every element of v (small views: affordable).
+template <class F>
+void for_each_byte(const TensorView& v, F f) {
+  const int64_t es = static_cast<int64_t>(dtype_size(v.dtype));
+  int64_t n = 1;
+  for (int k = 0; k < v.rank; ++k) n *= v.shape[k];
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t rest = e, off = v.offset;
+    for (int k = v.rank - 1; k >= 0; --k) {
+      off += rest % v.shape[k] * v.strides[k];
+      rest /= v.shape[k];
+    }
+    const auto base = reinterpret_cast<uintptr_t>(v.data) + static_cast<uintptr_t>(off * es);
+    for (int64_t b = 0; b < es; ++b) f(base + static_cast<uintptr_t>(b));
+  }
+}
+
+// An independent model of the run's check: the caches' byte sets intersect.
+bool share_bytes(const TensorView& a, const TensorView& b) {
+  std::unordered_set<uintptr_t> bytes;
+  for_each_byte(a, [&](uintptr_t p) { bytes.insert(p); });
+  bool shared = false;
+  for_each_byte(b, [&](uintptr_t p) { shared |= bytes.count(p) != 0; });
+  return shared;
+}
+
+// Views whose bytes the checks enumerate: at most 2^20 bytes each.
+bool small(const TensorView& v) {
+  const std::optional<uint64_t> bytes = view_bytes(v);
+  int64_t n = 1;
+  for (int k = 0; k < v.rank; ++k) {
+    if (v.shape[k] > (int64_t{1} << 20)) return false;
+    n *= v.shape[k];
+    if (n > (int64_t{1} << 20)) return false;
+  }
+  return bytes.has_value() && n * static_cast<int64_t>(dtype_size(v.dtype)) <= (int64_t{1} << 20);
+}
 
 }  // namespace
 
@@ -115,17 +160,37 @@ void decode_kv_cache(FuzzInput& in, bool extensions, KvCacheFuzzCase* f) {
 
 bool kv_cache_affordable(const KvCacheFuzzCase& f) {
   if (f.mem.unbacked) return false;
-  for (const TensorView* v : {&f.args.key, &f.args.key_cache, &f.args.slot_mapping})
+  const ScatterPaKvCacheArgs& a = f.args;
+  for (const TensorView* v : {&a.key, &a.key_cache, &a.slot_mapping})
     if (!backed(*v)) return false;
-  return true;
+  if (a.value && !backed(*a.value)) return false;
+  if (a.value_cache && (!backed(*a.value_cache) || !small(*a.value_cache))) return false;
+  return small(a.key_cache);
 }
 
-void expect_kv_cache(KvCacheFuzzCase& f) { expectation() = reference::kv_cache_reference(f.args); }
+void expect_kv_cache(KvCacheFuzzCase& f) {
+  const ScatterPaKvCacheArgs& a = f.args;
+  caches_shared() = a.value_cache && share_bytes(a.key_cache, *a.value_cache);
+  if (caches_shared()) {  // refused by the run: the caches stay as they are
+    reference::KvCacheReference same;
+    same.key_cache = reference::element_bytes(a.key_cache);
+    same.value_cache = reference::element_bytes(*a.value_cache);
+    expectation() = same;
+  } else {
+    expectation() = reference::kv_cache_reference(a);
+  }
+}
 
 void check_kv_cache_run(KvCacheFuzzCase& f, int64_t status, const std::string& message,
                         const std::string& where) {
   const reference::KvCacheReference& ref = *expectation();
-  if (!ref.slots_ok) {
+  if (caches_shared()) {
+    if (status != KVFLASH_ERR_PARAM_INVALID)
+      violated(where + ": caches sharing memory ran with status " + str(status));
+    if (message.find("key_cache and value_cache share memory") == std::string::npos)
+      violated(where + ": the refusal of shared caches does not say so: " + message);
+    ++stats().faulted;
+  } else if (!ref.slots_ok) {
     if (status != KVFLASH_ERR_PARAM_INVALID)
       violated(where + ": bad slots ran with status " + str(status));
     if (message.find("slot_mapping[") == std::string::npos)

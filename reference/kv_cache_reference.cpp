@@ -1,5 +1,6 @@
 #include "kv_cache_reference.hpp"
 
+#include <cstddef>
 #include <cstring>
 #include <set>
 
@@ -43,6 +44,19 @@ std::vector<uint8_t> element_bytes(const TensorView& v) {
   return out;
 }
 
+// slot_mapping[t], exactly (an int64 slot past 2^53 is not a double).
+static int64_t slot(const TensorView& v, int64_t t) {
+  const auto* at = static_cast<const std::byte*>(v.data) + element_at(v, {t}) * static_cast<int64_t>(dtype_size(v.dtype));
+  if (v.dtype == DType::kInt64) {
+    int64_t x;
+    std::memcpy(&x, at, sizeof x);
+    return x;
+  }
+  int32_t x;
+  std::memcpy(&x, at, sizeof x);
+  return x;
+}
+
 KvCacheReference kv_cache_reference(const ScatterPaKvCacheArgs& a) {
   KvCacheReference r;
   r.key_cache = element_bytes(a.key_cache);
@@ -53,7 +67,7 @@ KvCacheReference kv_cache_reference(const ScatterPaKvCacheArgs& a) {
   const int64_t slots = a.key_cache.shape[0] * block_size;
   std::set<int64_t> seen;
   for (int64_t t = 0; t < tokens; ++t) {
-    const auto s = static_cast<int64_t>(load_element(a.slot_mapping, {t}));
+    const int64_t s = slot(a.slot_mapping, t);
     if (s < 0) continue;
     if (s >= slots || !seen.insert(s).second) {
       r.slots_ok = false;

@@ -192,6 +192,72 @@ const Rule kRules[] = {
      "num_threads (-1) must be >= 0"},
 };
 
+// The caches' memory. One buffer may hold both caches in any layout where no element is both
+// (vLLM's (2, blocks, ...), FlashInfer's (blocks, 2, ...), a (.., Dk + Dv) split): the write is
+// the oracle's. A cache whose strides give two elements one address is refused when planned; a
+// key and a value cache with an element in common are refused by the run (the addresses are
+// the run's), and nothing is written.
+TEST(KvCache, CachesInOneBufferAndSharedMemory) {
+  const int64_t nb = 4, bs = 8, kvn = 2, d = 16, es = 2;
+  KvCacheCaseData data;
+  fill_kv_cache_case(KvCacheCase{}, &data, 11);
+  std::vector<uint8_t> buffer(static_cast<size_t>(2 * nb * bs * kvn * d * es));
+  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<uint8_t>(i * 7 + 3);
+  const auto view = [&](std::vector<int64_t> strides, int64_t offset, int64_t dim) {
+    TensorView v = TensorView::contiguous(buffer.data(), DType::kFloat16, {nb, bs, kvn, dim});
+    for (int k = 0; k < 4; ++k) v.strides[k] = strides[static_cast<size_t>(k)];
+    v.offset = offset;
+    return v;
+  };
+  struct Layout {
+    const char* what;
+    TensorView key_cache, value_cache;
+  };
+  const int64_t blk = bs * kvn * d;
+  const Layout apart[] = {
+      {"(2, blocks, ...)", view({blk, kvn * d, d, 1}, 0, d), view({blk, kvn * d, d, 1}, nb * blk, d)},
+      {"(blocks, 2, ...)", view({2 * blk, kvn * d, d, 1}, 0, d),
+       view({2 * blk, kvn * d, d, 1}, blk, d)},
+      {"(.., Dk + Dv) split", view({2 * blk, 2 * kvn * d, 2 * d, 1}, 0, d),
+       view({2 * blk, 2 * kvn * d, 2 * d, 1}, d, d)},
+  };
+  for (const Layout& l : apart) {
+    ScatterPaKvCacheArgs a = data.args;
+    a.key_cache = l.key_cache;
+    a.value_cache = l.value_cache;
+    const reference::KvCacheReference ref = reference::kv_cache_reference(a);
+    ASSERT_EQ(run_once(a), Status::kSuccess) << l.what << ": " << last_error_message();
+    EXPECT_TRUE(caches_equal(l.what, a, ref));
+  }
+  // Refused when planned: positions 1 element apart in a cache of rows of KV_N * D.
+  ScatterPaKvCacheArgs self = data.args;
+  self.key_cache.strides[1] = 1;
+  std::unique_ptr<ScatterPaKvCachePlan> plan;
+  EXPECT_EQ(ScatterPaKvCachePlan::create(self, &plan), Status::kInvalid);
+  EXPECT_TRUE(message_has("key_cache's strides give two of its elements one address (dim"))
+      << last_error_message();
+  // Refused by the run: the same cache twice, and a value cache starting inside the key cache.
+  const Layout shared[] = {
+      {"one cache twice", view({blk, kvn * d, d, 1}, 0, d), view({blk, kvn * d, d, 1}, 0, d)},
+      {"interleaved by half a block", view({2 * blk, kvn * d, d, 1}, 0, d),
+       view({2 * blk, kvn * d, d, 1}, blk / 2, d)},
+      {"other strides, ranges crossing", view({blk, kvn * d, d, 1}, 0, d),
+       view({blk, kvn * d, 1, kvn}, blk, d)},
+  };
+  for (const Layout& l : shared) {
+    ScatterPaKvCacheArgs a = data.args;
+    a.key_cache = l.key_cache;
+    a.value_cache = l.value_cache;
+    ASSERT_EQ(ScatterPaKvCachePlan::create(a, &plan), Status::kSuccess) << l.what;
+    const std::vector<uint8_t> before = buffer;
+    testing::WorkspaceBuffer ws(plan->workspace_size());
+    EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kInvalid) << l.what;
+    EXPECT_TRUE(message_has("key_cache and value_cache share memory")) << l.what;
+    EXPECT_TRUE(message_has("nothing was written")) << l.what;
+    EXPECT_EQ(buffer, before) << l.what;
+  }
+}
+
 TEST(KvCache, EveryValidationRuleNamesItsArgument) {
   for (const Rule& r : kRules) {
     KvCacheCaseData d;

@@ -14,7 +14,11 @@
 //   guaranteed"), is refused with kInvalid naming the entries, before anything is written: the
 //   caches are unchanged;
 // - any dtype (the copy is bitwise), any strides of every tensor; key and value may differ in
-//   head dim. The value pair may be absent (aclnn's 0-D value: the key only).
+//   head dim. The value pair may be absent (aclnn's 0-D value: the key only);
+// - the caches may share one buffer where no element is both (vLLM's (2, blocks, ...),
+//   FlashInfer's (blocks, 2, ...), a (.., Dk + Dv) split); a cache whose strides give two of its
+//   elements one address is refused by create, and a key and a value cache with an element in
+//   common by run (kInvalid, nothing written).
 //
 // What is out of scope is refused by name: the FRACTAL_NZ cache (cache_mode "PA_NZ", a 5-D
 // cache), the compressed scenarios (compress_lens, compress_seq_offsets, seq_lens, a 4-D key) and

@@ -70,6 +70,26 @@ def test_scatter_key_only():
     assert same_bits(kc, want)
 
 
+def test_cache_write_into_one_buffer():
+    """vLLM's kv_cache (2, num_blocks, ...) and FlashInfer's (num_blocks, 2, ...): the halves of
+    one buffer are written exactly; one cache passed as both is refused, nothing written."""
+    key, value, _, _, slots = _write_case(torch.bfloat16)
+    for layout in ("vllm", "flashinfer"):
+        if layout == "vllm":
+            kv = make_cache(2 * 5, 16, 2, 64, torch.bfloat16).view(2, 5, 16, 2, 64)
+            kc, vc = kv[0], kv[1]
+        else:
+            kv = make_cache(5 * 2, 16, 2, 64, torch.bfloat16).view(5, 2, 16, 2, 64)
+            kc, vc = kv[:, 0], kv[:, 1]
+        want_k, want_v = write_slots(kc, key, slots), write_slots(vc, value, slots)
+        torch_npu._npu_reshape_and_cache(key, value, kc, vc, slots)
+        assert same_bits(kc, want_k) and same_bits(vc, want_v), layout
+    before = kc.clone()
+    with pytest.raises(ValueError, match="key_cache and value_cache share memory"):
+        torch_npu._npu_reshape_and_cache(key, key, kc, kc, slots)
+    assert same_bits(kc, before)
+
+
 @pytest.mark.parametrize("slot,message", [
     (80, "slot_mapping[2] (80) is outside the cache: expected a slot in [0, 80)"),
     (4, "slot_mapping[0] and slot_mapping[2] are both 4"),

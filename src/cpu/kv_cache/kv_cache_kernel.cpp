@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "cpu/thread_pool.hpp"
+#include "ops/kv_cache/kv_cache_alias.hpp"
 #include "ops/kv_cache/kv_cache_validate.hpp"
 
 namespace kvflash::cpu {
@@ -122,7 +123,24 @@ struct Run {
 
 }  // namespace
 
+// Pass 0: a key cache and a value cache with an element in common (the addresses are the run's).
+Status check_caches_apart(const KvCacheProblem& p, const KvCacheData& d) {
+  if (!p.has_value) return Status::kSuccess;
+  const auto extent = [&](const void* base, const KvCacheSide& s) {
+    return kv_cache::CacheExtent{base,
+                                 {p.num_blocks, p.block_size, p.num_kv_heads, s.head_dim},
+                                 {s.c_block, s.c_pos, s.c_head, s.c_dim}};
+  };
+  if (kv_cache::caches_share_memory(extent(d.key_cache, p.key), extent(d.value_cache, p.value),
+                                    static_cast<int64_t>(dtype_size(p.dtype)))) {
+    return invalid("key_cache and value_cache share memory: an element written would be both a "
+                   "key and a value");
+  }
+  return Status::kSuccess;
+}
+
 Status kv_cache_run(const KvCacheProblem& p, const KvCacheData& d, const core::RunContext& ctx) {
+  KVFLASH_RETURN_IF_ERROR(check_caches_apart(p, d));
   KVFLASH_RETURN_IF_ERROR(check_slots(p, d, ctx.workspace));
   if (p.tokens == 0) return Status::kSuccess;
   const int64_t es = static_cast<int64_t>(dtype_size(p.dtype));

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/plan_fields.hpp"
 #include "core/view_check.hpp"
+#include "ops/kv_cache/kv_cache_alias.hpp"
 #include "ops/kv_cache/kv_cache_fields.hpp"
 
 namespace kvflash::kv_cache {
@@ -67,6 +68,12 @@ Status check_side(const TensorView& src, const char* src_name, const TensorView&
   if (cache.dtype != src.dtype) {
     return invalid(std::string(cache_name) + " dtype (" + dtype_name(cache.dtype) +
                    ") must be " + src_name + "'s (" + dtype_name(src.dtype) + ")");
+  }
+  int dim = 0;
+  if (may_self_overlap(cache, &dim)) {
+    return invalid(std::string(cache_name) + "'s strides give two of its elements one address (dim " +
+                   str(dim) + ", stride " + str(cache.strides[dim]) + ", got " + cache.describe() +
+                   "): every element written must be memory of its own");
   }
   side->s_tok = src.strides[0], side->s_head = src.strides[1], side->s_dim = src.strides[2];
   side->c_block = cache.strides[0], side->c_pos = cache.strides[1];
