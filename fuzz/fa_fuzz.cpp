@@ -62,12 +62,12 @@ testing::FiaCase fa_case(FuzzInput& in) {
 
 void mutate(FuzzInput& in, FaFuzzCase* f) {
   FlashAttentionScoreArgs& a = f->args;
-  static const char* const kLayouts[] = {"BSH", "BSND", "BNSD", "TND", "SBH", "sbh", "NTD", "",
-                                         "bsnd", "TND_NTD"};
+  static const char* const kLayouts[] = {"BSH", "BSND", "BNSD", "TND",  "SBH",
+                                         "sbh", "NTD",  "",     "bsnd", "TND_NTD"};
   for (int m = static_cast<int>(in.below(4)); m > 0; --m) {
     f->mutated = true;
-    std::vector<TensorView*> vs = {&a.query, &a.key, &a.value, &a.softmax_max, &a.softmax_sum,
-                                   &a.attention_out};
+    std::vector<TensorView*> vs = {&a.query,       &a.key,         &a.value,
+                                   &a.softmax_max, &a.softmax_sum, &a.attention_out};
     if (a.atten_mask) vs.push_back(&*a.atten_mask);
     TensorView* t = vs[in.below(static_cast<uint32_t>(vs.size()))];
     switch (in.below(9)) {
@@ -169,9 +169,19 @@ void decode_fa(FuzzInput& in, bool extensions, FaFuzzCase* f) {
 
 const std::vector<const char*>& fa_names() {
   static const std::vector<const char*> names = [] {
-    std::vector<const char*> n = {"workspace", "workspaceSize", "executor", "stream", "plan",
-                                  "num_threads", "input_layout", "pre_tokens", "next_tokens",
-                                  "actual_seq_lengths", "actual_seq_lengths_kv", "key", "value"};
+    std::vector<const char*> n = {"workspace",
+                                  "workspaceSize",
+                                  "executor",
+                                  "stream",
+                                  "plan",
+                                  "num_threads",
+                                  "input_layout",
+                                  "pre_tokens",
+                                  "next_tokens",
+                                  "actual_seq_lengths",
+                                  "actual_seq_lengths_kv",
+                                  "key",
+                                  "value"};
     const auto add = [&](const auto& table) {
       core::for_each_field(table, [&](const auto& fld) {
         n.push_back(fld.name);
@@ -195,15 +205,18 @@ void check_fa_guards(const FaFuzzCase& f, const char* where) {
 
 void check_fa_run(FaFuzzCase& f, int64_t status, const char* where) {
   check_fa_guards(f, where);
-  if (status != 0) violated(std::string(where) + ": a planned call failed with " + core::str(status));
+  if (status != 0)
+    violated(std::string(where) + ": a planned call failed with " + core::str(status));
   ++stats().ran;
   if (f.mutated) return;
   ++stats().compared;
   const reference::FiaReference ref = reference::fia_reference(f.data->call());
-  const auto r = testing::compare_fia_output(f.data->spec().name(), f.data->call(), ref, nullptr, true);
+  const auto r =
+      testing::compare_fia_output(f.data->spec().name(), f.data->call(), ref, nullptr, true);
   if (!r) violated(std::string(where) + ": output differs from the oracle: " + r.message());
   const auto m = testing::compare_fia_max_sum(*f.data, ref, *f.max_sum);
-  if (!m) violated(std::string(where) + ": softmax max / sum differ from the oracle: " + m.message());
+  if (!m)
+    violated(std::string(where) + ": softmax max / sum differ from the oracle: " + m.message());
 }
 
 }  // namespace kvflash::fuzz

@@ -24,8 +24,8 @@ struct FaFuzzCase {
   std::unique_ptr<testing::FiaCaseData> data;
   std::unique_ptr<testing::FiaMaxSum> max_sum;
   FlashAttentionScoreArgs args;
-  bool mutated = false;   ///< false: the call as built (the run is compared with the oracle)
-  bool runnable = true;   ///< false: a view points at the unreadable page
+  bool mutated = false;  ///< false: the call as built (the run is compared with the oracle)
+  bool runnable = true;  ///< false: a view points at the unreadable page
   std::vector<std::unique_ptr<Guarded>> memory;
 };
 

@@ -33,7 +33,8 @@ constexpr DType kDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16}
 
 const std::vector<const char*>& names() {
   static const std::vector<const char*> n = {
-      "lse", "localOut", "updateType", "out", "lseOut", "workspace", "workspaceSize", "executor",
+      "lse",    "localOut",         "updateType",       "out",
+      "lseOut", "workspace",        "workspaceSize",    "executor",
       "stream", "partial_out_list", "partial_lse_list", "out_lse"};
   return n;
 }

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "acl/acl.h"
+#include "aclnn_protocol.hpp"
 #include "aclnnop/aclnn_flash_attention_score.h"
 #include "aclnnop/aclnn_lightning_indexer.h"
-#include "aclnn_protocol.hpp"
 #include "fa_fuzz.hpp"
 #include "fia_acl_handles.hpp"
 #include "fuzz_input.hpp"
@@ -49,8 +49,8 @@ void run(FuzzInput& in) {
                    a.sparse_mode, mx, sm, nullptr, out, sl.ws_slot, sl.exec_slot)
              : aclnnFlashAttentionScoreGetWorkspaceSize(
                    q, k, v, pse, drop, pad, mask, prefix, a.scale, a.keep_prob, a.pre_tokens,
-                   a.next_tokens, a.head_num, layout.data(), a.inner_precise, a.sparse_mode, mx,
-                   sm, nullptr, out, sl.ws_slot, sl.exec_slot);
+                   a.next_tokens, a.head_num, layout.data(), a.inner_precise, a.sparse_mode, mx, sm,
+                   nullptr, out, sl.ws_slot, sl.exec_slot);
   AclnnProtocol p;
   p.op = kOp;
   p.names = &fa_names();

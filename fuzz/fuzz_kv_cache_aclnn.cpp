@@ -38,8 +38,8 @@ void run(FuzzInput& in) {
   const TensorView zero_d = TensorView::contiguous(a.key.data, a.key.dtype, {});
   const aclTensor* v = a.value ? req(*a.value, "value") : h.tensor(in, zero_d, "value");
   const aclTensor* vc = a.value_cache ? req(*a.value_cache, "value_cache")
-                        : a.value       ? nullptr
-                                        : h.tensor(in, zero_d, "value_cache");
+                        : a.value     ? nullptr
+                                      : h.tensor(in, zero_d, "value_cache");
   const aclTensor* seq = h.optional(in, a.seq_lens, "seq_lens");
   aclIntArray* strides = h.int_array(in, a.strides);
   std::string cm = a.cache_mode, sc = a.scatter_mode;

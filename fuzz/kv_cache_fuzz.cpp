@@ -81,8 +81,8 @@ std::vector<Slot> KvCacheFuzzCase::slots() {
 
 const std::vector<const char*>& kv_cache_names() {
   static const std::vector<const char*> names = [] {
-    std::vector<const char*> n = {"workspace", "workspaceSize", "executor", "stream", "plan",
-                                  "num_threads", "value", "valueCacheRef"};
+    std::vector<const char*> n = {"workspace", "workspaceSize", "executor", "stream",
+                                  "plan",      "num_threads",   "value",    "valueCacheRef"};
     core::for_each_field(kv_cache::kFields, [&](const auto& f) {
       n.push_back(f.name);
       n.push_back(f.acl_name);

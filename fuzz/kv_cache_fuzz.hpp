@@ -31,7 +31,6 @@ void decode_kv_cache(FuzzInput& in, bool extensions, KvCacheFuzzCase* f);
 /// Whether a planned call is backed and small enough to run.
 bool kv_cache_affordable(const KvCacheFuzzCase& f);
 
-
 /// Before a run: the oracle of f's arguments as they are now.
 void expect_kv_cache(KvCacheFuzzCase& f);
 

@@ -25,8 +25,8 @@ int64_t image_at(const TensorView& c, int64_t b, int64_t p, int64_t n, int64_t x
 void copy_element(const TensorView& src, int64_t t, int64_t n, int64_t x, const TensorView& cache,
                   int64_t b, int64_t p, std::vector<uint8_t>* image) {
   const size_t es = dtype_size(src.dtype);
-  const auto* from = static_cast<const uint8_t*>(src.data) +
-                     element_at(src, {t, n, x}) * static_cast<int64_t>(es);
+  const auto* from =
+      static_cast<const uint8_t*>(src.data) + element_at(src, {t, n, x}) * static_cast<int64_t>(es);
   std::memcpy(image->data() + image_at(cache, b, p, n, x), from, es);
 }
 
@@ -37,8 +37,8 @@ std::vector<uint8_t> element_bytes(const TensorView& v) {
   const int64_t n = flat_count(v);
   std::vector<uint8_t> out(static_cast<size_t>(n) * es);
   for (int64_t i = 0; i < n; ++i) {
-    const auto* from = static_cast<const uint8_t*>(v.data) +
-                       element_at_flat(v, i) * static_cast<int64_t>(es);
+    const auto* from =
+        static_cast<const uint8_t*>(v.data) + element_at_flat(v, i) * static_cast<int64_t>(es);
     std::memcpy(out.data() + i * static_cast<int64_t>(es), from, es);
   }
   return out;
@@ -46,7 +46,8 @@ std::vector<uint8_t> element_bytes(const TensorView& v) {
 
 // slot_mapping[t], exactly (an int64 slot past 2^53 is not a double).
 static int64_t slot(const TensorView& v, int64_t t) {
-  const auto* at = static_cast<const std::byte*>(v.data) + element_at(v, {t}) * static_cast<int64_t>(dtype_size(v.dtype));
+  const auto* at = static_cast<const std::byte*>(v.data) +
+                   element_at(v, {t}) * static_cast<int64_t>(dtype_size(v.dtype));
   if (v.dtype == DType::kInt64) {
     int64_t x;
     std::memcpy(&x, at, sizeof x);
@@ -77,7 +78,8 @@ KvCacheReference kv_cache_reference(const ScatterPaKvCacheArgs& a) {
     }
     const int64_t b = s / block_size, p = s % block_size;
     for (int64_t n = 0; n < a.key.shape[1]; ++n) {
-      for (int64_t x = 0; x < a.key.shape[2]; ++x) copy_element(a.key, t, n, x, a.key_cache, b, p, &r.key_cache);
+      for (int64_t x = 0; x < a.key.shape[2]; ++x)
+        copy_element(a.key, t, n, x, a.key_cache, b, p, &r.key_cache);
       if (!has_value) continue;
       for (int64_t x = 0; x < a.value->shape[2]; ++x) {
         copy_element(*a.value, t, n, x, *a.value_cache, b, p, &r.value_cache);

@@ -1,6 +1,8 @@
 // aclnnAttentionUpdate through the C API: the merge of sp parts in separate tensors against the
 // fp64 oracle (kvflash/merge.hpp's list form) for every localOut dtype, with and without lseOut,
 // the updateType rules, null and invalid arguments with *executor = nullptr.
+#include "aclnnop/aclnn_attention_update.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnnop/aclnn_attention_update.h"
 #include "core/half.hpp"
 #include "merge_reference.hpp"
 #include "support/acl_tensors.hpp"
@@ -56,7 +57,8 @@ struct Parts {
     lse_out.assign(static_cast<size_t>(rows), std::nanf(""));
     for (int64_t k = 0; k < sp; ++k) {
       args.partial_out_list.push_back(TensorView::contiguous(outs[k].data(), dt, {rows, dim}));
-      args.partial_lse_list.push_back(TensorView::contiguous(lses[k].data(), DType::kFloat32, {rows}));
+      args.partial_lse_list.push_back(
+          TensorView::contiguous(lses[k].data(), DType::kFloat32, {rows}));
     }
     args.out = TensorView::contiguous(out.data(), dt, {rows, dim});
     args.out_lse = TensorView::contiguous(lse_out.data(), DType::kFloat32, {rows});
@@ -115,7 +117,9 @@ TEST(AclnnAttentionUpdate, MatchesTheReference) {
         const auto ref = kvflash::reference::merge_reference(p.args);
         Call call(p.args, type);
         ASSERT_EQ(call.run(), ACL_SUCCESS) << recent();
-        const double rtol = dt == DType::kFloat32 ? 0x1p-20 : dt == DType::kFloat16 ? 0x1p-10 : 0x1p-7;
+        const double rtol = dt == DType::kFloat32   ? 0x1p-20
+                            : dt == DType::kFloat16 ? 0x1p-10
+                                                    : 0x1p-7;
         for (int64_t r = 0; r < rows; ++r) {
           for (int64_t d = 0; d < dim; ++d) {
             const double want = ref.out[r * dim + d], got = load(p.out, dt, r * dim + d);

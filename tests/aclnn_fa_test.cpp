@@ -52,8 +52,8 @@ struct Call {
     }
     return aclnnFlashAttentionScoreGetWorkspaceSize(
         q, k, v, pse, drop, padding, mask, prefix, c.scale_value, keep_prob, c.pre_tokens,
-        c.next_tokens, c.num_heads, layout.data(), 0, c.sparse_mode, max, sum, softmax_out, out,
-        ws, ex);
+        c.next_tokens, c.num_heads, layout.data(), 0, c.sparse_mode, max, sum, softmax_out, out, ws,
+        ex);
   }
   aclError run() {
     uint64_t size = 0;
@@ -69,7 +69,7 @@ struct Call {
   const kvflash::reference::FiaCall& call;
   AclTensors t;
   aclTensor *q, *k, *v, *mask, *max, *sum, *out, *pse = nullptr, *drop = nullptr,
-      *padding = nullptr, *softmax_out = nullptr;
+                                                 *padding = nullptr, *softmax_out = nullptr;
   aclIntArray *qlen = nullptr, *kvlen = nullptr, *prefix = nullptr;
   std::string layout;
   double keep_prob = 1.0;
@@ -120,7 +120,10 @@ TEST(AclnnFlashAttentionScore, RefusalsAndNullOutputs) {
       {"drop mask", [](Call& c) { c.drop = c.mask; }, ACLNN_ERR_PARAM_INVALID,
        "dropout_mask (dropout) is not supported"},
       {"pse", [](Call& c) { c.pse = c.q; }, ACLNN_ERR_PARAM_INVALID, "pse (FlashAttentionScore"},
-      {"prefix", [](Call& c) { c.prefix = c.t.array(std::vector<int64_t>{1, 1, 1}); },
+      {"prefix",
+       [](Call& c) {
+         c.prefix = c.t.array(std::vector<int64_t>{1, 1, 1});
+       },
        ACLNN_ERR_PARAM_INVALID, "prefix (the prefix sparse modes 5 and 6)"},
       {"SBH", [](Call& c) { c.layout = sbh; }, ACLNN_ERR_PARAM_INVALID,
        "input_layout SBH is not supported"},

@@ -2,6 +2,8 @@
 // outputs over a sample of the shared FIA case list (every layout, branch, mask and the split-KV
 // path) against the oracle's per-row max and sum, and fp32 query / key / value (fp32_inputs)
 // against the oracle, with the validation rules of both.
+#include "support/fia_max_sum.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +15,6 @@
 #include "kvflash/fia.hpp"
 #include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
-#include "support/fia_max_sum.hpp"
 #include "support/workspace_buffer.hpp"
 
 namespace kvflash::testing {

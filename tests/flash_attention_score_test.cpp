@@ -106,7 +106,8 @@ TEST(FlashAttentionScore, WithoutAMaskEveryPositionIsAttended) {
   ASSERT_EQ(run(a), Status::kSuccess) << last_error_message();
   const TensorView& o = data.call().attention_out;
   const size_t bytes = static_cast<size_t>(o.numel()) * dtype_size(o.dtype);
-  const std::vector<uint8_t> full(static_cast<uint8_t*>(o.data), static_cast<uint8_t*>(o.data) + bytes);
+  const std::vector<uint8_t> full(static_cast<uint8_t*>(o.data),
+                                  static_cast<uint8_t*>(o.data) + bytes);
   FlashAttentionScoreArgs b = fa_args(data.call(), &ms3);
   b.sparse_mode = 3, b.pre_tokens = 0, b.next_tokens = 0;
   data.poison_outputs();
@@ -177,7 +178,9 @@ const Rule kRules[] = {
      },
      Status::kInvalid, "a per-head atten_mask (dim 1 = 2 > 1)"},
     {"lengths with BSND",
-     [](FlashAttentionScoreArgs& a) { a.actual_seq_qlen = a.actual_seq_kvlen = std::vector<int64_t>{6, 12}; },
+     [](FlashAttentionScoreArgs& a) {
+       a.actual_seq_qlen = a.actual_seq_kvlen = std::vector<int64_t>{6, 12};
+     },
      Status::kInvalid, "actual_seq_qlen and actual_seq_kvlen are for input_layout TND"},
     {"head_num", [](FlashAttentionScoreArgs& a) { a.head_num = 0; }, Status::kInvalid,
      "head_num must be >= 1"},
@@ -188,8 +191,8 @@ const Rule kRules[] = {
      Status::kNullPtr, "softmax_max is null"},
     {"null query", [](FlashAttentionScoreArgs& a) { a.query.data = nullptr; }, Status::kNullPtr,
      "query is null"},
-    {"max shape", [](FlashAttentionScoreArgs& a) { a.softmax_max.shape[3] = 1; },
-     Status::kInvalid, "softmax_max must be fp32 [2,2,6,8]"},
+    {"max shape", [](FlashAttentionScoreArgs& a) { a.softmax_max.shape[3] = 1; }, Status::kInvalid,
+     "softmax_max must be fp32 [2,2,6,8]"},
     {"query dtype", [](FlashAttentionScoreArgs& a) { a.query.dtype = DType::kInt32; },
      Status::kInvalid, "query dtype must be fp16 or bf16 or fp32"},
 };
@@ -218,8 +221,9 @@ TEST(FlashAttentionScore, RefusalsAndRulesNameTheirArgument) {
   FlashAttentionScoreArgs a = fa_args(td.call(), &ms);
   a.actual_seq_kvlen.reset();
   EXPECT_EQ(run(a), Status::kInvalid);
-  EXPECT_NE(std::string(last_error_message()).find("TND needs actual_seq_qlen and actual_seq_kvlen"),
-            std::string::npos);
+  EXPECT_NE(
+      std::string(last_error_message()).find("TND needs actual_seq_qlen and actual_seq_kvlen"),
+      std::string::npos);
   a = fa_args(td.call(), &ms);
   a.actual_seq_kvlen->push_back(9);
   EXPECT_EQ(run(a), Status::kInvalid);
@@ -228,7 +232,8 @@ TEST(FlashAttentionScore, RefusalsAndRulesNameTheirArgument) {
 
 TEST(FlashAttentionScore, PlanMatchesRunsAndReportsItsWorkspace) {
   FiaCase c;
-  c.prompt = true, c.layout = FiaLayout::kTnd, c.num_heads = 2, c.q_lens = {2, 3}, c.kv_lens = {4, 3};
+  c.prompt = true, c.layout = FiaLayout::kTnd, c.num_heads = 2, c.q_lens = {2, 3},
+  c.kv_lens = {4, 3};
   FiaCaseData d1(c), d2(c);
   const reference::FiaReference ref = reference::fia_reference(d2.call());
   FiaMaxSum m1(d1), m2(d2);

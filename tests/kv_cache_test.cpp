@@ -90,7 +90,8 @@ TEST(KvCache, DuplicateSlotIsRefusedBeforeAnythingIsWritten) {
   d.set_slot(2, 17);
   const std::vector<uint8_t> before = reference::element_bytes(d.args.key_cache);
   EXPECT_EQ(run_once(d.args), Status::kInvalid);
-  EXPECT_TRUE(message_has("slot_mapping[2] and slot_mapping[5] are both 17")) << last_error_message();
+  EXPECT_TRUE(message_has("slot_mapping[2] and slot_mapping[5] are both 17"))
+      << last_error_message();
   EXPECT_EQ(reference::element_bytes(d.args.key_cache), before);
 }
 
@@ -126,8 +127,8 @@ const Rule kRules[] = {
      Status::kNullPtr, "slot_mapping is null"},
     {"PA_NZ", [](ScatterPaKvCacheArgs& a) { a.cache_mode = "PA_NZ"; }, Status::kInvalid,
      "cache_mode \"PA_NZ\" (a FRACTAL_NZ cache"},
-    {"unknown cache_mode", [](ScatterPaKvCacheArgs& a) { a.cache_mode = "nz"; },
-     Status::kInvalid, "cache_mode must be \"Norm\" or \"PA_NZ\", got \"nz\""},
+    {"unknown cache_mode", [](ScatterPaKvCacheArgs& a) { a.cache_mode = "nz"; }, Status::kInvalid,
+     "cache_mode must be \"Norm\" or \"PA_NZ\", got \"nz\""},
     {"Nct", [](ScatterPaKvCacheArgs& a) { a.scatter_mode = "Nct"; }, Status::kInvalid,
      "scatter_mode \"Nct\" is not supported"},
     {"unknown scatter_mode", [](ScatterPaKvCacheArgs& a) { a.scatter_mode = "x"; },
@@ -169,7 +170,8 @@ const Rule kRules[] = {
      Status::kInvalid, "value must be (T, KV_N, D) = (5, 2, D)"},
     {"value_cache blocks",
      [](ScatterPaKvCacheArgs& a) {
-       a.value_cache = TensorView::contiguous(a.value_cache->data, a.value_cache->dtype, {2, 8, 2, 16});
+       a.value_cache =
+           TensorView::contiguous(a.value_cache->data, a.value_cache->dtype, {2, 8, 2, 16});
      },
      Status::kInvalid, "value_cache's (num_blocks, block_size) (2, 8) must be key_cache's (4, 8)"},
     {"slot dtype", [](ScatterPaKvCacheArgs& a) { a.slot_mapping.dtype = DType::kFloat32; },
@@ -184,7 +186,10 @@ const Rule kRules[] = {
        a.key_cache = TensorView::contiguous(a.key_cache.data, a.key_cache.dtype, {4, 0, 2, 16});
      },
      Status::kInvalid, "block_size (dim 1) must be >= 1"},
-    {"device", [](ScatterPaKvCacheArgs& a) { a.slot_mapping.device = {DeviceType::kCuda, 0}; },
+    {"device",
+     [](ScatterPaKvCacheArgs& a) {
+       a.slot_mapping.device = {DeviceType::kCuda, 0};
+     },
      Status::kInvalid, "every tensor of a call must be on one device"},
     {"negative stride", [](ScatterPaKvCacheArgs& a) { a.key.strides[0] = -1; }, Status::kInvalid,
      "key"},
@@ -215,7 +220,8 @@ TEST(KvCache, CachesInOneBufferAndSharedMemory) {
   };
   const int64_t blk = bs * kvn * d;
   const Layout apart[] = {
-      {"(2, blocks, ...)", view({blk, kvn * d, d, 1}, 0, d), view({blk, kvn * d, d, 1}, nb * blk, d)},
+      {"(2, blocks, ...)", view({blk, kvn * d, d, 1}, 0, d),
+       view({blk, kvn * d, d, 1}, nb * blk, d)},
       {"(blocks, 2, ...)", view({2 * blk, kvn * d, d, 1}, 0, d),
        view({2 * blk, kvn * d, d, 1}, blk, d)},
       {"(.., Dk + Dv) split", view({2 * blk, 2 * kvn * d, 2 * d, 1}, 0, d),

@@ -23,7 +23,8 @@ bool run_kv_cache_workload(const KvCacheWorkloadShape& s, const DemoOptions& opt
   // 1024 tokens in consecutive slots. Blocks come in a shuffled order; 2 spare blocks.
   const int64_t per_request = s.decode ? 1 : 1024;
   std::vector<int64_t> lengths;
-  for (int64_t left = t; left > 0; left -= per_request) lengths.push_back(std::min(left, per_request));
+  for (int64_t left = t; left > 0; left -= per_request)
+    lengths.push_back(std::min(left, per_request));
   const PagedLayout paged = make_paged_layout(lengths, s.block_size, 2, rng);
   std::vector<int32_t> slots;
   for (size_t r = 0; r < lengths.size(); ++r) {
@@ -58,21 +59,22 @@ bool run_kv_cache_workload(const KvCacheWorkloadShape& s, const DemoOptions& opt
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
-  const double seconds =
-      median_seconds(2, options.iterations, [&] { st = plan->run(a, ws.data(), ws.size()); },
-                     flush_before(options));
+  const double seconds = median_seconds(
+      2, options.iterations, [&] { st = plan->run(a, ws.data(), ws.size()); },
+      flush_before(options));
   if (st != Status::kSuccess) {
     std::printf("%s: run failed: %s\n", s.name.c_str(), last_error_message());
     return false;
   }
   const double bytes = 4.0 * static_cast<double>(t * row * elem) + 4.0 * static_cast<double>(t);
   const double gbs = bytes / seconds / 1e9;
-  std::printf("kvcache  %s  %s T=%lld KV_N=%lld D=%lld bs=%lld %s  %8.3f ms/call  %7.1f MB  "
-              "%6.1f GB/s",
-              s.name.c_str(), dtype_name(s.dtype), static_cast<long long>(t),
-              static_cast<long long>(s.num_kv_heads), static_cast<long long>(s.head_dim),
-              static_cast<long long>(s.block_size), s.decode ? "decode slots" : "prefill slots",
-              seconds * 1e3, bytes / 1e6, gbs);
+  std::printf(
+      "kvcache  %s  %s T=%lld KV_N=%lld D=%lld bs=%lld %s  %8.3f ms/call  %7.1f MB  "
+      "%6.1f GB/s",
+      s.name.c_str(), dtype_name(s.dtype), static_cast<long long>(t),
+      static_cast<long long>(s.num_kv_heads), static_cast<long long>(s.head_dim),
+      static_cast<long long>(s.block_size), s.decode ? "decode slots" : "prefill slots",
+      seconds * 1e3, bytes / 1e6, gbs);
   if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * gbs / read_bandwidth_gbs);
   std::printf("\n");
 

@@ -15,10 +15,10 @@ namespace kvflash::tools {
 
 struct KvCacheWorkloadShape {
   std::string name = "kvcache";
-  int64_t tokens = 4096;      ///< T: rows written per call
-  int64_t num_kv_heads = 8;   ///< KV_N
-  int64_t head_dim = 128;     ///< D (key and value)
-  int64_t block_size = 128;   ///< cache block size
+  int64_t tokens = 4096;     ///< T: rows written per call
+  int64_t num_kv_heads = 8;  ///< KV_N
+  int64_t head_dim = 128;    ///< D (key and value)
+  int64_t block_size = 128;  ///< cache block size
   /// The slots: a prefill's (each request's tokens in consecutive slots of its blocks, blocks in a
   /// shuffled order) or a decode's (one token per request: every slot in a different block).
   bool decode = false;

@@ -77,8 +77,8 @@ void attention_update_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet,
     }
     const auto plan = cache().get(args);
     const at::Tensor out = at::empty(out0.sizes(), out0.options());
-    const at::Tensor lse = at::empty(type == 1 ? lse0.sizes() : at::IntArrayRef{0},
-                                     lse0.options().dtype(at::kFloat));
+    const at::Tensor lse =
+        at::empty(type == 1 ? lse0.sizes() : at::IntArrayRef{0}, lse0.options().dtype(at::kFloat));
     args.out = view_of(out, s.args.op(), "out");
     if (type == 1) args.out_lse = view_of(lse, s.args.op(), "lse_out");
     run_plan(*plan, args, out0);
@@ -112,7 +112,9 @@ void attention_update_no_kernel(const c10::OperatorHandle& op, c10::DispatchKeyS
                               in[1].toTensorList().get(0).device(), " tensors");
 }
 
-std::tuple<int64_t, int64_t, int64_t> attention_update_plan_cache_stats() { return cache().stats(); }
+std::tuple<int64_t, int64_t, int64_t> attention_update_plan_cache_stats() {
+  return cache().stats();
+}
 void clear_attention_update_plan_cache() { cache().clear(); }
 
 }  // namespace kvflash::torch_ext

@@ -100,7 +100,8 @@ void fa_run(const FaSchema& s, torch::jit::Stack* stack) {
   const std::vector<int64_t> ms_shape =
       or_placeholder(fa_softmax_shape<int64_t>(q.sizes(), layout, args.head_num));
   // The plan first, over views of outputs not yet allocated: a bad call allocates nothing.
-  args.attention_out = unallocated_view(out_shape, q.scalar_type(), q, s.args.op(), "attention_out");
+  args.attention_out =
+      unallocated_view(out_shape, q.scalar_type(), q, s.args.op(), "attention_out");
   args.softmax_max = unallocated_view(ms_shape, at::kFloat, q, s.args.op(), "softmax_max");
   args.softmax_sum = unallocated_view(ms_shape, at::kFloat, q, s.args.op(), "softmax_sum");
   const auto plan = cache().get(args);
@@ -113,8 +114,9 @@ void fa_run(const FaSchema& s, torch::jit::Stack* stack) {
   run_plan(*plan, args, q);
   const int64_t numels = fa_numels<int64_t>(q.sizes(), k.sizes(), layout, args.head_num,
                                             args.actual_seq_qlen, args.actual_seq_kvlen);
-  finish(stack, n, out, mx, sm, at::empty({0}, q.options()), in[static_cast<size_t>(s.seed)].toInt(),
-         in[static_cast<size_t>(s.offset)].toInt(), numels);
+  finish(stack, n, out, mx, sm, at::empty({0}, q.options()),
+         in[static_cast<size_t>(s.seed)].toInt(), in[static_cast<size_t>(s.offset)].toInt(),
+         numels);
 }
 
 }  // namespace
@@ -140,9 +142,9 @@ void fa_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Sta
                     "\" with query ", q.sym_sizes(), ", key ", k.sym_sizes(), ", value ",
                     v.sym_sizes(), " and head_num ", heads,
                     " leaves the output shapes undefined (docs/python.md)");
-  const c10::SymInt numels = fa_numels<c10::SymInt>(
-      q.sym_sizes(), k.sym_sizes(), layout, heads, int_list(in[static_cast<size_t>(s.qlen)]),
-      int_list(in[static_cast<size_t>(s.kvlen)]));
+  const c10::SymInt numels = fa_numels<c10::SymInt>(q.sym_sizes(), k.sym_sizes(), layout, heads,
+                                                    int_list(in[static_cast<size_t>(s.qlen)]),
+                                                    int_list(in[static_cast<size_t>(s.kvlen)]));
   const auto f32 = q.options().dtype(at::kFloat);
   finish(stack, n, at::empty_symint(*out_shape, q.options()), at::empty_symint(*ms_shape, f32),
          at::empty_symint(*ms_shape, f32), at::empty({0}, q.options()),

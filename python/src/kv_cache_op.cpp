@@ -62,10 +62,14 @@ void kv_cache_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::ji
   finish(stack, n);
 }
 
-template void kv_cache_cpu<false>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
-template void kv_cache_cpu<true>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
-template void kv_cache_meta<false>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
-template void kv_cache_meta<true>(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
+template void kv_cache_cpu<false>(const c10::OperatorHandle&, c10::DispatchKeySet,
+                                  torch::jit::Stack*);
+template void kv_cache_cpu<true>(const c10::OperatorHandle&, c10::DispatchKeySet,
+                                 torch::jit::Stack*);
+template void kv_cache_meta<false>(const c10::OperatorHandle&, c10::DispatchKeySet,
+                                   torch::jit::Stack*);
+template void kv_cache_meta<true>(const c10::OperatorHandle&, c10::DispatchKeySet,
+                                  torch::jit::Stack*);
 
 std::tuple<int64_t, int64_t, int64_t> kv_cache_plan_cache_stats() { return cache().stats(); }
 void clear_kv_cache_plan_cache() { cache().clear(); }

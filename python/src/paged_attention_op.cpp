@@ -68,8 +68,8 @@ SchemaNames names_of(const char* op) {
 void check_args(const char* op, c10::ArrayRef<c10::IValue> in, bool fake = false) {
   const at::Tensor& q = in[kQuery].toTensor();
   const at::Tensor& out = in[kOut].toTensor();
-  TORCH_CHECK_VALUE(q.dim() == 3, "[", op, "] query must be [num_tokens, num_heads, head_size], got ",
-                    q.sym_sizes());
+  TORCH_CHECK_VALUE(q.dim() == 3, "[", op,
+                    "] query must be [num_tokens, num_heads, head_size], got ", q.sym_sizes());
   for (const auto& [i, name] : {std::pair{kKeyCache, "key_cache"}, {kValueCache, "value_cache"}}) {
     const at::Tensor& c = in[i].toTensor();
     TORCH_CHECK_VALUE(c.dim() == 4, "[", op, "] ", name,
@@ -87,12 +87,13 @@ void check_args(const char* op, c10::ArrayRef<c10::IValue> in, bool fake = false
   TORCH_CHECK_VALUE(lens.dim() == 1 && (lens.device().is_cpu() || (fake && lens.is_meta())) &&
                         !lens.is_floating_point() && lens.scalar_type() != at::kBool &&
                         !lens.is_complex(),
-                    "[", op, "] context_lens must be a 1-D integer CPU tensor (ATB reads it on the "
-                    "host), got a ", lens.dim(), "-D ", lens.scalar_type(), " tensor on ",
-                    lens.device());
+                    "[", op,
+                    "] context_lens must be a 1-D integer CPU tensor (ATB reads it on the "
+                    "host), got a ",
+                    lens.dim(), "-D ", lens.scalar_type(), " tensor on ", lens.device());
   TORCH_CHECK_VALUE(lens.sym_numel() == q.sym_size(0), "[", op,
-                    "] context_lens must hold one length per query row (", q.sym_size(0),
-                    "), got ", lens.sym_numel());
+                    "] context_lens must hold one length per query row (", q.sym_size(0), "), got ",
+                    lens.sym_numel());
 }
 
 // v with a dim of extent 1 inserted at `at` (its stride never stepped).

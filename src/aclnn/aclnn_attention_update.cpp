@@ -32,14 +32,19 @@ aclnnStatus phase1(const aclTensorList* lse, const aclTensorList* local_out, int
   if (local_out == nullptr) return null_arg(kOp, "localOut");
   if (out == nullptr) return null_arg(kOp, "out");
   if (update_type != 0 && update_type != 1)
-    return invalid("updateType must be 0 (out) or 1 (out and lseOut), got " + core::str(update_type));
-  if (update_type == 0 && lse_out != nullptr) return invalid("lseOut must be null with updateType 0");
-  if (update_type == 1 && lse_out == nullptr) return invalid("lseOut is required with updateType 1");
+    return invalid("updateType must be 0 (out) or 1 (out and lseOut), got " +
+                   core::str(update_type));
+  if (update_type == 0 && lse_out != nullptr)
+    return invalid("lseOut must be null with updateType 0");
+  if (update_type == 1 && lse_out == nullptr)
+    return invalid("lseOut is required with updateType 1");
   MergeArgs args;
   Status s = tensor_list_views(kOp, "lse", lse, &args.partial_lse_list);
-  if (s == Status::kSuccess) s = tensor_list_views(kOp, "localOut", local_out, &args.partial_out_list);
+  if (s == Status::kSuccess)
+    s = tensor_list_views(kOp, "localOut", local_out, &args.partial_out_list);
   if (s == Status::kSuccess) s = tensor_view(kOp, "out", out, &args.out);
-  if (s == Status::kSuccess && update_type == 1) s = optional_view(kOp, "lseOut", lse_out, &args.out_lse);
+  if (s == Status::kSuccess && update_type == 1)
+    s = optional_view(kOp, "lseOut", lse_out, &args.out_lse);
   if (s != Status::kSuccess) return to_aclnn(s);
   if (args.partial_out_list.empty()) return invalid("localOut must hold at least one tensor");
   if (args.out.dtype != args.partial_out_list[0].dtype) {

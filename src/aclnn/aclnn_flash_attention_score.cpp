@@ -30,10 +30,10 @@ aclnnStatus aclnnFlashAttentionVarLenScoreGetWorkspaceSize(
     const aclTensor* paddingMaskOptional, const aclTensor* attenMaskOptional,
     const aclIntArray* prefixOptional, const aclIntArray* actualSeqQLenOptional,
     const aclIntArray* actualSeqKvLenOptional, double scaleValue, double keepProb,
-    int64_t preTokens, int64_t nextTokens, int64_t headNum, char* inputLayout,
-    int64_t innerPrecise, int64_t sparseMode, const aclTensor* softmaxMaxOut,
-    const aclTensor* softmaxSumOut, const aclTensor* softmaxOutOut,
-    const aclTensor* attentionOutOut, uint64_t* workspaceSize, aclOpExecutor** executor) {
+    int64_t preTokens, int64_t nextTokens, int64_t headNum, char* inputLayout, int64_t innerPrecise,
+    int64_t sparseMode, const aclTensor* softmaxMaxOut, const aclTensor* softmaxSumOut,
+    const aclTensor* softmaxOutOut, const aclTensor* attentionOutOut, uint64_t* workspaceSize,
+    aclOpExecutor** executor) {
   using namespace kvflash;
   return aclnn::plan_phase1<FlashAttentionScorePlan, fa::kFields>(
       aclnn::kOp,

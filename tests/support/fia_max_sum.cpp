@@ -28,8 +28,12 @@ FiaMaxSum::FiaMaxSum(const FiaCaseData& data) {
   sum.assign(static_cast<size_t>(n), std::nanf(""));
 }
 
-TensorView FiaMaxSum::max_view() { return TensorView::contiguous(max.data(), DType::kFloat32, shape); }
-TensorView FiaMaxSum::sum_view() { return TensorView::contiguous(sum.data(), DType::kFloat32, shape); }
+TensorView FiaMaxSum::max_view() {
+  return TensorView::contiguous(max.data(), DType::kFloat32, shape);
+}
+TensorView FiaMaxSum::sum_view() {
+  return TensorView::contiguous(sum.data(), DType::kFloat32, shape);
+}
 
 ::testing::AssertionResult compare_fia_max_sum(const FiaCaseData& data,
                                                const reference::FiaReference& ref,

@@ -83,8 +83,8 @@ Status check_slots(const KvCacheProblem& p, const KvCacheData& d, void* workspac
     }
     const int64_t first = table.insert(s, t);
     if (first >= 0) {
-      return invalid("slot_mapping[" + str(first) + "] and slot_mapping[" + str(t) +
-                     "] are both " + str(s) + ": a slot may be written by one token only");
+      return invalid("slot_mapping[" + str(first) + "] and slot_mapping[" + str(t) + "] are both " +
+                     str(s) + ": a slot may be written by one token only");
     }
   }
   return Status::kSuccess;
@@ -133,8 +133,9 @@ Status check_caches_apart(const KvCacheProblem& p, const KvCacheData& d) {
   };
   if (kv_cache::caches_share_memory(extent(d.key_cache, p.key), extent(d.value_cache, p.value),
                                     static_cast<int64_t>(dtype_size(p.dtype)))) {
-    return invalid("key_cache and value_cache share memory: an element written would be both a "
-                   "key and a value");
+    return invalid(
+        "key_cache and value_cache share memory: an element written would be both a "
+        "key and a value");
   }
   return Status::kSuccess;
 }
@@ -144,8 +145,8 @@ Status kv_cache_run(const KvCacheProblem& p, const KvCacheData& d, const core::R
   KVFLASH_RETURN_IF_ERROR(check_slots(p, d, ctx.workspace));
   if (p.tokens == 0) return Status::kSuccess;
   const int64_t es = static_cast<int64_t>(dtype_size(p.dtype));
-  const int64_t row_bytes =
-      std::max<int64_t>(1, p.num_kv_heads * (p.key.head_dim + (p.has_value ? p.value.head_dim : 0)) * es);
+  const int64_t row_bytes = std::max<int64_t>(
+      1, p.num_kv_heads * (p.key.head_dim + (p.has_value ? p.value.head_dim : 0)) * es);
   const int64_t per_task = std::max<int64_t>(1, kTaskBytes / row_bytes);
   const int64_t tasks = (p.tokens + per_task - 1) / per_task;
   const Run run{&p, &d, per_task};

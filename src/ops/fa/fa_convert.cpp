@@ -32,8 +32,9 @@ Status check_refused(const FlashAttentionScoreArgs& a, const std::string& layout
     return refused("keep_prob " + std::to_string(a.keep_prob) + " < 1 (dropout)");
   if (a.drop_mask) return refused("dropout_mask (dropout)");
   if (a.real_shift)
-    return refused("pse (FlashAttentionScore adds it before the scale, kvflash's prefill kernel "
-                   "after it)");
+    return refused(
+        "pse (FlashAttentionScore adds it before the scale, kvflash's prefill kernel "
+        "after it)");
   if (a.prefix) return refused("prefix (the prefix sparse modes 5 and 6)");
   if (a.sparse_mode == 5 || a.sparse_mode == 6)
     return refused("sparse_mode " + str(a.sparse_mode) + " (prefix)");
@@ -48,8 +49,10 @@ Status kv_heads(const FlashAttentionScoreArgs& a, const std::string& l, int64_t*
   const TensorView& q = a.query;
   const TensorView& k = a.key;
   const int want = l == "BSH" || l == "TND" ? 3 : 4;
-  if (q.rank != want) return invalid("query must be " + l + " (rank " + str(want) + "), got " + q.describe());
-  if (k.rank != want) return invalid("key must be " + l + " (rank " + str(want) + "), got " + k.describe());
+  if (q.rank != want)
+    return invalid("query must be " + l + " (rank " + str(want) + "), got " + q.describe());
+  if (k.rank != want)
+    return invalid("key must be " + l + " (rank " + str(want) + "), got " + k.describe());
   if (a.head_num < 1) return invalid("head_num must be >= 1, got " + str(a.head_num));
   if (l == "BSH") {
     if (q.shape[2] % a.head_num != 0)
@@ -57,8 +60,8 @@ Status kv_heads(const FlashAttentionScoreArgs& a, const std::string& l, int64_t*
                      str(a.head_num) + ")");
     const int64_t D = q.shape[2] / a.head_num;
     if (D < 1 || k.shape[2] % D != 0)
-      return invalid("key's H (" + str(k.shape[2]) + ") must be a multiple of the query's head dim (" +
-                     str(D) + ")");
+      return invalid("key's H (" + str(k.shape[2]) +
+                     ") must be a multiple of the query's head dim (" + str(D) + ")");
     *kvn = k.shape[2] / D;
   } else {
     *kvn = l == "BNSD" ? k.shape[1] : k.shape[2 - (l == "TND")];
@@ -81,14 +84,17 @@ Status tnd_lengths(const FlashAttentionScoreArgs& a, bool tnd, FiaArgs* f) {
   const bool given = a.actual_seq_qlen.has_value() || a.actual_seq_kvlen.has_value();
   if (!tnd) {
     if (given)
-      return invalid("actual_seq_qlen and actual_seq_kvlen are for input_layout TND (varlen), "
-                     "got " + a.input_layout);
+      return invalid(
+          "actual_seq_qlen and actual_seq_kvlen are for input_layout TND (varlen), "
+          "got " +
+          a.input_layout);
     return Status::kSuccess;
   }
   if (!a.actual_seq_qlen || !a.actual_seq_kvlen || a.actual_seq_qlen->empty() ||
       a.actual_seq_kvlen->empty())
-    return invalid("input_layout TND needs actual_seq_qlen and actual_seq_kvlen (cumulative "
-                   "lengths per batch)");
+    return invalid(
+        "input_layout TND needs actual_seq_qlen and actual_seq_kvlen (cumulative "
+        "lengths per batch)");
   const std::vector<int64_t>& q = *a.actual_seq_qlen;
   const std::vector<int64_t>& kv = *a.actual_seq_kvlen;
   if (q.size() != kv.size())
@@ -117,7 +123,8 @@ Status to_fia(const FlashAttentionScoreArgs& a, FiaArgs* f) {
   const std::string layout = upper(a.input_layout);
   KVFLASH_RETURN_IF_ERROR(check_refused(a, layout));
   if (layout != "BSH" && layout != "BSND" && layout != "BNSD" && layout != "TND")
-    return invalid("input_layout must be BSH, SBH, BSND, BNSD or TND, got \"" + a.input_layout + "\"");
+    return invalid("input_layout must be BSH, SBH, BSND, BNSD or TND, got \"" + a.input_layout +
+                   "\"");
   if (a.sparse_mode < 0 || a.sparse_mode > 8)
     return invalid("sparse_mode must be in [0, 8], got " + str(a.sparse_mode));
   if (a.num_threads < 0)

@@ -47,8 +47,8 @@ Status in_fa_terms(Status code) {
     size_t pos = 0;
     for (size_t at; (at = text.find(from, pos)) != std::string::npos;) {
       const size_t end = at + from.size();
-      const bool whole = (at == 0 || !word_char(text[at - 1])) &&
-                         (end == text.size() || !word_char(text[end]));
+      const bool whole =
+          (at == 0 || !word_char(text[at - 1])) && (end == text.size() || !word_char(text[end]));
       out.append(text, pos, (whole ? at : end) - pos);
       if (whole) out.append(to);
       pos = end;
@@ -88,7 +88,7 @@ Status FlashAttentionScorePlan::create(const FlashAttentionScoreArgs& args,
 size_t FlashAttentionScorePlan::workspace_size() const { return impl_->plan->workspace_size(); }
 
 Status FlashAttentionScorePlan::run(const FlashAttentionScoreArgs& args, void* workspace,
-                                   size_t workspace_size, void* stream) const {
+                                    size_t workspace_size, void* stream) const {
   core::clear_error();
   KVFLASH_RETURN_IF_ERROR(core::match_fields(fa::kOpName, fa::kFields, impl_->meta, args));
   if (args.num_threads < 0) {

@@ -15,7 +15,8 @@ i128 abs128(i128 x) { return x < 0 ? -x : x; }
 template <class Key>
 void sort_by(int* order, int n, Key key) {
   for (int i = 1; i < n; ++i)
-    for (int j = i; j > 0 && key(order[j]) < key(order[j - 1]); --j) std::swap(order[j], order[j - 1]);
+    for (int j = i; j > 0 && key(order[j]) < key(order[j - 1]); --j)
+      std::swap(order[j], order[j - 1]);
 }
 
 // floor / ceil of n / d for d > 0.
@@ -36,7 +37,8 @@ void range(const CacheExtent& c, i128* lo, i128* hi) {
 struct Search {
   int n = 0;
   std::array<i128, 4> s{}, lo{}, hi{}, reach{};
-  int budget = 4096;  // candidates tried: past it the answer is "shared" (never reached in practice)
+  int budget =
+      4096;  // candidates tried: past it the answer is "shared" (never reached in practice)
   bool solve(int k, i128 d) {
     if (k >= n || k >= 4) return d == 0;
     const i128 from = std::max(lo[k], ceil_div(d - reach[k], s[k]));
@@ -82,7 +84,8 @@ bool caches_share_memory(const CacheExtent& a, const CacheExtent& b, int64_t ele
   const i128 pb = static_cast<i128>(reinterpret_cast<uintptr_t>(b.base));
   const i128 es = elem_size;
   // Byte ranges [first, last] of each.
-  if (pa + alo * es > pb + bhi * es + es - 1 || pb + blo * es > pa + ahi * es + es - 1) return false;
+  if (pa + alo * es > pb + bhi * es + es - 1 || pb + blo * es > pa + ahi * es + es - 1)
+    return false;
   bool equal = true;
   for (int k = 0; k < 4; ++k) equal &= a.strides[k] == b.strides[k];
   const i128 bytes = pb - pa;

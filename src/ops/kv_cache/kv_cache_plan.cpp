@@ -22,14 +22,10 @@ struct Desc {
   using Args = ScatterPaKvCacheArgs;
   static constexpr const auto& fields = kv_cache::kFields;
   static constexpr core::PlanOps<core::KvCacheProblem, ScatterPaKvCacheArgs, core::KvCacheData>
-      ops = {kv_cache::kOpName,
-             kv_cache::validate,
-             kv_cache::strip_data,
-             kv_cache::check_matches_plan,
-             kv_cache::bind_data,
-             kv_cache::describe,
-             kv_cache_backends,
-             read_fault_record};
+      ops = {kv_cache::kOpName,    kv_cache::validate,
+             kv_cache::strip_data, kv_cache::check_matches_plan,
+             kv_cache::bind_data,  kv_cache::describe,
+             kv_cache_backends,    read_fault_record};
 };
 using Handle = core::PlanHandle<Desc>;
 

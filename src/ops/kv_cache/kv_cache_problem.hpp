@@ -19,10 +19,10 @@ struct KvCacheSide {
 
 struct KvCacheProblem {
   Device device{};
-  DType dtype = DType::kFloat16;   ///< key / value / caches (the copy is bitwise)
+  DType dtype = DType::kFloat16;     ///< key / value / caches (the copy is bitwise)
   DType slot_dtype = DType::kInt32;  ///< slot_mapping: int32 | int64
-  int64_t tokens = 0;              ///< T
-  int64_t num_kv_heads = 0;        ///< KV_N
+  int64_t tokens = 0;                ///< T
+  int64_t num_kv_heads = 0;          ///< KV_N
   int64_t num_blocks = 0, block_size = 0;
   int64_t num_slots = 0;  ///< num_blocks * block_size (checked to fit int64)
   int64_t slot_stride = 0;

@@ -25,8 +25,9 @@ Status refused(const std::string& feature) {
 Status check_refused(const ScatterPaKvCacheArgs& a) {
   const std::string& cm = a.cache_mode;
   if (cm == "PA_NZ") {
-    return refused("cache_mode \"PA_NZ\" (a FRACTAL_NZ cache; pass cache_mode \"Norm\" with a "
-                   "(num_blocks, block_size, KV_N, D) cache)");
+    return refused(
+        "cache_mode \"PA_NZ\" (a FRACTAL_NZ cache; pass cache_mode \"Norm\" with a "
+        "(num_blocks, block_size, KV_N, D) cache)");
   }
   if (!cm.empty() && cm != "Norm") {
     return invalid("cache_mode must be \"Norm\" or \"PA_NZ\", got \"" + cm + "\"");
@@ -36,8 +37,10 @@ Status check_refused(const ScatterPaKvCacheArgs& a) {
     return refused("scatter_mode \"" + sm + "\"");
   }
   if (!sm.empty() && sm != "None") {
-    return invalid("scatter_mode must be \"None\", \"Nct\", \"Alibi\", \"Rope\", \"Omni\" or "
-                   "\"NHSD\", got \"" + sm + "\"");
+    return invalid(
+        "scatter_mode must be \"None\", \"Nct\", \"Alibi\", \"Rope\", \"Omni\" or "
+        "\"NHSD\", got \"" +
+        sm + "\"");
   }
   if (a.compress_lens) return refused("compress_lens (the compressed cache writes)");
   if (a.compress_seq_offsets) return refused("compress_seq_offsets (the compressed cache writes)");
@@ -61,18 +64,20 @@ Status check_side(const TensorView& src, const char* src_name, const TensorView&
   side->head_dim = src.shape[2];
   if (side->head_dim < 1) return invalid(std::string(src_name) + "'s head dim must be >= 1");
   if (cache.rank != 4 || cache.shape[2] != kv_heads || cache.shape[3] != side->head_dim) {
-    return invalid(std::string(cache_name) + " must be (num_blocks, block_size, KV_N, D) = (*, *, " +
-                   str(kv_heads) + ", " + str(side->head_dim) + ") for " + src_name + " " +
-                   core::dims_str(src) + ", got " + cache.describe());
+    return invalid(std::string(cache_name) +
+                   " must be (num_blocks, block_size, KV_N, D) = (*, *, " + str(kv_heads) + ", " +
+                   str(side->head_dim) + ") for " + src_name + " " + core::dims_str(src) +
+                   ", got " + cache.describe());
   }
   if (cache.dtype != src.dtype) {
-    return invalid(std::string(cache_name) + " dtype (" + dtype_name(cache.dtype) +
-                   ") must be " + src_name + "'s (" + dtype_name(src.dtype) + ")");
+    return invalid(std::string(cache_name) + " dtype (" + dtype_name(cache.dtype) + ") must be " +
+                   src_name + "'s (" + dtype_name(src.dtype) + ")");
   }
   int dim = 0;
   if (may_self_overlap(cache, &dim)) {
-    return invalid(std::string(cache_name) + "'s strides give two of its elements one address (dim " +
-                   str(dim) + ", stride " + str(cache.strides[dim]) + ", got " + cache.describe() +
+    return invalid(std::string(cache_name) +
+                   "'s strides give two of its elements one address (dim " + str(dim) +
+                   ", stride " + str(cache.strides[dim]) + ", got " + cache.describe() +
                    "): every element written must be memory of its own");
   }
   side->s_tok = src.strides[0], side->s_head = src.strides[1], side->s_dim = src.strides[2];
@@ -93,7 +98,8 @@ Status validate(const ScatterPaKvCacheArgs& args, core::KvCacheProblem* problem)
                               : "value is required with value_cache");
   }
   if (args.num_threads < 0) {
-    return invalid("num_threads (" + str(args.num_threads) + ") must be >= 0 (0 = library default)");
+    return invalid("num_threads (" + str(args.num_threads) +
+                   ") must be >= 0 (0 = library default)");
   }
   // Strides of extent-1 dims never matter: normalise them before deriving anything.
   const ScatterPaKvCacheArgs a = core::with_canonical_strides(kFields, args);
@@ -102,11 +108,12 @@ Status validate(const ScatterPaKvCacheArgs& args, core::KvCacheProblem* problem)
     return core::check_view(kOpName, t, n, &numel);
   }));
   const Device dev = a.key.device;
-  KVFLASH_RETURN_IF_ERROR(core::for_each_view(kFields, a, [dev](const TensorView& t, const char* n) {
-    if (t.device == dev) return Status::kSuccess;
-    return invalid(std::string(n) + " is on " + device_name(t.device) + " but key is on " +
-                   device_name(dev) + ": every tensor of a call must be on one device");
-  }));
+  KVFLASH_RETURN_IF_ERROR(
+      core::for_each_view(kFields, a, [dev](const TensorView& t, const char* n) {
+        if (t.device == dev) return Status::kSuccess;
+        return invalid(std::string(n) + " is on " + device_name(t.device) + " but key is on " +
+                       device_name(dev) + ": every tensor of a call must be on one device");
+      }));
 
   core::KvCacheProblem p;
   p.device = dev;
@@ -147,8 +154,8 @@ Status validate(const ScatterPaKvCacheArgs& args, core::KvCacheProblem* problem)
                    dtype_name(sm.dtype));
   }
   if (sm.rank != 1 || sm.shape[0] != p.tokens) {
-    return invalid("slot_mapping must be (T,) = (" + str(p.tokens) + ",), one slot per key row, got " +
-                   sm.describe());
+    return invalid("slot_mapping must be (T,) = (" + str(p.tokens) +
+                   ",), one slot per key row, got " + sm.describe());
   }
   p.slot_dtype = sm.dtype;
   p.slot_stride = sm.strides[0];
@@ -174,8 +181,7 @@ Status check_matches_plan(const ScatterPaKvCacheArgs& p, const ScatterPaKvCacheA
   return core::match_fields(kOpName, kFields, p, a);
 }
 
-void bind_data(const core::KvCacheProblem& p, const ScatterPaKvCacheArgs& a,
-               core::KvCacheData* d) {
+void bind_data(const core::KvCacheProblem& p, const ScatterPaKvCacheArgs& a, core::KvCacheData* d) {
   *d = core::KvCacheData{};
   d->key = core::element0(a.key);
   d->key_cache = core::element0(a.key_cache);
