@@ -12,6 +12,7 @@
 
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
+#include "core/length_tensor.hpp"
 #include "core/view_check.hpp"
 #include "ops/li/li_fields.hpp"
 
@@ -51,9 +52,12 @@ Status expect_dtype(const TensorView& v, const char* name, DType want) {
                  dtype_name(v.dtype));
 }
 
-// A 1-D int32 length tensor with exactly `batch` entries (its values are read by the run).
+// A 1-D int32 or int64 length tensor with exactly `batch` entries (its values are read by the
+// run).
 Status check_lengths(const TensorView& v, const char* name, int64_t batch) {
-  KVFLASH_RETURN_IF_ERROR(expect_dtype(v, name, DType::kInt32));
+  if (!core::is_length_dtype(v.dtype))
+    return invalid(std::string(name) + " dtype must be " + core::kLengthDtypes + ", got " +
+                   dtype_name(v.dtype));
   if (v.rank != 1 || v.shape[0] != batch)
     return invalid(std::string(name) + " must be 1-D with B (" + str(batch) + ") entries, got " +
                    v.describe());
@@ -273,10 +277,12 @@ Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
   p.kv_cap = kv_cap;
   if (a.actual_seq_lengths_query) {
     p.has_asq = true;
+    p.asq_64 = a.actual_seq_lengths_query->dtype == DType::kInt64;
     p.asq_s = a.actual_seq_lengths_query->strides[0];
   }
   if (a.actual_seq_lengths_key) {
     p.has_ask = true;
+    p.ask_64 = a.actual_seq_lengths_key->dtype == DType::kInt64;
     p.ask_s = a.actual_seq_lengths_key->strides[0];
   }
   p.scores_out = values && a.sparse_values->dtype == DType::kFloat32;

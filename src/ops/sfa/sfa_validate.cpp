@@ -9,6 +9,7 @@
 
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
+#include "core/length_tensor.hpp"
 #include "core/view_check.hpp"
 #include "ops/sfa/sfa_fields.hpp"
 
@@ -62,11 +63,14 @@ Status expect_dtype(const TensorView& v, const char* name, DType want) {
   return Status::kSuccess;
 }
 
-// A 1-D int32 actual-length tensor with exactly `batch` entries (its values are read by the run).
+// A 1-D int32 or int64 actual-length tensor with exactly `batch` entries (its values are read by
+// the run).
 Status check_lengths_tensor(const TensorView& v, const char* name, int64_t batch) {
   if (v.data == nullptr) return null_ptr(std::string(name) + " data is null");
   KVFLASH_RETURN_IF_ERROR(check_view(v, name));
-  KVFLASH_RETURN_IF_ERROR(expect_dtype(v, name, DType::kInt32));
+  if (!core::is_length_dtype(v.dtype))
+    return invalid(std::string(name) + " dtype must be " + core::kLengthDtypes + ", got " +
+                   dtype_name(v.dtype));
   if (v.rank != 1 || v.shape[0] != batch)
     return invalid(std::string(name) + " must be 1-D with B (" + std::to_string(batch) +
                    ") entries, got " + shape_str(v));
@@ -408,8 +412,14 @@ Status validate(const SfaArgs& user_args, SfaProblem* p) {
   pr.kv_tnd = kv_tnd;
   pr.has_lengths_query = has_lq;
   pr.has_lengths_kv = has_lkv;
-  if (has_lq) pr.lengths_query_s0 = a.actual_seq_lengths_query->strides[0];
-  if (has_lkv) pr.lengths_kv_s0 = a.actual_seq_lengths_kv->strides[0];
+  if (has_lq) {
+    pr.lengths_query_s0 = a.actual_seq_lengths_query->strides[0];
+    pr.lengths_query_64 = a.actual_seq_lengths_query->dtype == DType::kInt64;
+  }
+  if (has_lkv) {
+    pr.lengths_kv_s0 = a.actual_seq_lengths_kv->strides[0];
+    pr.lengths_kv_64 = a.actual_seq_lengths_kv->dtype == DType::kInt64;
+  }
   pr.s1 = s1;
   pr.kv_rows = kv_tnd ? kv0 : kv1;
   return Status::kSuccess;
