@@ -9,6 +9,7 @@
 
 #include "demo.hpp"
 #include "kvflash/tensor.hpp"
+#include "timing.hpp"
 
 namespace kvflash::tools {
 
@@ -27,12 +28,17 @@ struct SfaWorkloadShape {
 
 /// What one timed SFA workload measured (for `kvflash bench --json/--csv`).
 struct SfaWorkloadResult {
-  double ms_per_call = 0;     ///< median
+  CallTimes times;  ///< per call: median, p10, p90 (ms)
   double gathered_bytes = 0;  ///< selected latent + rope rows (once per sequence), q in, out
   double gbs = 0;             ///< gathered_bytes / median time
   double gflops = 0;          ///< 2 * selected * N * (512 + 64 + 512) / median time
   bool passed = false;
 };
+
+/// Whether SFA's host plans run on the matrix engine here: the CPU entry the dispatch picks
+/// (src/backends/lists.cpp) is cpu-amx. Its compute-bound rows are then judged against the AMX
+/// peak (ComputePeaks::ceiling).
+bool sfa_runs_on_tiles();
 
 /// Builds, times (median after one warm-up) and checks the workload (first and last sequence,
 /// run on their own: same bits as in the batch, and within tolerance of the fp64 reference);

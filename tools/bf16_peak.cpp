@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "cpu/amx/amx_kernels.hpp"
@@ -112,6 +113,29 @@ double measure_bf16_peak_gflops(int num_threads) {
 double measure_amx_peak_gflops(int num_threads) {
   if (cpu::active_isa() < cpu::Isa::kAmx) return 0.0;
   return measure(num_threads, amx_loop, kAmxFlopPerCall);
+}
+
+ComputePeaks measure_compute_peaks(int num_threads) {
+  return {measure_bf16_peak_gflops(num_threads), measure_fma_peak_gflops(num_threads),
+          measure_amx_peak_gflops(num_threads)};
+}
+
+void print_compute_peaks(const ComputePeaks& peaks, int threads) {
+  if (peaks.compute() > 0) {
+    std::printf("compute peak (measured, %d threads): %.0f GFLOP/s, the faster of a bf16 vdpbf16ps "
+                "loop (%.0f GFLOP/s) and an fp32 FMA loop (%.0f GFLOP/s)\n",
+                threads, peaks.compute(), peaks.bf16, peaks.fma);
+  }
+  if (peaks.amx > 0) {
+    std::printf("matrix engine peak (measured, %d threads): AMX tdpbf16ps loop %.0f GFLOP/s (IFA "
+                "and SFA run their cpu-amx entries on the tiles: SFA's rows are judged against "
+                "it, the others against the vector peak)\n",
+                threads, peaks.amx);
+  } else {
+    std::printf("matrix engine peak: none (isa %s; amx: %s)\n", cpu::isa_name(cpu::active_isa()),
+                cpu::detected_isa() >= cpu::Isa::kAmx ? "capped by KVFLASH_MAX_ISA"
+                                                      : cpu::amx_unavailable_reason());
+  }
 }
 
 double measure_fma_peak_gflops(int num_threads) {
