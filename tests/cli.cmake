@@ -156,10 +156,11 @@ add_test(NAME cli_bench_progress_one_stream
           sh $<TARGET_FILE:kvflash_cli>)
 set_tests_properties(cli_bench_progress_one_stream PROPERTIES TIMEOUT 120 LABELS cli)
 # `cmake --install` after scripts/demo.sh: it builds kvflash_installed, which depends on every
-# installed target (cmake/install.cmake).
+# installed target (cmake/install.cmake), and nothing of the tests or the CUDA backend.
 add_test(NAME cli_demo_script_builds_installed_targets
   COMMAND ${CMAKE_COMMAND} -DDEMO=${PROJECT_SOURCE_DIR}/scripts/demo.sh
-          -DTARGETS=kvflash_installed -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/demo_targets.cmake)
+          -DTARGETS=kvflash_installed -DDEFINES=KVFLASH_BUILD_TESTS=OFF,KVFLASH_CUDA=OFF
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/demo_targets.cmake)
 set_tests_properties(cli_demo_script_builds_installed_targets PROPERTIES LABELS cli)
 add_test(NAME cli_bench_bnsd_needs_paged COMMAND kvflash_cli bench ifa:paged=0,layout=bnsd --no-bandwidth)
 set_tests_properties(cli_bench_bnsd_needs_paged PROPERTIES
