@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The whole benchmark run of docs/perf.md: `kvflash bench` and its peers on the same shapes,
+"""The whole benchmark run of docs/perf-log.md: `kvflash bench` and its peers on the same shapes,
 interleaved problem by problem, with the machine's read bandwidth and bf16 dot-product peak
 measured at the start and at the end of the same run; one JSON that bench/report.py reads.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Turns a benchmark run (bench/peers.py --out, or `kvflash bench --json`) into the Markdown tables
-of docs/perf.md and, when matplotlib is installed (pip install matplotlib; never needed by CI), a
+of docs/perf-log.md and, when matplotlib is installed (pip install matplotlib; never needed by CI), a
 PNG plot of GB/s against KV length per KV dtype with the run's measured read bandwidth as a line
 and the peers' points.
 

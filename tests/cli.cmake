@@ -191,12 +191,12 @@ add_test(NAME cli_bench_sweep_vllm_list COMMAND kvflash_cli bench --sweep vllm -
 set_tests_properties(cli_bench_sweep_vllm_list PROPERTIES
   PASS_REGULAR_EXPRESSION "ifa:b8,s4096,kv=bf16,paged=128,layout=bsnd\nifa:b32,s1024,kv=bf16,paged=128,layout=bsnd\n.*ifa:b8,s4096,kv=bf16,paged=128,layout=atb\n.*kvcache:t16384,kvn8,d128,paged=128,kv=bf16,slots=decode"
   FAIL_REGULAR_EXPRESSION "bench \\[" TIMEOUT 30 LABELS cli)
-# A named sweep lists its problems without running them (the default sweep of docs/perf.md).
+# A named sweep lists its problems without running them (the default sweep of docs/perf-log.md).
 add_test(NAME cli_bench_sweep_list COMMAND kvflash_cli bench --sweep default --list)
 set_tests_properties(cli_bench_sweep_list PROPERTIES
   PASS_REGULAR_EXPRESSION "ifa:b2,s32768,kv=int8,paged=128\nifa:b2,s8192,kv=bf16,paged=0\n.*sfa:b4,topk2048,s8192,n16,"
   FAIL_REGULAR_EXPRESSION "bench \\[" TIMEOUT 30 LABELS cli)
-# The scripts that turn runs into docs/perf.md: bench/report.py reads a kvflash bench JSON and a
+# The scripts that turn runs into docs/perf-log.md: bench/report.py reads a kvflash bench JSON and a
 # bench/peers.py run (the quick sweep, no peers, no probes), without matplotlib (no --plot).
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
@@ -224,7 +224,7 @@ if(Python3_Interpreter_FOUND)
   set_tests_properties(cli_bench_report_peers PROPERTIES FIXTURES_REQUIRED bench_peers_json
     PASS_REGULAR_EXPRESSION "SFA \\(sparse MLA\\) decode.*`sfa:b1,topk64,s256,n16,blk1,paged=64,kv=bf16` .* passed.*Fixed per-call cost.*`ifa:b1,s16,n4,kvn2,d64,kv=int8,paged=32,layout=bnsd` \\| [0-9.]+ \\| passed"
     TIMEOUT 60 LABELS cli)
-  # A committed run with all three peers (docs/perf.md round 3): the peers' isa columns in both
+  # A committed run with all three peers (docs/perf-log.md round 3): the peers' isa columns in both
   # tables, and the side-by-side and CSV forms of the same rows.
   set(peer_run ${PROJECT_SOURCE_DIR}/bench/runs/2026-12-02-sweep-peers-1t.json)
   add_test(NAME cli_bench_report_peer_isa

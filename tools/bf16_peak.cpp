@@ -78,7 +78,7 @@ __attribute__((target("avx2,fma"))) float fma256_loop(float seed) {
 }
 
 // The matrix engine's loop: kAmxIters x 4 tdpbf16ps of 16 x 16 x 32 (16,384 FLOP each), about
-// 10 ms at the 2 TFLOP/s a core measured on a Xeon with AMX (docs/perf.md, round 3).
+// 10 ms at the 2 TFLOP/s a core measured on a Xeon with AMX (docs/perf-log.md, round 3).
 constexpr int64_t kAmxIters = int64_t{1} << 18;
 constexpr double kAmxFlopPerCall = 4.0 * 16 * 16 * 32 * 2 * static_cast<double>(kAmxIters);
 float amx_loop(float) { return cpu::amx::peak_loop(kAmxIters); }

@@ -23,7 +23,7 @@ namespace kvflash::cpu::avx512::amx_ifa {
 // clang-format on
 
 // P·V on the tiles (P in bf16 pieces) or on the vector FMAs: a compile-time choice, to be settled
-// by measurement on a machine with AMX (docs/perf.md, round 3; build with
+// by measurement on a machine with AMX (docs/perf-log.md, round 3; build with
 // -DKVFLASH_AMX_IFA_PV_FMA=1 for the FMAs). Both are checked on the tests' model of the tiles.
 #if defined(KVFLASH_AMX_IFA_PV_FMA)
 inline constexpr bool kPvOnTiles = false;
