@@ -14,6 +14,7 @@
 #include "ifa_workload.hpp"
 #include "kv_cache_workload.hpp"
 #include "li_workload.hpp"
+#include "tile_entries.hpp"
 
 namespace kvflash::tools {
 namespace {
@@ -214,7 +215,8 @@ bool write_csv(const CliOptions& o, double bw, const ComputePeaks& peaks,
                  r.problem.c_str(), r.op.c_str(), r.batch, r.kv_len, r.kv_dtype.c_str(), r.paged,
                  r.layout.c_str(), r.heads, r.kv_heads, r.head_dim, r.top_k, r.sparse_block,
                  r.times.median_ms, r.times.p10_ms, r.times.p90_ms, r.bytes, r.gbs, r.gflops,
-                 bw > 0 ? r.gbs / bw : 0.0, r.ceiling > 0 ? r.gflops / r.ceiling : 0.0, r.passed ? "true" : "false",
+                 bw > 0 ? r.gbs / bw : 0.0, r.ceiling > 0 ? r.gflops / r.ceiling : 0.0,
+                 r.passed ? "true" : "false",
                  cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, bw, peaks.bf16,
                  peaks.fma, peak, peaks.amx);
   }
@@ -230,9 +232,10 @@ bool list_bench(const CliOptions& o) {
 
 bool run_bench(const CliOptions& o, double read_bandwidth_gbs, const ComputePeaks& peaks) {
   const DemoOptions& options = o.demo;
-  // SFA's compute-bound rows are judged against the units its entry runs on; the others against
-  // the vector peak.
-  const double peak = peaks.compute(), sfa_ceiling = peaks.ceiling(sfa_runs_on_tiles());
+  // A row's compute ceiling is the peak of the units its operator's entry runs on.
+  const TileEntries tiles = tile_entries();
+  const double ifa_ceiling = peaks.ceiling(tiles.ifa), sfa_ceiling = peaks.ceiling(tiles.sfa);
+  const double li_ceiling = peaks.ceiling(tiles.li), fia_ceiling = peaks.ceiling(tiles.fia);
   std::vector<Row> rows;
   bool ok = true;
   const auto start = std::chrono::steady_clock::now();
@@ -255,22 +258,22 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs, const ComputePeak
       IfaWorkloadResult r;
       ok = run_ifa_workload(p.ifa, options, read_bandwidth_gbs, /*check_sample=*/true, &r) && ok;
       rows.push_back(ifa_row(p, r));
-      rows.back().ceiling = peak;
+      rows.back().ceiling = ifa_ceiling;
     } else if (p.op == BenchOp::kFia) {
       FiaWorkloadResult r;
       ok = run_fia_workload(p.fia, options, &r) && ok;
-      if (peak > 0) std::printf("     %.2f of the compute peak\n", r.gflops / peak);
+      if (fia_ceiling > 0) std::printf("     %.2f of the compute peak\n", r.gflops / fia_ceiling);
       rows.push_back(fia_row(p, r));
-      rows.back().ceiling = peak;
+      rows.back().ceiling = fia_ceiling;
     } else if (p.op == BenchOp::kKvCache) {
       KvCacheWorkloadResult r;
       ok = run_kv_cache_workload(p.kv_cache, options, read_bandwidth_gbs, &r) && ok;
       rows.push_back(kv_cache_row(p, r));
     } else if (p.op == BenchOp::kLi) {
       LiWorkloadResult r;
-      ok = run_li_workload(p.li, options, read_bandwidth_gbs, peak, &r) && ok;
+      ok = run_li_workload(p.li, options, read_bandwidth_gbs, li_ceiling, &r) && ok;
       rows.push_back(li_row(p, r));
-      rows.back().ceiling = peak;
+      rows.back().ceiling = li_ceiling;
     } else {
       SfaWorkloadResult r;
       ok = run_sfa_workload(p.sfa, options, read_bandwidth_gbs, &r) && ok;

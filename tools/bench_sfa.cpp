@@ -3,13 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <numeric>
 #include <vector>
 
-#include "backends/lists.hpp"
-#include "core/backend.hpp"
 #include "demo_util.hpp"
 #include "kvflash/sfa.hpp"
 #include "sfa_reference.hpp"
@@ -141,10 +138,6 @@ int64_t selected_tokens(const SfaWorkload& w, int64_t row) {
 
 }  // namespace
 
-bool sfa_runs_on_tiles() {
-  const SfaBackend* entry = core::select_backend(sfa_backends(), DeviceType::kHost);
-  return entry != nullptr && std::strcmp(entry->name, "cpu-amx") == 0;
-}
 
 bool run_sfa_workload(const SfaWorkloadShape& shape, const DemoOptions& options,
                       double read_bandwidth_gbs, SfaWorkloadResult* result) {
@@ -189,7 +182,8 @@ bool run_sfa_workload(const SfaWorkloadShape& shape, const DemoOptions& options,
       w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size)).c_str() : "contiguous",
       static_cast<long long>(shape.batch), static_cast<long long>(shape.num_heads),
       static_cast<long long>(shape.top_k), static_cast<long long>(shape.sparse_block_size),
-      static_cast<long long>(shape.kv_len), describe(times, options.warm(), "/call").c_str(), res.gflops,
+      static_cast<long long>(shape.kv_len), describe(times, options.warm(), "/call").c_str(),
+      res.gflops,
       res.gbs);
   if (read_bandwidth_gbs > 0)
     std::printf(" (%.0f%% of read bw)", 100.0 * res.gbs / read_bandwidth_gbs);

@@ -35,11 +35,6 @@ struct SfaWorkloadResult {
   bool passed = false;
 };
 
-/// Whether SFA's host plans run on the matrix engine here: the CPU entry the dispatch picks
-/// (src/backends/lists.cpp) is cpu-amx. Its compute-bound rows are then judged against the AMX
-/// peak (ComputePeaks::ceiling).
-bool sfa_runs_on_tiles();
-
 /// Builds, times (median after one warm-up) and checks the workload (first and last sequence,
 /// run on their own: same bits as in the batch, and within tolerance of the fp64 reference);
 /// prints two lines. Returns the check's verdict; fills *result.

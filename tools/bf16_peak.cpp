@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "cpu/amx/amx_kernels.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
+#include "tile_entries.hpp"
 
 namespace kvflash::tools {
 namespace {
@@ -127,10 +129,17 @@ void print_compute_peaks(const ComputePeaks& peaks, int threads) {
                 threads, peaks.compute(), peaks.bf16, peaks.fma);
   }
   if (peaks.amx > 0) {
-    std::printf("matrix engine peak (measured, %d threads): AMX tdpbf16ps loop %.0f GFLOP/s (IFA "
-                "and SFA run their cpu-amx entries on the tiles: SFA's rows are judged against "
-                "it, the others against the vector peak)\n",
-                threads, peaks.amx);
+    const std::string on = tile_entries().names();
+    const char* judged = on.empty() ? ""
+                         : tile_entries().all()
+                             ? " run their cpu-amx entries on the tiles: their compute-bound rows "
+                               "are judged against it"
+                             : " run their cpu-amx entries on the tiles: their compute-bound rows "
+                               "are judged against it, the others' against the vector peak";
+    std::printf("matrix engine peak (measured, %d threads): AMX tdpbf16ps loop %.0f GFLOP/s "
+                "(%s%s)\n",
+                threads, peaks.amx, on.empty() ? "no operator runs on the tiles" : on.c_str(),
+                judged);
   } else {
     std::printf("matrix engine peak: none (isa %s; amx: %s)\n", cpu::isa_name(cpu::active_isa()),
                 cpu::detected_isa() >= cpu::Isa::kAmx ? "capped by KVFLASH_MAX_ISA"

@@ -206,7 +206,8 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
                    : "contiguous",
       static_cast<long long>(w.batch()), static_cast<long long>(shape.num_heads),
       static_cast<long long>(shape.num_kv_heads), static_cast<long long>(shape.head_dim),
-      static_cast<long long>(tokens), describe(times, options.warm(), "/call").c_str(), kv_bytes / 1e6, gbs);
+      static_cast<long long>(tokens), describe(times, options.warm(), "/call").c_str(),
+      kv_bytes / 1e6, gbs);
   if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * gbs / read_bandwidth_gbs);
   std::printf("  %6.1f GFLOP/s\n", flops / seconds / 1e9);
   IfaWorkloadResult unused;

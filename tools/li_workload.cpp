@@ -170,7 +170,8 @@ bool run_li_workload(const LiWorkloadShape& shape, const DemoOptions& options,
       shape.name.c_str(), dtype_name(shape.dtype), static_cast<long long>(shape.block_size),
       static_cast<long long>(shape.batch), static_cast<long long>(shape.next_n),
       static_cast<long long>(shape.num_heads), static_cast<long long>(shape.kv_len),
-      static_cast<long long>(shape.top_k), describe(times, options.warm(), "/call").c_str(), res.gflops,
+      static_cast<long long>(shape.top_k), describe(times, options.warm(), "/call").c_str(),
+      res.gflops,
       res.gbs);
   if (compute_peak_gflops > 0)
     std::printf(" (%.0f%% of compute peak)", 100.0 * res.gflops / compute_peak_gflops);
