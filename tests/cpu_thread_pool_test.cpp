@@ -10,9 +10,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -145,6 +148,22 @@ TEST(ThreadPool, ThreadsRunInParallel) {
     while (arrived.load() < 2) std::this_thread::yield();
   });
   EXPECT_EQ(arrived.load(), 2);
+}
+
+TEST(ThreadPool, WorkersAreNamed) {
+  // `top -H` and `ps -L` show kvflash's workers by name (the Python tests count them by it).
+  std::atomic<int> arrived{0};
+  parallel_for(2, 2, [&](int64_t, int) {
+    arrived.fetch_add(1);
+    while (arrived.load() < 2) std::this_thread::yield();
+  });
+  int named = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "kvflash-worker") ++named;
+  }
+  EXPECT_GE(named, 1);
 }
 
 // ThreadSanitizer cannot follow a multithreaded fork (it stops a child that starts threads).

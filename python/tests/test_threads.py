@@ -78,12 +78,13 @@ def test_torch_pool_starts_no_threads_of_its_own(restore_threads):
     torch.set_num_threads(2)
     torch.randn(1 << 22).exp_()  # start torch's intra-op pool
     before = _os_threads()
+    workers = _kvflash_workers()
     q, k, v, kw = _big_ifa()
     for _ in range(3):
         IFA(q, k, v, **kw)
     args, skw = build_sfa(SfaSpec("threads_sfa", heads=16, lse=True, topk=64))
     SFA(*args, **skw)
-    assert _os_threads() == before
+    assert _os_threads() == before and _kvflash_workers() == workers
 
 
 def _cpu_ticks_per_thread():
@@ -110,20 +111,32 @@ def _cpu_by_thread(fn, seconds=0.5):
     return {t: c for t, c in used.items() if c > 0}
 
 
+def _kvflash_workers():
+    """The ids of kvflash's pool threads (named kvflash-worker by src/cpu/thread_pool.cpp)."""
+    out = set()
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().strip() == "kvflash-worker":
+                    out.add(tid)
+        except FileNotFoundError:
+            continue
+    return out
+
+
 def test_kvflash_pool_workers_are_few_and_sleep(restore_threads):
-    """With 3 torch threads kvflash's pool runs a call on the caller and at most 2 workers of its
-    own (fewer if an earlier test started them), and once the calls end its workers use no CPU."""
+    """With 3 torch threads kvflash's pool runs a call on the caller and 2 workers of its own (at
+    most: an earlier test may have started more), and once the calls end they use no CPU."""
     kvflash.set_thread_pool("kvflash")
     torch.set_num_threads(3)
     q, k, v, kw = _big_ifa()
     before = _os_threads()
     for _ in range(3):
         IFA(q, k, v, **kw)
-    assert _os_threads() - before <= 2
-    main = str(threading.get_native_id())
-    time.sleep(0.05)
+    workers = _kvflash_workers()
+    assert workers and _os_threads() - before <= 2
     idle = _cpu_by_thread(lambda: time.sleep(0.05), seconds=0.4)
-    assert sum(c for t, c in idle.items() if t != main) <= 0.02, idle  # one clock tick: 10 ms
+    assert sum(idle.get(t, 0) for t in workers) <= 0.02, idle  # one clock tick: 10 ms
 
 
 @pytest.mark.parametrize("pool", POOLS)

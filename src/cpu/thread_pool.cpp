@@ -128,6 +128,8 @@ class Pool {
   }
 
   void loop() {
+    // Named so that `top -H` / `ps -L` (and the Python tests) can tell kvflash's workers apart.
+    pthread_setname_np(pthread_self(), "kvflash-worker");
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       Job* job = nullptr;
