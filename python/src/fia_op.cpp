@@ -14,7 +14,6 @@
 #include "output_rules.hpp"
 #include "plan_cache.hpp"
 #include "schema_args.hpp"
-#include "threads.hpp"
 #include "views.hpp"
 
 namespace kvflash::torch_ext {
@@ -227,7 +226,6 @@ void fia_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Sta
   const size_t n = s.args.index().num_arguments();
   const auto in = arguments(*stack, n);
   FiaArgs args = read_args(s, in, kOp);
-  args.num_threads = call_num_threads();
   const at::Tensor query = in[0].toTensor();
   if constexpr (kForm == FiaForm::kOut) {
     // attention_out came through the table; softmax_lse is bound only when requested (D7: else

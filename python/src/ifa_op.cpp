@@ -9,7 +9,6 @@
 #include "output_rules.hpp"
 #include "plan_cache.hpp"
 #include "schema_args.hpp"
-#include "threads.hpp"
 #include "views.hpp"
 
 namespace kvflash::torch_ext {
@@ -57,7 +56,6 @@ void ifa_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Sta
   const auto in = arguments(*stack, n);
   IfaArgs args;
   s.args.read(in, &args);
-  args.num_threads = call_num_threads();
   const at::Tensor& query = in[0].toTensor();
   const at::Tensor out =
       at::empty(query.sizes(), query.options().dtype(ifa_out_dtype(query, in[s.quant_scale2])));

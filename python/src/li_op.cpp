@@ -10,7 +10,6 @@
 #include "output_rules.hpp"
 #include "plan_cache.hpp"
 #include "schema_args.hpp"
-#include "threads.hpp"
 #include "views.hpp"
 
 namespace kvflash::torch_ext {
@@ -50,7 +49,6 @@ void li_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
   const auto in = arguments(*stack, n);
   LightningIndexerArgs args;
   s.args.read(in, &args);
-  args.num_threads = call_num_threads();
   // The scores are an fp32 sparse_values (LightningIndexerArgs::sparse_values).
   if constexpr (kScores) args.return_value = true;
   const at::Tensor& query = in[0].toTensor();

@@ -8,7 +8,6 @@
 #include "ops/merge/merge_fields.hpp"
 #include "output_rules.hpp"
 #include "schema_args.hpp"
-#include "threads.hpp"
 #include "views.hpp"
 
 namespace kvflash::torch_ext {

@@ -16,6 +16,7 @@
 #include "kvflash/status.hpp"
 #include "schemas.hpp"
 #include "threads.hpp"
+#include "views.hpp"
 
 namespace kvflash::torch_ext {
 namespace {
@@ -48,7 +49,7 @@ std::vector<int64_t> vllm_plan_cache_info() {
   return v;
 }
 
-// The thread count an operator call made now would use (threads.hpp).
+// The thread count an operator call made now would use (views.hpp).
 int64_t num_threads() { return call_num_threads(); }
 
 void set_pool(std::string name) { set_thread_pool(name); }

@@ -8,7 +8,6 @@
 #include "output_rules.hpp"
 #include "plan_cache.hpp"
 #include "schema_args.hpp"
-#include "threads.hpp"
 #include "views.hpp"
 
 namespace kvflash::torch_ext {
@@ -43,7 +42,6 @@ void sfa_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Sta
   const auto in = arguments(*stack, n);
   SfaArgs args;
   s.args.read(in, &args);
-  args.num_threads = call_num_threads();
   const at::Tensor& query = in[0].toTensor();
   const at::Tensor& key = in[s.key].toTensor();
   const auto f32 = query.options().dtype(at::kFloat);

@@ -4,13 +4,13 @@
 // spins its idle workers and, when a core is taken, stalls whole parallel loops on the descheduled
 // one; it stays available as "torch" (bench/torch_pool_load.py measures both, quiet and under
 // load). Either way a call uses torch.get_num_threads() threads, so torch.set_num_threads is the
-// one knob, and the results are the same bits for any thread count and either pool.
+// one knob (python/src/views.cpp, call_num_threads), and the results are the same bits for any
+// thread count and either pool.
 #include "threads.hpp"
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -53,11 +53,6 @@ void set_thread_pool(const std::string& name) {
 
 std::string thread_pool() {
   return g_torch_pool.load(std::memory_order_relaxed) ? "torch" : "kvflash";
-}
-
-int call_num_threads() {
-  if (at::in_parallel_region()) return 1;
-  return std::max(1, static_cast<int>(at::get_num_threads()));
 }
 
 }  // namespace kvflash::torch_ext

@@ -15,9 +15,4 @@ void set_thread_pool(const std::string& name);
 /// The pool set_thread_pool chose: "kvflash" or "torch".
 std::string thread_pool();
 
-/// The num_threads of an operator call (its Args field): torch.get_num_threads() at the time of
-/// the call, whichever pool runs it, or 1 inside one of torch's parallel regions (a loop nested in
-/// at::parallel_for runs on its thread, as torch's own operators do there).
-int call_num_threads();
-
 }  // namespace kvflash::torch_ext

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import kvflash
+import kvflash.torch_npu as torch_npu
 import fia_support
 from support import IfaSpec, SfaSpec, build_ifa, build_li, build_sfa
 
@@ -228,3 +229,33 @@ def test_forked_child_runs_on_a_pool_of_its_own(restore_threads):
             pytest.fail("the forked child's call did not return in 60 s")
         time.sleep(0.02)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_vllm_path_same_bits_for_every_pool(restore_threads):
+    """vllm-ascend's paged attention and FlashAttentionScore (npu_fusion_attention) run on the
+    chosen pool too, with the same bits."""
+    from test_vllm_ops import _pa_case
+    q, kc, vc, table, ctx = _pa_case(torch.bfloat16, (700, 1300, 300))
+    g = torch.Generator().manual_seed(5)
+    fq = torch.randn(300, 8, 64, generator=g).to(torch.bfloat16)
+    fk = torch.randn(900, 2, 64, generator=g).to(torch.bfloat16)
+    fv = torch.randn(900, 2, 64, generator=g).to(torch.bfloat16)
+
+    def run():
+        out = torch.empty_like(q)
+        torch_npu._npu_paged_attention(query=q, key_cache=kc, value_cache=vc, num_kv_heads=2,
+                                       num_heads=8, scale_value=0.125, block_table=table,
+                                       context_lens=ctx, out=out)
+        fa = torch_npu.npu_fusion_attention(fq, fk, fv, 8, "TND", scale=0.125,
+                                            actual_seq_qlen=[100, 300],
+                                            actual_seq_kvlen=[500, 900])[0]
+        return out, fa
+
+    want = None
+    for pool in POOLS:
+        kvflash.set_thread_pool(pool)
+        for n in (1, 3):
+            torch.set_num_threads(n)
+            got = run()
+            want = want or got
+            assert all(torch.equal(a, b) for a, b in zip(want, got)), (pool, n)
