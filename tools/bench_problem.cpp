@@ -500,7 +500,7 @@ bool bench_sweep(const std::string& name, std::vector<std::string>* problems, st
     out.push_back("sfa:b4,topk2048,s8192,n16,blk1,paged=64,kv=bf16");   // a 16-head shard
     out.push_back("sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=fp16");
   } else if (name == "vllm") {
-    // vllm-ascend's attention path (docs/perf.md "vllm-ascend's attention path"): ATB's paged
+    // vllm-ascend's attention path (docs/perf-log.md "vllm-ascend's attention path"): ATB's paged
     // decode against IFA's own paged call on the same bytes (the atb rows should match the bsnd
     // rows), and the cache write at memory speed (GB/s against the read bandwidth).
     for (const char* kv : {"bf16", "fp16"})

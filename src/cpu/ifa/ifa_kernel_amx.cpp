@@ -33,7 +33,7 @@ inline constexpr bool kPvOnTiles = true;
 using Engine = ifa_detail::TileEngine<amx::HwTiles, kPvOnTiles>;
 
 // Where the tiles pay: bf16 KV from G = 8 query heads a kv head on. Measured on the first AMX
-// machine (docs/perf.md, "The AMX check"; 1 thread, warm caches, B = 8 x 4096, D = 128, tiles
+// machine (docs/perf-log.md, "The AMX check"; 1 thread, warm caches, B = 8 x 4096, D = 128, tiles
 // time / vector time): bf16 G = 1 1.66, 2 1.38, 4 1.22, 6 1.01, 7 0.98, 8 0.88, 16 0.71; fp16 KV
 // 21-30 and int8 KV 6.6-11 at every G (their tile staging is scalar). Elsewhere the chunk runs
 // the vector body, the same code as the avx512bf16 entry's.
