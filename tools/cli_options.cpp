@@ -13,8 +13,8 @@ namespace {
 int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, std::ostream& err) {
   CLI::App app{
       "kvflash: attention operators on the CPU: IncreFlashAttention (ifa), SparseFlashAttention "
-      "(sfa), the lightning indexer (li), FusedInferAttentionScore (fia) and "
-      "PromptFlashAttention (pfa)"};
+      "(sfa), the lightning indexer (li), FusedInferAttentionScore (fia), PromptFlashAttention "
+      "(pfa) and the KV cache write (kvcache)"};
   app.require_subcommand(1);
 
   DemoOptions demo;
@@ -78,9 +78,10 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
       "sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16 or "
       "li:b4,s32768,n64,topk2048,next1,paged=128,kv=bf16 or "
       "fia:b1,q2048,s0,n32,kvn8,d128,mode=3,paged=0,kv=bf16 or pfa:b1,q2048,n32,kvn8,d128,mode=3 "
-      "(each checked against fp64; the README lists every key)");
+      "or kvcache:t4096,kvn8,d128,paged=128,kv=bf16 (the cache write) (each checked: against fp64, "
+      "the cache write byte for byte; the README lists every key)");
   bench_cmd->add_option("problems", problems, "problem strings (none: only the probes)");
-  bench_cmd->add_option("--sweep", sweep, "add a named sweep's problems: default, quick");
+  bench_cmd->add_option("--sweep", sweep, "add a named sweep's problems: default, quick, vllm");
   bench_cmd->add_flag("--list", bench_list, "print the problems, one a line, and run nothing");
   bench_cmd->add_option("--csv", bench_csv, "also write the results to this CSV file");
   bench_cmd->add_option("--threads", demo.num_threads, "worker threads (0 = all cores)")

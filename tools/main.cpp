@@ -4,8 +4,8 @@
 //   kvflash ifa    one IFA decode step of a shape given on the command line: timed, optionally
 //                  checked
 //   kvflash bench  problem strings (ifa:b8,s4096,..., sfa:b4,topk2048,..., li:b4,s32768,...,
-//                  fia:..., pfa:...) or a named sweep: timed, checked, optionally written as JSON
-//                  and CSV
+//                  fia:..., pfa:..., kvcache:...) or a named sweep: timed, checked, optionally
+//                  written as JSON and CSV
 //   kvflash info   the version and what this machine gives kvflash (ISA, threads, read bandwidth,
 //                  compute peaks)
 #include <cstdio>
