@@ -8,7 +8,7 @@ namespace kvflash::testing {
 namespace {
 
 using cpu::FiaBatch;
-using cpu::FiaData;
+using cpu::FiaPointers;
 using cpu::FiaPadRow;
 using cpu::FiaParams;
 
@@ -237,7 +237,7 @@ FiaBound bind(const FiaCase& c, const reference::FiaCall& a) {
   p.num_pad_rows = static_cast<int64_t>(out.pad.size());
   if (a.learnable_sink) p.has_sink = true, p.sink_dtype = a.learnable_sink->dtype;
 
-  FiaData& d = out.d;
+  FiaPointers& d = out.d;
   d.q = a.query.base();
   d.q_rope = Dr ? a.query_rope->base() : nullptr;
   d.k = k.base();

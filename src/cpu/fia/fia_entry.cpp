@@ -34,7 +34,7 @@ Head head_layout(const core::FiaProblem& p) {
 }
 
 // Rows of a faulted batch: output NaN (int8: 0), LSE NaN (docs/design.md, bad device data).
-void write_fault_rows(const FiaParams& p, const FiaData& d, const FiaBatch& bt) {
+void write_fault_rows(const FiaParams& p, const FiaPointers& d, const FiaBatch& bt) {
   const size_t es = dtype_size(p.out_dtype);
   uint8_t nan[4] = {};
   if (p.out_dtype == DType::kFloat16) {
@@ -88,7 +88,7 @@ void write_ifa_route_pad_rows(const core::FiaProblem& p, const core::FiaData& d,
   }
   params.pad_rows = pads;
   params.num_pad_rows = n;
-  scalar::fia_pad_rows_entry(params, d.kernel, scratch);
+  scalar::fia_pad_rows_entry(params, d.ptrs, scratch);
 }
 
 Status run_fia_part(const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx,
@@ -148,7 +148,7 @@ Status run_fia_part(const core::FiaProblem& p, const core::FiaData& d, const cor
   const fia::FiaResolved r = fia::resolve_batches(p, d, batches, pads, faulted);
 
   FiaParams params = p.params;
-  FiaData data = d.kernel;
+  FiaPointers data = d.ptrs;
   params.batches = batches;
   params.pad_rows = pads;
   params.num_pad_rows = r.num_pad_rows;

@@ -14,6 +14,10 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
+// The validator bounds the workspace before anything is sized (fia_validate.cpp's check_size),
+// counting key tiles of this many positions.
+static_assert(kFiaKeyTile == 64);
+
 struct FiaTask {
   int64_t cost;  ///< key tiles visited
   int64_t b, n2, qt;
@@ -95,7 +99,7 @@ size_t scratch_bytes(const FiaParams& p) {
 
 struct Run {
   const FiaParams* p;
-  const FiaData* d;
+  const FiaPointers* d;
   const FiaTask* tasks;
   const FiaMergeUnit* merges;
   float* slots;
@@ -131,12 +135,12 @@ const FiaKernels& fia_kernels_for(Isa isa) {
   return scalar::kFiaKernels;
 }
 
-void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t workspace_size,
+void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t workspace_size,
              int num_threads) {
   fia_run(p, d, workspace, workspace_size, num_threads, fia_kernels_for(active_isa()));
 }
 
-void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t workspace_size,
+void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t workspace_size,
              int num_threads, const FiaKernels& k) {
   (void)workspace_size;  // the caller sized it with fia_workspace_size(p)
   auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(workspace) + kAlign - 1) /

@@ -24,8 +24,8 @@ Status check_matches_plan(const FiaArgs& p, const FiaArgs& a) {
 
 void bind_data(const core::FiaProblem& p, const FiaArgs& a, core::FiaData* out) {
   *out = core::FiaData{};
-  const cpu::FiaParams& pp = p.params;
-  cpu::FiaData& d = out->kernel;
+  const core::FiaParams& pp = p.params;
+  core::FiaPointers& d = out->ptrs;
   auto at = [](const std::optional<TensorView>& v) -> const void* {
     return v ? core::element0(*v) : nullptr;
   };
@@ -67,7 +67,7 @@ void bind_data(const core::FiaProblem& p, const FiaArgs& a, core::FiaData* out) 
     if (p.ifa.mask.present) i.mask = at(a.atten_mask);
     if (p.ifa.pse.present) i.pse = at(a.pse_shift);
     if (p.ifa.split_antiquant) {  // FIA's parameters (fia_validate_ifa.cpp), at their first element
-      auto first = [](const void* base, const cpu::FiaDequant& q, bool offset) -> const void* {
+      auto first = [](const void* base, const core::FiaDequant& q, bool offset) -> const void* {
         if (base == nullptr) return nullptr;
         const int64_t at = offset ? q.offset_at : q.scale_at;
         return static_cast<const std::byte*>(base) + at * static_cast<int64_t>(dtype_size(q.dtype));
@@ -84,13 +84,13 @@ void bind_data(const core::FiaProblem& p, const FiaArgs& a, core::FiaData* out) 
 }
 
 FiaResolved resolve_batches(const core::FiaProblem& p, const core::FiaData& d,
-                            cpu::FiaBatch* batches, cpu::FiaPadRow* pad_rows, uint8_t* faulted) {
-  const cpu::FiaParams& pp = p.params;
+                            core::FiaBatch* batches, core::FiaPadRow* pad_rows, uint8_t* faulted) {
+  const core::FiaParams& pp = p.params;
   FiaResolved r;
   const int64_t qpad = d.q_padding != nullptr ? std::max<int64_t>(*d.q_padding, 0) : -1;
   const int64_t kvpad = d.kv_padding != nullptr ? std::max<int64_t>(*d.kv_padding, 0) : -1;
   for (int64_t b = 0; b < pp.batch; ++b) {
-    cpu::FiaBatch bt = p.batches[b];
+    core::FiaBatch bt = p.batches[b];
     int64_t qf = 0;
     if (qpad >= 0) {
       const int64_t room = p.q_capacity - bt.q_rows;
@@ -119,7 +119,7 @@ FiaResolved resolve_batches(const core::FiaProblem& p, const core::FiaData& d,
     if (pp.paged && bt.q_rows > 0) {
       const int64_t used = (bt.kv_len - pp.prefix_len + pp.block_size - 1) / pp.block_size;
       for (int64_t k = 0; k < used; ++k) {
-        const int64_t id = d.kernel.block_table[bt.k_offset + k];
+        const int64_t id = d.ptrs.block_table[bt.k_offset + k];
         if (id >= 0 && id < p.num_blocks) continue;
         if (r.num_faults++ == 0) {
           r.first = core::fault_of(core::kFaultOpIfa, core::kFaultBlockId, b);
@@ -148,7 +148,7 @@ FiaResolved resolve_batches(const core::FiaProblem& p, const core::FiaData& d,
 }
 
 void describe(const core::FiaProblem& p, char* buf, size_t size) {
-  const cpu::FiaParams& pp = p.params;
+  const core::FiaParams& pp = p.params;
   std::snprintf(buf, size, "B=%lld N=%lld KV_N=%lld D=%lld rows=%lld %s%s%s%s",
                 static_cast<long long>(pp.batch), static_cast<long long>(pp.num_heads),
                 static_cast<long long>(pp.num_kv_heads), static_cast<long long>(pp.head_dim),

@@ -39,6 +39,9 @@ using core::str;
 constexpr int64_t kMaxHeadDim = 512;
 constexpr int64_t kRopeDim = 64;
 constexpr int64_t kMaxHeads = 1024;  // far above upstream's 256; keeps N x D products small
+// The finest key tiling the size bound (check_size) counts in: the CPU prefill kernel's
+// (cpu::kFiaKeyTile).
+constexpr int64_t kSizeTile = 64;
 
 bool is_fp16_or_bf16(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
@@ -477,7 +480,7 @@ Status check_outputs(const FiaArgs& a, const FiaShape& s) {
 Status check_size(const FiaShape& s) {
   int64_t total = 0;
   for (int64_t b = 0; b < s.B; ++b) {
-    const int64_t tiles = (s.P + s.kv_len[b]) / cpu::kFiaKeyTile + 2;
+    const int64_t tiles = (s.P + s.kv_len[b]) / kSizeTile + 2;
     auto x = core::checked_mul(std::max<int64_t>(s.q_len[b], 1), s.N);
     if (x) x = core::checked_mul(*x, tiles);
     if (x) x = core::checked_mul(*x, (s.Dv + 64) * 4);
@@ -494,13 +497,13 @@ Status check_size(const FiaShape& s) {
 
 void fill_problem(const FiaArgs& a, const FiaShape& s, int64_t mask_batch, int64_t pse_batch,
                   core::FiaProblem* pr) {
-  cpu::FiaParams& p = pr->params;
+  core::FiaParams& p = pr->params;
   pr->device = a.query.device;
   pr->tnd = s.tnd, pr->decode = s.decode, pr->list = s.list;
   pr->rows = s.tnd ? s.T : s.B * s.S1;
   pr->s1 = s.S1;
   pr->sparse_mode = a.sparse_mode;
-  const int64_t lim = cpu::kFiaUnbounded;
+  const int64_t lim = core::kFiaUnbounded;
   pr->pre = std::clamp(a.pre_tokens, -lim, lim), pr->next = std::clamp(a.next_tokens, -lim, lim);
   pr->band_mask = a.sparse_mode == 0 && a.atten_mask.has_value();
   p.batch = s.B, p.num_heads = s.N, p.num_kv_heads = s.KVN;
@@ -560,9 +563,9 @@ void fill_problem(const FiaArgs& a, const FiaShape& s, int64_t mask_batch, int64
                    !a.actual_seq_lengths_kv->empty();
   pr->q_capacity = s.S1, pr->kv_capacity = s.S2;
   pr->tnd_rows_used = s.tnd && s.B > 0 ? s.q_first[s.B - 1] + s.q_len[s.B - 1] : 0;
-  pr->batches.assign(s.B, cpu::FiaBatch{});
+  pr->batches.assign(s.B, core::FiaBatch{});
   for (int64_t b = 0; b < s.B; ++b) {
-    cpu::FiaBatch& bt = pr->batches[b];
+    core::FiaBatch& bt = pr->batches[b];
     bt.q_rows = s.q_len[b];
     bt.kv_len = s.P + s.kv_len[b];
     const int64_t qf = s.q_first[b], kf = s.kv_first[b];

@@ -45,15 +45,15 @@ int64_t tnd_decodes(const FiaArgs& a, const FiaShape& s, const core::FiaProblem&
 
 // FIA's dequantisation parameters as IFA's views: (0, n2, d) per tensor / channel, (b, j, 0) per
 // token (core::IfaParams::token_k / token_v).
-core::View3 dequant_view(const cpu::FiaDequant& q, bool offset) {
+core::View3 dequant_view(const core::FiaDequant& q, bool offset) {
   core::View3 v;
   v.present = !offset || q.has_offset;
   v.dtype = q.dtype;
-  if (q.mode == cpu::FiaDequant::Mode::kToken) {
+  if (q.mode == core::FiaDequant::Mode::kToken) {
     v.s0 = q.tok_batch, v.s1 = q.tok_pos;
     return v;
   }
-  const bool channel = q.mode == cpu::FiaDequant::Mode::kChannel;
+  const bool channel = q.mode == core::FiaDequant::Mode::kChannel;
   v.s1 = channel ? q.chan_head : 0;
   v.s2 = channel ? 1 : 0;
   return v;
@@ -63,7 +63,7 @@ core::View3 dequant_view(const cpu::FiaDequant& q, bool offset) {
 
 Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p) {
   p->use_ifa = false;
-  const cpu::FiaParams& fp = p->params;
+  const core::FiaParams& fp = p->params;
   // TND: requests [0, K) are decode rows; with K < B the FIA kernel runs the others in the
   // same call (FiaProblem::ifa_requests).
   const int64_t K = tnd_decodes(a, s, *p);
@@ -143,14 +143,14 @@ Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem*
     ifa.antiquant_offset = dequant_view(fp.k_dq, true);
     ifa.antiquant_scale_v = dequant_view(fp.v_dq, false);
     ifa.antiquant_offset_v = dequant_view(fp.v_dq, true);
-    ifa.token_k = fp.k_dq.mode == cpu::FiaDequant::Mode::kToken;
-    ifa.token_v = fp.v_dq.mode == cpu::FiaDequant::Mode::kToken;
+    ifa.token_k = fp.k_dq.mode == core::FiaDequant::Mode::kToken;
+    ifa.token_v = fp.v_dq.mode == core::FiaDequant::Mode::kToken;
   }
   if (tnd) {
     // Request b's one row sees positions [band_lo, band_hi] of [0, kv_len) (fia_band).
     ifa.kv_start.assign(K, 0);
     for (int64_t b = 0; b < K; ++b) {
-      const cpu::FiaBatch& bt = p->batches[b];
+      const core::FiaBatch& bt = p->batches[b];
       const int64_t lo = std::max<int64_t>(bt.band_lo, 0);
       const int64_t hi = std::min<int64_t>(bt.band_hi, bt.kv_len - 1);
       ifa.kv_start[b] = hi >= lo ? lo : 0;
