@@ -252,7 +252,7 @@ bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
   const double rtol = shape.dtype == DType::kFloat16 ? 0x1p-10 : 0x1p-7;  // docs/conventions.md
   const int64_t group = shape.num_heads / shape.num_kv_heads;
   // (A mixed batch's decode requests run on IFA's kernels as they do alone:
-  // src/ops/fia/fia_validate_ifa.cpp.)
+  // src/ops/fia/fia_validate_decode.cpp.)
   const bool bits_comparable = rows * group > 16 || rows == q0;  // cpu::kFiaSplitRows
   SampleCheck check;
   for (int64_t r = 0; r < rows; ++r) {

@@ -470,7 +470,7 @@ std::vector<FiaCase> fia_cases(Tier tier) {
   }
 
   // 7b. Decode calls on IFA's kernels beyond IFA's own arguments
-  // (src/ops/fia/fia_validate_ifa.cpp):
+  // (src/ops/fia/fia_validate_decode.cpp):
   //     other output layouts, LSE (empty rows +inf), learnable sink, split / per-tensor /
   //     per-token int8 parameters, and vllm-ascend's TND decode step over a paged cache in modes
   //     0 / 2 / 3 / 4 (mode 4: a sliding window) with a sink. A shared prefix stays on the

@@ -59,7 +59,7 @@ void write_fault_rows(const FiaParams& p, const FiaPointers& d, const FiaBatch& 
   }
 }
 
-// A TND call on IFA's kernels (src/ops/fia/fia_validate_ifa.cpp) may have rows past the last
+// A TND call on IFA's kernels (src/ops/fia/fia_validate_decode.cpp) may have rows past the last
 // cumulative length (vllm-ascend's graph padding): written after IFA's run as the FIA kernel
 // writes padding rows (D5), from this many bytes after IFA's workspace.
 int64_t ifa_route_pad_rows(const core::FiaProblem& p) {

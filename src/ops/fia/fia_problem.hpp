@@ -41,7 +41,7 @@ struct FiaProblem {
   int64_t q_capacity = 0, kv_capacity = 0;
   /// Paged KV: the cache's block count (ids must be in [0, num_blocks)).
   int64_t num_blocks = 0;
-  /// D4's decode branch on IFA's kernels (fia_validate_ifa.cpp): the call as IFA's problem.
+  /// D4's decode branch on IFA's kernels (fia_validate_decode.cpp): the call as IFA's problem.
   bool use_ifa = false;
   IfaProblem ifa;
   /// use_ifa: the requests IFA's kernels run, [0, ifa_requests); fewer than the batch in a mixed

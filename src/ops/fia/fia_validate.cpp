@@ -631,9 +631,8 @@ Status validate(const FiaArgs& user_args, core::FiaProblem* pr) {
   KVFLASH_RETURN_IF_ERROR(check_sink(a, s, pr));
   KVFLASH_RETURN_IF_ERROR(check_size(s));
   fill_problem(a, s, mask_batch, pse_batch, pr);
-  // D4's decode branch, and TND decode steps (one row per request), on IFA's kernels.
-  KVFLASH_RETURN_IF_ERROR(plan_decode_on_ifa(a, s, pr));
-  return Status::kSuccess;
+  // D4's decode branch, and TND decode steps (one row per request), on the decode kernels.
+  return plan_decode(a, s, pr);
 }
 
 }  // namespace kvflash::fia

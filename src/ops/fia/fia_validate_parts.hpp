@@ -40,7 +40,7 @@ struct FiaShape {
 /// document's "当query矩阵的S=1，进入IncreFlashAttention分支". On it sparse_mode, pre_tokens and
 /// next_tokens are ignored, no mask is needed and a full mask has IFA's shapes (check_mask,
 /// docs/fia-semantics.md); the query lengths are ignored (check_lengths). The route
-/// (plan_decode_on_ifa, core::fia_band) reads the same FiaShape::decode / FiaProblem::decode that
+/// (plan_decode, core::fia_band) reads the same FiaShape::decode / FiaProblem::decode that
 /// check_query sets from this.
 inline bool decode_branch(const FiaArgs& a, const FiaShape& s) {
   return !a.prompt && !s.rope && !s.tnd && s.S1 == 1;
@@ -59,10 +59,9 @@ Status check_antiquant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p)
 Status check_post_quant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
 Status check_sink(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
 
-/// D4: when the call is a decode step IFA's kernels express (the decode branch, or a TND call of
-/// one row per request), p->ifa holds its IFA problem and p->use_ifa is set
-/// (fia_validate_ifa.cpp); otherwise the FIA kernel runs it. Fails only when out of memory
-/// (kRuntime).
-Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
+/// D4: when the call is a decode step the decode kernels take (the decode branch, or a TND call's
+/// leading requests of one row each; fia_validate_decode.cpp's decode_route), p->ifa holds its
+/// decode description and p->use_ifa is set; otherwise the prefill kernel runs it.
+Status plan_decode(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
 
 }  // namespace kvflash::fia

@@ -1,6 +1,6 @@
 // The limits of the decode description (core::IfaProblem) that every decode kernel may rely on,
 // and the split points every backend shares. IFA's validator (src/ops/ifa/ifa_validate*.cpp)
-// refuses a call past them; FIA's decode front end (src/ops/fia/fia_validate_ifa.cpp) routes
+// refuses a call past them; FIA's decode front end (src/ops/fia/fia_validate_decode.cpp) routes
 // such a call to the prefill kernels instead. Backends size buffers by them (cpu/ifa, cuda/ifa).
 #pragma once
 
