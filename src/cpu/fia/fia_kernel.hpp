@@ -45,6 +45,8 @@ using core::kFiaUnbounded;
 inline constexpr int64_t kFiaKeyTile = 64;
 /// Score-matrix rows (query rows x G heads) a query tile aims at.
 inline constexpr int64_t kFiaTileRows = 256;
+/// Alignment of the workspace regions (the caller's pointer may have any alignment).
+inline constexpr size_t kFiaWorkspaceAlign = 64;
 /// Participants a workspace has scratch for (threads beyond it are not used).
 inline constexpr int kFiaMaxParticipants = 64;
 
