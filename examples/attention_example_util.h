@@ -168,6 +168,17 @@ inline int CheckFp16Row(const char* what, const aclFloat16* got, const std::vect
   return bad;
 }
 
+// Softmax LSE check (fp32 output): within 1e-4 (1 + |want|); a row with nothing to attend has
+// LSE +inf (FusedInferAttentionScore's rule, AttendRow's value), which must come back exactly.
+// Prints the first mismatches; returns 1 on a mismatch, else 0.
+inline int CheckLse(const char* what, float got, double want, int badSoFar) {
+  const bool ok = std::isinf(want) ? static_cast<double>(got) == want
+                                   : std::fabs(got - want) <= 1e-4 * (1.0 + std::fabs(want));
+  if (ok) return 0;
+  if (badSoFar < 5) LOG_PRINT("MISMATCH lse %s: got %.6f, expected %.6f\n", what, got, want);
+  return 1;
+}
+
 // int8 output check: within 1 LSB of round-half-even(o * scale + offset), saturated.
 inline int CheckInt8Row(const char* what, const int8_t* got, const std::vector<double>& o,
                         double scale, double offset) {

@@ -126,11 +126,7 @@ int main() {
       char what[64];
       snprintf(what, sizeof(what), "b=%d h=%d", static_cast<int>(b), static_cast<int>(h));
       bad += CheckFp16Row(what, result.data() + (b * N + h) * D, want, AbsMax(vals));
-      const double gotLse = lseResult[b * N + h];
-      if (!(std::fabs(gotLse - wantLse) <= 1e-4 * (1.0 + std::fabs(wantLse)))) {
-        if (bad++ < 5)
-          LOG_PRINT("MISMATCH lse %s: got %.6f, expected %.6f\n", what, gotLse, wantLse);
-      }
+      bad += CheckLse(what, lseResult[b * N + h], wantLse, bad);
     }
   }
   LOG_PRINT("fia_v3: %s (%d mismatches of %d outputs and %d LSEs)\n", bad == 0 ? "PASS" : "FAIL",

@@ -111,11 +111,7 @@ int main() {
         snprintf(what, sizeof(what), "b=%d h=%d i=%d", static_cast<int>(b), static_cast<int>(h),
                  static_cast<int>(i));
         bad += CheckFp16Row(what, result.data() + row * D, want, AbsMax(vals));
-        const double gotLse = lseResult[row];
-        if (!(std::fabs(gotLse - wantLse) <= 1e-4 * (1.0 + std::fabs(wantLse)))) {
-          if (bad++ < 5)
-            LOG_PRINT("MISMATCH lse %s: got %.6f, expected %.6f\n", what, gotLse, wantLse);
-        }
+        bad += CheckLse(what, lseResult[row], wantLse, bad);
       }
     }
   }

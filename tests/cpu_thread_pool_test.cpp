@@ -221,5 +221,34 @@ TEST(ThreadPool, DefaultThreadCount) {
   set_num_threads(0);
 }
 
+// A thread lent with help_until takes part in another thread's call (the pool hands it a slot
+// before waking a worker), and returns once its condition holds; inside a task it is refused.
+TEST(ThreadPool, LentThreadJoinsOtherCallsUntilDone) {
+  std::atomic<bool> done{false};
+  std::atomic<bool> lent_ran{false};
+  std::thread::id lent_id;
+  std::atomic<bool> started{false};
+  std::thread lent([&] {
+    lent_id = std::this_thread::get_id();
+    started = true;
+    EXPECT_TRUE(help_until([&] { return done.load(); }));
+  });
+  while (!started) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let it reach help_until
+  for (int round = 0; round < 20 && !lent_ran; ++round) {
+    parallel_for(64, 2, [&](int64_t, int) {
+      if (std::this_thread::get_id() == lent_id) lent_ran = true;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    });
+  }
+  EXPECT_TRUE(lent_ran) << "the lent thread never ran a task";
+  done = true;
+  wake_helpers();
+  lent.join();
+  parallel_for(4, 2, [&](int64_t, int) {
+    EXPECT_FALSE(help_until([] { return true; }));  // from inside a task: refused
+  });
+}
+
 }  // namespace
 }  // namespace kvflash::cpu

@@ -88,13 +88,17 @@ class Pool {
  public:
   // Runs job with the caller as participant 0; returns when no participant is left inside it.
   void run(Job& job) {
-    int wake = 0;
+    int lent = 0, wake = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       grow(job.participants - 1);
       link(&job);
-      wake = std::min(job.participants - 1, idle_);
+      // Lent threads (help_until) first: each already holds a core of its own, where a sleeping
+      // worker woken from here can be queued behind this thread on this one (see help_until).
+      lent = std::min(job.participants - 1, help_idle_);
+      wake = std::min(job.participants - 1 - lent, idle_);
     }
+    if (lent > 0) help_cv_.notify_all();
     for (int i = 0; i < wake; ++i) wake_.notify_one();
     participate(job, 0);
     std::unique_lock<std::mutex> lock(mu_);
@@ -133,6 +137,35 @@ class Pool {
     }
   }
 
+  // help_until: the caller joins claimable jobs until done() holds (see thread_pool.hpp).
+ public:
+  void help(const std::function<bool()>& done) {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++helpers_;
+    for (;;) {
+      Job* job = nullptr;
+      ++help_idle_;
+      help_cv_.wait(lock, [&] { return done() || (job = pick()) != nullptr; });
+      --help_idle_;
+      if (job == nullptr) break;
+      const int index = job->joined++;
+      ++job->running;
+      lock.unlock();
+      participate(*job, index);
+      lock.lock();
+      if (--job->running == 0) job->left.notify_one();
+    }
+    --helpers_;
+    // A job posted as this helper finished counted on it: a worker takes its place.
+    if (pick() != nullptr) wake_.notify_one();
+  }
+
+  void wake_helpers() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (helpers_ > 0) help_cv_.notify_all();
+  }
+
+ private:
   // The claimable job with the fewest workers (the oldest among equals), or nullptr.
   Job* pick() const {
     Job* best = nullptr;
@@ -157,7 +190,10 @@ class Pool {
   std::mutex mu_;  // guards everything below and the bookkeeping fields of linked jobs
   std::condition_variable wake_;
   std::vector<std::thread> threads_;
-  int idle_ = 0;  // workers waiting on wake_
+  std::condition_variable help_cv_;  // lent threads (help) wait here
+  int idle_ = 0;       // workers waiting on wake_
+  int helpers_ = 0;    // threads inside help()
+  int help_idle_ = 0;  // of them, waiting on help_cv_
   Job* head_ = nullptr;
   Job* tail_ = nullptr;
 };
@@ -189,6 +225,14 @@ void run_on_backend(const ParallelBackend& backend, Job& job) {
 }
 
 }  // namespace
+
+bool help_until(const std::function<bool()>& done) {
+  if (t_in_run || g_backend.load(std::memory_order_acquire) != nullptr) return false;
+  pool().help(done);
+  return true;
+}
+
+void wake_helpers() { pool().wake_helpers(); }
 
 int default_num_threads() {
   const int n = g_num_threads.load(std::memory_order_relaxed);

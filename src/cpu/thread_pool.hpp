@@ -25,4 +25,18 @@ int default_num_threads();
 void parallel_for(int64_t num_tasks, int num_threads,
                   const std::function<void(int64_t task, int worker)>& fn);
 
+/// Lends the calling thread to the pool until done() holds: it joins the parallel_for calls of
+/// other threads as a pool worker does (never beyond a call's P participants) and otherwise
+/// sleeps until a call is posted or wake_helpers() runs. For a thread that would only block while
+/// others compute (a CANN program in aclrtSynchronizeStream while the stream's worker runs its
+/// kernel): the thread already holds a core, whereas a sleeping worker woken by the computing
+/// thread can be queued behind it on that thread's core (Linux's wake-affine placement), leaving
+/// the blocked thread's core idle for milliseconds. done() is called with the pool's lock held: it
+/// must only read state (e.g. an atomic). Returns false without waiting when called from inside a
+/// task (t_in_run) or while a ParallelBackend is installed: the caller then waits its own way.
+bool help_until(const std::function<bool()>& done);
+
+/// Wakes the threads inside help_until so that they check their done() again.
+void wake_helpers();
+
 }  // namespace kvflash::cpu
