@@ -131,7 +131,7 @@ reference::FiaCall reference_call(const FiaArgs& a) {
   call.softmax_lse = a.softmax_lse;
   call.num_heads = a.num_heads;
   call.num_key_value_heads = a.num_key_value_heads;
-  call.scale_value = a.scale;
+  call.scale = a.scale;
   call.pre_tokens = a.pre_tokens, call.next_tokens = a.next_tokens;
   call.input_layout = a.input_layout;
   call.sparse_mode = a.sparse_mode;

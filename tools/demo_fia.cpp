@@ -56,7 +56,7 @@ void check_rows(const FiaArgs& a, const uint16_t* out, SampleCheck* check) {
   c.atten_mask = a.atten_mask;
   c.actual_seq_lengths = a.actual_seq_lengths, c.actual_seq_lengths_kv = a.actual_seq_lengths_kv;
   c.num_heads = a.num_heads, c.num_key_value_heads = a.num_key_value_heads;
-  c.scale_value = a.scale, c.input_layout = a.input_layout, c.sparse_mode = a.sparse_mode;
+  c.scale = a.scale, c.input_layout = a.input_layout, c.sparse_mode = a.sparse_mode;
   c.block_size = a.block_size, c.attention_out = a.attention_out;
   const reference::FiaReference ref = reference::fia_reference(c);
   for (int64_t r = 0; r < ref.rows; ++r)

@@ -51,7 +51,7 @@ FiaBound bind(const FiaCase& c, const reference::FiaCall& a) {
   p.batch = B, p.num_heads = N, p.num_kv_heads = KVN;
   p.head_dim = D, p.rope_dim = Dr, p.value_dim = Dv;
   p.dtype = c.q_dtype, p.out_dtype = c.out_dtype;
-  p.scale = static_cast<float>(a.scale_value);
+  p.scale = static_cast<float>(a.scale);
   const Strides qs = layout_strides(a.query, lay.in, D);
   const Strides os = layout_strides(a.attention_out, lay.out, Dv);
   Strides rs;

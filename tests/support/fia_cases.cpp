@@ -703,7 +703,7 @@ FiaCaseData::FiaCaseData(const FiaCase& c) : case_(c) {
   a.next_tokens = c.next_tokens;
   a.prompt = c.prompt;
   a.softmax_lse_flag = c.lse;
-  a.scale_value = c.logit_scale / std::sqrt(static_cast<double>(D + Dr));
+  a.scale = c.logit_scale / std::sqrt(static_cast<double>(D + Dr));
 
   // ---- query geometry ----
   const int64_t qpad = std::max<int64_t>(c.q_padding, 0);
