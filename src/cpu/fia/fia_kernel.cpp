@@ -15,7 +15,7 @@ namespace {
 
 constexpr size_t kAlign = kFiaWorkspaceAlign;
 
-// The validator bounds the workspace before anything is sized (fia_validate.cpp's check_size),
+// The validator bounds the workspace before anything is sized (fia_validate_problem.cpp's check_size),
 // counting key tiles of this many positions.
 static_assert(kFiaKeyTile == 64);
 

@@ -49,7 +49,7 @@ inline bool decode_branch(const FiaArgs& a, const FiaShape& s) {
 inline constexpr int64_t kMaxHeadDim = 512;
 inline constexpr int64_t kRopeDim = 64;
 inline constexpr int64_t kMaxHeads = 1024;  // far above upstream's 256; keeps N x D products small
-/// The finest key tiling the size bound (check_size) counts in: the CPU prefill kernel's
+/// The finest key tiling the size bound (check_size, fia_validate_problem.cpp) counts in: the CPU prefill kernel's
 /// (cpu::kFiaKeyTile).
 inline constexpr int64_t kSizeTile = 64;
 
