@@ -75,6 +75,21 @@ TEST(FiaValidate, BadArgumentsNameTheArgument) {
                  "num_key_value_heads");
 }
 
+// A paged cache's table has a row per batch: fewer would be read past its end.
+TEST(FiaValidate, BlockTableNeedsARowPerBatch) {
+  FiaCase c = base_case();
+  c.paged = true;
+  c.q_lens = {5, 3, 2}, c.kv_lens = {9, 7, 20};
+  FiaCaseData data(c);
+  FiaArgs a = data.call();
+  std::unique_ptr<FiaPlan> plan;
+  ASSERT_EQ(FiaPlan::create(a, &plan), Status::kSuccess) << last_error_message();
+  a.block_table->shape[0] = 2;
+  EXPECT_EQ(FiaPlan::create(a, &plan), Status::kInvalid);
+  EXPECT_NE(std::string(last_error_message()).find("block_table"), std::string::npos)
+      << last_error_message();
+}
+
 // D3: modes 2-4 take the compressed mask in the three shapes of the FIA V4 document, FIA and PFA
 // alike (its contents are never read, so any view of the case's 2048x2048 buffer serves: only
 // metadata is validated); no other shape.

@@ -94,6 +94,10 @@ Status check_lengths(const FiaArgs& a, FiaShape* s) {
         },
         &s->kv_len));
   }
+  // A batch's blocks are its row of the table (more rows than B: the first B are read).
+  if (s->paged && a.block_table->shape[0] < s->B)
+    return invalid("block_table must have a row per batch (B = " + str(s->B) + "), got " +
+                   a.block_table->describe());
   for (int64_t b = 0; b < s->B; ++b) {
     s->max_q = std::max(s->max_q, s->q_len[b]);
     s->max_kv = std::max(s->max_kv, s->kv_len[b]);
