@@ -229,6 +229,7 @@ __attribute__((always_inline)) inline void score_rows_n(const LiParams& p, const
   const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
   constexpr int64_t kChunk = chunk_rows(count);
   const Key* k[kChunk];
+  Path::point_keys(s[0], k, kChunk);
   LiRowRef span = rows[0];
   span.j1 = group_end(rows, count);
   kvflash::cpu::LiKeyCursor cur(p, d, span.batch, span.kv_first, span.j0);
@@ -236,7 +237,7 @@ __attribute__((always_inline)) inline void score_rows_n(const LiParams& p, const
     const int64_t c1 = c0 + kChunk < span.j1 ? c0 + kChunk : span.j1;
     for (int64_t j = c0; j < c1; ++j) {
       prefetch_key(p, d, span, j + kPrefetchAhead);
-      k[j - c0] = Path::key(p, cur.next(), s[0], j - c0);
+      Path::fetch_key(p, cur.next(), s[0], j - c0, k);
     }
     for (int r = 0; r < count; ++r) {
       const Key* q = reinterpret_cast<const Key*>(s[r].q);
@@ -256,10 +257,13 @@ struct F32Path {
   static void stage_query(const LiParams& p, const LiData& d, int64_t row, float* q) {
     stage_query_f32(p, d, row, q);
   }
-  static const float* key(const LiParams& p, const uint16_t* src, const LiScratch& s0, int64_t i) {
-    float* dst = s0.kt + i * kD;
-    widen_key(p, src, dst);
-    return dst;
+  // Key i of a chunk is row i of s[0]'s scratch, where fetch_key widens it.
+  static void point_keys(const LiScratch& s0, const float** k, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) k[i] = s0.kt + i * kD;
+  }
+  static void fetch_key(const LiParams& p, const uint16_t* src, const LiScratch& s0, int64_t i,
+                        const float**) {
+    widen_key(p, src, s0.kt + i * kD);
   }
   static void block(const float* q, const float* w, int64_t hv, int tail, const float* const* k,
                     uint32_t* keys, uint32_t* hist) {
@@ -385,9 +389,11 @@ struct Bf16Path {
   static void stage_query(const LiParams& p, const LiData& d, int64_t row, float* q) {
     stage_query_pairs(p, d, row, reinterpret_cast<uint16_t*>(q));
   }
-  static const uint16_t* key(const LiParams& p, const uint16_t* src, const LiScratch& s0,
-                             int64_t i) {
-    return bf16_key(p, src, s0.kb + i * kD);
+  // Key i of a chunk is the cache row itself, or gathered into s[0]'s scratch.
+  static void point_keys(const LiScratch&, const uint16_t**, int64_t) {}
+  static void fetch_key(const LiParams& p, const uint16_t* src, const LiScratch& s0, int64_t i,
+                        const uint16_t** k) {
+    k[i] = bf16_key(p, src, s0.kb + i * kD);
   }
   static void block(const uint16_t* qp, const float* w, int64_t hv, int tail,
                     const uint16_t* const* k, uint32_t* keys, uint32_t* hist) {
