@@ -146,6 +146,21 @@ def sfa_table(run):
     return "\n".join(lines)
 
 
+def kv_cache_table(run):
+    """The cache writes (kvcache: problems): bytes moved (rows read + written) per second."""
+    rows = [r for r in run["results"] if r.get("op") == "kvcache"]
+    if not rows:
+        return ""
+    cols = ["problem", "ms/call", "GB/s (read + written)", "of read bw", "check"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        lines.append("| " + " | ".join([f"`{r['problem']}`", f"{r['ms_per_call']:.3f}",
+                                        f"{r['gbs']:.1f}",
+                                        frac(r["gbs"], run["read_bandwidth_gbs"]),
+                                        check(r)]) + " |")
+    return "\n".join(lines)
+
+
 def fixed_cost_table(run):
     rows = [r for r in run["results"]
             if r.get("op", "ifa") == "ifa" and r["batch"] * r["kv_len"] <= FIXED_COST_TOKENS]
@@ -206,6 +221,7 @@ def report(run):
     if h:
         parts += ["**Headline ratios**", h]
     for title, t in (("IFA decode", ifa_table(run)), ("SFA (sparse MLA) decode", sfa_table(run)),
+                     ("KV cache writes", kv_cache_table(run)),
                      ("Fixed per-call cost", fixed_cost_table(run))):
         if t:
             parts += [f"**{title}**", t]

@@ -4,7 +4,8 @@
 // The input describes a small valid merge (K parts, 0 to 2 row dims, D, the lse or max/sum form,
 // a sink, the dtypes, padded or broadcast input strides, which outputs are given, the thread
 // count), then mutates it: metadata of any tensor (mutate_view), optional tensors added or
-// removed, NaN / inf written into the inputs.
+// removed, NaN / inf written into the inputs. Some inputs give the parts as the list form
+// (partial_out_list / partial_lse_list: K tensors in memory of their own, aclnnAttentionUpdate's).
 //
 // Invariants (docs/testing.md): create returns a documented status with a message naming an
 // argument and leaves *plan empty on failure; a run with other metadata than the plan's is refused
@@ -38,6 +39,7 @@ constexpr DType kDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16}
 const std::vector<const char*>& merge_names() {
   static const std::vector<const char*> names = {
       "partial_out", "partial_lse",    "partial_max", "partial_sum", "sink",
+      "partial_out_list", "partial_lse_list",
       "out",         "out_lse",        "out_max",     "out_sum",     "num_threads",
       "workspace",   "workspace_size", "plan",        "stream"};
   return names;
@@ -50,7 +52,10 @@ struct MergeFuzzCase {
 
   std::vector<Slot> slots() {
     std::vector<Slot> s;
-    s.push_back({&args.partial_out, "partial_out", Role::kData});
+    if (args.partial_out) s.push_back({&*args.partial_out, "partial_out", Role::kData});
+    for (TensorView& v : args.partial_out_list) s.push_back({&v, "partial_out_list", Role::kData});
+    for (TensorView& v : args.partial_lse_list)
+      s.push_back({&v, "partial_lse_list", Role::kData, false, true});
     // Statistics may hold +-inf: -inf marks an empty part, +inf is an IEEE case of the rule.
     if (args.partial_lse)
       s.push_back({&*args.partial_lse, "partial_lse", Role::kData, false, true});
@@ -111,7 +116,7 @@ bool decode(FuzzInput& in, MergeFuzzCase* f) {
   // Keep the shapes of partial_out and the statistics consistent: an offset view drops one part
   // of the first tensor only if every tensor starts from the same K.
   a.partial_out = input(in, *f, part_dtype, po_shape, Role::kData, true);
-  const int64_t k_used = a.partial_out.shape[0];
+  const int64_t k_used = a.partial_out->shape[0];
   stat_shape[0] = k_used;
   if (lse_form) {
     a.partial_lse = f->mem.make(DType::kFloat32, stat_shape, Role::kData, f->rng);
@@ -120,8 +125,24 @@ bool decode(FuzzInput& in, MergeFuzzCase* f) {
     a.partial_sum = f->mem.make(DType::kFloat32, stat_shape, Role::kQuantScale, f->rng);
   }
   if (sink) a.sink = input(in, *f, DType::kFloat32, rows, Role::kSink, false);
+  // The list form: each part in memory of its own (the lse form's statistics).
+  if (lse_form && in.rare(3)) {
+    std::vector<int64_t> part_shape = rows;
+    part_shape.push_back(D);
+    for (int64_t k = 0; k < K; ++k) {
+      a.partial_out_list.push_back(input(in, *f, part_dtype, part_shape, Role::kData, false));
+      a.partial_lse_list.push_back(f->mem.make(DType::kFloat32, rows, Role::kData, f->rng));
+      for (int64_t e = 0, n = safe_numel(a.partial_lse_list.back()); e < n && in.rare(4); ++e)
+        store_element_flat(a.partial_lse_list.back(), e, -__builtin_inf());  // empty parts
+    }
+    a.partial_out.reset();
+    a.partial_lse.reset();
+    add_context("list form");
+  }
   // Empty parts: some lse -inf (or sum 0), as a shard with nothing to attend leaves them.
-  const TensorView& stat = lse_form ? *a.partial_lse : *a.partial_sum;
+  const TensorView& stat = !a.partial_lse_list.empty() ? a.partial_lse_list[0]
+                           : lse_form                   ? *a.partial_lse
+                                                        : *a.partial_sum;
   const int64_t n_stat = safe_numel(stat);
   for (int n = static_cast<int>(in.below(4)); n > 0 && n_stat > 0; --n) {
     const int64_t e = in.below(static_cast<uint32_t>(n_stat));
@@ -164,6 +185,12 @@ bool decode(FuzzInput& in, MergeFuzzCase* f) {
         a.sink.reset();
         add_context("-sink");
         break;
+      case 6:  // a list one entry short
+        if (a.partial_lse_list.size() > 1) {
+          a.partial_lse_list.pop_back();
+          add_context("-partial_lse_list[K-1]");
+        }
+        break;
       case 5:
         a.num_threads = static_cast<int>(in.special(2));
         add_context("threads=" + str(a.num_threads));
@@ -204,7 +231,12 @@ std::vector<std::byte> output_bytes(const MergeArgs& a) {
 
 bool affordable(const MergeFuzzCase& f, const MergeArgs& a) {
   if (f.mem.unbacked) return false;
-  const int64_t parts = safe_numel(a.partial_out), out = safe_numel(a.out);
+  int64_t parts = a.partial_out ? safe_numel(*a.partial_out) : 0;
+  for (const TensorView& v : a.partial_out_list) {
+    const int64_t n = safe_numel(v);
+    parts = parts < 0 || n < 0 ? -1 : sat_add(parts, n);
+  }
+  const int64_t out = safe_numel(a.out);
   return parts >= 0 && parts <= (int64_t{1} << 22) && out >= 0 && out <= (int64_t{1} << 20);
 }
 
@@ -237,21 +269,21 @@ void run(FuzzInput& in, MergeFuzzCase& f) {
   Guarded ws(static_cast<size_t>(plan->workspace_size()), in.below(64));
   if (in.rare(4)) {  // a run with other metadata: refused, nothing written
     MergeArgs other = a;
+    TensorView& po = other.partial_out ? *other.partial_out : other.partial_out_list[0];
     // An empty partial_out matches whatever its strides, offset and pointer: only its dtype then.
-    const uint32_t how = safe_numel(a.partial_out) > 0 ? in.below(4) : 3;
+    const uint32_t how = safe_numel(po) > 0 ? in.below(4) : 3;
     switch (how) {
       case 0:
-        other.partial_out.strides[0] += 1;
+        po.strides[0] += 1;
         break;
       case 1:
-        other.partial_out.offset += 1;
+        po.offset += 1;
         break;
       case 2:
-        other.partial_out.data = nullptr;
+        po.data = nullptr;
         break;
       default:
-        other.partial_out.dtype =
-            a.partial_out.dtype == DType::kFloat32 ? DType::kFloat16 : DType::kFloat32;
+        po.dtype = po.dtype == DType::kFloat32 ? DType::kFloat16 : DType::kFloat32;
         break;
     }
     const Status rs = plan->run(other, ws.data(), ws.size());

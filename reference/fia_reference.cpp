@@ -133,6 +133,8 @@ FiaReference fia_reference(const FiaCall& a) {
   r.expected.assign(R * N * Dv, 0.0);
   r.rounded.assign(R * N * Dv, 0.0);
   r.lse.assign(R * N, kInf);
+  r.softmax_max.assign(R * N, 0.0);
+  r.softmax_sum.assign(R * N, 0.0);
   r.v_absmax.assign(R * N, 0.0);
   r.row_kind.assign(R * N, FiaRowKind::kPadding);
   r.row_batch.assign(R, -1);
@@ -405,6 +407,8 @@ FiaReference fia_reference(const FiaCall& a) {
             }
             for (int64_t d = 0; d < Dv; ++d) o[d] /= l;
             r.lse[row] = m + std::log(l);
+            r.softmax_max[row] = m;
+            r.softmax_sum[row] = l;
             r.v_absmax[row] = vmax;
           }
         }

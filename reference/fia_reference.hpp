@@ -47,6 +47,9 @@ struct FiaReference {
   std::vector<double> expected;   ///< o, or o * scale2 + offset2 for int8 output (unrounded)
   std::vector<double> rounded;    ///< expected rounded to out_dtype (RNE; int8 half-even, sat)
   std::vector<double> lse;        ///< natural-log LSE per (r, h); +inf for empty/padding rows
+  /// Per (r, h): the largest visible score m and sum l of exp(s - m) (the sink's term included),
+  /// lse = m + log(l); 0 and 0 for empty/padding rows (FiaArgs::softmax_max / softmax_sum).
+  std::vector<double> softmax_max, softmax_sum;
   std::vector<double> v_absmax;   ///< max |V| over the finite values of the visible positions
   std::vector<FiaRowKind> row_kind;
   std::vector<int64_t> row_batch;  ///< per r: its batch (or -1 for TND rows past the last length)

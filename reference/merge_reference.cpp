@@ -23,12 +23,16 @@ double nan_max(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
 }  // namespace
 
 MergeReference merge_reference(const MergeArgs& a) {
-  const TensorView& po = a.partial_out;
-  const int row_rank = po.rank - 2;
-  const int64_t parts = po.shape[0], dim = po.shape[po.rank - 1];
+  // The list form: part k is entry k of the lists, indexed without the leading K.
+  const bool lists = !a.partial_out_list.empty();
+  const TensorView& po = lists ? a.partial_out_list[0] : *a.partial_out;
+  const int lead = lists ? 0 : 1;
+  const int row_rank = po.rank - 1 - lead;
+  const int64_t parts = lists ? static_cast<int64_t>(a.partial_out_list.size()) : po.shape[0];
+  const int64_t dim = po.shape[po.rank - 1];
   int64_t rows = 1;
-  for (int i = 0; i < row_rank; ++i) rows *= po.shape[1 + i];
-  const bool lse_form = a.partial_lse.has_value();
+  for (int i = 0; i < row_rank; ++i) rows *= po.shape[lead + i];
+  const bool lse_form = lists || a.partial_lse.has_value();
   const double inf = std::numeric_limits<double>::infinity();
 
   MergeReference ref;
@@ -45,20 +49,24 @@ MergeReference merge_reference(const MergeArgs& a) {
   for (int64_t r = 0; r < rows; ++r) {
     int64_t rest = r;
     for (int i = row_rank - 1; i >= 0; --i) {
-      row[i] = rest % po.shape[1 + i];
-      rest /= po.shape[1 + i];
+      row[i] = rest % po.shape[lead + i];
+      rest /= po.shape[lead + i];
     }
     auto at_k = [&](int64_t k) {
-      std::vector<int64_t> idx{k};
+      std::vector<int64_t> idx;
+      if (!lists) idx.push_back(k);
       idx.insert(idx.end(), row.begin(), row.end());
       return idx;
+    };
+    const auto part_out = [&](int64_t k) -> const TensorView& {
+      return lists ? a.partial_out_list[k] : *a.partial_out;
     };
     // The parts: (m_k, s_k) with lse_k = m_k + log(s_k); lse form: (lse_k, 1).
     std::vector<int64_t> live;
     std::vector<double> m(parts), s(parts, 1.0);
     for (int64_t k = 0; k < parts; ++k) {
       if (lse_form) {
-        m[k] = read(*a.partial_lse, at_k(k));
+        m[k] = read(lists ? a.partial_lse_list[k] : *a.partial_lse, at_k(k));
         if (m[k] == -inf) continue;  // empty
       } else {
         m[k] = read(*a.partial_max, at_k(k));
@@ -86,7 +94,7 @@ MergeReference merge_reference(const MergeArgs& a) {
       for (int64_t k : live) {
         std::vector<int64_t> idx = at_k(k);
         idx.push_back(d);
-        const double x = read(po, idx);
+        const double x = read(part_out(k), idx);
         acc += w[k] * x;
         if (std::isfinite(x)) ref.out_absmax[r] = std::max(ref.out_absmax[r], std::fabs(x));
       }

@@ -33,7 +33,8 @@ EXTERNAL_FILES = {
     "ref.py", "tests/ref.py", "parallel.h", "ParallelOpenMP.h", "libgomp.so.1",
     "vllm/attention/ops/merge_attn_states.py", "merge_attn_states.py",
     "sparse_flash_attention_golden.py", "incre_flash_attention_tiling.cpp",
-    "incre_flash_attention_tiling_check.cpp", "ascend_quant_pre_impl.h",
+    "incre_flash_attention_tiling_check.cpp", "ascend_quant_pre_impl.h", "ReshapeAndCachAtb.cpp",
+    "vllm_ascend/attention/attention_v1.py", "attention_v1.py",
     # CANN's environment script, and the C headers securectype.h brings in as CANN's does
     "set_env.sh", "stddef.h", "stdio.h", "string.h", "stdlib.h",
 }

@@ -21,7 +21,7 @@ if [ "${1:-}" = "--campaign" ]; then
   shift
 fi
 secs=${1:-$([ $campaign = 1 ] && echo 900 || echo 15)}
-read -r -a targets <<<"${KVFLASH_FUZZ_TARGETS:-ifa_aclnn sfa_aclnn cpp_api merge_api cli li_aclnn li_api fia_aclnn pfa_aclnn fia_api ifa_tiles sfa_tiles securec}"
+read -r -a targets <<<"${KVFLASH_FUZZ_TARGETS:-ifa_aclnn sfa_aclnn cpp_api merge_api cli li_aclnn li_api fia_aclnn pfa_aclnn fia_api ifa_tiles sfa_tiles securec kv_cache_api kv_cache_aclnn fa_api fa_aclnn attention_update_aclnn}"
 
 echo "=== [fuzz] configure + build"
 cmake --preset asan >/dev/null

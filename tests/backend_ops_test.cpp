@@ -21,9 +21,11 @@
 #include "kvflash/fia.hpp"
 #include "kvflash/ifa.hpp"
 #include "kvflash/li.hpp"
+#include "kvflash/kv_cache.hpp"
 #include "kvflash/merge.hpp"
 #include "kvflash/sfa.hpp"
 #include "li_reference.hpp"
+#include "kv_cache_reference.hpp"
 #include "merge_reference.hpp"
 #include "sfa_reference.hpp"
 #include "support/compare.hpp"
@@ -31,6 +33,7 @@
 #include "support/ifa_cases.hpp"
 #include "support/li_cases.hpp"
 #include "support/li_compare.hpp"
+#include "support/kv_cache_cases.hpp"
 #include "support/merge_cases.hpp"
 #include "support/merge_compare.hpp"
 #include "support/sfa_cases.hpp"
@@ -83,6 +86,7 @@ TEST(BackendOps, EveryOperatorHasAHostEntry) {
   EXPECT_FALSE(host_entries(merge_backends()).empty());
   EXPECT_FALSE(host_entries(li_backends()).empty());
   EXPECT_FALSE(host_entries(fia_backends()).empty());
+  EXPECT_FALSE(host_entries(kv_cache_backends()).empty());
 }
 
 // The host entries this machine cannot run (an instruction set it lacks, such as cpu-amx on a CPU
@@ -104,6 +108,7 @@ TEST(BackendOps, UnavailableHostEntriesSayWhy) {
   note("merge", merge_backends());
   note("li", li_backends());
   note("fia", fia_backends());
+  note("kv_cache", kv_cache_backends());
   if (!skipped.empty()) GTEST_SKIP() << "entries not run here: " << skipped;
 }
 
@@ -231,6 +236,30 @@ TEST(BackendOpsMerge, MatchesReference) {
         EXPECT_EQ(d.osum[0], 0.0f) << c.name();
       }
     }
+  }
+}
+
+// The KV cache write: every case of the shared list at every entry and thread count, the exact
+// bytes of the oracle.
+TEST(BackendOpsKvCache, MatchesReference) {
+  uint32_t seed = 1;
+  for (const KvCacheCase& c : kv_cache_cases()) {
+    for (const char* entry : host_entries(kv_cache_backends())) {
+      ForcedEntry forced(entry);
+      for (int threads : kThreadCounts) {
+        SCOPED_TRACE(std::string("entry=") + entry + " threads=" + std::to_string(threads));
+        KvCacheCaseData d;
+        fill_kv_cache_case(c, &d, seed);
+        d.args.num_threads = threads;
+        const reference::KvCacheReference ref = reference::kv_cache_reference(d.args);
+        ASSERT_TRUE(run_plan<ScatterPaKvCachePlan>(d.args)) << c.name();
+        EXPECT_TRUE(reference::element_bytes(d.args.key_cache) == ref.key_cache) << c.name();
+        if (d.args.value_cache) {
+          EXPECT_TRUE(reference::element_bytes(*d.args.value_cache) == ref.value_cache) << c.name();
+        }
+      }
+    }
+    ++seed;
   }
 }
 

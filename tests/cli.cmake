@@ -138,7 +138,30 @@ set_tests_properties(cli_bench_bnsd_needs_paged PROPERTIES
   PASS_REGULAR_EXPRESSION "layout=bnsd needs a paged cache" LABELS cli)
 add_test(NAME cli_bench_unknown_sweep COMMAND kvflash_cli bench --sweep nope --no-bandwidth)
 set_tests_properties(cli_bench_unknown_sweep PROPERTIES
-  PASS_REGULAR_EXPRESSION "--sweep: unknown sweep 'nope' \\(default, quick\\)" LABELS cli)
+  PASS_REGULAR_EXPRESSION "--sweep: unknown sweep 'nope' \\(default, quick, vllm\\)" LABELS cli)
+# vllm-ascend's path: _npu_paged_attention's IFA call (layout=atb) and the cache write (kvcache:)
+# run and pass their checks (the write's bytes against the reference's); the rules are refused.
+add_test(NAME cli_bench_vllm_tiny
+  COMMAND kvflash_cli bench ifa:b2,s300,n8,kvn2,d64,kv=fp16,paged=32,layout=atb
+          kvcache:t300,kvn2,d64,paged=16,slots=decode kvcache:t700,kvn1,d72,paged=128,kv=int8
+          --iters 1 --no-bandwidth)
+set_tests_properties(cli_bench_vllm_tiny PROPERTIES
+  PASS_REGULAR_EXPRESSION "paged bs=32 atb.*PASSED.*T=300 KV_N=2 D=64 bs=16 decode slots.*check \\(both caches.*PASSED.*int8 T=700.*prefill slots.*PASSED.*all problems ran and passed"
+  FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 120 LABELS cli)
+add_test(NAME cli_bench_atb_rules
+  COMMAND kvflash_cli bench ifa:paged=0,layout=atb --no-bandwidth)
+set_tests_properties(cli_bench_atb_rules PROPERTIES
+  PASS_REGULAR_EXPRESSION "layout=atb needs a paged cache" LABELS cli)
+add_test(NAME cli_bench_atb_int8 COMMAND kvflash_cli bench ifa:kv=int8,paged=32,layout=atb --no-bandwidth)
+set_tests_properties(cli_bench_atb_int8 PROPERTIES
+  PASS_REGULAR_EXPRESSION "layout=atb takes kv=bf16 or fp16" LABELS cli)
+add_test(NAME cli_bench_kvcache_unknown_key COMMAND kvflash_cli bench kvcache:n8 --no-bandwidth)
+set_tests_properties(cli_bench_kvcache_unknown_key PROPERTIES
+  PASS_REGULAR_EXPRESSION "n8: unknown key \\(t \\(tokens written\\) is an integer in \\[1, 16777216\\];.*slots is prefill .* or decode" LABELS cli)
+add_test(NAME cli_bench_sweep_vllm_list COMMAND kvflash_cli bench --sweep vllm --list)
+set_tests_properties(cli_bench_sweep_vllm_list PROPERTIES
+  PASS_REGULAR_EXPRESSION "ifa:b8,s4096,kv=bf16,paged=128,layout=bsnd\nifa:b32,s1024,kv=bf16,paged=128,layout=bsnd\n.*ifa:b8,s4096,kv=bf16,paged=128,layout=atb\n.*kvcache:t16384,kvn8,d128,paged=128,kv=bf16,slots=decode"
+  FAIL_REGULAR_EXPRESSION "bench \\[" TIMEOUT 30 LABELS cli)
 # A named sweep lists its problems without running them (the default sweep of docs/perf.md).
 add_test(NAME cli_bench_sweep_list COMMAND kvflash_cli bench --sweep default --list)
 set_tests_properties(cli_bench_sweep_list PROPERTIES

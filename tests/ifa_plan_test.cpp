@@ -282,6 +282,7 @@ TEST_F(IfaPlanTest, FingerprintIsThePlanMetadata) {
       [](IfaArgs* x) { x->scale_value = 0.3; },
       [](IfaArgs* x) { x->input_layout = "BNSD"; },
       [](IfaArgs* x) { x->zero_fully_masked_rows = true; },
+      [](IfaArgs* x) { x->blocks_may_repeat = true; },
   };
   for (size_t i = 0; i < std::size(edits); ++i) {
     IfaArgs b = a;
@@ -303,6 +304,31 @@ TEST_F(IfaPlanTest, UnreferencedSlotsMayHoldAnything) {
   auto plan = plan_of(a);
   std::vector<std::byte> ws(plan->workspace_size());
   EXPECT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+}
+
+// blocks_may_repeat (prefix caching): two sequences read the same blocks, more blocks in total
+// than the cache holds; each gives the output of its own contiguous copy.
+TEST_F(IfaPlanTest, SharedBlocksWithBlocksMayRepeat) {
+  IfaArgs a = paged();
+  a.key = {tensor(DType::kFloat16, {2, 16, 32})};
+  a.value = {tensor(DType::kFloat16, {2, 16, 32})};
+  fill_random_fp16(a.key[0]);
+  fill_random_fp16(a.value[0]);
+  const int32_t ids[] = {1, 0, -1, 1, 0, -1};
+  std::memcpy(a.block_table->data, ids, sizeof(ids));
+  a.actual_seq_lengths = std::vector<int64_t>{20, 20};
+  std::unique_ptr<IfaPlan> refused;
+  EXPECT_EQ(IfaPlan::create(a, &refused), Status::kInvalid);
+  expect_message("key cache has 2 blocks (dim 0) but actual_seq_lengths need 4");
+  a.blocks_may_repeat = true;
+  // Both batches share one query row, so both outputs are equal.
+  fill_fp16(a.query, 0.25f);
+  auto plan = plan_of(a);
+  std::vector<std::byte> ws(plan->workspace_size());
+  ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  const auto* out = static_cast<const uint16_t*>(a.attention_out.data);
+  const int64_t half = numel(a.attention_out) / 2;
+  for (int64_t i = 0; i < half; ++i) ASSERT_EQ(out[i], out[half + i]) << i;
 }
 
 // With K = 0 every score is 0: the output is the mean of V and LSE = log(kv_len), exactly.

@@ -70,6 +70,98 @@ TEST(Merge, NonFinite) {
   EXPECT_TRUE(testing::compare_merge_output("nonfinite", d.args, reference::merge_reference(d.args)));
 }
 
+// The list form (aclnnAttentionUpdate's): the parts as separate tensors, here copied to other
+// buffers in reverse order, give the stacked form's bits, every dtype and thread count.
+TEST(Merge, ListFormGivesTheStackedBits) {
+  for (DType in : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (int threads : {1, 3}) {
+      Case c;
+      c.parts = 4, c.rows = 37, c.dim = 24, c.part_dtype = in, c.out_dtype = in;
+      Data stacked, listed;
+      fill_merge_case(c, &stacked, 11);
+      fill_merge_case(c, &listed, 11);
+      stacked.args.num_threads = listed.args.num_threads = threads;
+      ASSERT_EQ(merge_attention_states(stacked.args), Status::kSuccess) << last_error_message();
+      // Part k's rows in buffer K-1-k.
+      const int64_t es = static_cast<int64_t>(dtype_size(in)), n = c.rows * c.dim;
+      std::vector<std::vector<uint8_t>> outs(c.parts);
+      std::vector<std::vector<float>> lses(c.parts);
+      MergeArgs& a = listed.args;
+      const auto* po = static_cast<const uint8_t*>(a.partial_out->data);
+      for (int64_t k = 0; k < c.parts; ++k) {
+        std::vector<uint8_t>& o = outs[c.parts - 1 - k];
+        o.assign(po + k * n * es, po + (k + 1) * n * es);
+        std::vector<float>& l = lses[c.parts - 1 - k];
+        l.assign(listed.m.begin() + k * c.rows, listed.m.begin() + (k + 1) * c.rows);
+      }
+      for (int64_t k = 0; k < c.parts; ++k) {
+        a.partial_out_list.push_back(
+            TensorView::contiguous(outs[c.parts - 1 - k].data(), in, {c.rows, c.dim}));
+        a.partial_lse_list.push_back(
+            TensorView::contiguous(lses[c.parts - 1 - k].data(), DType::kFloat32, {c.rows}));
+      }
+      a.partial_out.reset();
+      a.partial_lse.reset();
+      ASSERT_EQ(merge_attention_states(a), Status::kSuccess) << last_error_message();
+      const size_t bytes = static_cast<size_t>(n * es);
+      EXPECT_EQ(std::memcmp(a.out.data, stacked.args.out.data, bytes), 0) << dtype_name(in);
+      EXPECT_EQ(std::memcmp(listed.lse.data(), stacked.lse.data(), c.rows * 4), 0);
+      EXPECT_EQ(std::memcmp(listed.omax.data(), stacked.omax.data(), c.rows * 4), 0);
+    }
+  }
+}
+
+TEST(Merge, ListFormValidation) {
+  Case c;
+  c.parts = 2, c.rows = 3, c.dim = 8;
+  Data d;
+  fill_merge_case(c, &d, 5);
+  std::vector<float> o0(24), o1(24), l0(3), l1(3);
+  MergeArgs base = d.args;
+  base.partial_out.reset();
+  base.partial_lse.reset();
+  base.partial_out_list = {TensorView::contiguous(o0.data(), DType::kFloat32, {3, 8}),
+                           TensorView::contiguous(o1.data(), DType::kFloat32, {3, 8})};
+  base.partial_lse_list = {TensorView::contiguous(l0.data(), DType::kFloat32, {3}),
+                           TensorView::contiguous(l1.data(), DType::kFloat32, {3})};
+  ASSERT_EQ(merge_attention_states(base), Status::kSuccess) << last_error_message();
+  const auto expect = [](const MergeArgs& a, Status s, const char* msg) {
+    EXPECT_EQ(merge_attention_states(a), s) << msg;
+    EXPECT_NE(std::string(last_error_message()).find(msg), std::string::npos)
+        << last_error_message();
+  };
+  MergeArgs a = base;
+  a.partial_lse_list.pop_back();
+  expect(a, Status::kInvalid, "partial_lse_list must hold as many tensors as partial_out_list (2)");
+  a = base;
+  a.partial_lse_list.clear();
+  expect(a, Status::kNullPtr, "partial_lse_list is required with partial_out_list");
+  a = base;
+  a.partial_lse = d.args.partial_lse;
+  expect(a, Status::kInvalid, "must be absent with the lists");
+  a = base;
+  a.partial_out = d.args.partial_out;
+  expect(a, Status::kInvalid, "give either partial_out or partial_out_list");
+  a = base;
+  a.partial_out_list[1].dtype = DType::kFloat16;
+  expect(a, Status::kInvalid, "partial_out_list[1]");
+  a = base;
+  a.partial_out_list[1].strides[0] = 16;
+  expect(a, Status::kInvalid, "must have partial_out_list[0]'s dtype, dims and strides");
+  a = base;
+  a.partial_lse_list[1] = TensorView::contiguous(l1.data(), DType::kFloat32, {2});
+  expect(a, Status::kInvalid, "partial_lse_list[1]");
+  a = base;
+  a.partial_lse_list[0].dtype = DType::kFloat16;
+  expect(a, Status::kInvalid, "partial_lse_list[0] dtype must be fp32");
+  a = base;
+  a.partial_out_list[0].data = nullptr;
+  expect(a, Status::kNullPtr, "partial_out_list[0] is null");
+  a = base;
+  a.partial_lse_list[1].device = {DeviceType::kCuda, 0};
+  expect(a, Status::kInvalid, "but partial_out_list[0] is on cpu");
+}
+
 TEST(Merge, Validation) {
   Case c;
   Data d;

@@ -1,6 +1,6 @@
 // The run path never allocates: after a first run (which may start the library's worker threads),
-// IfaPlan::run and SfaPlan::run on every case of the shared lists (and the FIA and LI kernels'
-// runs, and the IFA body on the emulated matrix engine), at several thread counts (kThreads), make
+// IfaPlan::run and SfaPlan::run on every case of the shared lists (and the FIA, LI and KV cache
+// write runs, and the IFA body on the emulated matrix engine), at several thread counts (kThreads), make
 // no call to operator new, on any thread. This executable replaces the global allocation functions
 // to count them.
 #include <gtest/gtest.h>
@@ -18,7 +18,9 @@
 #include "cpu/li/li_kernel.hpp"
 #include "cpu/sfa/sfa_kernel.hpp"
 #include "kvflash/fia.hpp"
+#include "kvflash/flash_attention_score.hpp"
 #include "kvflash/ifa.hpp"
+#include "kvflash/kv_cache.hpp"
 #include "kvflash/li.hpp"
 #include "kvflash/sfa.hpp"
 #include "ops/ifa/ifa_bind.hpp"
@@ -28,8 +30,10 @@
 #include "ops/sfa/sfa_problem.hpp"
 #include "ops/sfa/sfa_validate.hpp"
 #include "support/fia_cases.hpp"
+#include "support/fia_max_sum.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/ifa_emu_tiles.hpp"
+#include "support/kv_cache_cases.hpp"
 #include "support/li_cases.hpp"
 #include "support/sanitizer.hpp"
 #include "support/sfa_cases.hpp"
@@ -228,6 +232,63 @@ TEST(NoAllocation, LightningIndexerRunOnEveryCase) {
       Status st = Status::kRuntime;
       const int64_t n = allocations_during([&] { st = plan->run(args, ws.data(), ws.size()); });
       ASSERT_EQ(st, Status::kSuccess) << c.name();
+      ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
+    }
+  }
+}
+
+// FlashAttentionScorePlan::run (a FiaPlan run on a per-thread copy of the mapped arguments,
+// kept from the warm run): TND and BSND calls, at kThreads.
+TEST(NoAllocation, FlashAttentionScoreRun) {
+  for (FiaLayout lay : {FiaLayout::kTnd, FiaLayout::kBsnd}) {
+    FiaCase c;
+    c.prompt = true, c.layout = lay, c.num_heads = 4, c.num_kv_heads = 2;
+    c.q_lens = {5, 5}, c.kv_lens = {9, 9}, c.sparse_mode = 3, c.mask = FiaMask::kCompressed;
+    if (lay != FiaLayout::kTnd) c.kv_slack = 0, c.pass_q_lens = false, c.pass_kv_lens = false;
+    FiaCaseData data(c);
+    FiaMaxSum ms(data);
+    const reference::FiaCall& call = data.call();
+    FlashAttentionScoreArgs a;
+    a.query = call.query, a.key = call.key[0], a.value = call.value[0];
+    a.atten_mask = call.atten_mask;
+    if (lay == FiaLayout::kTnd) {
+      a.actual_seq_qlen = call.actual_seq_lengths, a.actual_seq_kvlen = call.actual_seq_lengths_kv;
+    }
+    a.head_num = c.num_heads, a.input_layout = call.input_layout, a.sparse_mode = 3;
+    a.softmax_max = ms.max_view(), a.softmax_sum = ms.sum_view();
+    a.attention_out = call.attention_out;
+    std::unique_ptr<FlashAttentionScorePlan> plan;
+    ASSERT_EQ(FlashAttentionScorePlan::create(a, &plan), Status::kSuccess) << last_error_message();
+    WorkspaceBuffer ws(plan->workspace_size());
+    for (int threads : kThreads) {
+      a.num_threads = threads;
+      ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess);  // warm
+      Status st = Status::kRuntime;
+      const int64_t n = allocations_during([&] { st = plan->run(a, ws.data(), ws.size()); });
+      ASSERT_EQ(st, Status::kSuccess) << last_error_message();
+      ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
+    }
+  }
+}
+
+// ScatterPaKvCachePlan::run over every case (the slot check's table is the workspace), at
+// kThreads. A run writes the same rows again: the second is the counted one.
+TEST(NoAllocation, KvCacheRunOnEveryCase) {
+  uint32_t seed = 1;
+  for (const KvCacheCase& c : kv_cache_cases()) {
+    KvCacheCaseData data;
+    fill_kv_cache_case(c, &data, seed++);
+    std::unique_ptr<ScatterPaKvCachePlan> plan;
+    ASSERT_EQ(ScatterPaKvCachePlan::create(data.args, &plan), Status::kSuccess)
+        << last_error_message();
+    WorkspaceBuffer ws(plan->workspace_size());
+    for (int threads : kThreads) {
+      data.args.num_threads = threads;
+      ASSERT_EQ(plan->run(data.args, ws.data(), ws.size()), Status::kSuccess);  // warm
+      Status st = Status::kRuntime;
+      const int64_t n =
+          allocations_during([&] { st = plan->run(data.args, ws.data(), ws.size()); });
+      ASSERT_EQ(st, Status::kSuccess) << last_error_message();
       ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
     }
   }

@@ -13,6 +13,7 @@
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
 #include "ifa_workload.hpp"
+#include "kv_cache_workload.hpp"
 #include "li_workload.hpp"
 
 namespace kvflash::tools {
@@ -34,7 +35,10 @@ Row ifa_row(const BenchProblem& p, const IfaWorkloadResult& r) {
   row.problem = p.name;
   row.op = "ifa";
   row.kv_dtype = dtype_name(s.kv_dtype);
-  row.layout = s.block_size == 0 ? "contiguous" : s.paged_bnsd ? "bnsd" : "bsnd";
+  row.layout = s.block_size == 0 ? "contiguous"
+                : s.paged_bnsd     ? "bnsd"
+                : s.paged_atb      ? "atb"
+                                   : "bsnd";
   row.batch = static_cast<long long>(s.lengths.size());
   row.kv_len = static_cast<long long>(s.lengths.empty() ? 0 : s.lengths[0]);
   row.heads = s.num_heads;
@@ -111,6 +115,24 @@ Row li_row(const BenchProblem& p, const LiWorkloadResult& r) {
   row.bytes = r.key_bytes;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
+  row.passed = r.passed;
+  return row;
+}
+
+Row kv_cache_row(const BenchProblem& p, const KvCacheWorkloadResult& r) {
+  const KvCacheWorkloadShape& s = p.kv_cache;
+  Row row;
+  row.problem = p.name;
+  row.op = "kvcache";
+  row.kv_dtype = dtype_name(s.dtype);
+  row.layout = s.decode ? "decode" : "prefill";
+  row.batch = s.tokens;
+  row.kv_heads = s.num_kv_heads;
+  row.head_dim = s.head_dim;
+  row.paged = s.block_size;
+  row.ms_per_call = r.ms_per_call;
+  row.bytes = r.bytes;
+  row.gbs = r.gbs;
   row.passed = r.passed;
   return row;
 }
@@ -266,6 +288,10 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
       ok = run_fia_workload(p.fia, options, &r) && ok;
       if (peak > 0) std::printf("     %.2f of the compute peak\n", r.gflops / peak);
       rows.push_back(fia_row(p, r));
+    } else if (p.op == BenchOp::kKvCache) {
+      KvCacheWorkloadResult r;
+      ok = run_kv_cache_workload(p.kv_cache, options, read_bandwidth_gbs, &r) && ok;
+      rows.push_back(kv_cache_row(p, r));
     } else if (p.op == BenchOp::kLi) {
       LiWorkloadResult r;
       ok = run_li_workload(p.li, options, read_bandwidth_gbs, peak, &r) && ok;

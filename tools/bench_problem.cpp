@@ -91,7 +91,8 @@ bool problem_error(const std::string& text, const std::string& why, std::string*
 
 constexpr const char* kIfaOthers =
     "kv is bf16, fp16 or int8; paged (block size) is 0 (a contiguous cache) or a multiple of 16 "
-    "(32 for kv=int8) up to 512; layout is bsnd or bnsd (bnsd needs paged > 0)";
+    "(32 for kv=int8) up to 512; layout is bsnd, bnsd or atb (bnsd and atb need paged > 0; atb: "
+    "_npu_paged_attention's call, bf16 or fp16)";
 
 bool parse_ifa(const std::string& text, std::string_view rest, IfaWorkloadShape* shape,
                std::string* error) {
@@ -117,8 +118,10 @@ bool parse_ifa(const std::string& text, std::string_view rest, IfaWorkloadShape*
                 "for kv=int8) up to " +
                 std::to_string(kCliMaxBlockSize));
         } else if (key == "layout") {
-          if (value != "bsnd" && value != "bnsd") return fail("layout is bsnd or bnsd");
+          if (value != "bsnd" && value != "bnsd" && value != "atb")
+            return fail("layout is bsnd, bnsd or atb");
           s.paged_bnsd = value == "bnsd";
+          s.paged_atb = value == "atb";
         } else if (key == "kv") {
           if (value == "bf16") {
             s.kv_dtype = DType::kBFloat16;
@@ -151,7 +154,11 @@ bool parse_ifa(const std::string& text, std::string_view rest, IfaWorkloadShape*
         error);
   if (s.paged_bnsd && s.block_size == 0)
     return problem_error(text, "layout=bnsd needs a paged cache (paged > 0)", error);
-  if (s.block_size > 0 && !s.paged_bnsd && s.num_kv_heads * s.head_dim > 65535)
+  if (s.paged_atb && s.block_size == 0)
+    return problem_error(text, "layout=atb needs a paged cache (paged > 0)", error);
+  if (s.paged_atb && s.kv_dtype == DType::kInt8)
+    return problem_error(text, "layout=atb takes kv=bf16 or fp16 (_npu_paged_attention)", error);
+  if (s.block_size > 0 && !s.paged_bnsd && !s.paged_atb && s.num_kv_heads * s.head_dim > 65535)
     return problem_error(text,
                          "kvn * d (" + std::to_string(s.num_kv_heads * s.head_dim) +
                              ") must be <= 65535 with layout=bsnd (a 3-D paged cache)",
@@ -385,6 +392,47 @@ bool parse_li(const std::string& text, std::string_view rest, LiWorkloadShape* s
   return true;
 }
 
+constexpr const char* kKvCacheOthers =
+    "kv is bf16, fp16 or int8; slots is prefill (requests of 1024 tokens in consecutive slots) or "
+    "decode (one token per request, each in its own block)";
+
+bool parse_kv_cache(const std::string& text, std::string_view rest, KvCacheWorkloadShape* shape,
+                    std::string* error) {
+  KvCacheWorkloadShape s;
+  s.name = text;
+  const IntKey keys[] = {{"t", "tokens written", 1, kCliMaxKvLen, &s.tokens},
+                         {"kvn", "KV heads", 1, kCliMaxHeads, &s.num_kv_heads},
+                         // the write has no head-dim limit: 4096 bounds the test data
+                         {"d", "head dim", 1, 4096, &s.head_dim},
+                         {"paged", "block size", 1, kCliMaxBlockSize, &s.block_size}};
+  const bool ok = for_each_item(
+      text, rest, error, [&](std::string_view key, std::string_view value, auto fail) {
+        bool known = false;
+        if (!parse_int_key(keys, key, value, &known, fail)) return false;
+        if (known) return true;
+        if (key == "slots") {
+          if (value != "prefill" && value != "decode") return fail("slots is prefill or decode");
+          s.decode = value == "decode";
+        } else if (key == "kv") {
+          if (value == "bf16") {
+            s.dtype = DType::kBFloat16;
+          } else if (value == "fp16") {
+            s.dtype = DType::kFloat16;
+          } else if (value == "int8") {
+            s.dtype = DType::kInt8;
+          } else {
+            return fail("kv is bf16, fp16 or int8");
+          }
+        } else {
+          return fail("unknown key (" + all_keys(keys, kKvCacheOthers) + ")");
+        }
+        return true;
+      });
+  if (!ok) return false;
+  *shape = std::move(s);
+  return true;
+}
+
 }  // namespace
 
 bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::string* error) {
@@ -407,9 +455,12 @@ bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::st
   } else if (op == "li") {
     p.op = BenchOp::kLi;
     if (!parse_li(text, rest, &p.li, error)) return false;
+  } else if (op == "kvcache") {
+    p.op = BenchOp::kKvCache;
+    if (!parse_kv_cache(text, rest, &p.kv_cache, error)) return false;
   } else {
     *error = "problem '" + text + "': unknown operator '" + std::string(op) +
-             "' (ifa:..., sfa:..., li:..., fia:... or pfa:...)";
+             "' (ifa:..., sfa:..., li:..., fia:..., pfa:... or kvcache:...)";
     return false;
   }
   *problem = std::move(p);
@@ -448,8 +499,20 @@ bool bench_sweep(const std::string& name, std::vector<std::string>* problems, st
     out.push_back("sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16");  // DeepSeek-V3.2 MLA
     out.push_back("sfa:b4,topk2048,s8192,n16,blk1,paged=64,kv=bf16");   // a 16-head shard
     out.push_back("sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=fp16");
+  } else if (name == "vllm") {
+    // vllm-ascend's attention path (docs/perf.md "vllm-ascend's attention path"): ATB's paged
+    // decode against IFA's own paged call on the same bytes (the atb rows should match the bsnd
+    // rows), and the cache write at memory speed (GB/s against the read bandwidth).
+    for (const char* kv : {"bf16", "fp16"})
+      for (const char* layout : {"bsnd", "atb"})
+        for (const char* shape : {"b8,s4096", "b32,s1024", "b1,s16384"})
+          out.push_back(std::string("ifa:") + shape + ",kv=" + kv + ",paged=128,layout=" + layout);
+    for (const char* slots : {"prefill", "decode"})
+      for (const char* t : {"256", "4096", "16384"})
+        out.push_back(std::string("kvcache:t") + t + ",kvn8,d128,paged=128,kv=bf16,slots=" + slots);
+    out.push_back("kvcache:t4096,kvn1,d576,paged=128,kv=bf16,slots=prefill");  // an MLA-sized row
   } else {
-    *error = "unknown sweep '" + name + "' (default, quick)";
+    *error = "unknown sweep '" + name + "' (default, quick, vllm)";
     return false;
   }
   problems->insert(problems->end(), out.begin(), out.end());

@@ -20,8 +20,16 @@
 // int8t (fia: per-token scales); pfa runs PromptFlashAttention. fia also takes lse=0|1, sink=0|1,
 // layout=bsnd|tnd and per-request lengths (a TND call over a paged cache):
 //   fia:q1x8+2048,s8192x8+10240,n32,kvn8,d128,mode=3,paged=128
-// (8 decode requests over 8192 positions and a 2048-row chunk over 10240). Named sweeps expand to
-// lists of such strings (bench_sweep).
+// (8 decode requests over 8192 positions and a 2048-row chunk over 10240).
+//   ifa:b8,s4096,paged=128,layout=atb
+// IFA as _npu_paged_attention calls it (ATB PagedAttention, vllm-ascend's decode): the cache
+// (blocks, block_size, KV_N, D) read through its heads-first view, bf16 or fp16.
+//   kvcache:t4096,kvn8,d128,paged=128,kv=bf16,slots=prefill
+// the cache write (ScatterPaKvCache: _npu_reshape_and_cache, npu_scatter_pa_kv_cache) of t
+// tokens' key and value rows (KV_N = kvn, D = d, dtype kv: bf16 | fp16 | int8) into a paged ND
+// cache of block size paged; slots prefill (requests of 1024 consecutive slots) or decode (one
+// token per request, each in its own block). Named sweeps expand to lists of such strings
+// (bench_sweep).
 #pragma once
 
 #include <string>
@@ -30,11 +38,12 @@
 #include "bench_fia.hpp"
 #include "bench_sfa.hpp"
 #include "ifa_workload.hpp"
+#include "kv_cache_workload.hpp"
 #include "li_workload.hpp"
 
 namespace kvflash::tools {
 
-enum class BenchOp { kIfa, kSfa, kLi, kFia };
+enum class BenchOp { kIfa, kSfa, kLi, kFia, kKvCache };
 
 /// One parsed problem string: op selects which shape is meaningful.
 struct BenchProblem {
@@ -44,6 +53,7 @@ struct BenchProblem {
   SfaWorkloadShape sfa;
   LiWorkloadShape li;
   FiaWorkloadShape fia;
+  KvCacheWorkloadShape kv_cache;
 };
 
 /// Parses one problem string into *problem. Returns false with the reason in *error for an
@@ -54,7 +64,7 @@ struct BenchProblem {
 bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::string* error);
 
 /// The problem strings of a named sweep ("default": the shapes of docs/perf.md; "quick": a few
-/// small ones for smoke tests). Returns false with the known names in *error for another name.
+/// small ones for smoke tests; "vllm": vllm-ascend's paged decode and cache write). Returns false with the known names in *error for another name.
 bool bench_sweep(const std::string& name, std::vector<std::string>* problems, std::string* error);
 
 }  // namespace kvflash::tools

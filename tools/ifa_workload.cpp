@@ -59,7 +59,21 @@ struct IfaWorkload {
     void* k = const_cast<std::byte*>(key.data());
     void* v = const_cast<std::byte*>(value.data());
     const DType kvd = shape.kv_dtype;
-    if (is_paged() && shape.paged_bnsd) {
+    if (is_paged() && shape.paged_atb) {
+      const int64_t bs = shape.block_size, nb = paged.num_blocks;
+      a.input_layout = "BNSD";
+      a.query = TensorView::contiguous(c.q.data(), q_dtype, {b, n, 1, d});
+      TensorView cache = TensorView::contiguous(k, kvd, {nb, kvn, bs, d});
+      cache.strides[1] = d;        // KV_N steps one head row
+      cache.strides[2] = kvn * d;  // block_size steps one token row of KV_N heads
+      a.key = {cache};
+      cache.data = v;
+      a.value = {cache};
+      a.block_table = TensorView::contiguous(c.bt.data(), DType::kInt32, {b, paged.blocks_per_seq});
+      a.block_size = bs;
+      a.blocks_may_repeat = true;
+      a.attention_out = TensorView::contiguous(c.out.data(), q_dtype, {b, n, 1, d});
+    } else if (is_paged() && shape.paged_bnsd) {
       // The same bytes read as (blocks, KV_N, block_size, D): the data is random either way.
       a.input_layout = "BNSD";
       a.query = TensorView::contiguous(c.q.data(), q_dtype, {b, n, 1, d});
@@ -186,7 +200,7 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
       "%6.1f GB/s",
       shape.name.c_str(), dtype_name(shape.kv_dtype),
       w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size) +
-                      (shape.paged_bnsd ? " bnsd" : ""))
+                      (shape.paged_bnsd ? " bnsd" : shape.paged_atb ? " atb" : ""))
                          .c_str()
                    : "contiguous",
       static_cast<long long>(w.batch()), static_cast<long long>(shape.num_heads),

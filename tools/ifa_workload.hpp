@@ -22,6 +22,11 @@ struct IfaWorkloadShape {
   /// Paged cache only: blocks laid out (blocks, KV_N, block_size, D) with a BNSD query, instead of
   /// (blocks, block_size, KV_N*D) with a BSND query.
   bool paged_bnsd = false;
+  /// Paged cache only: _npu_paged_attention's call (ATB PagedAttention, vllm-ascend's decode):
+  /// query [B, N, D] and the cache (blocks, block_size, KV_N, D), passed to IFA as the BNSD query
+  /// [B, N, 1, D] and the heads-first view [blocks, KV_N, block_size, D] of the same bytes (the
+  /// strides of the python binding, python/src/paged_attention_op.cpp), blocks_may_repeat set.
+  bool paged_atb = false;
   /// bf16 | fp16 | int8 (per-channel antiquant). Query and output are fp16 with an fp16 cache and
   /// bf16 otherwise.
   DType kv_dtype = DType::kBFloat16;

@@ -126,6 +126,18 @@ struct FiaArgs {
   // ---- kvflash extensions ----
   /// PromptFlashAttention: never the decode branch (D4 is FIA's rule).
   bool prompt = false;
+  /// fp32 query, key and value (and ropes): FlashAttentionScore's (kvflash/flash_attention_score.hpp)
+  /// third input dtype, which FIA and PFA upstream refuse. The kernel widens every input to fp32
+  /// anyway, so an fp32 input is read as it is; attention_out is then fp32 too.
+  bool fp32_inputs = false;
+  /// The softmax max and sum of each (row, head) over its visible positions (FlashAttentionScore's
+  /// softmaxMax / softmaxSum): fp32, contiguous, softmax_lse's shape with a last dim of 8 ([T, N, 8]
+  /// or [B, N, S1, 8]), each value written to all 8 (upstream's broadcast form). max is the row's
+  /// largest scaled score, sum the sum of exp(score - max) (the learnable sink's term included), so
+  /// softmax_lse = max + log(sum). A row with nothing visible (and a padding row) gets 0 and 0: its
+  /// max + log(sum) is -inf, an empty part for merge_attention_states. Both or neither; such a
+  /// call never takes IFA's kernels.
+  std::optional<TensorView> softmax_max, softmax_sum;
   /// Worker threads for this call (host tensors); 0 = the library default. Results do not
   /// depend on it; a run may change it.
   int num_threads = 0;

@@ -63,6 +63,10 @@ struct IfaArgs {
   std::optional<TensorView> softmax_lse;
   /// Fully masked rows output zeros (and LSE -inf) instead of the mean of V (FIA row-invalid fix).
   bool zero_fully_masked_rows = false;
+  /// Paged KV whose sequences may share blocks (prefix caching: vLLM's and ATB PagedAttention's
+  /// block tables): drops IFA's rule that the cache holds at least sum_b ceil(len_b / block_size)
+  /// blocks. Each sequence still needs that many block_table entries, each in range.
+  bool blocks_may_repeat = false;
   /// Worker threads for this call (host tensors); 0 = the library default (set_num_threads, or
   /// the parallel backend's threads). Results do not depend on it; a run may change it.
   int num_threads = 0;

@@ -34,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
@@ -44,8 +45,9 @@ namespace kvflash {
 /// every tensor; inputs may have any non-negative strides (stride 0 broadcasts), outputs are
 /// contiguous and must not overlap the inputs.
 struct MergeArgs {
-  /// [K, rows..., D], fp32, fp16 or bf16: the normalised partial outputs, K >= 1, D >= 1.
-  TensorView partial_out;
+  /// [K, rows..., D], fp32, fp16 or bf16: the normalised partial outputs, K >= 1, D >= 1. Required
+  /// unless the list form (below) is given.
+  std::optional<TensorView> partial_out;
   /// [K, rows...] fp32: each part's natural-log sum of exp(score); -inf marks an empty part.
   /// Give either partial_lse or both partial_max and partial_sum.
   std::optional<TensorView> partial_lse;
@@ -55,6 +57,12 @@ struct MergeArgs {
   /// [rows...] fp32: a sink logit per row (SFA's per-head sink, broadcast with stride 0), counted
   /// once in the merged max and sum.
   std::optional<TensorView> sink;
+  /// The list form (aclnnAttentionUpdate's and torch_npu.npu_attention_update's): the K parts as
+  /// K separate tensors instead of partial_out and partial_lse, partial_out_list[k] [rows..., D]
+  /// and partial_lse_list[k] [rows...] fp32, both lists K long, every entry with entry 0's dtype,
+  /// dims and strides (each may be anywhere in memory). Give either the two lists (partial_out
+  /// then left empty, and no partial_lse / max / sum) or partial_out.
+  std::vector<TensorView> partial_out_list, partial_lse_list;
   /// [rows..., D], fp32, fp16 or bf16 (rounded to nearest even), contiguous.
   TensorView out;
   /// [rows...] fp32, contiguous: the merged natural-log sum-exp (-inf for rows with nothing).

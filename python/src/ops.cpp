@@ -50,6 +50,20 @@ void clear_plan_cache() {
   clear_sfa_plan_cache();
   clear_li_plan_cache();
   clear_fia_plan_cache();
+  clear_kv_cache_plan_cache();
+  clear_paged_attention_plan_cache();
+  clear_fa_plan_cache();
+  clear_attention_update_plan_cache();
+}
+
+// [hits, misses, cached plans] of npu_scatter_pa_kv_cache / _npu_reshape_and_cache,
+// _npu_paged_attention, npu_fusion_attention and npu_attention_update, in that order.
+std::vector<int64_t> vllm_plan_cache_info() {
+  std::vector<int64_t> v;
+  for (const auto& [h, m, s] : {kv_cache_plan_cache_stats(), paged_attention_plan_cache_stats(),
+                                fa_plan_cache_stats(), attention_update_plan_cache_stats()})
+    v.insert(v.end(), {h, m, s});
+  return v;
 }
 
 // kvflash's thread count for a call with num_threads 0 (the backend's: at::get_num_threads()).
@@ -144,7 +158,14 @@ TORCH_LIBRARY(kvflash, m) {
   m.def(kFiaV2NpuSchema);
   m.def(fia_out_schema(true).c_str());
   m.def(fia_workspace_schema(true).c_str());
+  m.def(kScatterPaKvCacheNpuSchema);
+  m.def(kReshapeAndCacheNpuSchema);
+  m.def(kPagedAttentionNpuSchema);
+  m.def(kPagedAttentionWorkspaceNpuSchema);
+  m.def(kFusionAttentionNpuSchema);
+  m.def(kAttentionUpdateNpuSchema);
   m.def("_fia_plan_cache_info() -> int[]", &fia_plan_cache_info);
+  m.def("_vllm_plan_cache_info() -> int[]", &vllm_plan_cache_info);
   m.def("_plan_cache_info() -> int[]", &plan_cache_info);
   m.def("_clear_plan_cache() -> ()", &clear_plan_cache);
   m.def("_num_threads() -> int", &num_threads);
@@ -159,6 +180,12 @@ TORCH_LIBRARY_IMPL(kvflash, CPU, m) {
   m.impl("npu_lightning_indexer", boxed<&li_cpu<false>>());
   m.impl("lightning_indexer_scores", boxed<&li_cpu<true>>());
   for (const FiaRegistration& r : kFiaOps) m.impl(r.name, r.cpu());
+  m.impl("npu_scatter_pa_kv_cache", boxed<&kv_cache_cpu<false>>());
+  m.impl("_npu_reshape_and_cache", boxed<&kv_cache_cpu<true>>());
+  m.impl("_npu_paged_attention", boxed<&paged_attention_cpu<false>>());
+  m.impl("_npu_paged_attention_get_workspace", boxed<&paged_attention_cpu<true>>());
+  m.impl("npu_fusion_attention", boxed<&fa_cpu>());
+  m.impl("npu_attention_update", boxed<&attention_update_cpu>());
 }
 
 // CUDA tensors run the same functions (they are device-generic: outputs and workspace are made
@@ -172,6 +199,18 @@ TORCH_LIBRARY_IMPL(kvflash, CUDA, m) {
   m.impl("npu_sparse_flash_attention", boxed<&sfa_cpu>());
   m.impl("incre_flash_attention", boxed<&ifa_cpu<true>>());
   for (const FiaRegistration& r : kFiaOps) m.impl(r.name, r.cpu());
+  m.impl("npu_scatter_pa_kv_cache", boxed<&kv_cache_cpu<false>>());
+  m.impl("_npu_reshape_and_cache", boxed<&kv_cache_cpu<true>>());
+  m.impl("_npu_paged_attention", boxed<&paged_attention_cpu<false>>());
+  m.impl("_npu_paged_attention_get_workspace", boxed<&paged_attention_cpu<true>>());
+  m.impl("npu_fusion_attention", boxed<&fa_cpu>());
+  m.impl("npu_attention_update", boxed<&attention_update_cpu>());
+}
+
+// npu_attention_update's arguments are two lists: called with both empty there is no tensor to
+// dispatch on, and this kernel names them (instead of the dispatcher's NotImplementedError).
+TORCH_LIBRARY_IMPL(kvflash, CompositeExplicitAutograd, m) {
+  m.impl("npu_attention_update", boxed<&kvflash::torch_ext::attention_update_no_kernel>());
 }
 
 TORCH_LIBRARY_IMPL(kvflash, Autograd, m) {
@@ -181,6 +220,10 @@ TORCH_LIBRARY_IMPL(kvflash, Autograd, m) {
         "merge_attention_states", "npu_lightning_indexer", "lightning_indexer_scores"})
     m.impl(op, boxed<&not_differentiable>());
   for (const FiaRegistration& r : kFiaOps) m.impl(r.name, boxed<&not_differentiable>());
+  for (const char* op : {"npu_scatter_pa_kv_cache", "_npu_reshape_and_cache",
+                         "_npu_paged_attention", "_npu_paged_attention_get_workspace",
+                         "npu_fusion_attention", "npu_attention_update"})
+    m.impl(op, boxed<&not_differentiable>());
 }
 
 TORCH_LIBRARY_IMPL(kvflash, Meta, m) {
@@ -192,4 +235,10 @@ TORCH_LIBRARY_IMPL(kvflash, Meta, m) {
   m.impl("npu_lightning_indexer", boxed<&li_meta<false>>());
   m.impl("lightning_indexer_scores", boxed<&li_meta<true>>());
   for (const FiaRegistration& r : kFiaOps) m.impl(r.name, r.meta());
+  m.impl("npu_scatter_pa_kv_cache", boxed<&kv_cache_meta<false>>());
+  m.impl("_npu_reshape_and_cache", boxed<&kv_cache_meta<true>>());
+  m.impl("_npu_paged_attention", boxed<&paged_attention_meta<false>>());
+  m.impl("_npu_paged_attention_get_workspace", boxed<&paged_attention_meta<true>>());
+  m.impl("npu_fusion_attention", boxed<&fa_meta>());
+  m.impl("npu_attention_update", boxed<&attention_update_meta>());
 }

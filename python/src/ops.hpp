@@ -46,6 +46,39 @@ void fia_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::St
 std::vector<int64_t> fia_plan_cache_info();
 void clear_fia_plan_cache();
 
+// ---- vllm-ascend's attention path: the cache writes (kv_cache_op.cpp: npu_scatter_pa_kv_cache,
+// kAtb: _npu_reshape_and_cache), ATB's paged attention on IFA (paged_attention_op.cpp,
+// kWorkspace: _npu_paged_attention_get_workspace), npu_fusion_attention (fa_op.cpp) and
+// npu_attention_update (attention_update_op.cpp) ----
+template <bool kAtb>
+void kv_cache_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
+template <bool kAtb>
+void kv_cache_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
+template <bool kWorkspace>
+void paged_attention_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet,
+                         torch::jit::Stack* stack);
+template <bool kWorkspace>
+void paged_attention_meta(const c10::OperatorHandle& op, c10::DispatchKeySet,
+                          torch::jit::Stack* stack);
+void fa_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
+void fa_meta(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
+void attention_update_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet,
+                          torch::jit::Stack* stack);
+void attention_update_meta(const c10::OperatorHandle& op, c10::DispatchKeySet,
+                           torch::jit::Stack* stack);
+/// Their plan caches' (hits, misses, cached plans), and clearing them.
+void attention_update_no_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
+                                torch::jit::Stack* stack);
+
+std::tuple<int64_t, int64_t, int64_t> kv_cache_plan_cache_stats();
+std::tuple<int64_t, int64_t, int64_t> paged_attention_plan_cache_stats();
+std::tuple<int64_t, int64_t, int64_t> fa_plan_cache_stats();
+std::tuple<int64_t, int64_t, int64_t> attention_update_plan_cache_stats();
+void clear_kv_cache_plan_cache();
+void clear_paged_attention_plan_cache();
+void clear_fa_plan_cache();
+void clear_attention_update_plan_cache();
+
 /// Plan cache statistics (hits, misses, cached plans) of IFA and SFA, and clearing them.
 std::tuple<int64_t, int64_t, int64_t> ifa_plan_cache_stats();
 std::tuple<int64_t, int64_t, int64_t> sfa_plan_cache_stats();

@@ -200,4 +200,81 @@ inline at::ScalarType pfa_out_dtype(const at::Tensor& query, const c10::IValue& 
   return query.scalar_type() == at::kChar ? at::kHalf : query.scalar_type();
 }
 
+// ---- npu_fusion_attention (FlashAttentionScore), torch_npu 2.14's meta function ----
+
+/// input_layout as upstream reads it (op-plugin upper-cases it).
+inline std::string fa_layout(std::string layout) {
+  for (char& c : layout) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  return layout;
+}
+
+/// attention_out: [B, S1, N * Dv] (BSH, Dv = value.size(2) / (key.size(2) / D), D = H / N),
+/// [B, S1, N, Dv] (BSND), [B, N, S1, Dv] (BNSD), [T, N, Dv] (TND), Dv value's last dim; nullopt
+/// where the rule is undefined (another layout, a rank, a head count that does not divide).
+template <class Int, class Sizes>
+std::optional<std::vector<Int>> fa_out_shape(const Sizes& q, const Sizes& k, const Sizes& v,
+                                             const std::string& layout, int64_t head_num) {
+  if (head_num <= 0) return std::nullopt;
+  if (layout == "BSH") {
+    if (q.size() != 3 || k.size() != 3 || v.size() != 3) return std::nullopt;
+    const Int d = q[2] / head_num;
+    if (d == 0 || k[2] == 0) return std::nullopt;
+    const Int kvn = k[2] / d;
+    if (kvn == 0) return std::nullopt;
+    return std::vector<Int>{q[0], q[1], (v[2] / kvn) * head_num};
+  }
+  if (layout == "BSND" || layout == "BNSD") {
+    if (q.size() != 4 || v.size() != 4) return std::nullopt;
+    return std::vector<Int>{q[0], q[1], q[2], v[3]};
+  }
+  if (layout == "TND") {
+    if (q.size() != 3 || v.size() != 3) return std::nullopt;
+    return std::vector<Int>{q[0], q[1], v[2]};
+  }
+  return std::nullopt;
+}
+
+/// softmax_max / softmax_sum: [B, N, S1, 8], TND [T, N, 8] (N = head_num); nullopt as above.
+template <class Int, class Sizes>
+std::optional<std::vector<Int>> fa_softmax_shape(const Sizes& q, const std::string& layout,
+                                                 int64_t head_num) {
+  const Int n(head_num), w(8);
+  if (head_num <= 0) return std::nullopt;
+  if (layout == "TND") {
+    if (q.size() != 3) return std::nullopt;
+    return std::vector<Int>{q[0], n, w};
+  }
+  if (layout == "BSH" || layout == "BSND") {
+    if (q.size() != (layout == "BSH" ? 3u : 4u)) return std::nullopt;
+    return std::vector<Int>{q[0], n, q[1], w};
+  }
+  if (layout == "BNSD") {
+    if (q.size() != 4) return std::nullopt;
+    return std::vector<Int>{q[0], n, q[2], w};
+  }
+  return std::nullopt;
+}
+
+/// The dropout mask's element count npu_fusion_attention reports (its 7th output; op-plugin
+/// computes it whether or not a mask is generated): B * N * S1 * S2, TND N * sum_b q_b * kv_b over
+/// the lengths' batches (those before trailing entries 0 in both); 0 where undefined.
+template <class Int, class Sizes>
+Int fa_numels(const Sizes& q, const Sizes& k, const std::string& layout, int64_t head_num,
+              const std::optional<std::vector<int64_t>>& qlen,
+              const std::optional<std::vector<int64_t>>& kvlen) {
+  if (layout == "TND") {
+    if (!qlen || !kvlen) return Int(0);
+    int64_t sum = 0, pq = 0, pk = 0;
+    for (size_t b = 0; b < qlen->size() && b < kvlen->size(); ++b) {
+      if (b > 0 && (*qlen)[b] == 0 && (*kvlen)[b] == 0) break;
+      sum += ((*qlen)[b] - pq) * ((*kvlen)[b] - pk);
+      pq = (*qlen)[b], pk = (*kvlen)[b];
+    }
+    return Int(head_num * sum);
+  }
+  const size_t s = layout == "BNSD" ? 2 : 1;
+  if (q.size() <= s || k.size() <= s) return Int(0);
+  return q[0] * Int(head_num) * q[s] * k[s];
+}
+
 }  // namespace kvflash::torch_ext

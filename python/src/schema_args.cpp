@@ -21,7 +21,8 @@ bool suits(MemberKind kind, const c10::TypePtr& type) {
     case MemberKind::kInt: return !opt && t->kind() == c10::TypeKind::IntType;
     case MemberKind::kFloat: return !opt && t->kind() == c10::TypeKind::FloatType;
     case MemberKind::kBool: return !opt && t->kind() == c10::TypeKind::BoolType;
-    case MemberKind::kString: return !opt && t->kind() == c10::TypeKind::StringType;
+    // str? (npu_scatter_pa_kv_cache's cache_mode): None leaves the member at its default.
+    case MemberKind::kString: return t->kind() == c10::TypeKind::StringType;
   }
   return false;
 }
@@ -119,11 +120,15 @@ void read_value(const c10::IValue& v, const char*, const char*, double* out) {
 }
 void read_value(const c10::IValue& v, const char*, const char*, bool* out) { *out = v.toBool(); }
 void read_value(const c10::IValue& v, const char*, const char*, std::string* out) {
-  *out = v.toStringRef();
+  if (!v.isNone()) *out = v.toStringRef();  // None (str?) leaves the member as it is
 }
 
 void check_same_devices(const SchemaIndex& index, c10::ArrayRef<c10::IValue> in) {
-  const at::Tensor& first = in[0].toTensor();
+  // The first argument, or the first tensor of a first list argument (npu_attention_update's).
+  const bool list = in[0].isTensorList();
+  TORCH_CHECK_VALUE(!list || !in[0].toListRef().empty(), "[", index.op(), "] ", index.name(0),
+                    " must hold at least one tensor");
+  const at::Tensor first = list ? in[0].toListRef()[0].toTensor() : in[0].toTensor();
   check_defined(first, index.op(), index.name(0));
   const c10::Device device = first.device();
   // An undefined tensor is None from Python: absent where the schema allows it, else named.
@@ -137,7 +142,7 @@ void check_same_devices(const SchemaIndex& index, c10::ArrayRef<c10::IValue> in)
                       t.device().str(), " but ", index.name(0), " is on ", device.str(),
                       ": every tensor must be on one device");
   };
-  for (size_t i = 1; i < in.size(); ++i) {
+  for (size_t i = list ? 0 : 1; i < in.size(); ++i) {
     if (in[i].isTensor()) {
       check(in[i].toTensor(), i);
     } else if (in[i].isTensorList()) {

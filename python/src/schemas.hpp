@@ -114,6 +114,42 @@ inline constexpr const char* kFiaV2NpuSchema =
     "int? dequant_scale_value_dtype=None, int? dequant_scale_key_rope_dtype=None, "
     "int? out_dtype=None) -> (Tensor, Tensor)";
 
+// ---- vllm-ascend's cache writes, paged attention, FlashAttentionScore and the LSE update ----
+// torch_npu 2.14.0's schemas (npu_native_functions_by_codegen.yaml; the ATB ones as
+// libop_plugin_atb.so registers them), verbatim but for the namespace; python/tests/test_schema.py
+// compares them with those lines (docs/python.md, "vllm-ascend's attention path").
+inline constexpr const char* kScatterPaKvCacheNpuSchema =
+    "npu_scatter_pa_kv_cache(Tensor key, Tensor value, Tensor(a!) key_cache, "
+    "Tensor(b!) value_cache, Tensor slot_mapping, *, Tensor? compress_lens=None, "
+    "Tensor? compress_seq_offsets=None, Tensor? seq_lens=None, str? cache_mode='PA_NZ') -> ()";
+
+inline constexpr const char* kReshapeAndCacheNpuSchema =
+    "_npu_reshape_and_cache(Tensor key, Tensor value, Tensor(a!) key_cache, "
+    "Tensor(b!) value_cache, Tensor slot_indices) -> ()";
+
+inline constexpr const char* kPagedAttentionNpuSchema =
+    "_npu_paged_attention(Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, "
+    "int num_heads, float scale_value, Tensor block_table, Tensor context_lens, Tensor(a!) out, "
+    "*, Tensor? workspace=None) -> ()";
+
+inline constexpr const char* kPagedAttentionWorkspaceNpuSchema =
+    "_npu_paged_attention_get_workspace(Tensor query, Tensor key_cache, Tensor value_cache, "
+    "int num_kv_heads, int num_heads, float scale_value, Tensor block_table, "
+    "Tensor context_lens, Tensor(a!) out) -> Tensor";
+
+inline constexpr const char* kFusionAttentionNpuSchema =
+    "npu_fusion_attention(Tensor query, Tensor key, Tensor value, int head_num, "
+    "str input_layout, Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, "
+    "float scale=1., float keep_prob=1., int pre_tockens=2147483647, "
+    "int next_tockens=2147483647, int inner_precise=0, int[]? prefix=None, "
+    "int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, "
+    "bool gen_mask_parallel=True, bool sync=False, str softmax_layout=\"\", Tensor? sink=None, "
+    "Tensor? dropout_mask=None, int seed=0, int offset=0) -> "
+    "(Tensor, Tensor, Tensor, Tensor, int, int, int)";
+
+inline constexpr const char* kAttentionUpdateNpuSchema =
+    "npu_attention_update(Tensor[] lse, Tensor[] local_out, int update_type) -> (Tensor, Tensor)";
+
 /// The companions of FIA v1 (v2 with `v2`): `.out` (the schema's arguments, then `Tensor?
 /// workspace=None, Tensor(a!) attention_out, Tensor(b!) softmax_lse`, returning the two) and
 /// `_npu_fused_infer_attention_score(_v2)_get_max_workspace` (the schema's arguments, returning

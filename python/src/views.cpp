@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstring>
 #include <ostream>
+#include <string>
 
 namespace kvflash::torch_ext {
 namespace {
@@ -121,6 +122,43 @@ void throw_status(Status status) {
 }
 
 namespace {
+bool word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// text with each whole-word `from` replaced by `to`.
+std::string replace_word(const std::string& text, std::string_view from, std::string_view to) {
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    const size_t at = text.find(from, pos);
+    if (at == std::string::npos) break;
+    const size_t end = at + from.size();
+    const bool whole = (at == 0 || !word_char(text[at - 1])) &&
+                       (end == text.size() || !word_char(text[end]));
+    out.append(text, pos, (whole ? at : end) - pos);
+    if (whole) out.append(to);
+    pos = end;
+  }
+  out.append(text, pos, std::string::npos);
+  return out;
+}
+}  // namespace
+
+void throw_renamed(const c10::ValueError& e, const SchemaNames& names) {
+  std::string message = e.what_without_backtrace();
+  std::string prefix = std::string("[") + names.op + "]";
+  if (!message.empty() && message[0] == '[') {
+    const size_t close = message.find(']');
+    if (close != std::string::npos) message.erase(0, close + 1);
+  } else {
+    prefix += ' ';
+  }
+  for (const auto& [from, to] : names.renames) message = replace_word(message, from, to);
+  C10_THROW_ERROR(ValueError, prefix + message);
+}
+
+namespace {
 // The stream a run on like's device is queued on: torch's current stream for a CUDA tensor (its
 // cudaStream_t, through c10's device-generic interface, so this file needs no CUDA header and
 // builds without a CUDA toolkit), null for a CPU tensor. Nothing here synchronises with the device.
@@ -165,6 +203,21 @@ void run_plan(const LightningIndexerPlan& plan, const LightningIndexerArgs& args
 void run_plan(const FiaPlan& plan, const FiaArgs& args, const at::Tensor& like,
               const at::Tensor& workspace) {
   run_with_workspace(plan, args, like, workspace);
+}
+void run_plan(const IfaPlan& plan, const IfaArgs& args, const at::Tensor& like,
+              const at::Tensor& workspace) {
+  run_with_workspace(plan, args, like, workspace);
+}
+void run_plan(const ScatterPaKvCachePlan& plan, const ScatterPaKvCacheArgs& args,
+              const at::Tensor& like) {
+  run_with_workspace(plan, args, like);
+}
+void run_plan(const FlashAttentionScorePlan& plan, const FlashAttentionScoreArgs& args,
+              const at::Tensor& like) {
+  run_with_workspace(plan, args, like);
+}
+void run_plan(const MergePlan& plan, const MergeArgs& args, const at::Tensor& like) {
+  run_with_workspace(plan, args, like);
 }
 
 MetaViews::MetaViews() : previous_(meta_views) { meta_views = true; }

@@ -5,14 +5,20 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kvflash/fia.hpp"
+#include "kvflash/flash_attention_score.hpp"
 #include "kvflash/ifa.hpp"
+#include "kvflash/kv_cache.hpp"
 #include "kvflash/li.hpp"
+#include "kvflash/merge.hpp"
 #include "kvflash/sfa.hpp"
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
@@ -37,6 +43,28 @@ std::optional<TensorView> view_of(const std::optional<at::Tensor>& t, const char
 /// plan_cache.hpp too).
 [[noreturn]] void throw_status(Status status);
 
+/// A torch operator's names for a library error: the operator ("kvflash::_npu_paged_attention"),
+/// the message's bracketed prefix, and {library name, schema name} pairs replaced as whole words
+/// (an operator on another's arguments: _npu_paged_attention's context_lens are IFA's
+/// actual_seq_lengths).
+struct SchemaNames {
+  const char* op;
+  std::vector<std::pair<std::string_view, std::string_view>> renames;
+};
+
+/// e's message in `names`' terms, thrown again as a c10::ValueError.
+[[noreturn]] void throw_renamed(const c10::ValueError& e, const SchemaNames& names);
+
+/// Runs f(); a ValueError from it (the library's or a binding check's) is thrown in `names`' terms.
+template <class F>
+decltype(auto) in_schema_names(const SchemaNames& names, F&& f) {
+  try {
+    return std::forward<F>(f)();
+  } catch (const c10::ValueError& e) {
+    throw_renamed(e, names);
+  }
+}
+
 /// Runs args on plan with a workspace from torch's allocator (on the plan's device); throws the
 /// library's error.
 void run_plan(const IfaPlan& plan, const IfaArgs& args, const at::Tensor& like);
@@ -48,6 +76,14 @@ void run_plan(const LightningIndexerPlan& plan, const LightningIndexerArgs& args
 /// workspace comes from torch's allocator.
 void run_plan(const FiaPlan& plan, const FiaArgs& args, const at::Tensor& like,
               const at::Tensor& workspace = at::Tensor());
+/// IFA with a caller's workspace (_npu_paged_attention's), used as FIA's is.
+void run_plan(const IfaPlan& plan, const IfaArgs& args, const at::Tensor& like,
+              const at::Tensor& workspace);
+void run_plan(const ScatterPaKvCachePlan& plan, const ScatterPaKvCacheArgs& args,
+              const at::Tensor& like);
+void run_plan(const FlashAttentionScorePlan& plan, const FlashAttentionScoreArgs& args,
+              const at::Tensor& like);
+void run_plan(const MergePlan& plan, const MergeArgs& args, const at::Tensor& like);
 
 /// The view of an output that is not allocated yet: `shape` (contiguous) and `dtype` on like's
 /// device, with a dummy data address that nothing reads. A plan is created from it (the library

@@ -62,3 +62,10 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"kvflash vs torch SDPA (float64), {dtype}: {len(checks)} checks, worst |error| "
             f"{err:.3g} ({ratio:.3g} of the tolerance) in {name}")
+    import vllm_support
+    for dtype in sorted({e[1] for e in vllm_support.WORST}):
+        checks = [e for e in vllm_support.WORST if e[1] == dtype]
+        name, _, ratio, _ = max(checks, key=lambda e: e[2])
+        terminalreporter.write_line(
+            f"kvflash vllm-ascend path vs float64 (vllm_support), {dtype}: {len(checks)} checks, "
+            f"{sum(e[3] for e in checks)} elements, worst |error| / tolerance {ratio:.3g} in {name}")

@@ -6,7 +6,9 @@ import torch
 
 import kvflash  # noqa: F401  (loads the operators)
 
-OPS = ["npu_incre_flash_attention", "npu_sparse_flash_attention", "incre_flash_attention"]
+OPS = ["npu_incre_flash_attention", "npu_sparse_flash_attention", "incre_flash_attention",
+       "npu_scatter_pa_kv_cache", "_npu_reshape_and_cache", "_npu_paged_attention",
+       "_npu_paged_attention_get_workspace", "npu_fusion_attention", "npu_attention_update"]
 
 
 @pytest.mark.parametrize("name", OPS)

@@ -1,5 +1,6 @@
 """The operator schemas, string for string, against torch_npu 2.14.0's (from its native-functions
 yaml, namespace `npu`; kvflash registers them in `kvflash`)."""
+import pytest
 import torch
 
 # The lines of the issue, verbatim.
@@ -9,6 +10,16 @@ TORCH_NPU_SFA = 'npu_sparse_flash_attention(Tensor query, Tensor key, Tensor? va
 # torch_npu's npu_lightning_indexer (op-plugin 7.3.0 and master), verbatim.
 TORCH_NPU_LI = 'npu_lightning_indexer(Tensor query, Tensor key, Tensor weights, *, Tensor? actual_seq_lengths_query=None, Tensor? actual_seq_lengths_key=None, Tensor? block_table=None, str layout_query="BSND", str layout_key="BSND", int sparse_count=2048, int sparse_mode=3, int pre_tokens=9223372036854775807, int next_tokens=9223372036854775807, bool return_value=False) -> (Tensor, Tensor)'  # noqa: E501
 
+# vllm-ascend's attention path (docs/python.md): torch_npu 2.14.0's native-functions yaml for the
+# first three, verbatim; ATB's three as op-plugin declares them (ReshapeAndCachAtb.cpp, the
+# signatures libop_plugin_atb.so exports, vllm-ascend's keyword calls).
+TORCH_NPU_SCATTER = "npu_scatter_pa_kv_cache(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor slot_mapping, *, Tensor? compress_lens=None, Tensor? compress_seq_offsets=None, Tensor? seq_lens=None, str? cache_mode='PA_NZ') -> ()"  # noqa: E501
+TORCH_NPU_FA = 'npu_fusion_attention(Tensor query, Tensor key, Tensor value, int head_num, str input_layout, Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, float scale=1., float keep_prob=1., int pre_tockens=2147483647, int next_tockens=2147483647, int inner_precise=0, int[]? prefix=None, int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, int sparse_mode=0, bool gen_mask_parallel=True, bool sync=False, str softmax_layout="", Tensor? sink=None, Tensor? dropout_mask=None, int seed=0, int offset=0) -> (Tensor, Tensor, Tensor, Tensor, int, int, int)'  # noqa: E501
+TORCH_NPU_UPDATE = "npu_attention_update(Tensor[] lse, Tensor[] local_out, int update_type) -> (Tensor, Tensor)"  # noqa: E501
+ATB_RESHAPE_AND_CACHE = "_npu_reshape_and_cache(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, Tensor slot_indices) -> ()"  # noqa: E501
+ATB_PAGED_ATTENTION = "_npu_paged_attention(Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, int num_heads, float scale_value, Tensor block_table, Tensor context_lens, Tensor(a!) out, *, Tensor? workspace=None) -> ()"  # noqa: E501
+ATB_PAGED_ATTENTION_WORKSPACE = "_npu_paged_attention_get_workspace(Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, int num_heads, float scale_value, Tensor block_table, Tensor context_lens, Tensor(a!) out) -> Tensor"  # noqa: E501
+
 
 def _registered(name):
     return getattr(torch.ops.kvflash, name).default._schema
@@ -17,8 +28,10 @@ def _registered(name):
 def _check(line):
     name = line.split("(", 1)[0]
     schema = _registered(name)
-    # torch prints a float default 1.0 as "1."; that is the only difference its printer makes
-    assert str(schema) == "kvflash::" + line.replace("float scale_value=1.0", "float scale_value=1.")
+    # torch prints a float default 1.0 as "1." and a string default in double quotes; those are
+    # the only differences its printer makes
+    printed = line.replace("float scale_value=1.0", "float scale_value=1.")
+    assert str(schema) == "kvflash::" + printed.replace("'PA_NZ'", '"PA_NZ"')
     # and the same schema as torch parses the line (names, types, defaults, keyword-only)
     assert schema == torch._C.parse_schema("kvflash::" + line)
 
@@ -33,6 +46,14 @@ def test_sparse_flash_attention_schema():
 
 def test_lightning_indexer_schema():
     _check(TORCH_NPU_LI)
+
+
+@pytest.mark.parametrize("line", [TORCH_NPU_SCATTER, TORCH_NPU_FA, TORCH_NPU_UPDATE,
+                                  ATB_RESHAPE_AND_CACHE, ATB_PAGED_ATTENTION,
+                                  ATB_PAGED_ATTENTION_WORKSPACE],
+                         ids=lambda line: line.split("(", 1)[0])
+def test_vllm_ascend_path_schemas(line):
+    _check(line)
 
 
 def test_extension_op_keeps_the_npu_arguments():

@@ -5,9 +5,11 @@
 #include "cpu/fia/fia_kernel_isa.hpp"
 #include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/isa.hpp"
+#include "cpu/kv_cache/kv_cache_kernel.hpp"
 #include "cpu/li/li_kernel_isa.hpp"
 #include "cpu/merge/merge_kernel.hpp"
 #include "cpu/sfa/sfa_kernel_isa.hpp"
+#include "ops/kv_cache/kv_cache_validate.hpp"
 #if defined(KVFLASH_HAVE_CUDA)
 #include "cuda/device.hpp"
 #include "cuda/ifa/ifa_cuda.hpp"
@@ -152,6 +154,13 @@ constexpr FiaBackend kFiaList[] = {
     cpu_fia<Isa::kScalar, &cpu::scalar::kFiaKernels, &cpu::scalar::kIfaKernels>("cpu-scalar"),
 };
 
+// One portable entry: the cache write is a copy (memcpy of each token's rows), bound by memory
+// bandwidth; no instruction set would change it (cpu/kv_cache/kv_cache_kernel.hpp).
+constexpr KvCacheBackend kKvCacheList[] = {
+    {"cpu", DeviceType::kHost, always, nullptr, kv_cache::workspace_size, cpu::kv_cache_run,
+     nullptr},
+};
+
 }  // namespace
 
 std::span<const IfaBackend> ifa_backends() { return kIfaList; }
@@ -159,6 +168,7 @@ std::span<const SfaBackend> sfa_backends() { return kSfaList; }
 std::span<const MergeBackend> merge_backends() { return kMergeList; }
 std::span<const LiBackend> li_backends() { return kLiList; }
 std::span<const FiaBackend> fia_backends() { return kFiaList; }
+std::span<const KvCacheBackend> kv_cache_backends() { return kKvCacheList; }
 
 Status read_fault_record(const char* op, Device device, const void* workspace, void* stream,
                          core::FaultRecord* record) {

@@ -14,6 +14,8 @@
 #include "acl/acl_rt.h"
 #include "aclnn/acl_meta.h"
 #include "aclnn/aclnn_base.h"
+#include "aclnnop/aclnn_attention_update.h"
+#include "aclnnop/aclnn_flash_attention_score.h"
 #include "aclnnop/aclnn_fused_infer_attention_score.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v2.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v3.h"
@@ -27,6 +29,7 @@
 #include "aclnnop/aclnn_prompt_flash_attention.h"
 #include "aclnnop/aclnn_prompt_flash_attention_v2.h"
 #include "aclnnop/aclnn_prompt_flash_attention_v3.h"
+#include "aclnnop/aclnn_scatter_pa_kv_cache.h"
 #include "aclnnop/aclnn_sparse_flash_attention.h"
 #include "aclnnop/aclnn_sparse_flash_attention_v2.h"
 #include "kvflash/export.h"
@@ -144,6 +147,34 @@ int main(void) {
   EXPECT(aclnnFusedInferAttentionScoreV3(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclnnFusedInferAttentionScoreV4(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclnnFusedInferAttentionScoreV5(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  /* ScatterPaKvCache, FlashAttentionScore (and VarLen), AttentionUpdate: a null required argument
+     is 161001 naming it and clears the executor slot; phase 2 without an executor is 161001. */
+  executor = (aclOpExecutor*)0x10;
+  EXPECT(aclnnScatterPaKvCacheGetWorkspaceSize(t, t, NULL, t, t, NULL, NULL, NULL, NULL, NULL,
+                                               NULL, NULL, &ws, &executor) ==
+         ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(executor == NULL);
+  EXPECT(strstr(aclGetRecentErrMsg(), "slotMapping") != NULL);
+  EXPECT(aclnnScatterPaKvCache(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  executor = (aclOpExecutor*)0x10;
+  EXPECT(aclnnFlashAttentionScoreGetWorkspaceSize(NULL, t, t, NULL, NULL, NULL, NULL, NULL, 1.0,
+                                                  1.0, INT64_MAX, INT64_MAX, 1, layout, 0, 0, t, t,
+                                                  NULL, t, &ws, &executor) ==
+         ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(executor == NULL);
+  executor = (aclOpExecutor*)0x10;
+  EXPECT(aclnnFlashAttentionVarLenScoreGetWorkspaceSize(
+             NULL, t, t, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1.0, 1.0, INT64_MAX, INT64_MAX,
+             1, layout, 0, 0, t, t, NULL, t, &ws, &executor) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(executor == NULL);
+  EXPECT(aclnnFlashAttentionScore(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(aclnnFlashAttentionVarLenScore(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
+  executor = (aclOpExecutor*)0x10;
+  EXPECT(aclnnAttentionUpdateGetWorkspaceSize(NULL, NULL, 0, t, NULL, &ws, &executor) ==
+         ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT(executor == NULL);
+  EXPECT(strstr(aclGetRecentErrMsg(), "lse") != NULL);
+  EXPECT(aclnnAttentionUpdate(NULL, 0, NULL, stream) == ACLNN_ERR_PARAM_NULLPTR);
   EXPECT(aclDestroyTensor(t) == ACLNN_SUCCESS);
 
   EXPECT(aclrtFree(dev) == ACL_SUCCESS);

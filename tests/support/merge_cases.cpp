@@ -50,7 +50,7 @@ void fill_merge_case(const MergeCase& c, MergeCaseData* d, uint32_t seed) {
   void* po = c.part_dtype == DType::kFloat32 ? static_cast<void*>(d->po32.data())
                                              : static_cast<void*>(d->po16.data());
   a.partial_out = TensorView::contiguous(po, c.part_dtype, {c.parts, c.rows, c.dim});
-  a.partial_out.strides = {c.rows * rs, rs, 1};
+  a.partial_out->strides = {c.rows * rs, rs, 1};
   if (c.lse_form) {
     a.partial_lse = TensorView::contiguous(d->m.data(), DType::kFloat32, {c.parts, c.rows});
   } else {

@@ -5,7 +5,9 @@
 #     to kvflash::{TensorView members, dtype_size/dtype_name/dtype_is_known, IfaPlan/SfaPlan
 #     members, MergePlan / FiaPlan members, incre_flash_attention, sparse_flash_attention,
 #     fused_infer_attention_score, prompt_flash_attention, merge_attention_states,
-#     LightningIndexerPlan members, lightning_indexer, last_error_message,
+#     LightningIndexerPlan members, lightning_indexer, ScatterPaKvCachePlan members,
+#     scatter_pa_kv_cache, FlashAttentionScorePlan members, flash_attention_score,
+#     last_error_message,
 #     set_num_threads/get_num_threads, set_parallel_backend} or op::* (nothing of kvflash::{cpu,core,ifa,sfa,aclnn}, no
 #     standard-library instantiations);
 #   - every C function the headers declare with ACL_FUNC_VISIBILITY / KVFLASH_API / SECUREC_API is
@@ -33,7 +35,7 @@ is_securec() {
   return 1
 }
 
-cxx_public='^(kvflash::(TensorView::|dtype_size\(|dtype_name\(|dtype_is_known\(|device_name(\[abi:cxx11\])?\(|IfaPlan::|SfaPlan::|MergePlan::|FiaPlan::|LightningIndexerPlan::|lightning_indexer\(|incre_flash_attention\(|fused_infer_attention_score\(|prompt_flash_attention\(|sparse_flash_attention\(|merge_attention_states\(|last_error_message\(|set_num_threads\(|get_num_threads\(|set_parallel_backend\()|op::)'
+cxx_public='^(kvflash::(TensorView::|dtype_size\(|dtype_name\(|dtype_is_known\(|device_name(\[abi:cxx11\])?\(|IfaPlan::|SfaPlan::|MergePlan::|FiaPlan::|LightningIndexerPlan::|ScatterPaKvCachePlan::|scatter_pa_kv_cache\(|FlashAttentionScorePlan::|flash_attention_score\(|lightning_indexer\(|incre_flash_attention\(|fused_infer_attention_score\(|prompt_flash_attention\(|sparse_flash_attention\(|merge_attention_states\(|last_error_message\(|set_num_threads\(|get_num_threads\(|set_parallel_backend\()|op::)'
 # Linker-defined markers some binutils versions export from every shared library.
 linker_defined='^(_init|_fini|_edata|_end|__bss_start)$'
 
@@ -80,7 +82,14 @@ for fn in 'kvflash::dtype_size(' 'kvflash::dtype_name(' 'kvflash::dtype_is_known
           'kvflash::set_parallel_backend(' \
           'kvflash::FiaPlan::create(' 'kvflash::FiaPlan::~FiaPlan(' 'kvflash::FiaPlan::workspace_size(' \
           'kvflash::FiaPlan::run(' 'kvflash::FiaPlan::status(' 'kvflash::FiaPlan::fingerprint(' \
-          'kvflash::fused_infer_attention_score(' 'kvflash::prompt_flash_attention('; do
+          'kvflash::fused_infer_attention_score(' 'kvflash::prompt_flash_attention(' \
+          'kvflash::ScatterPaKvCachePlan::create(' 'kvflash::ScatterPaKvCachePlan::~ScatterPaKvCachePlan(' \
+          'kvflash::ScatterPaKvCachePlan::workspace_size(' 'kvflash::ScatterPaKvCachePlan::run(' \
+          'kvflash::ScatterPaKvCachePlan::status(' 'kvflash::ScatterPaKvCachePlan::fingerprint(' \
+          'kvflash::scatter_pa_kv_cache(' \
+          'kvflash::FlashAttentionScorePlan::create(' 'kvflash::FlashAttentionScorePlan::run(' \
+          'kvflash::FlashAttentionScorePlan::workspace_size(' 'kvflash::FlashAttentionScorePlan::status(' \
+          'kvflash::FlashAttentionScorePlan::fingerprint(' 'kvflash::flash_attention_score('; do
   grep -qF -- "$fn" "$names_file" || missing+=("$fn")
 done
 

@@ -61,7 +61,8 @@ EntryLayout entry_layout(const core::FiaProblem& p) {
   return l;
 }
 
-// Rows of a faulted batch: output NaN (int8: 0), LSE NaN (docs/design.md, bad device data).
+// Rows of a faulted batch: output NaN (int8: 0), LSE, softmax max and sum NaN (docs/design.md,
+// bad device data).
 void write_fault_rows(const FiaParams& p, const FiaPointers& d, const FiaBatch& bt) {
   const size_t es = dtype_size(p.out_dtype);
   uint8_t nan[4] = {};
@@ -80,9 +81,12 @@ void write_fault_rows(const FiaParams& p, const FiaPointers& d, const FiaBatch& 
     for (int64_t h = 0; h < p.num_heads; ++h) {
       const int64_t e = bt.out_offset + i * p.o_row + h * p.o_head;
       for (int64_t x = 0; x < p.value_dim; ++x) std::memcpy(out + (e + x) * es, nan, es);
-      if (p.has_lse)
-        d.lse[bt.lse_offset + i * p.lse_row + h * p.lse_head] =
-            std::numeric_limits<float>::quiet_NaN();
+      const int64_t le = bt.lse_offset + i * p.lse_row + h * p.lse_head;
+      if (p.has_lse) d.lse[le] = std::numeric_limits<float>::quiet_NaN();
+      for (int64_t w = 0; p.has_max_sum && w < kFiaMaxSumWidth; ++w) {
+        d.softmax_max[kFiaMaxSumWidth * le + w] = std::numeric_limits<float>::quiet_NaN();
+        d.softmax_sum[kFiaMaxSumWidth * le + w] = std::numeric_limits<float>::quiet_NaN();
+      }
     }
   }
 }

@@ -459,6 +459,7 @@ inline void fia_finish_row(const FiaParams& p, const FiaPointers& d, const FiaBa
   const int64_t Dv = p.value_dim;
   const int64_t ox = bt.out_offset + i * p.o_row + h * p.o_head;
   float lse = kPosInf;
+  float row_max = 0.0f, row_sum = 0.0f;  // an empty row's max / sum (FiaArgs::softmax_max)
   if (cnt == 0) {
     for (int64_t x = 0; x < Dv; ++x) a[x] = 0.0f;  // D5: nothing visible
   } else {
@@ -467,6 +468,14 @@ inline void fia_finish_row(const FiaParams& p, const FiaPointers& d, const FiaBa
     const Vec inv = vset1(1.0f / sum);
     for (int64_t x = 0; x < Dv; x += kLanes) vstore(a + x, vmul(vload(a + x), inv));
     lse = softmax_lse(st.max, sum);
+    row_max = st.max, row_sum = sum;
+  }
+  if (p.has_max_sum) {
+    const int64_t e = kFiaMaxSumWidth * (bt.lse_offset + i * p.lse_row + h * p.lse_head);
+    for (int64_t w = 0; w < kFiaMaxSumWidth; ++w) {
+      d.softmax_max[e + w] = row_max;
+      d.softmax_sum[e + w] = row_sum;
+    }
   }
   if (p.out_dtype == DType::kInt8) {
     int8_t* o = static_cast<int8_t*>(d.out) + ox;

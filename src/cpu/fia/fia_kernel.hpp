@@ -39,6 +39,7 @@ using core::FiaDequant;
 using core::FiaPadRow;
 using core::FiaParams;
 using core::FiaPointers;
+using core::kFiaMaxSumWidth;
 using core::kFiaUnbounded;
 
 /// Key positions per key tile.

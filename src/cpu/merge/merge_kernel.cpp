@@ -121,7 +121,9 @@ class RowMerge {
       for (int64_t k = 0; k < p.num_parts; ++k) {
         if (empty(k)) continue;
         const float w = k < kWeightCache ? w_[k] : weight(k);
-        const void* row = po + (k * p.po_k + o_po_ + d0 * p.po_d) * esize;
+        const std::byte* part =
+            p.parts ? static_cast<const std::byte*>(d_.part_out[k].base()) : po + k * p.po_k * esize;
+        const void* row = part + (o_po_ + d0 * p.po_d) * esize;
         if (p.part_dtype == DType::kFloat32 && p.po_d == 1) {
           for (int64_t i = 0; i < n; ++i) acc[i] += w * ld32(row, i);
         } else {
@@ -145,7 +147,9 @@ class RowMerge {
   }
 
  private:
-  float stat(int64_t k) const { return ld32(d_.partial_m, k * p_.pm_k + o_pm_); }
+  float stat(int64_t k) const {
+    return p_.parts ? ld32(d_.part_lse[k].base(), o_pm_) : ld32(d_.partial_m, k * p_.pm_k + o_pm_);
+  }
   float part_sum(int64_t k) const { return ld32(d_.partial_sum, k * p_.ps_k + o_ps_); }
   /// An empty part (nothing attended): lse -inf, or sum 0. Never read further.
   bool empty(int64_t k) const {

@@ -82,6 +82,10 @@ void bind_data(const core::FiaProblem& p, const FiaArgs& a, core::FiaData* out) 
   d.sink = at(a.learnable_sink);
   d.out = core::element0(a.attention_out);
   if (pp.has_lse) d.lse = static_cast<float*>(core::element0(*a.softmax_lse));
+  if (pp.has_max_sum) {
+    d.softmax_max = static_cast<float*>(core::element0(*a.softmax_max));
+    d.softmax_sum = static_cast<float*>(core::element0(*a.softmax_sum));
+  }
   if (p.q_padding) out->q_padding = static_cast<const int64_t*>(at(a.query_padding_size));
   if (p.kv_padding) out->kv_padding = static_cast<const int64_t*>(at(a.kv_padding_size));
   if (p.use_ifa) bind_decode_requests(p, a, &out->ifa);

@@ -65,6 +65,9 @@ inline constexpr auto kFields = std::tuple{
     core::field("softmax_lse", "softmaxLse", &FiaArgs::softmax_lse, core::kMatchIfPlanHas),
     // kvflash extensions, not aclnn arguments.
     core::field("prompt", nullptr, &FiaArgs::prompt),
+    core::field("fp32_inputs", nullptr, &FiaArgs::fp32_inputs),
+    core::field("softmax_max", nullptr, &FiaArgs::softmax_max),
+    core::field("softmax_sum", nullptr, &FiaArgs::softmax_sum),
 };
 
 /// aclnnPromptFlashAttentionV3's parameters (their aclnn names, in its order) as FiaArgs members:

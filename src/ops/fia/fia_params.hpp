@@ -12,6 +12,9 @@
 
 namespace kvflash::core {
 
+/// The softmax max / sum outputs' last dim: each row's value written this many times
+/// (FlashAttentionScore's broadcast form, FiaArgs::softmax_max).
+inline constexpr int64_t kFiaMaxSumWidth = 8;
 /// A band edge meaning "unbounded" (far beyond any length, small enough that sums never overflow).
 inline constexpr int64_t kFiaUnbounded = int64_t{1} << 40;
 
@@ -90,6 +93,9 @@ struct FiaParams {
   bool has_mask = false;                   ///< 1-byte mask, nonzero = masked
   int64_t mask_row = 0, mask_col = 0;      ///< element strides (mask_row 0: one row for all)
   bool has_lse = false, has_sink = false;  ///< sink: (N,) of `sink_dtype`
+  /// softmax max / sum: row (i, h)'s kFiaMaxSumWidth values start at kFiaMaxSumWidth times its
+  /// LSE element offset (lse_row / lse_head are a contiguous LSE's when there is no LSE).
+  bool has_max_sum = false;
   DType sink_dtype = DType::kBFloat16;
   const FiaBatch* batches = nullptr;  ///< [batch]
   const FiaPadRow* pad_rows = nullptr;
@@ -120,6 +126,8 @@ struct FiaPointers {
   const void* sink = nullptr;
   void* out = nullptr;
   float* lse = nullptr;
+  float* softmax_max = nullptr;
+  float* softmax_sum = nullptr;
 };
 
 }  // namespace kvflash::core

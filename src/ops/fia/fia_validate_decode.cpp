@@ -67,6 +67,8 @@ TensorView decode_query(const FiaArgs& a, const FiaShape& s, int64_t requests, b
 // parameters), which keep such a call where it ran before the front end existed.
 const char* decode_route(const FiaArgs& a, const FiaShape& s, const TensorView& q, int64_t nb) {
   if (a.key_shared_prefix) return "a shared prefix";
+  if (a.softmax_max) return "the softmax max / sum outputs (the decode kernels write no such)";
+  if (a.query.dtype == DType::kFloat32) return "fp32 inputs";
   if (s.D != s.Dv) return "a value head dim other than the key's";
   if (nb < 1) return "an empty batch";
   if (s.N > core::kIfaMaxHeads) return "num_heads above the decode kernels' limit";

@@ -63,7 +63,13 @@ void fill_problem(const FiaArgs& a, const FiaShape& s, int64_t mask_batch, int64
                : FiaStrides{l.strides[0], l.strides[2], l.strides[1]};
     p.has_lse = true, p.lse_row = ls.row, p.lse_head = ls.head;
     pr->lse_batch = ls.batch;
+  } else if (a.softmax_max) {
+    // The LSE offsets address the max / sum rows (times their width): those of a contiguous LSE.
+    ls = s.tnd ? FiaStrides{0, s.N, 1} : FiaStrides{s.N * s.S1, 1, s.S1};
+    p.lse_row = ls.row, p.lse_head = ls.head;
+    pr->lse_batch = ls.batch;
   }
+  p.has_max_sum = a.softmax_max.has_value();
   const TensorView& k = a.key[0];
   const TensorView& v = a.value[0];
   p.paged = s.paged;

@@ -22,8 +22,9 @@ bool is_fp16_or_bf16(DType t) { return t == DType::kFloat16 || t == DType::kBFlo
 
 Status check_query(const FiaArgs& a, FiaShape* s) {
   const TensorView& q = a.query;
-  if (!is_fp16_or_bf16(q.dtype))
-    return invalid(std::string("query dtype must be fp16 or bf16, got ") + dtype_name(q.dtype));
+  if (!is_fp16_or_bf16(q.dtype) && !(a.fp32_inputs && q.dtype == DType::kFloat32))
+    return invalid(std::string("query dtype must be fp16 or bf16") +
+                   (a.fp32_inputs ? " or fp32" : "") + ", got " + dtype_name(q.dtype));
   const int want_rank = s->in == "BSH" || s->tnd ? 3 : 4;
   if (q.rank != want_rank)
     return invalid("query must be " + s->in + " (rank " + str(want_rank) + "), got " +
@@ -233,11 +234,26 @@ Status check_outputs(const FiaArgs& a, const FiaShape& s) {
     return invalid("attention_out must be " + l + " " + core::dims_str(want) + ", got " +
                    o.describe());
   if (!o.is_contiguous()) return invalid("attention_out must be contiguous");
+  const std::vector<int64_t> lw =
+      s.tnd ? std::vector<int64_t>{T, N, 1} : std::vector<int64_t>{B, N, S1, 1};
+  if (a.softmax_max.has_value() != a.softmax_sum.has_value())
+    return invalid(a.softmax_max ? "softmax_sum is required with softmax_max"
+                                 : "softmax_max is required with softmax_sum");
+  if (a.softmax_max) {
+    std::vector<int64_t> mw = lw;
+    mw.back() = core::kFiaMaxSumWidth;
+    for (const auto& [t, name] : {std::pair{&*a.softmax_max, "softmax_max"},
+                                  std::pair{&*a.softmax_sum, "softmax_sum"}}) {
+      if (t->dtype != DType::kFloat32 || t->rank != static_cast<int>(mw.size()) ||
+          !std::equal(mw.begin(), mw.end(), t->shape.begin()))
+        return invalid(std::string(name) + " must be fp32 " + core::dims_str(mw) + ", got " +
+                       t->describe());
+      if (!t->is_contiguous()) return invalid(std::string(name) + " must be contiguous");
+    }
+  }
   if (!a.softmax_lse_flag) return Status::kSuccess;
   if (!a.softmax_lse) return invalid("softmax_lse_flag is true but softmax_lse is absent");
   const TensorView& lse = *a.softmax_lse;
-  const std::vector<int64_t> lw =
-      s.tnd ? std::vector<int64_t>{T, N, 1} : std::vector<int64_t>{B, N, S1, 1};
   if (lse.dtype != DType::kFloat32 || lse.rank != static_cast<int>(lw.size()) ||
       !std::equal(lw.begin(), lw.end(), lse.shape.begin()))
     return invalid("softmax_lse must be fp32 " + core::dims_str(lw) + ", got " + lse.describe());

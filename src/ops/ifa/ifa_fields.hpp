@@ -38,6 +38,7 @@ inline constexpr auto kFields = std::tuple{
     // kvflash extensions, not aclnn arguments.
     core::field("softmax_lse", nullptr, &IfaArgs::softmax_lse),
     core::field("zero_fully_masked_rows", nullptr, &IfaArgs::zero_fully_masked_rows),
+    core::field("blocks_may_repeat", nullptr, &IfaArgs::blocks_may_repeat),
 };
 
 }  // namespace kvflash::ifa

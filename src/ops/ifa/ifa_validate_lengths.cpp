@@ -70,7 +70,7 @@ Status check_paged_capacity(const IfaArgs& a, const std::vector<int64_t>& lens, 
     if (!sum) return invalid("actual_seq_lengths need more than int64 blocks in total");
     total = *sum;
   }
-  if (total > bt.num_blocks) {
+  if (total > bt.num_blocks && !a.blocks_may_repeat) {
     return invalid("key cache has " + str(bt.num_blocks) + " blocks (dim 0) but " +
                    "actual_seq_lengths need " + str(total) +
                    " (the sum of ceil(len_b / block_size))");

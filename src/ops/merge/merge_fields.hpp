@@ -16,6 +16,8 @@ inline constexpr auto kFields = std::tuple{
     core::field("partial_max", nullptr, &MergeArgs::partial_max),
     core::field("partial_sum", nullptr, &MergeArgs::partial_sum),
     core::field("sink", nullptr, &MergeArgs::sink),
+    core::field("partial_out_list", nullptr, &MergeArgs::partial_out_list),
+    core::field("partial_lse_list", nullptr, &MergeArgs::partial_lse_list),
     core::field("out", nullptr, &MergeArgs::out),
     core::field("out_lse", nullptr, &MergeArgs::out_lse),
     core::field("out_max", nullptr, &MergeArgs::out_max),

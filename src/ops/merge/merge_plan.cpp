@@ -11,6 +11,7 @@
 #include "ops/merge/merge_fields.hpp"
 #include "ops/merge/merge_plan_impl.hpp"
 #include "ops/merge/merge_validate.hpp"
+#include "ops/plan_faults.hpp"
 
 namespace kvflash {
 namespace {
@@ -51,5 +52,11 @@ Status MergePlan::fingerprint(const MergeArgs& args, std::string* bytes) {
 }
 
 Status merge_attention_states(const MergeArgs& args) { return Handle::one_shot(args); }
+
+bool plan_writes_fault_record(const MergePlan& plan) { return Handle::writes_fault_record(plan); }
+
+Status plan_decode_fault(const MergePlan& plan, const core::FaultRecord& record) {
+  return Handle::decode_fault(plan, record);
+}
 
 }  // namespace kvflash

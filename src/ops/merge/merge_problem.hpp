@@ -30,7 +30,9 @@ struct MergeProblem {
   DType part_dtype = DType::kFloat32;  ///< partial_out: fp32 | fp16 | bf16
   DType out_dtype = DType::kFloat32;   ///< out: fp32 | fp16 | bf16
 
-  /// partial_out element (k, r, d) at k * po_k + rows(po) + d * po_d.
+  /// partial_out element (k, r, d) at k * po_k + rows(po) + d * po_d; in the list form (parts)
+  /// at rows(po) + d * po_d from element 0 of list entry k.
+  bool parts = false;
   int64_t po_k = 0, po_d = 1;
   MergeRowStrides po;
   /// partial_lse (lse form) or partial_max (max/sum form): (k, r) at k * pm_k + rows(pm).
@@ -50,6 +52,10 @@ struct MergeProblem {
 struct MergeData {
   const void* partial_out = nullptr;
   const float* partial_m = nullptr;  ///< lse or max
+  /// The list form: the K entries of partial_out_list / partial_lse_list (the run's arguments),
+  /// whose element 0 is each part's base; partial_out / partial_m are then null.
+  const TensorView* part_out = nullptr;
+  const TensorView* part_lse = nullptr;
   const float* partial_sum = nullptr;
   const float* sink = nullptr;
   void* out = nullptr;

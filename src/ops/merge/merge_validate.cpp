@@ -71,14 +71,128 @@ core::MergeRowStrides row_strides(const TensorView& v, int first, int row_rank) 
   return s;
 }
 
+// The list form's own rules: both lists K long, nothing of the stacked form.
+Status check_list_form(const MergeArgs& a) {
+  if (a.partial_out_list.empty()) return null_ptr("partial_out_list is required with partial_lse_list");
+  if (a.partial_lse_list.empty()) return null_ptr("partial_lse_list is required with partial_out_list");
+  if (a.partial_lse_list.size() != a.partial_out_list.size()) {
+    return invalid("partial_lse_list must hold as many tensors as partial_out_list (" +
+                   str(static_cast<int64_t>(a.partial_out_list.size())) + "), got " +
+                   str(static_cast<int64_t>(a.partial_lse_list.size())));
+  }
+  if (a.partial_out) return invalid("give either partial_out or partial_out_list, not both");
+  if (a.partial_lse || a.partial_max || a.partial_sum) {
+    return invalid("partial_lse, partial_max and partial_sum must be absent with the lists");
+  }
+  for (size_t k = 0; k < a.partial_out_list.size(); ++k) {
+    if (core::is_null_view(a.partial_out_list[k])) {
+      return null_ptr("partial_out_list[" + str(static_cast<int64_t>(k)) + "] is null");
+    }
+    if (core::is_null_view(a.partial_lse_list[k])) {
+      return null_ptr("partial_lse_list[" + str(static_cast<int64_t>(k)) + "] is null");
+    }
+  }
+  return Status::kSuccess;
+}
+
+// [rows..., D] of partial_out's rank r: the row dims and D into *p.
+Status part_geometry(const TensorView& po, const char* name, int first,
+                     core::MergeProblem* p) {
+  if (!float_dtype(po.dtype)) {
+    return invalid(std::string(name) + " dtype must be fp32, fp16 or bf16, got " +
+                   dtype_name(po.dtype));
+  }
+  if (po.rank < first + 1) {
+    return invalid(std::string(name) + " rank (" + str(po.rank) + ") must be at least " +
+                   str(first + 1) + (first ? ": [K, rows..., D]" : ": [rows..., D]"));
+  }
+  p->head_dim = po.shape[po.rank - 1];
+  p->row_rank = po.rank - 1 - first;
+  p->num_rows = 1;
+  for (int r = 0; r < p->row_rank; ++r) {
+    p->row_dims[r] = po.shape[first + r];
+    p->num_rows *= p->row_dims[r];  // bounded: check_view proved the product fits int64
+  }
+  if (p->head_dim < 1) return invalid(std::string(name) + " last dim (D) must be >= 1");
+  p->part_dtype = po.dtype;
+  p->po_d = po.strides[po.rank - 1];
+  p->po = row_strides(po, first, p->row_rank);
+  return Status::kSuccess;
+}
+
+// partial_out [K, rows..., D] with partial_lse, or partial_max and partial_sum, [K, rows...].
+Status validate_stacked(const MergeArgs& a, core::MergeProblem* p) {
+  const TensorView& po = *a.partial_out;
+  KVFLASH_RETURN_IF_ERROR(part_geometry(po, "partial_out", 1, p));
+  p->num_parts = po.shape[0];
+  if (p->num_parts < 1) return invalid("partial_out dim 0 (K, the number of parts) must be >= 1");
+  p->po_k = po.strides[0];
+  p->lse_form = a.partial_lse.has_value();
+  const TensorView& pm = p->lse_form ? *a.partial_lse : *a.partial_max;
+  const char* pm_name = p->lse_form ? "partial_lse" : "partial_max";
+  KVFLASH_RETURN_IF_ERROR(expect_f32(pm, pm_name));
+  KVFLASH_RETURN_IF_ERROR(expect_dims(pm, pm_name, p->num_parts, *p, -1, po));
+  p->pm_k = pm.strides[0];
+  p->pm = row_strides(pm, 1, p->row_rank);
+  if (!p->lse_form) {
+    const TensorView& ps = *a.partial_sum;
+    KVFLASH_RETURN_IF_ERROR(expect_f32(ps, "partial_sum"));
+    KVFLASH_RETURN_IF_ERROR(expect_dims(ps, "partial_sum", p->num_parts, *p, -1, po));
+    p->ps_k = ps.strides[0];
+    p->ps = row_strides(ps, 1, p->row_rank);
+  }
+  return Status::kSuccess;
+}
+
+// The lists: entry k of partial_out_list [rows..., D] and of partial_lse_list [rows...] fp32,
+// each with its entry 0's dtype, dims and strides (the parts share the row offsets).
+Status validate_parts(const MergeArgs& a, core::MergeProblem* p) {
+  const TensorView& po = a.partial_out_list[0];
+  KVFLASH_RETURN_IF_ERROR(part_geometry(po, "partial_out_list[0]", 0, p));
+  p->parts = true;
+  p->lse_form = true;
+  p->num_parts = static_cast<int64_t>(a.partial_out_list.size());
+  const TensorView& pm = a.partial_lse_list[0];
+  KVFLASH_RETURN_IF_ERROR(expect_f32(pm, "partial_lse_list[0]"));
+  KVFLASH_RETURN_IF_ERROR(expect_dims(pm, "partial_lse_list[0]", -1, *p, -1, po));
+  p->pm = row_strides(pm, 0, p->row_rank);
+  // Strides compared where they are stepped (core::canonical_strides).
+  const auto same = [](const TensorView& xv, const TensorView& x0v) {
+    const TensorView x = core::canonical_strides(xv), x0 = core::canonical_strides(x0v);
+    if (x.dtype != x0.dtype || x.rank != x0.rank) return false;
+    for (int i = 0; i < x.rank; ++i)
+      if (x.shape[i] != x0.shape[i] || x.strides[i] != x0.strides[i]) return false;
+    return true;
+  };
+  for (size_t k = 1; k < a.partial_out_list.size(); ++k) {
+    const std::string ks = "[" + str(static_cast<int64_t>(k)) + "]";
+    if (!same(a.partial_out_list[k], po)) {
+      return invalid("partial_out_list" + ks + " " + a.partial_out_list[k].describe() +
+                     " must have partial_out_list[0]'s dtype, dims and strides (" +
+                     po.describe() + ")");
+    }
+    if (!same(a.partial_lse_list[k], pm)) {
+      return invalid("partial_lse_list" + ks + " " + a.partial_lse_list[k].describe() +
+                     " must have partial_lse_list[0]'s dtype, dims and strides (" +
+                     pm.describe() + ")");
+    }
+  }
+  return Status::kSuccess;
+}
+
 }  // namespace
 
 Status validate(const MergeArgs& a, core::MergeProblem* problem) {
   // Required tensors first (161001).
-  if (core::is_null_view(a.partial_out)) return null_ptr("partial_out is null");
+  const bool parts = !a.partial_out_list.empty() || !a.partial_lse_list.empty();
+  if (parts) {
+    KVFLASH_RETURN_IF_ERROR(check_list_form(a));
+  } else if (!a.partial_out || core::is_null_view(*a.partial_out)) {
+    return null_ptr("partial_out is null (or give partial_out_list and partial_lse_list)");
+  }
   if (core::is_null_view(a.out)) return null_ptr("out is null");
   const bool has_max = a.partial_max.has_value(), has_sum = a.partial_sum.has_value();
-  if (!a.partial_lse && !has_max && !has_sum) {
+  if (!parts && !a.partial_lse && !has_max && !has_sum) {
     return null_ptr("partial_lse (or partial_max and partial_sum) is required");
   }
   if (a.partial_lse && (has_max || has_sum)) {
@@ -99,55 +213,22 @@ Status validate(const MergeArgs& a, core::MergeProblem* problem) {
     int64_t n = 0;
     return core::check_view(kOpName, t, name, &n);
   }));
-  const Device dev = a.partial_out.device;
-  KVFLASH_RETURN_IF_ERROR(each_view(a, [dev](const TensorView& t, const char* name) {
+  const char* first_name = parts ? "partial_out_list[0]" : "partial_out";
+  const Device dev = (parts ? a.partial_out_list[0] : *a.partial_out).device;
+  KVFLASH_RETURN_IF_ERROR(each_view(a, [dev, first_name](const TensorView& t, const char* name) {
     if (t.device == dev) return Status::kSuccess;
-    return invalid(std::string(name) + " is on " + device_name(t.device) +
-                   " but partial_out is on " + device_name(dev) +
-                   ": every tensor of a call must be on one device");
+    return invalid(std::string(name) + " is on " + device_name(t.device) + " but " + first_name +
+                   " is on " + device_name(dev) + ": every tensor of a call must be on one device");
   }));
 
-  // partial_out: [K, rows..., D].
-  const TensorView& po = a.partial_out;
-  if (!float_dtype(po.dtype)) {
-    return invalid(std::string("partial_out dtype must be fp32, fp16 or bf16, got ") +
-                   dtype_name(po.dtype));
-  }
-  if (po.rank < 2) {
-    return invalid("partial_out rank (" + str(po.rank) + ") must be at least 2: [K, rows..., D]");
-  }
   core::MergeProblem p;
   p.device = dev;
-  p.num_parts = po.shape[0];
-  p.head_dim = po.shape[po.rank - 1];
-  p.row_rank = po.rank - 2;
-  p.num_rows = 1;
-  for (int r = 0; r < p.row_rank; ++r) {
-    p.row_dims[r] = po.shape[1 + r];
-    p.num_rows *= p.row_dims[r];  // bounded: check_view proved the product fits int64
+  if (parts) {
+    KVFLASH_RETURN_IF_ERROR(validate_parts(a, &p));
+  } else {
+    KVFLASH_RETURN_IF_ERROR(validate_stacked(a, &p));
   }
-  if (p.num_parts < 1) return invalid("partial_out dim 0 (K, the number of parts) must be >= 1");
-  if (p.head_dim < 1) return invalid("partial_out last dim (D) must be >= 1");
-  p.part_dtype = po.dtype;
-  p.po_k = po.strides[0];
-  p.po_d = po.strides[po.rank - 1];
-  p.po = row_strides(po, 1, p.row_rank);
-
-  // The per-part statistics: [K, rows...] fp32.
-  p.lse_form = a.partial_lse.has_value();
-  const TensorView& pm = p.lse_form ? *a.partial_lse : *a.partial_max;
-  const char* pm_name = p.lse_form ? "partial_lse" : "partial_max";
-  KVFLASH_RETURN_IF_ERROR(expect_f32(pm, pm_name));
-  KVFLASH_RETURN_IF_ERROR(expect_dims(pm, pm_name, p.num_parts, p, -1, po));
-  p.pm_k = pm.strides[0];
-  p.pm = row_strides(pm, 1, p.row_rank);
-  if (!p.lse_form) {
-    const TensorView& ps = *a.partial_sum;
-    KVFLASH_RETURN_IF_ERROR(expect_f32(ps, "partial_sum"));
-    KVFLASH_RETURN_IF_ERROR(expect_dims(ps, "partial_sum", p.num_parts, p, -1, po));
-    p.ps_k = ps.strides[0];
-    p.ps = row_strides(ps, 1, p.row_rank);
-  }
+  const TensorView& po = parts ? a.partial_out_list[0] : *a.partial_out;
   if (a.sink) {
     KVFLASH_RETURN_IF_ERROR(expect_f32(*a.sink, "sink"));
     KVFLASH_RETURN_IF_ERROR(expect_dims(*a.sink, "sink", -1, p, -1, po));
@@ -188,9 +269,14 @@ Status check_matches_plan(const MergeArgs& p, const MergeArgs& a) {
 
 void bind_data(const core::MergeProblem& p, const MergeArgs& a, core::MergeData* d) {
   *d = core::MergeData{};
-  d->partial_out = core::element0(a.partial_out);
-  d->partial_m =
-      static_cast<const float*>(core::element0(p.lse_form ? *a.partial_lse : *a.partial_max));
+  if (p.parts) {
+    d->part_out = a.partial_out_list.data();
+    d->part_lse = a.partial_lse_list.data();
+  } else {
+    d->partial_out = core::element0(*a.partial_out);
+    d->partial_m =
+        static_cast<const float*>(core::element0(p.lse_form ? *a.partial_lse : *a.partial_max));
+  }
   if (!p.lse_form) d->partial_sum = static_cast<const float*>(core::element0(*a.partial_sum));
   if (p.has_sink) d->sink = static_cast<const float*>(core::element0(*a.sink));
   d->out = core::element0(a.out);
