@@ -1,5 +1,5 @@
 // Microbenchmark of the AMX microkernels (src/cpu/amx/) on decode shapes, beside the AVX-512
-// work they would replace (not a test; docs/perf.md, round 3, quotes its output):
+// work they would replace (not a test; docs/perf-log.md, round 3, quotes its output):
 //   - the matrix engine's bf16 peak (register-only tdpbf16ps loop), where the amx level exists;
 //   - QK^T for G query heads of one KV head over L2-resident bf16 K rows, D = 64/128/256:
 //     amx::scores (K rows straight from the cache, 1 query piece for a bf16 query and 3 for an fp32

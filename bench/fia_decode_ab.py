@@ -6,7 +6,7 @@ order, for --rounds rounds, all in one process (so both see the same machine sta
 before every timed call as `kvflash bench` does). Prints, per pair, the median ms of each side over
 the rounds, the median over rounds of each round's fia / ifa (the two calls of a round are adjacent
 in time, so they share the machine's load) and the ratio of the fastest calls. On a shared machine
-single calls scatter by 10-50 %: docs/perf.md records these with the load.
+single calls scatter by 10-50 %: docs/perf-log.md records these with the load.
 
   bench/fia_decode_ab.py --kvflash build/ci/kvflash --rounds 5 --iters 10
 """

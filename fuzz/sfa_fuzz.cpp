@@ -29,6 +29,14 @@ int32_t read_i32(const TensorView& v, int64_t elem) {
   return x;
 }
 
+// An entry of a length tensor: int32 or int64 (docs/semantics.md decision 23).
+int64_t read_length(const TensorView& v, int64_t elem) {
+  if (v.dtype != DType::kInt64) return read_i32(v, elem);
+  int64_t x;
+  std::memcpy(&x, static_cast<const char*>(v.data) + elem * 8, 8);
+  return x;
+}
+
 struct SfaModel {
   int64_t batch = 0, rows = 0, heads = 0;
   bool lengths_fault = false;
@@ -61,7 +69,7 @@ SfaModel model_sfa(const SfaArgs& a) {
                                 std::vector<int64_t>* count, std::vector<int64_t>* first) {
     int64_t prev = 0;
     for (int64_t b = 0; b < m.batch; ++b) {
-      const int64_t x = read_i32(t, t.offset + b * t.strides[0]);
+      const int64_t x = read_length(t, t.offset + b * t.strides[0]);
       if (!prefix) {
         if (x < 0 || x > limit) return false;
         (*count)[b] = x;

@@ -17,8 +17,16 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
+// An entry of an integer tensor, exact for int32 and int64 (the length tensors' dtypes and the
+// block table's; a double would round int64 entries above 2^53).
 int64_t read_int(const TensorView& v, std::initializer_list<int64_t> idx) {
-  return static_cast<int64_t>(load_element(v, idx));
+  if (v.dtype != DType::kInt32 && v.dtype != DType::kInt64)
+    return static_cast<int64_t>(load_element(v, idx));
+  int64_t at = v.offset;
+  int axis = 0;
+  for (int64_t i : idx) at += i * v.strides[axis++];
+  return v.dtype == DType::kInt64 ? static_cast<const int64_t*>(v.data)[at]
+                                  : static_cast<const int32_t*>(v.data)[at];
 }
 
 std::string str(int64_t v) { return std::to_string(v); }
@@ -94,10 +102,12 @@ LiReference li_reference(const LiCall& c) {
       q_first = b * s1;
       lq = has_asq ? read_int(*c.actual_seq_lengths_query, {b}) : s1;
     }
-    int64_t lkv, kv_first = 0;
+    int64_t lkv, kv_first = 0, kv_end = 0;
     if (k_tnd) {
       kv_first = b == 0 ? 0 : read_int(*c.actual_seq_lengths_key, {b - 1});
-      lkv = read_int(*c.actual_seq_lengths_key, {b}) - kv_first;
+      kv_end = read_int(*c.actual_seq_lengths_key, {b});
+      // Only an ordered, non-negative pair is subtracted (int64 entries could overflow).
+      lkv = kv_first >= 0 && kv_end >= kv_first ? kv_end - kv_first : -1;
     } else {
       lkv = has_ask ? read_int(*c.actual_seq_lengths_key, {b}) : c.key.shape[1];
     }
@@ -112,8 +122,8 @@ LiReference li_reference(const LiCall& c) {
                  str(s1) + "]");
       fault = true;
     }
-    if (k_tnd ? (kv_first < 0 || lkv < 0 || kv_first + lkv > kv_cap) : (lkv < 0 || lkv > kv_cap)) {
-      note_fault(k_tnd ? "actual_seq_lengths_key[" + str(b) + "] (" + str(kv_first + lkv) +
+    if (k_tnd ? (kv_first < 0 || lkv < 0 || kv_end > kv_cap) : (lkv < 0 || lkv > kv_cap)) {
+      note_fault(k_tnd ? "actual_seq_lengths_key[" + str(b) + "] (" + str(kv_end) +
                              ") must be a prefix sum in [" + str(std::max<int64_t>(kv_first, 0)) +
                              ", " + str(kv_cap) + "]"
                        : "actual_seq_lengths_key[" + str(b) + "] (" + str(lkv) +

@@ -23,8 +23,11 @@ double read(const TensorView& v, std::initializer_list<int64_t> idx) { return lo
 // the only helper is a max that keeps NaN (std::max drops a NaN second argument).
 double nan_max(double a, double b) { return (a > b || std::isnan(a)) ? a : b; }
 
+// Entry i of a 1-D int32 or int64 tensor (the length tensors take both).
 int64_t read_int(const TensorView& v, int64_t i) {
-  return static_cast<const int32_t*>(v.data)[v.offset + i * v.strides[0]];
+  const int64_t at = v.offset + i * v.strides[0];
+  return v.dtype == DType::kInt64 ? static_cast<const int64_t*>(v.data)[at]
+                                  : static_cast<const int32_t*>(v.data)[at];
 }
 
 }  // namespace

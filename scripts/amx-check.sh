@@ -3,7 +3,7 @@
 # Rapids or later, `grep -w amx_tile /proc/cpuinfo`). It prints the AMX detection, runs every test
 # with the `amx` level in reach (the hardware suites that skip elsewhere, at the full tier), the
 # cpu-amx entries against the level below on the default sweep with the peers, and P·V on tiles
-# against P·V on FMAs, and writes every log and JSON to one folder (docs/perf.md, "The AMX check",
+# against P·V on FMAs, and writes every log and JSON to one folder (docs/perf-log.md, "The AMX check",
 # says what to record from it).
 #   bash scripts/amx-check.sh [OUT]          # OUT defaults to build/amx-check-<date>
 # Environment: AMX_CHECK_THREADS (default: nproc), AMX_CHECK_ITERS (timed calls per row, default
@@ -42,7 +42,7 @@ say "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), 
 say "cpuinfo AMX flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep '^amx' | tr '\n' ' ')"
 say "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-bash scripts/setup.sh >"$out/setup.log" 2>&1 || { say "FAIL  setup (see $out/setup.log)"; exit 1; }
+bash scripts/setup.sh --tests >"$out/setup.log" 2>&1 || { say "FAIL  setup (see $out/setup.log)"; exit 1; }
 cmake --preset ci >"$out/build.log" 2>&1 && cmake --build --preset ci -j"$(nproc)" >>"$out/build.log" 2>&1 ||
   { say "FAIL  build (see $out/build.log)"; exit 1; }
 bin=build/ci/kvflash

@@ -21,7 +21,7 @@ cpu_seconds() {
                        printf "%d", n }' "$times_file")
 }
 trap '{ kill $(jobs -p) 2>/dev/null || true; }; cpu_seconds; rm -f "$times_file"; echo "=== total time: $(( $(date +%s) - start )) s (CPU $cpu s)"' EXIT
-bash scripts/setup.sh
+bash scripts/setup.sh --tests
 jobs=$(nproc)
 # The Python environment (torch is a few GB to download and unpack: mostly network and disk) is
 # made in the background while the ci preset compiles; the python phase waits for it and prints

@@ -26,6 +26,7 @@
 
 namespace {
 
+using kvflash::DType;
 using kvflash::SfaArgs;
 using kvflash::TensorView;
 using kvflash::testing::SfaCase;
@@ -123,6 +124,8 @@ SfaCase small_case(SfaQLayout q, SfaKvLayout kv, bool sinks, bool strided) {
   c.lse = kv != SfaKvLayout::kPaBsnd;
   c.strided = strided;
   c.value_separate = strided;
+  // INT64 length tensors with the strided views (docs/semantics.md decision 23).
+  c.lengths_dtype = strided ? DType::kInt64 : DType::kInt32;
   return c;
 }
 

@@ -4,13 +4,14 @@ if(NOT TARGET kvflash_cli)  # KVFLASH_BUILD_TOOLS=OFF
   return()
 endif()
 # One run of the demo's quick mode, checked three ways in the order it prints them (one regular
-# expression: CTest passes a test when any one of several matches): the SFA step (128 heads) is
-# compute-bound and its line gives the fraction of the compute peak (measured, hence no
-# --no-bandwidth); the DSA step times both halves with their shares and fp64-checks the indexer and
-# SFA; every sample check passed.
+# expression: CTest passes a test when any one of several matches): the SFA step (128 heads) gives
+# the fraction of the ceiling that binds it (measured, hence no --no-bandwidth): the compute peak
+# of the units it runs on, or the read bandwidth where the matrix engine's peak makes memory the
+# bound; the DSA step times both halves with their shares and fp64-checks the indexer and SFA;
+# every sample check passed.
 add_test(NAME cli_demo_quick COMMAND kvflash_cli demo --quick --iters 1)
 set_tests_properties(cli_demo_quick PROPERTIES
-  PASS_REGULAR_EXPRESSION "\nsfa  deepseek-v3.2 [^\n]*GB/s \\([0-9]+% of the compute peak: compute-bound\\)\n.*\ndsa  deepseek-v3.2 decode step [^\n]*indexer N=64 top-2048 [^\n]*%[^\n]*SFA N=128 [^\n]*per layer[^\n]*\n[^\n]*PASSED\n[^\n]*SFA over the indexer's selection[^\n]*PASSED\n.*\ndemo: all sample checks passed"
+  PASS_REGULAR_EXPRESSION "\nsfa  deepseek-v3.2 [^\n]*GB/s \\([0-9]+% of (the compute peak: compute|read bw: memory)-bound\\)\n.*\ndsa  deepseek-v3.2 decode step [^\n]*indexer N=64 top-2048 [^\n]*%[^\n]*SFA N=128 [^\n]*per layer[^\n]*\n[^\n]*PASSED\n[^\n]*SFA over the indexer's selection[^\n]*PASSED\n.*\ndemo: all sample checks passed"
   FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 600 LABELS cli)
 add_test(NAME cli_ifa_contiguous_check
   COMMAND kvflash_cli ifa --lengths 1 77 300 --heads 8 --kv-heads 2 --dim 64 --block-size 0 --iters 1
@@ -39,6 +40,33 @@ set_tests_properties(cli_ifa_bad_shape PROPERTIES WILL_FAIL TRUE LABELS cli)
 add_test(NAME cli_ifa_bad_shape_message COMMAND kvflash_cli ifa --heads 6 --kv-heads 4 --iters 1 --no-bandwidth)
 set_tests_properties(cli_ifa_bad_shape_message PROPERTIES
   PASS_REGULAR_EXPRESSION "num_heads \\(6\\) must be a multiple of num_key_value_heads \\(4\\)" LABELS cli)
+# Every timed row gives the median and the p10-p90 spread, starts from cold caches by default and
+# says when it does not, and the legend before the rows explains the terms.
+add_test(NAME cli_ifa_cold_rows_and_legend
+  COMMAND kvflash_cli ifa --lengths 64 90 --heads 4 --kv-heads 2 --dim 64 --block-size 0 --iters 3
+          --check --no-bandwidth)
+set_tests_properties(cli_ifa_cold_rows_and_legend PROPERTIES
+  PASS_REGULAR_EXPRESSION "time: the median of 3 timed calls[^\n]*p10-p90[^\n]*\n[^\n]*cold caches: [0-9]+ MiB[^\n]*\n.*worst err/tol: the largest[^\n]*\n[^\n]*same bits alone as in batch: [^\n]*\nifa [^\n]*  median [0-9.]+ ms/call \\(p10-p90 [0-9.]+-[0-9.]+\\)  KV"
+  FAIL_REGULAR_EXPRESSION "FAILED|warm caches" TIMEOUT 120 LABELS cli)
+add_test(NAME cli_ifa_warm_rows_say_so
+  COMMAND kvflash_cli ifa --lengths 64 --heads 4 --kv-heads 2 --dim 64 --block-size 0 --iters 3
+          --warm-cache --no-bandwidth)
+set_tests_properties(cli_ifa_warm_rows_say_so PROPERTIES
+  PASS_REGULAR_EXPRESSION "warm caches \\(--warm-cache\\)[^\n]*\n.*\nifa [^\n]*median [0-9.]+ ms/call \\(p10-p90 [0-9.]+-[0-9.]+, warm caches\\)  KV"
+  FAIL_REGULAR_EXPRESSION "cold caches" TIMEOUT 120 LABELS cli)
+# The help names every operator the program runs.
+add_test(NAME cli_help_names_every_operator COMMAND kvflash_cli --help)
+set_tests_properties(cli_help_names_every_operator PROPERTIES
+  PASS_REGULAR_EXPRESSION "\\(ifa\\).*\\(sfa\\).*\\(li\\).*\\(fia\\).*\\(pfa\\)" TIMEOUT 30 LABELS cli)
+add_test(NAME cli_bench_help_names_every_operator COMMAND kvflash_cli bench --help)
+set_tests_properties(cli_bench_help_names_every_operator PROPERTIES
+  PASS_REGULAR_EXPRESSION "ifa:b8,[^ ]* or sfa:[^ ]* or li:[^ ]* or fia:[^ ]* or pfa:" TIMEOUT 30
+  LABELS cli)
+# `kvflash info` reports the compute peaks `bench` and `demo` judge rows against.
+add_test(NAME cli_info_compute_peaks COMMAND kvflash_cli info)
+set_tests_properties(cli_info_compute_peaks PROPERTIES
+  PASS_REGULAR_EXPRESSION "machine read bandwidth \\(measured[^\n]*\ncompute peak \\(measured, [0-9]+ threads\\): [0-9]+ GFLOP/s, the faster of[^\n]*\nmatrix engine peak"
+  TIMEOUT 120 LABELS cli)
 # `kvflash info` reports the version of the library it runs.
 add_test(NAME cli_info_version COMMAND kvflash_cli info --no-bandwidth)
 set_tests_properties(cli_info_version PROPERTIES
@@ -49,7 +77,7 @@ add_test(NAME cli_bench_tiny
   COMMAND kvflash_cli bench ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32 --iters 1 --no-bandwidth
           --json ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_tiny.json)
 set_tests_properties(cli_bench_tiny PROPERTIES
-  PASS_REGULAR_EXPRESSION "bench \\[1/1\\].*PASSED.*all problems ran and passed their checks"
+  PASS_REGULAR_EXPRESSION "bench \\[1/1\\].*median [0-9.]+ ms/call \\(p10-p90 [0-9.]+-[0-9.]+\\).*PASSED.*all problems ran and passed their checks"
   FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 120 FIXTURES_SETUP bench_json LABELS cli)
 # An sfa problem string runs and passes its check, and writes CSV; a bad one is refused.
 add_test(NAME cli_bench_sfa_tiny
@@ -128,10 +156,11 @@ add_test(NAME cli_bench_progress_one_stream
           sh $<TARGET_FILE:kvflash_cli>)
 set_tests_properties(cli_bench_progress_one_stream PROPERTIES TIMEOUT 120 LABELS cli)
 # `cmake --install` after scripts/demo.sh: it builds kvflash_installed, which depends on every
-# installed target (cmake/install.cmake).
+# installed target (cmake/install.cmake), and nothing of the tests or the CUDA backend.
 add_test(NAME cli_demo_script_builds_installed_targets
   COMMAND ${CMAKE_COMMAND} -DDEMO=${PROJECT_SOURCE_DIR}/scripts/demo.sh
-          -DTARGETS=kvflash_installed -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/demo_targets.cmake)
+          -DTARGETS=kvflash_installed -DDEFINES=KVFLASH_BUILD_TESTS=OFF,KVFLASH_CUDA=OFF
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/demo_targets.cmake)
 set_tests_properties(cli_demo_script_builds_installed_targets PROPERTIES LABELS cli)
 add_test(NAME cli_bench_bnsd_needs_paged COMMAND kvflash_cli bench ifa:paged=0,layout=bnsd --no-bandwidth)
 set_tests_properties(cli_bench_bnsd_needs_paged PROPERTIES
@@ -162,15 +191,21 @@ add_test(NAME cli_bench_sweep_vllm_list COMMAND kvflash_cli bench --sweep vllm -
 set_tests_properties(cli_bench_sweep_vllm_list PROPERTIES
   PASS_REGULAR_EXPRESSION "ifa:b8,s4096,kv=bf16,paged=128,layout=bsnd\nifa:b32,s1024,kv=bf16,paged=128,layout=bsnd\n.*ifa:b8,s4096,kv=bf16,paged=128,layout=atb\n.*kvcache:t16384,kvn8,d128,paged=128,kv=bf16,slots=decode"
   FAIL_REGULAR_EXPRESSION "bench \\[" TIMEOUT 30 LABELS cli)
-# A named sweep lists its problems without running them (the default sweep of docs/perf.md).
+# A named sweep lists its problems without running them (the default sweep of docs/perf-log.md).
 add_test(NAME cli_bench_sweep_list COMMAND kvflash_cli bench --sweep default --list)
 set_tests_properties(cli_bench_sweep_list PROPERTIES
   PASS_REGULAR_EXPRESSION "ifa:b2,s32768,kv=int8,paged=128\nifa:b2,s8192,kv=bf16,paged=0\n.*sfa:b4,topk2048,s8192,n16,"
   FAIL_REGULAR_EXPRESSION "bench \\[" TIMEOUT 30 LABELS cli)
-# The scripts that turn runs into docs/perf.md: bench/report.py reads a kvflash bench JSON and a
+# The scripts that turn runs into docs/perf-log.md: bench/report.py reads a kvflash bench JSON and a
 # bench/peers.py run (the quick sweep, no peers, no probes), without matplotlib (no --plot).
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
+  # The JSON's time is the median, with its spread.
+  add_test(NAME cli_bench_json_spread
+    COMMAND ${Python3_EXECUTABLE} -c "import json, sys; r = json.load(open(sys.argv[1])); x = r['results'][0]; assert r['ms_per_call_statistic'] == 'median' and 0 < x['ms_p10'] <= x['ms_per_call'] <= x['ms_p90'], x"
+            ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_tiny.json)
+  set_tests_properties(cli_bench_json_spread PROPERTIES FIXTURES_REQUIRED bench_json TIMEOUT 60
+    LABELS cli)
   add_test(NAME cli_bench_report
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py
             ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_tiny.json)
@@ -189,7 +224,7 @@ if(Python3_Interpreter_FOUND)
   set_tests_properties(cli_bench_report_peers PROPERTIES FIXTURES_REQUIRED bench_peers_json
     PASS_REGULAR_EXPRESSION "SFA \\(sparse MLA\\) decode.*`sfa:b1,topk64,s256,n16,blk1,paged=64,kv=bf16` .* passed.*Fixed per-call cost.*`ifa:b1,s16,n4,kvn2,d64,kv=int8,paged=32,layout=bnsd` \\| [0-9.]+ \\| passed"
     TIMEOUT 60 LABELS cli)
-  # A committed run with all three peers (docs/perf.md round 3): the peers' isa columns in both
+  # A committed run with all three peers (docs/perf-log.md round 3): the peers' isa columns in both
   # tables, and the side-by-side and CSV forms of the same rows.
   set(peer_run ${PROJECT_SOURCE_DIR}/bench/runs/2026-12-02-sweep-peers-1t.json)
   add_test(NAME cli_bench_report_peer_isa

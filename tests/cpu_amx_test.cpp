@@ -221,7 +221,7 @@ std::vector<float> random_query(int m, int d, std::mt19937& rng) {
 }
 
 // Worst-case bound of an fp32 chain of `passes` tdpbf16ps (64 additions each) over terms whose
-// magnitudes sum to `mass` (the CPU's measured bound is 4.46 u per pass: docs/perf.md, round 3).
+// magnitudes sum to `mass` (the CPU's measured bound is 4.46 u per pass: docs/perf-log.md, round 3).
 double chain_bound(int passes, double mass) { return 64.0 * passes * kU * mass + 1e-36; }
 
 template <class E>

@@ -1,14 +1,21 @@
 // The library thread pool: every task runs exactly once on a valid worker for any mix of task and
 // thread counts, the participants running at once have distinct worker indices, concurrent callers
-// run at the same time (not one after the other), nested calls and exceptions are handled.
+// run at the same time (not one after the other), nested calls and exceptions are handled, and a
+// forked child gets a pool of its own.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -141,6 +148,64 @@ TEST(ThreadPool, ThreadsRunInParallel) {
     while (arrived.load() < 2) std::this_thread::yield();
   });
   EXPECT_EQ(arrived.load(), 2);
+}
+
+TEST(ThreadPool, WorkersAreNamed) {
+  // `top -H` and `ps -L` show kvflash's workers by name (the Python tests count them by it).
+  std::atomic<int> arrived{0};
+  parallel_for(2, 2, [&](int64_t, int) {
+    arrived.fetch_add(1);
+    while (arrived.load() < 2) std::this_thread::yield();
+  });
+  int named = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "kvflash-worker") ++named;
+  }
+  EXPECT_GE(named, 1);
+}
+
+// ThreadSanitizer cannot follow a multithreaded fork (it stops a child that starts threads).
+#if defined(__SANITIZE_THREAD__)
+#define KVFLASH_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KVFLASH_UNDER_TSAN 1
+#endif
+#endif
+
+TEST(ThreadPool, ForkedChildGetsAPoolOfItsOwn) {
+#ifdef KVFLASH_UNDER_TSAN
+  GTEST_SKIP() << "fork of a multithreaded process under ThreadSanitizer";
+#else
+  // The pool's workers are started here; the child has none of them, and the loop below (two
+  // tasks that wait for each other) completes only if the child starts workers of its own.
+  parallel_for(8, 4, [](int64_t, int) {});
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::atomic<int> arrived{0};
+    parallel_for(2, 2, [&](int64_t, int) {
+      arrived.fetch_add(1);
+      while (arrived.load() < 2) std::this_thread::yield();
+    });
+    _exit(arrived.load() == 2 ? 0 : 1);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 1000 && done == 0; ++i) {  // up to 10 s
+    done = waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the forked child's parallel loop did not finish in 10 s";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "child status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+#endif
 }
 
 TEST(ThreadPool, ConcurrentCallers) {

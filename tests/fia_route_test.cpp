@@ -1,5 +1,5 @@
 // Which kernels a FIA decode call plans onto (D4: IFA's, src/ops/fia/fia_validate_decode.cpp). The
-// split-KV path of the FIA kernel computes the same result 2-3x slower (docs/perf.md), so only a
+// split-KV path of the FIA kernel computes the same result 2-3x slower (docs/perf-log.md), so only a
 // test of the route catches a regression to it: every case of the shared list that is a decode
 // call IFA's kernels express must plan onto them (in a mixed TND call: its leading one-row
 // requests), and the ones they cannot express (a shared prefix, MLA rope, ...) must not. The

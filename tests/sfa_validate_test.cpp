@@ -169,10 +169,18 @@ TEST_F(SfaValidateTest, Rule2BlockTableInt32) {
   a.block_table->dtype = DType::kInt64;
   invalid(a, "block_table dtype");
 }
-TEST_F(SfaValidateTest, Rule2LengthsInt32) {
+TEST_F(SfaValidateTest, Rule2LengthsInt32OrInt64) {
   SfaArgs a = bsnd_.args();
-  a.actual_seq_lengths_kv->dtype = DType::kInt64;
-  invalid(a, "actual_seq_lengths_kv dtype");
+  for (DType t : {DType::kInt8, DType::kUInt8, DType::kFloat32, DType::kBool}) {
+    a.actual_seq_lengths_kv->dtype = t;
+    invalid(a, "actual_seq_lengths_kv dtype must be int32 or int64");
+  }
+  // int64 is taken (the rule of every operator's length tensors); the values are then read as
+  // int64 (SfaInt64Lengths below).
+  SfaCase c = base_case(SfaQLayout::kBsnd, SfaKvLayout::kBsnd);
+  c.lengths_dtype = DType::kInt64;
+  SfaCaseData wide(c);
+  expect(wide.args(), Status::kSuccess, "");
 }
 TEST_F(SfaValidateTest, Rule2SoftmaxOutputsFp32) {
   SfaArgs a = bsnd_.args();
@@ -402,6 +410,26 @@ TEST_F(SfaValidateTest, Rule9KvLengthRange) {
   const SfaArgs& a = bsnd_.args();
   set_i32(*a.actual_seq_lengths_kv, 1, static_cast<int32_t>(a.key.shape[1] + 1));
   invalid_at_run(a, "actual_seq_lengths_kv[1]");
+}
+TEST_F(SfaValidateTest, Rule9Int64LengthsAreReadWhole) {
+  // An entry no int32 holds is out of range as it is (not truncated), and TND prefix sums whose
+  // difference overflows int64 are refused as decreasing.
+  const auto set_i64 = [](const TensorView& v, int64_t i, int64_t x) {
+    static_cast<int64_t*>(v.data)[v.offset + i * v.strides[0]] = x;
+  };
+  SfaCase c = base_case(SfaQLayout::kBsnd, SfaKvLayout::kBsnd);
+  c.lengths_dtype = DType::kInt64;
+  SfaCaseData bsnd(c);
+  set_i64(*bsnd.args().actual_seq_lengths_kv, 1, (int64_t{1} << 32) + 8);
+  invalid_at_run(bsnd.args(), "actual_seq_lengths_kv[1] (4294967304)");
+  c = base_case(SfaQLayout::kTnd, SfaKvLayout::kTnd);
+  c.lengths_dtype = DType::kInt64;
+  SfaCaseData tnd(c);
+  set_i64(*tnd.args().actual_seq_lengths_kv, 0, -(int64_t{1} << 62));
+  set_i64(*tnd.args().actual_seq_lengths_kv, 1, int64_t{1} << 62);
+  invalid_at_run(tnd.args(),
+                 "actual_seq_lengths_kv must be non-decreasing prefix sums starting at >= 0; "
+                 "entry 0 (-4611686018427387904)");
 }
 TEST_F(SfaValidateTest, Rule9PagedKvLengthBoundedByBlockTable) {
   const SfaArgs& a = pa_.args();

@@ -9,12 +9,12 @@
 #include "bench_fia.hpp"
 #include "bench_sfa.hpp"
 #include "bf16_peak.hpp"
-#include "cache_flush.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
 #include "ifa_workload.hpp"
 #include "kv_cache_workload.hpp"
 #include "li_workload.hpp"
+#include "tile_entries.hpp"
 
 namespace kvflash::tools {
 namespace {
@@ -25,7 +25,9 @@ struct Row {
   std::string problem, op, kv_dtype, layout;
   long long batch = 0, kv_len = 0, heads = 0, kv_heads = 0, head_dim = 0, paged = 0;
   long long top_k = 0, sparse_block = 0;
-  double ms_per_call = 0, bytes = 0, gbs = 0, gflops = 0;
+  CallTimes times;  ///< per call: median (ms_per_call in the JSON and CSV), p10, p90
+  double bytes = 0, gbs = 0, gflops = 0;
+  double ceiling = 0;  ///< the compute peak of the units the kernel runs on (0: not measured)
   bool passed = false;
 };
 
@@ -45,7 +47,7 @@ Row ifa_row(const BenchProblem& p, const IfaWorkloadResult& r) {
   row.kv_heads = s.num_kv_heads;
   row.head_dim = s.head_dim;
   row.paged = s.block_size;
-  row.ms_per_call = r.ms_per_call;
+  row.times = r.times;
   row.bytes = r.kv_bytes;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
@@ -68,7 +70,7 @@ Row sfa_row(const BenchProblem& p, const SfaWorkloadResult& r) {
   row.paged = s.block_size;
   row.top_k = s.top_k;
   row.sparse_block = s.sparse_block_size;
-  row.ms_per_call = r.ms_per_call;
+  row.times = r.times;
   row.bytes = r.gathered_bytes;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
@@ -89,7 +91,7 @@ Row fia_row(const BenchProblem& p, const FiaWorkloadResult& r) {
   row.kv_heads = s.num_kv_heads;
   row.head_dim = s.head_dim;
   row.paged = s.block_size;
-  row.ms_per_call = r.ms_per_call;
+  row.times = r.times;
   row.bytes = r.bytes;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
@@ -111,7 +113,7 @@ Row li_row(const BenchProblem& p, const LiWorkloadResult& r) {
   row.head_dim = 128;
   row.paged = s.block_size;
   row.top_k = s.top_k;
-  row.ms_per_call = r.ms_per_call;
+  row.times = r.times;
   row.bytes = r.key_bytes;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
@@ -130,20 +132,12 @@ Row kv_cache_row(const BenchProblem& p, const KvCacheWorkloadResult& r) {
   row.kv_heads = s.num_kv_heads;
   row.head_dim = s.head_dim;
   row.paged = s.block_size;
-  row.ms_per_call = r.ms_per_call;
+  row.times = r.times;
   row.bytes = r.bytes;
   row.gbs = r.gbs;
   row.passed = r.passed;
   return row;
 }
-
-// The compute ceilings measured in the run: a kernel's is the faster of the two loops (the
-// fractions are taken against it).
-struct Peaks {
-  double bf16 = 0, fma = 0;
-  double amx = 0;  // reported only until a kernel runs on tiles (bf16_peak.hpp)
-  double compute() const { return std::max(bf16, fma); }
-};
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";
@@ -158,7 +152,7 @@ int threads_of(const CliOptions& o) {
   return o.demo.num_threads ? o.demo.num_threads : cpu::default_num_threads();
 }
 
-bool write_json(const CliOptions& o, const DemoOptions& d, double bw, const Peaks& peaks,
+bool write_json(const CliOptions& o, const DemoOptions& d, double bw, const ComputePeaks& peaks,
                 const std::vector<Row>& rows) {
   const double peak = peaks.compute();
   std::FILE* f = std::fopen(o.bench_json.c_str(), "w");
@@ -175,6 +169,8 @@ bool write_json(const CliOptions& o, const DemoOptions& d, double bw, const Peak
                bw, peaks.bf16, peaks.fma, peak, peaks.amx);
   std::fprintf(f, "  \"cache\": \"%s\",\n  \"flush_bytes\": %zu,\n",
                d.flush_bytes ? "cold" : "warm", d.flush_bytes);
+  // ms_per_call is the median of the timed calls; ms_p10 / ms_p90 their spread.
+  std::fprintf(f, "  \"ms_per_call_statistic\": \"median\",\n");
   std::fprintf(f, "  \"results\": [");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
@@ -182,20 +178,23 @@ bool write_json(const CliOptions& o, const DemoOptions& d, double bw, const Peak
                  "%s\n    {\"problem\": %s, \"op\": \"%s\", \"batch\": %lld, \"kv_len\": %lld, "
                  "\"kv_dtype\": \"%s\", \"paged\": %lld, \"layout\": \"%s\", \"heads\": %lld, "
                  "\"kv_heads\": %lld, \"head_dim\": %lld, \"top_k\": %lld, \"sparse_block\": %lld, "
-                 "\"ms_per_call\": %.6f, \"bytes\": %.0f, \"gbs\": %.4f, \"gflops\": %.4f, "
+                 "\"ms_per_call\": %.6f, \"ms_p10\": %.6f, \"ms_p90\": %.6f, \"bytes\": %.0f, "
+                 "\"gbs\": %.4f, \"gflops\": %.4f, "
                  "\"bw_fraction\": %.4f, \"peak_fraction\": %.4f, \"check_passed\": %s, "
                  "\"flush_bytes\": %zu}",
                  i ? "," : "", json_string(r.problem).c_str(), r.op.c_str(), r.batch, r.kv_len,
                  r.kv_dtype.c_str(), r.paged, r.layout.c_str(), r.heads, r.kv_heads, r.head_dim,
-                 r.top_k, r.sparse_block, r.ms_per_call, r.bytes, r.gbs, r.gflops,
-                 bw > 0 ? r.gbs / bw : 0.0, peak > 0 ? r.gflops / peak : 0.0,
+                 r.top_k, r.sparse_block, r.times.median_ms, r.times.p10_ms, r.times.p90_ms,
+                 r.bytes, r.gbs, r.gflops,
+                 bw > 0 ? r.gbs / bw : 0.0, r.ceiling > 0 ? r.gflops / r.ceiling : 0.0,
                  r.passed ? "true" : "false", d.flush_bytes);
   }
   std::fprintf(f, "\n  ]\n}\n");
   return std::fclose(f) == 0;
 }
 
-bool write_csv(const CliOptions& o, double bw, const Peaks& peaks, const std::vector<Row>& rows) {
+bool write_csv(const CliOptions& o, double bw, const ComputePeaks& peaks,
+               const std::vector<Row>& rows) {
   const double peak = peaks.compute();
   std::FILE* f = std::fopen(o.bench_csv.c_str(), "w");
   if (!f) {
@@ -205,18 +204,19 @@ bool write_csv(const CliOptions& o, double bw, const Peaks& peaks, const std::ve
   // The run's settings repeat on every row so that a row read alone still says what it measured.
   std::fprintf(f,
                "problem,op,batch,kv_len,kv_dtype,paged,layout,heads,kv_heads,head_dim,top_k,"
-               "sparse_block,ms_per_call,bytes,gbs,gflops,bw_fraction,peak_fraction,"
+               "sparse_block,ms_per_call,ms_p10,ms_p90,bytes,gbs,gflops,bw_fraction,peak_fraction,"
                "check_passed,isa,threads,iterations,read_bandwidth_gbs,bf16_peak_gflops,"
                "fma_peak_gflops,compute_peak_gflops,amx_peak_gflops\n");
   for (const Row& r : rows) {
     // Problem strings hold commas: quoted (they hold no quotes: the parser refuses them).
     std::fprintf(f,
-                 "\"%s\",%s,%lld,%lld,%s,%lld,%s,%lld,%lld,%lld,%lld,%lld,%.6f,%.0f,%.4f,%.4f,"
-                 "%.4f,%.4f,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                 "\"%s\",%s,%lld,%lld,%s,%lld,%s,%lld,%lld,%lld,%lld,%lld,%.6f,%.6f,%.6f,%.0f,%.4f,"
+                 "%.4f,%.4f,%.4f,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n",
                  r.problem.c_str(), r.op.c_str(), r.batch, r.kv_len, r.kv_dtype.c_str(), r.paged,
                  r.layout.c_str(), r.heads, r.kv_heads, r.head_dim, r.top_k, r.sparse_block,
-                 r.ms_per_call, r.bytes, r.gbs, r.gflops, bw > 0 ? r.gbs / bw : 0.0,
-                 peak > 0 ? r.gflops / peak : 0.0, r.passed ? "true" : "false",
+                 r.times.median_ms, r.times.p10_ms, r.times.p90_ms, r.bytes, r.gbs, r.gflops,
+                 bw > 0 ? r.gbs / bw : 0.0, r.ceiling > 0 ? r.gflops / r.ceiling : 0.0,
+                 r.passed ? "true" : "false",
                  cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, bw, peaks.bf16,
                  peaks.fma, peak, peaks.amx);
   }
@@ -230,37 +230,12 @@ bool list_bench(const CliOptions& o) {
   return true;
 }
 
-bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
-  DemoOptions options = o.demo;
-  options.flush_bytes = o.bench_warm_cache ? 0 : default_flush_bytes();
-  if (options.flush_bytes > 0 && !o.bench.empty()) {
-    std::printf("cold caches: %.0f MiB read before every timed call (last-level cache %.0f MiB)\n",
-                static_cast<double>(options.flush_bytes) / (1 << 20),
-                static_cast<double>(last_level_cache_bytes()) / (1 << 20));
-  }
-  // The compute ceiling, measured like the bandwidth (skipped with it by --no-bandwidth).
-  Peaks peaks;
-  if (!o.skip_bandwidth) {
-    peaks.bf16 = measure_bf16_peak_gflops(o.demo.num_threads);
-    peaks.fma = measure_fma_peak_gflops(o.demo.num_threads);
-    peaks.amx = measure_amx_peak_gflops(o.demo.num_threads);
-  }
-  const double peak = peaks.compute();
-  if (peak > 0) {
-    std::printf(
-        "compute peak (measured): bf16 vdpbf16ps loop %.0f GFLOP/s, fp32 FMA loop %.0f "
-        "GFLOP/s\n",
-        peaks.bf16, peaks.fma);
-  }
-  if (peaks.amx > 0) {
-    std::printf(
-        "matrix engine peak (measured): AMX tdpbf16ps loop %.0f GFLOP/s (no kernel runs on "
-        "tiles yet)\n",
-        peaks.amx);
-  } else if (!o.skip_bandwidth) {
-    std::printf("matrix engine peak: none (isa %s; amx: %s)\n", cpu::isa_name(cpu::active_isa()),
-                cpu::detected_isa() >= cpu::Isa::kAmx ? "capped" : cpu::amx_unavailable_reason());
-  }
+bool run_bench(const CliOptions& o, double read_bandwidth_gbs, const ComputePeaks& peaks) {
+  const DemoOptions& options = o.demo;
+  // A row's compute ceiling is the peak of the units its operator's entry runs on.
+  const TileEntries tiles = tile_entries();
+  const double ifa_ceiling = peaks.ceiling(tiles.ifa), sfa_ceiling = peaks.ceiling(tiles.sfa);
+  const double li_ceiling = peaks.ceiling(tiles.li), fia_ceiling = peaks.ceiling(tiles.fia);
   std::vector<Row> rows;
   bool ok = true;
   const auto start = std::chrono::steady_clock::now();
@@ -283,24 +258,28 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs) {
       IfaWorkloadResult r;
       ok = run_ifa_workload(p.ifa, options, read_bandwidth_gbs, /*check_sample=*/true, &r) && ok;
       rows.push_back(ifa_row(p, r));
+      rows.back().ceiling = ifa_ceiling;
     } else if (p.op == BenchOp::kFia) {
       FiaWorkloadResult r;
       ok = run_fia_workload(p.fia, options, &r) && ok;
-      if (peak > 0) std::printf("     %.2f of the compute peak\n", r.gflops / peak);
+      if (fia_ceiling > 0) std::printf("     %.2f of the compute peak\n", r.gflops / fia_ceiling);
       rows.push_back(fia_row(p, r));
+      rows.back().ceiling = fia_ceiling;
     } else if (p.op == BenchOp::kKvCache) {
       KvCacheWorkloadResult r;
       ok = run_kv_cache_workload(p.kv_cache, options, read_bandwidth_gbs, &r) && ok;
       rows.push_back(kv_cache_row(p, r));
     } else if (p.op == BenchOp::kLi) {
       LiWorkloadResult r;
-      ok = run_li_workload(p.li, options, read_bandwidth_gbs, peak, &r) && ok;
+      ok = run_li_workload(p.li, options, read_bandwidth_gbs, li_ceiling, &r) && ok;
       rows.push_back(li_row(p, r));
+      rows.back().ceiling = li_ceiling;
     } else {
       SfaWorkloadResult r;
       ok = run_sfa_workload(p.sfa, options, read_bandwidth_gbs, &r) && ok;
-      if (peak > 0) std::printf("     %.2f of the compute peak\n", r.gflops / peak);
+      if (sfa_ceiling > 0) std::printf("     %.2f of the compute peak\n", r.gflops / sfa_ceiling);
       rows.push_back(sfa_row(p, r));
+      rows.back().ceiling = sfa_ceiling;
     }
     std::fflush(stdout);
   }

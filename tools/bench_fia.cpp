@@ -172,9 +172,10 @@ bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
-  const double seconds = median_seconds(
+  const CallTimes times = time_calls(
       1, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); },
       flush_before(options));
+  const double seconds = times.median_seconds();
   if (st != Status::kSuccess) {
     std::printf("%s: run failed: %s\n", shape.name.c_str(), last_error_message());
     return false;
@@ -182,7 +183,7 @@ bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
   double pairs = 0;
   for (int64_t r = 0; r < R; ++r) pairs += visible_pairs(qs[r], ks[r], shape.sparse_mode);
   FiaWorkloadResult& res = *result;
-  res.ms_per_call = seconds * 1e3;
+  res.times = times;
   res.gflops = 4.0 * pairs * shape.num_heads * shape.head_dim / seconds / 1e9;
   const double kv_es = w.int8() ? 1.0 : 2.0;
   res.bytes = 2.0 * 2.0 * static_cast<double>(w.query.size()) +
@@ -190,8 +191,8 @@ bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
   res.gbs = res.bytes / seconds / 1e9;
   const char* kv_name = shape.kv_int8 == 1 ? "int8/ch" : shape.kv_int8 == 2 ? "int8/tok" : "";
   std::printf(
-      "%s  %s  %s%s%s %s%s%s  %s=%lld T=%lld S2[0]=%lld N=%lld KV_N=%lld D=%lld mode=%lld  %8.3f "
-      "ms/call  %7.1f GFLOP/s\n",
+      "%s  %s  %s%s%s %s%s%s  %s=%lld T=%lld S2[0]=%lld N=%lld KV_N=%lld D=%lld mode=%lld  %s  "
+      "%7.1f GFLOP/s\n",
       shape.prompt ? "pfa" : "fia", shape.name.c_str(), dtype_name(shape.dtype),
       w.int8() ? " kv " : "", kv_name,
       w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size)).c_str() : "contiguous",
@@ -199,7 +200,7 @@ bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
       static_cast<long long>(R), static_cast<long long>(T), static_cast<long long>(s2),
       static_cast<long long>(shape.num_heads), static_cast<long long>(shape.num_kv_heads),
       static_cast<long long>(shape.head_dim), static_cast<long long>(shape.sparse_mode),
-      seconds * 1e3, res.gflops);
+      describe(times, options.warm(), "/call").c_str(), res.gflops);
 
   // Sample check: the last kCheckRows query rows of request 0 as a call of their own (with
   // lengths of their own, mode 3's band is the same: row i sees j <= i + S2 - rows) against the

@@ -9,6 +9,7 @@
 
 #include "demo.hpp"
 #include "kvflash/tensor.hpp"
+#include "timing.hpp"
 
 namespace kvflash::tools {
 
@@ -44,7 +45,7 @@ struct FiaWorkloadShape {
 };
 
 struct FiaWorkloadResult {
-  double ms_per_call = 0;  ///< median
+  CallTimes times;  ///< per call: median, p10, p90 (ms)
   double gflops = 0;       ///< 4 * visible (row, key) pairs * N * D / median time
   double bytes = 0;        ///< Q, K, V read once, the output written
   double gbs = 0;

@@ -474,7 +474,7 @@ bool bench_sweep(const std::string& name, std::vector<std::string>* problems, st
            "ifa:b1,s16,n4,kvn2,d64,kv=int8,paged=32,layout=bnsd",
            "sfa:b1,topk64,s256,n16,blk1,paged=64,kv=bf16"};
   } else if (name == "default") {
-    // The shapes of the round-2 issue (docs/perf.md), sized so that the whole sweep with its
+    // The shapes of the round-2 issue (docs/perf-log.md), sized so that the whole sweep with its
     // peers (bench/peers.py) runs in about 10 minutes on 2 cores. Llama-3-8B attention is the
     // default shape (n32, kvn8, d128); Qwen2.5-7B is n28, kvn4, d128.
     for (const char* kv : {"bf16", "fp16", "int8"})  // GB/s against KV length, per dtype
@@ -500,7 +500,7 @@ bool bench_sweep(const std::string& name, std::vector<std::string>* problems, st
     out.push_back("sfa:b4,topk2048,s8192,n16,blk1,paged=64,kv=bf16");   // a 16-head shard
     out.push_back("sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=fp16");
   } else if (name == "vllm") {
-    // vllm-ascend's attention path (docs/perf.md "vllm-ascend's attention path"): ATB's paged
+    // vllm-ascend's attention path (docs/perf-log.md "vllm-ascend's attention path"): ATB's paged
     // decode against IFA's own paged call on the same bytes (the atb rows should match the bsnd
     // rows), and the cache write at memory speed (GB/s against the read bandwidth).
     for (const char* kv : {"bf16", "fp16"})

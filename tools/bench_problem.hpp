@@ -63,8 +63,9 @@ struct BenchProblem {
 /// int8); sfa n a power of 2 <= 128, blk a power of 2 <= 128 dividing paged), or a repeated key.
 bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::string* error);
 
-/// The problem strings of a named sweep ("default": the shapes of docs/perf.md; "quick": a few
-/// small ones for smoke tests; "vllm": vllm-ascend's paged decode and cache write). Returns false with the known names in *error for another name.
+/// The problem strings of a named sweep ("default": the shapes of docs/perf-log.md; "quick": a
+/// few small ones for smoke tests; "vllm": vllm-ascend's paged decode and cache write). Returns
+/// false with the known names in *error for another name.
 bool bench_sweep(const std::string& name, std::vector<std::string>* problems, std::string* error);
 
 }  // namespace kvflash::tools

@@ -138,6 +138,7 @@ int64_t selected_tokens(const SfaWorkload& w, int64_t row) {
 
 }  // namespace
 
+
 bool run_sfa_workload(const SfaWorkloadShape& shape, const DemoOptions& options,
                       double read_bandwidth_gbs, SfaWorkloadResult* result) {
   const SfaWorkload w = make_workload(shape);
@@ -153,9 +154,10 @@ bool run_sfa_workload(const SfaWorkloadShape& shape, const DemoOptions& options,
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
-  const double seconds =
-      median_seconds(1, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); },
-                     flush_before(options));
+  const CallTimes times =
+      time_calls(1, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); },
+                 flush_before(options));
+  const double seconds = times.median_seconds();
   if (st != Status::kSuccess) {
     std::printf("%s: run failed: %s\n", shape.name.c_str(), last_error_message());
     return false;
@@ -172,15 +174,17 @@ bool run_sfa_workload(const SfaWorkloadShape& shape, const DemoOptions& options,
   const double flops =
       2.0 * static_cast<double>(selected) * shape.num_heads * (kLatentDim + kRopeDim + kLatentDim);
   SfaWorkloadResult& res = *result;
-  res = {seconds * 1e3, bytes, bytes / seconds / 1e9, flops / seconds / 1e9, false};
+  res = {times, bytes, bytes / seconds / 1e9, flops / seconds / 1e9, false};
   std::printf(
-      "sfa  %s  %s %s  B=%lld N=%lld top-k=%lld sbs=%lld S=%lld  %8.3f ms/call  %7.1f GFLOP/s  "
+      "sfa  %s  %s %s  B=%lld N=%lld top-k=%lld sbs=%lld S=%lld  %s  %7.1f GFLOP/s  "
       "%6.2f GB/s gathered",
       shape.name.c_str(), dtype_name(shape.dtype),
       w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size)).c_str() : "contiguous",
       static_cast<long long>(shape.batch), static_cast<long long>(shape.num_heads),
       static_cast<long long>(shape.top_k), static_cast<long long>(shape.sparse_block_size),
-      static_cast<long long>(shape.kv_len), seconds * 1e3, res.gflops, res.gbs);
+      static_cast<long long>(shape.kv_len), describe(times, options.warm(), "/call").c_str(),
+      res.gflops,
+      res.gbs);
   if (read_bandwidth_gbs > 0)
     std::printf(" (%.0f%% of read bw)", 100.0 * res.gbs / read_bandwidth_gbs);
   std::printf("\n");

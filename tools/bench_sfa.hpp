@@ -9,6 +9,7 @@
 
 #include "demo.hpp"
 #include "kvflash/tensor.hpp"
+#include "timing.hpp"
 
 namespace kvflash::tools {
 
@@ -27,7 +28,7 @@ struct SfaWorkloadShape {
 
 /// What one timed SFA workload measured (for `kvflash bench --json/--csv`).
 struct SfaWorkloadResult {
-  double ms_per_call = 0;     ///< median
+  CallTimes times;  ///< per call: median, p10, p90 (ms)
   double gathered_bytes = 0;  ///< selected latent + rope rows (once per sequence), q in, out
   double gbs = 0;             ///< gathered_bytes / median time
   double gflops = 0;          ///< 2 * selected * N * (512 + 64 + 512) / median time

@@ -6,11 +6,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "cpu/amx/amx_kernels.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
+#include "tile_entries.hpp"
 
 namespace kvflash::tools {
 namespace {
@@ -77,7 +80,7 @@ __attribute__((target("avx2,fma"))) float fma256_loop(float seed) {
 }
 
 // The matrix engine's loop: kAmxIters x 4 tdpbf16ps of 16 x 16 x 32 (16,384 FLOP each), about
-// 10 ms at the 2 TFLOP/s a core measured on a Xeon with AMX (docs/perf.md, round 3).
+// 10 ms at the 2 TFLOP/s a core measured on a Xeon with AMX (docs/perf-log.md, round 3).
 constexpr int64_t kAmxIters = int64_t{1} << 18;
 constexpr double kAmxFlopPerCall = 4.0 * 16 * 16 * 32 * 2 * static_cast<double>(kAmxIters);
 float amx_loop(float) { return cpu::amx::peak_loop(kAmxIters); }
@@ -112,6 +115,36 @@ double measure_bf16_peak_gflops(int num_threads) {
 double measure_amx_peak_gflops(int num_threads) {
   if (cpu::active_isa() < cpu::Isa::kAmx) return 0.0;
   return measure(num_threads, amx_loop, kAmxFlopPerCall);
+}
+
+ComputePeaks measure_compute_peaks(int num_threads) {
+  return {measure_bf16_peak_gflops(num_threads), measure_fma_peak_gflops(num_threads),
+          measure_amx_peak_gflops(num_threads)};
+}
+
+void print_compute_peaks(const ComputePeaks& peaks, int threads) {
+  if (peaks.compute() > 0) {
+    std::printf("compute peak (measured, %d threads): %.0f GFLOP/s, the faster of a bf16 vdpbf16ps "
+                "loop (%.0f GFLOP/s) and an fp32 FMA loop (%.0f GFLOP/s)\n",
+                threads, peaks.compute(), peaks.bf16, peaks.fma);
+  }
+  if (peaks.amx > 0) {
+    const std::string on = tile_entries().names();
+    const char* judged = on.empty() ? ""
+                         : tile_entries().all()
+                             ? " run their cpu-amx entries on the tiles: their compute-bound rows "
+                               "are judged against it"
+                             : " run their cpu-amx entries on the tiles: their compute-bound rows "
+                               "are judged against it, the others' against the vector peak";
+    std::printf("matrix engine peak (measured, %d threads): AMX tdpbf16ps loop %.0f GFLOP/s "
+                "(%s%s)\n",
+                threads, peaks.amx, on.empty() ? "no operator runs on the tiles" : on.c_str(),
+                judged);
+  } else {
+    std::printf("matrix engine peak: none (isa %s; amx: %s)\n", cpu::isa_name(cpu::active_isa()),
+                cpu::detected_isa() >= cpu::Isa::kAmx ? "capped by KVFLASH_MAX_ISA"
+                                                      : cpu::amx_unavailable_reason());
+  }
 }
 
 double measure_fma_peak_gflops(int num_threads) {

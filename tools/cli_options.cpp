@@ -11,13 +11,21 @@ namespace kvflash::tools {
 namespace {
 
 int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, std::ostream& err) {
-  CLI::App app{"kvflash: decode and sparse attention operators on the CPU"};
+  CLI::App app{
+      "kvflash: attention operators on the CPU: IncreFlashAttention (ifa), SparseFlashAttention "
+      "(sfa), the lightning indexer (li), FusedInferAttentionScore (fia), PromptFlashAttention "
+      "(pfa) and the KV cache write (kvcache)"};
   app.require_subcommand(1);
 
   DemoOptions demo;
-  bool skip_bandwidth = false;
-  CLI::App* demo_cmd =
-      app.add_subcommand("demo", "Run the embedded model workloads: check and time");
+  bool skip_bandwidth = false, warm_cache = false;
+  const char* const warm_help =
+      "do not evict the caches before each timed call (default: read 2x the last-level cache "
+      "first, as a model's other layers would)";
+  CLI::App* demo_cmd = app.add_subcommand(
+      "demo",
+      "Run the embedded model workloads (ifa, sfa, li + sfa, fia prefill and decode): check and "
+      "time");
   demo_cmd->add_option("--threads", demo.num_threads, "worker threads (0 = all cores)")
       ->check(CLI::Range(0, kCliMaxThreads));
   demo_cmd->add_option("--iters", demo.iterations, "timed iterations (median reported)")
@@ -25,6 +33,7 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
   demo_cmd->add_flag("--quick", demo.quick, "smaller batches (smoke test)");
   demo_cmd->add_flag("--no-bandwidth", skip_bandwidth,
                      "skip the memory read-bandwidth measurement");
+  demo_cmd->add_flag("--warm-cache", warm_cache, warm_help);
 
   IfaWorkloadShape ifa;
   int64_t batch = 8, kv_len = 4096;
@@ -58,17 +67,21 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
       "--check", check,
       "check the first, longest and shortest sequence against the double-precision reference");
   ifa_cmd->add_flag("--no-bandwidth", skip_bandwidth, "skip the memory read-bandwidth measurement");
+  ifa_cmd->add_flag("--warm-cache", warm_cache, warm_help);
 
   std::vector<std::string> problems;
   std::string bench_json, bench_csv, sweep;
-  bool bench_list = false, bench_warm_cache = false;
+  bool bench_list = false;
   CLI::App* bench_cmd = app.add_subcommand(
       "bench",
       "Time problems like ifa:b8,s4096,n32,kvn8,d128,kv=bf16,paged=128 or "
       "sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16 or "
-      "li:b4,s32768,n64,topk2048,next1,paged=128,kv=bf16 (each checked against fp64)");
+      "li:b4,s32768,n64,topk2048,next1,paged=128,kv=bf16 or "
+      "fia:b1,q2048,s0,n32,kvn8,d128,mode=3,paged=0,kv=bf16 or pfa:b1,q2048,n32,kvn8,d128,mode=3 "
+      "or kvcache:t4096,kvn8,d128,paged=128,kv=bf16 (the cache write) (each checked: against fp64, "
+      "the cache write byte for byte; the README lists every key)");
   bench_cmd->add_option("problems", problems, "problem strings (none: only the probes)");
-  bench_cmd->add_option("--sweep", sweep, "add a named sweep's problems: default, quick");
+  bench_cmd->add_option("--sweep", sweep, "add a named sweep's problems: default, quick, vllm");
   bench_cmd->add_flag("--list", bench_list, "print the problems, one a line, and run nothing");
   bench_cmd->add_option("--csv", bench_csv, "also write the results to this CSV file");
   bench_cmd->add_option("--threads", demo.num_threads, "worker threads (0 = all cores)")
@@ -78,14 +91,12 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
   bench_cmd->add_option("--json", bench_json, "also write the results to this JSON file");
   bench_cmd->add_flag("--no-bandwidth", skip_bandwidth,
                       "skip the memory read-bandwidth measurement");
-  bench_cmd->add_flag("--warm-cache", bench_warm_cache,
-                      "do not evict the caches before each timed call (default: read 2x the "
-                      "last-level cache first, as a model's other layers would)");
+  bench_cmd->add_flag("--warm-cache", warm_cache, warm_help);
 
-  CLI::App* info_cmd =
-      app.add_subcommand("info", "Show the version, ISA, threads and measured read bandwidth");
+  CLI::App* info_cmd = app.add_subcommand(
+      "info", "Show the version, ISA, threads, measured read bandwidth and compute peaks");
   info_cmd->add_flag("--no-bandwidth", skip_bandwidth,
-                     "skip the memory read-bandwidth measurement");
+                     "skip the memory read-bandwidth and compute-peak measurements");
 
   try {
     app.parse(argc, argv);
@@ -120,7 +131,7 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
   o->bench_json = bench_json;
   o->bench_csv = bench_csv;
   o->bench_list = bench_list;
-  o->bench_warm_cache = bench_warm_cache;
+  o->warm_cache = warm_cache;
   if (*bench_cmd) {
     o->command = CliCommand::kBench;
   } else if (*info_cmd) {

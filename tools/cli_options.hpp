@@ -28,8 +28,8 @@ struct CliOptions {
   std::vector<BenchProblem> bench;
   std::string bench_json, bench_csv;
   bool bench_list = false;
-  /// `kvflash bench --warm-cache`: time without evicting the caches between calls.
-  bool bench_warm_cache = false;
+  /// --warm-cache (demo, ifa, bench): time without evicting the caches before each call.
+  bool warm_cache = false;
   bool skip_bandwidth = false;  ///< --no-bandwidth
 };
 

@@ -120,11 +120,14 @@ bool run_dsa_demo(const DemoOptions& options, double read_bandwidth_gbs,
   Status li_st = Status::kSuccess, sfa_st = Status::kSuccess;
   // The indexer first (SFA reads its output), then each half timed on its own.
   li_st = li_plan->run(li->args, li_ws.data(), li_ws.size());
-  const double li_s = median_seconds(
-      0, options.iterations, [&] { li_st = li_plan->run(li->args, li_ws.data(), li_ws.size()); });
-  const double sfa_s = median_seconds(1, options.iterations, [&] {
-    sfa_st = sfa_plan->run(sfa->args, sfa_ws.data(), sfa_ws.size());
-  });
+  const CallTimes li_t = time_calls(
+      0, options.iterations, [&] { li_st = li_plan->run(li->args, li_ws.data(), li_ws.size()); },
+      flush_before(options));
+  const CallTimes sfa_t = time_calls(
+      1, options.iterations,
+      [&] { sfa_st = sfa_plan->run(sfa->args, sfa_ws.data(), sfa_ws.size()); },
+      flush_before(options));
+  const double li_s = li_t.median_seconds(), sfa_s = sfa_t.median_seconds();
   if (li_st != Status::kSuccess || sfa_st != Status::kSuccess) {
     std::printf("dsa: run failed: %s\n", last_error_message());
     return false;
@@ -135,11 +138,12 @@ bool run_dsa_demo(const DemoOptions& options, double read_bandwidth_gbs,
   const double total = li_s + sfa_s;
   std::printf(
       "dsa  deepseek-v3.2 decode step  bf16 paged bs=%lld  B=%lld S=%lld  indexer N=64 top-%lld "
-      "%8.3f ms (%.0f%%, %.0f GFLOP/s)  + SFA N=%lld %8.3f ms (%.0f%%, %.0f GFLOP/s)  = %.3f ms "
-      "per layer",
+      "%s (%.0f%%, %.0f GFLOP/s)  + SFA N=%lld %s (%.0f%%, %.0f GFLOP/s)  = %.3f ms per layer "
+      "(the medians' sum)",
       static_cast<long long>(shape.block_size), static_cast<long long>(shape.batch),
-      static_cast<long long>(shape.kv_len), static_cast<long long>(shape.top_k), li_s * 1e3,
-      100.0 * li_s / total, li_flops / li_s / 1e9, static_cast<long long>(kHeads), sfa_s * 1e3,
+      static_cast<long long>(shape.kv_len), static_cast<long long>(shape.top_k),
+      describe(li_t, options.warm()).c_str(), 100.0 * li_s / total, li_flops / li_s / 1e9,
+      static_cast<long long>(kHeads), describe(sfa_t, options.warm()).c_str(),
       100.0 * sfa_s / total, sfa_flops / sfa_s / 1e9, total * 1e3);
   if (compute_peak_gflops > 0)
     std::printf(" (indexer at %.0f%% of the compute peak)",

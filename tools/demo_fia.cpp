@@ -86,9 +86,11 @@ bool run_fia_demo(const DemoOptions& options, double read_bandwidth_gbs,
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
+  // The prefill takes seconds on a small machine: at most 3 timed runs (its row says how many).
   const int iters = std::max(1, std::min(options.iterations, 3));
-  const double sec = median_seconds(
+  const CallTimes pre_t = time_calls(
       1, iters, [&] { st = plan->run(pre, ws.data(), ws.size()); }, flush_before(options));
+  const double sec = pre_t.median_seconds();
   if (st != Status::kSuccess) {
     std::printf("fia demo: prefill failed: %s\n", last_error_message());
     return false;
@@ -96,9 +98,10 @@ bool run_fia_demo(const DemoOptions& options, double read_bandwidth_gbs,
   const double pairs = static_cast<double>(prompt) * static_cast<double>(prompt + 1) / 2;
   const double gflops = 4.0 * pairs * kN * kD / sec / 1e9;
   std::printf(
-      "fia  Llama-3-8B prefill  bf16 TND paged bs=%lld  %lld tokens causal  %8.3f ms  "
+      "fia  Llama-3-8B prefill  bf16 TND paged bs=%lld  %lld tokens causal  %s of %d run%s  "
       "%7.1f GFLOP/s",
-      static_cast<long long>(kBlock), static_cast<long long>(prompt), sec * 1e3, gflops);
+      static_cast<long long>(kBlock), static_cast<long long>(prompt),
+      describe(pre_t, options.warm()).c_str(), pre_t.runs, pre_t.runs == 1 ? "" : "s", gflops);
   if (compute_peak_gflops > 0)
     std::printf(" (%.2f of the compute peak)", gflops / compute_peak_gflops);
   std::printf("\n");
@@ -119,7 +122,7 @@ bool run_fia_demo(const DemoOptions& options, double read_bandwidth_gbs,
 
   // Decode: each step appends one K/V row at position kv - 1, then attends all kv positions.
   SampleCheck dcheck;
-  double dsec = 0;
+  std::vector<CallTimes> step_times;
   for (int64_t t = 0; t < kDecodeSteps; ++t) {
     const int64_t kv = prompt + t + 1;
     const int64_t pos = kv - 1, blk = L.paged.block_table[pos / kBlock];
@@ -138,21 +141,24 @@ bool run_fia_demo(const DemoOptions& options, double read_bandwidth_gbs,
       return false;
     }
     std::vector<std::byte> sws(sp->workspace_size());
-    dsec += median_seconds(
-        1, iters, [&] { st = sp->run(step, sws.data(), sws.size()); }, flush_before(options));
+    step_times.push_back(time_calls(
+        1, options.iterations, [&] { st = sp->run(step, sws.data(), sws.size()); },
+        flush_before(options)));
     if (st != Status::kSuccess) {
       std::printf("fia demo: decode failed: %s\n", last_error_message());
       return false;
     }
     check_rows(step, dout.data(), &dcheck);
   }
-  const double dms = dsec / kDecodeSteps * 1e3;
+  const CallTimes dt = mean_times(step_times);
+  const double dms = dt.median_ms;
   const double kv_bytes = 2.0 * 2.0 * (prompt + kDecodeSteps / 2.0) * kKvN * kD;
   const double gbs = kv_bytes / (dms / 1e3) / 1e9;
   std::printf(
-      "fia  Llama-3-8B decode   bf16 TND paged bs=%lld  %lld steps after the prompt  "
-      "%8.3f ms/step  %6.2f GB/s KV",
-      static_cast<long long>(kBlock), static_cast<long long>(kDecodeSteps), dms, gbs);
+      "fia  Llama-3-8B decode   bf16 TND paged bs=%lld  %lld steps after the prompt  %s "
+      "(the steps' mean)  %6.2f GB/s KV",
+      static_cast<long long>(kBlock), static_cast<long long>(kDecodeSteps),
+      describe(dt, options.warm(), "/step").c_str(), gbs);
   if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * gbs / read_bandwidth_gbs);
   std::printf("\n");
   dcheck.print("every decode step");

@@ -119,8 +119,10 @@ bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs,
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
-  const double seconds =
-      median_seconds(1, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); });
+  const CallTimes times =
+      time_calls(1, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); },
+                 flush_before(options));
+  const double seconds = times.median_seconds();
   if (st != Status::kSuccess) {
     std::printf("sfa: run failed: %s\n", last_error_message());
     return false;
@@ -157,10 +159,11 @@ bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs,
                               w.batch() * kNumHeads * (2 * kLatentDim + kRopeDim));
   const double flops = 2.0 * selected * kNumHeads * (kLatentDim + kRopeDim + kLatentDim);
   std::printf(
-      "sfa  deepseek-v3.2 decode  bf16 paged bs=%lld  B=%lld N=%lld top-k=%lld  %8.3f ms/call  "
+      "sfa  deepseek-v3.2 decode  bf16 paged bs=%lld  B=%lld N=%lld top-k=%lld  %s  "
       "%6.1f GFLOP/s  %6.2f GB/s",
       static_cast<long long>(kBlockSize), static_cast<long long>(w.batch()),
-      static_cast<long long>(kNumHeads), static_cast<long long>(kTopK), seconds * 1e3,
+      static_cast<long long>(kNumHeads), static_cast<long long>(kTopK),
+      describe(times, options.warm(), "/call").c_str(),
       flops / seconds / 1e9, bytes / seconds / 1e9);
   // The bound that applies: the larger of the times the step needs at the compute peak and at the
   // read bandwidth (a ceiling not measured is left out).

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include "cache_flush.hpp"
 #include "core/half.hpp"
 #include "demo.hpp"
+#include "timing.hpp"
 
 namespace kvflash::tools {
 
@@ -68,24 +68,8 @@ PagedLayout make_paged_layout(const std::vector<Int>& lengths, int64_t block_siz
   return p;
 }
 
-/// Median wall time in seconds of fn over iters runs after warmup runs; `before`, when given, runs
-/// untimed before each timed run (the cache flush of `kvflash bench`).
-inline double median_seconds(int warmup, int iters, const std::function<void()>& fn,
-                             const std::function<void()>& before = nullptr) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < iters; ++i) {
-    if (before) before();
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-/// The untimed step before each timed run for options: a cache flush of options.flush_bytes, or
-/// nothing (warm caches).
+/// The untimed step before each timed run for options (time_calls' `before`): a cache flush of
+/// options.flush_bytes, or nothing (warm caches).
 inline std::function<void()> flush_before(const DemoOptions& options) {
   if (options.flush_bytes == 0) return nullptr;
   auto flusher = std::make_shared<CacheFlusher>(options.flush_bytes);

@@ -182,9 +182,10 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
-  const double seconds =
-      median_seconds(2, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); },
-                     flush_before(options));
+  const CallTimes times =
+      time_calls(2, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); },
+                 flush_before(options));
+  const double seconds = times.median_seconds();
   if (st != Status::kSuccess) {
     std::printf("%s: run failed: %s\n", shape.name.c_str(), last_error_message());
     return false;
@@ -196,7 +197,7 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
   const double flops = 4.0 * tokens * w.q_row();  // QK and PV, 2 FLOP per multiply-add
   const double gbs = kv_bytes / seconds / 1e9;
   std::printf(
-      "ifa  %s  kv=%s %s  B=%lld N=%lld KV_N=%lld D=%lld tokens=%lld  %8.3f ms/call  KV %7.1f MB  "
+      "ifa  %s  kv=%s %s  B=%lld N=%lld KV_N=%lld D=%lld tokens=%lld  %s  KV %7.1f MB  "
       "%6.1f GB/s",
       shape.name.c_str(), dtype_name(shape.kv_dtype),
       w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size) +
@@ -205,12 +206,13 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
                    : "contiguous",
       static_cast<long long>(w.batch()), static_cast<long long>(shape.num_heads),
       static_cast<long long>(shape.num_kv_heads), static_cast<long long>(shape.head_dim),
-      static_cast<long long>(tokens), seconds * 1e3, kv_bytes / 1e6, gbs);
+      static_cast<long long>(tokens), describe(times, options.warm(), "/call").c_str(),
+      kv_bytes / 1e6, gbs);
   if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * gbs / read_bandwidth_gbs);
   std::printf("  %6.1f GFLOP/s\n", flops / seconds / 1e9);
   IfaWorkloadResult unused;
   IfaWorkloadResult& res = result ? *result : unused;
-  res = {seconds * 1e3, kv_bytes, gbs, flops / seconds / 1e9, check_sample, false};
+  res = {times, kv_bytes, gbs, flops / seconds / 1e9, check_sample, false};
   if (!check_sample) return true;
 
   // Sample check: the first, the longest and the shortest sequence, run on their own (which must

@@ -9,6 +9,7 @@
 
 #include "demo.hpp"
 #include "kvflash/tensor.hpp"
+#include "timing.hpp"
 
 namespace kvflash::tools {
 
@@ -34,7 +35,7 @@ struct IfaWorkloadShape {
 
 /// What one timed workload measured (for `kvflash bench --json`).
 struct IfaWorkloadResult {
-  double ms_per_call = 0;  ///< median
+  CallTimes times;  ///< per call: median, p10, p90 (ms)
   double kv_bytes = 0;     ///< K and V bytes one call reads
   double gbs = 0;          ///< kv_bytes / median time
   double gflops = 0;       ///< 4 * tokens * N * D / median time

@@ -59,9 +59,10 @@ bool run_kv_cache_workload(const KvCacheWorkloadShape& s, const DemoOptions& opt
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
-  const double seconds = median_seconds(
+  const CallTimes times = time_calls(
       2, options.iterations, [&] { st = plan->run(a, ws.data(), ws.size()); },
       flush_before(options));
+  const double seconds = times.median_seconds();
   if (st != Status::kSuccess) {
     std::printf("%s: run failed: %s\n", s.name.c_str(), last_error_message());
     return false;
@@ -69,12 +70,12 @@ bool run_kv_cache_workload(const KvCacheWorkloadShape& s, const DemoOptions& opt
   const double bytes = 4.0 * static_cast<double>(t * row * elem) + 4.0 * static_cast<double>(t);
   const double gbs = bytes / seconds / 1e9;
   std::printf(
-      "kvcache  %s  %s T=%lld KV_N=%lld D=%lld bs=%lld %s  %8.3f ms/call  %7.1f MB  "
+      "kvcache  %s  %s T=%lld KV_N=%lld D=%lld bs=%lld %s  %s  %7.1f MB  "
       "%6.1f GB/s",
       s.name.c_str(), dtype_name(s.dtype), static_cast<long long>(t),
       static_cast<long long>(s.num_kv_heads), static_cast<long long>(s.head_dim),
       static_cast<long long>(s.block_size), s.decode ? "decode slots" : "prefill slots",
-      seconds * 1e3, bytes / 1e6, gbs);
+      describe(times, options.warm(), "/call").c_str(), bytes / 1e6, gbs);
   if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * gbs / read_bandwidth_gbs);
   std::printf("\n");
 
@@ -91,7 +92,7 @@ bool run_kv_cache_workload(const KvCacheWorkloadShape& s, const DemoOptions& opt
                     std::memcmp(ref.value_cache.data(), value_cache.data(), cache_bytes) == 0;
   std::printf("     check (both caches, %zu bytes each, vs the reference's write): %s\n",
               cache_bytes, same ? "PASSED" : "FAILED");
-  *result = {seconds * 1e3, bytes, gbs, same};
+  *result = {times, bytes, gbs, same};
   return same;
 }
 

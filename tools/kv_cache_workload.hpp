@@ -10,6 +10,7 @@
 
 #include "demo.hpp"
 #include "kvflash/tensor.hpp"
+#include "timing.hpp"
 
 namespace kvflash::tools {
 
@@ -27,7 +28,7 @@ struct KvCacheWorkloadShape {
 
 /// What one timed cache write measured (for `kvflash bench --json/--csv`).
 struct KvCacheWorkloadResult {
-  double ms_per_call = 0;  ///< median
+  CallTimes times;  ///< per call: median, p10, p90 (ms)
   double bytes = 0;        ///< rows read + rows written + slots read
   double gbs = 0;          ///< bytes / median time
   bool passed = false;

@@ -149,9 +149,10 @@ bool run_li_workload(const LiWorkloadShape& shape, const DemoOptions& options,
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
-  const double seconds = median_seconds(
+  const CallTimes times = time_calls(
       1, options.iterations, [&] { st = plan->run(w->args, ws.data(), ws.size()); },
       flush_before(options));
+  const double seconds = times.median_seconds();
   if (st != Status::kSuccess) {
     std::printf("%s: run failed: %s\n", shape.name.c_str(), last_error_message());
     return false;
@@ -162,14 +163,16 @@ bool run_li_workload(const LiWorkloadShape& shape, const DemoOptions& options,
                               rows * shape.num_heads * (kD + 1));
   const double flops = 2.0 * rows * static_cast<double>(shape.kv_len) * shape.num_heads * kD;
   LiWorkloadResult& res = *result;
-  res = {seconds * 1e3, bytes, bytes / seconds / 1e9, flops / seconds / 1e9, false};
+  res = {times, bytes, bytes / seconds / 1e9, flops / seconds / 1e9, false};
   std::printf(
-      "li   %s  %s paged bs=%lld  B=%lld next_n=%lld N=%lld S=%lld top-k=%lld  %8.3f ms/call  "
+      "li   %s  %s paged bs=%lld  B=%lld next_n=%lld N=%lld S=%lld top-k=%lld  %s  "
       "%7.1f GFLOP/s  %6.2f GB/s keys",
       shape.name.c_str(), dtype_name(shape.dtype), static_cast<long long>(shape.block_size),
       static_cast<long long>(shape.batch), static_cast<long long>(shape.next_n),
       static_cast<long long>(shape.num_heads), static_cast<long long>(shape.kv_len),
-      static_cast<long long>(shape.top_k), seconds * 1e3, res.gflops, res.gbs);
+      static_cast<long long>(shape.top_k), describe(times, options.warm(), "/call").c_str(),
+      res.gflops,
+      res.gbs);
   if (compute_peak_gflops > 0)
     std::printf(" (%.0f%% of compute peak)", 100.0 * res.gflops / compute_peak_gflops);
   if (read_bandwidth_gbs > 0)

@@ -11,6 +11,7 @@
 #include "demo.hpp"
 #include "kvflash/li.hpp"
 #include "kvflash/tensor.hpp"
+#include "timing.hpp"
 
 namespace kvflash::tools {
 
@@ -49,7 +50,7 @@ bool check_li_sample(const LiWorkload& w, const std::vector<int64_t>& requests, 
 
 /// What one timed indexer workload measured (for `kvflash bench --json/--csv`).
 struct LiWorkloadResult {
-  double ms_per_call = 0;  ///< median
+  CallTimes times;  ///< per call: median, p10, p90 (ms)
   double key_bytes = 0;    ///< the keys every row reads (once per request), weights and queries
   double gbs = 0;          ///< key_bytes / median time
   double gflops = 0;       ///< 2 * rows * keys * N * 128 / median time

@@ -34,6 +34,40 @@ if _release(_torch.__version__) != _release(_build_info.TORCH_VERSION):
 _torch.ops.load_library(_os.path.join(_os.path.dirname(__file__), "lib", "libkvflash_torch.so"))
 
 
+def set_thread_pool(pool):
+    """Chooses the threads that run the operators' parallel loops, for every later call in the
+    process (like ``torch.set_num_threads``):
+
+    - ``"kvflash"`` (the default): kvflash's own worker pool. Idle workers sleep, so a call on a
+      machine whose cores are shared costs its own work and no more.
+    - ``"torch"``: torch's intra-op pool (``at::parallel_for``), whose idle workers spin; as fast
+      on a quiet machine, much slower when another process takes a core (docs/python.md).
+
+    Either pool runs a call on ``torch.get_num_threads()`` threads (one, inside a torch parallel
+    region), and the results are the same bits for any pool and thread count. The environment
+    variable ``KVFLASH_THREAD_POOL`` sets the pool when kvflash is imported. Any other name is a
+    ValueError.
+    """
+    if not isinstance(pool, str):
+        raise ValueError(f"kvflash.set_thread_pool: the pool must be \"kvflash\" or \"torch\", "
+                         f"got {pool!r}")
+    _torch.ops.kvflash._set_thread_pool(pool)
+
+
+def get_thread_pool():
+    """The pool the operators run on: ``"kvflash"`` or ``"torch"`` (``set_thread_pool``)."""
+    return _torch.ops.kvflash._thread_pool()
+
+
+__all__ += ["set_thread_pool", "get_thread_pool"]
+
+if "KVFLASH_THREAD_POOL" in _os.environ:
+    try:
+        set_thread_pool(_os.environ["KVFLASH_THREAD_POOL"])
+    except ValueError as _e:
+        raise ValueError(f"KVFLASH_THREAD_POOL: {_e}") from None
+
+
 
 def _host_lengths(value, name, op):
     """A host length list as the operators' ``SymInt[]?`` arguments take it.

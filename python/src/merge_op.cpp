@@ -46,6 +46,7 @@ void merge_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::S
   const at::Tensor lse = at::empty(rows, f32), mx = at::empty(rows, f32), sm = at::empty(rows, f32);
   MergeArgs a;
   s.args.read(in, &a);
+  a.num_threads = call_num_threads();
   a.out = view_of(out, s.args.op(), "out");
   a.out_lse = view_of(lse, s.args.op(), "out_lse");
   a.out_max = view_of(mx, s.args.op(), "out_max");

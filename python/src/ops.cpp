@@ -1,10 +1,9 @@
 // torch.ops.kvflash: the operator schemas and their kernels (CPU and CUDA: the library; Meta: the
 // shapes, which FakeTensor uses for torch.compile and torch.export; Autograd: outputs whose
-// backward raises "not differentiable"), plus private helpers for the tests.
-// Loading the library also hands kvflash's parallel loops to torch's intra-op threads.
+// backward raises "not differentiable"), plus private helpers: the plan caches, the thread pool
+// switch (threads.cpp) and the thread count of a call.
 #include "ops.hpp"
 
-#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
@@ -14,29 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "kvflash/parallel.hpp"
 #include "kvflash/status.hpp"
 #include "schemas.hpp"
+#include "threads.hpp"
+#include "views.hpp"
 
 namespace kvflash::torch_ext {
 namespace {
-
-// kvflash's loops run on torch's intra-op pool (at::parallel_for), as many participants as
-// at::get_num_threads(): torch.set_num_threads(1) means one core, and kvflash never starts
-// threads of its own next to torch's.
-int torch_max_threads(void*) { return static_cast<int>(at::get_num_threads()); }
-
-void torch_parallel_for(void*, int64_t n, void* ctx,
-                        void (*body)(void* ctx, int64_t begin, int64_t end)) {
-  at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) { body(ctx, begin, end); });
-}
-
-const ParallelBackend kTorchBackend{nullptr, &torch_max_threads, &torch_parallel_for};
-
-const bool kTorchBackendInstalled = [] {
-  TORCH_CHECK(set_parallel_backend(&kTorchBackend) == Status::kSuccess, last_error_message());
-  return true;
-}();
 
 // [IFA hits, misses, cached plans, SFA hits, misses, cached plans].
 std::vector<int64_t> plan_cache_info() {
@@ -66,8 +49,10 @@ std::vector<int64_t> vllm_plan_cache_info() {
   return v;
 }
 
-// kvflash's thread count for a call with num_threads 0 (the backend's: at::get_num_threads()).
-int64_t num_threads() { return kvflash::get_num_threads(); }
+// The thread count an operator call made now would use (views.hpp).
+int64_t num_threads() { return call_num_threads(); }
+
+void set_pool(std::string name) { set_thread_pool(name); }
 
 // The Autograd kernel of every operator: kvflash computes the forward pass only. Without one,
 // torch runs the CPU kernel, warns that "an autograd kernel was not registered" and returns
@@ -169,6 +154,8 @@ TORCH_LIBRARY(kvflash, m) {
   m.def("_plan_cache_info() -> int[]", &plan_cache_info);
   m.def("_clear_plan_cache() -> ()", &clear_plan_cache);
   m.def("_num_threads() -> int", &num_threads);
+  m.def("_set_thread_pool(str pool) -> ()", &set_pool);
+  m.def("_thread_pool() -> str", &thread_pool);
 }
 
 TORCH_LIBRARY_IMPL(kvflash, CPU, m) {

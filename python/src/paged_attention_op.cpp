@@ -177,7 +177,7 @@ void paged_attention_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet,
     if constexpr (kWorkspace) {
       finish(stack, n, max_workspace(name, in));
     } else {
-      const IfaArgs a = ifa_args(name, in, context_lens(in));
+      IfaArgs a = ifa_args(name, in, context_lens(in));
       const c10::IValue& ws = in[kWorkspace];
       run_plan(*cache().get(a), a, in[kQuery].toTensor(),
                ws.isTensor() ? ws.toTensor() : at::Tensor());

@@ -1,10 +1,12 @@
 #include "views.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <ostream>
@@ -170,8 +172,9 @@ void* stream_of(const at::Tensor& like) {
 }
 
 template <class Plan, class Args>
-void run_with_workspace(const Plan& plan, const Args& args, const at::Tensor& like,
+void run_with_workspace(const Plan& plan, Args& args, const at::Tensor& like,
                         const at::Tensor& given = at::Tensor()) {
+  args.num_threads = call_num_threads();
   // A CUDA run's workspace and kernels go to like's device and its current stream.
   const c10::OptionalDeviceGuard guard(like.is_cuda() ? std::optional<c10::Device>(like.device())
                                                       : std::nullopt);
@@ -190,33 +193,38 @@ void run_with_workspace(const Plan& plan, const Args& args, const at::Tensor& li
 }
 }  // namespace
 
-void run_plan(const IfaPlan& plan, const IfaArgs& args, const at::Tensor& like) {
+int call_num_threads() {
+  if (at::in_parallel_region()) return 1;
+  return std::max(1, static_cast<int>(at::get_num_threads()));
+}
+
+void run_plan(const IfaPlan& plan, IfaArgs& args, const at::Tensor& like) {
   run_with_workspace(plan, args, like);
 }
-void run_plan(const SfaPlan& plan, const SfaArgs& args, const at::Tensor& like) {
+void run_plan(const SfaPlan& plan, SfaArgs& args, const at::Tensor& like) {
   run_with_workspace(plan, args, like);
 }
-void run_plan(const LightningIndexerPlan& plan, const LightningIndexerArgs& args,
+void run_plan(const LightningIndexerPlan& plan, LightningIndexerArgs& args,
               const at::Tensor& like) {
   run_with_workspace(plan, args, like);
 }
-void run_plan(const FiaPlan& plan, const FiaArgs& args, const at::Tensor& like,
+void run_plan(const FiaPlan& plan, FiaArgs& args, const at::Tensor& like,
               const at::Tensor& workspace) {
   run_with_workspace(plan, args, like, workspace);
 }
-void run_plan(const IfaPlan& plan, const IfaArgs& args, const at::Tensor& like,
+void run_plan(const IfaPlan& plan, IfaArgs& args, const at::Tensor& like,
               const at::Tensor& workspace) {
   run_with_workspace(plan, args, like, workspace);
 }
-void run_plan(const ScatterPaKvCachePlan& plan, const ScatterPaKvCacheArgs& args,
+void run_plan(const ScatterPaKvCachePlan& plan, ScatterPaKvCacheArgs& args,
               const at::Tensor& like) {
   run_with_workspace(plan, args, like);
 }
-void run_plan(const FlashAttentionScorePlan& plan, const FlashAttentionScoreArgs& args,
+void run_plan(const FlashAttentionScorePlan& plan, FlashAttentionScoreArgs& args,
               const at::Tensor& like) {
   run_with_workspace(plan, args, like);
 }
-void run_plan(const MergePlan& plan, const MergeArgs& args, const at::Tensor& like) {
+void run_plan(const MergePlan& plan, MergeArgs& args, const at::Tensor& like) {
   run_with_workspace(plan, args, like);
 }
 

@@ -65,25 +65,30 @@ decltype(auto) in_schema_names(const SchemaNames& names, F&& f) {
   }
 }
 
-/// Runs args on plan with a workspace from torch's allocator (on the plan's device); throws the
-/// library's error.
-void run_plan(const IfaPlan& plan, const IfaArgs& args, const at::Tensor& like);
-void run_plan(const SfaPlan& plan, const SfaArgs& args, const at::Tensor& like);
-void run_plan(const LightningIndexerPlan& plan, const LightningIndexerArgs& args,
+/// The num_threads of an operator call: torch.get_num_threads() at the time of the call, whichever
+/// pool runs it (threads.hpp), or 1 inside one of torch's parallel regions (a loop nested in
+/// at::parallel_for runs on its thread, as torch's own operators do there).
+int call_num_threads();
+
+/// Runs args on plan with a workspace from torch's allocator (on the plan's device), on
+/// call_num_threads() threads (it sets args.num_threads); throws the library's error.
+void run_plan(const IfaPlan& plan, IfaArgs& args, const at::Tensor& like);
+void run_plan(const SfaPlan& plan, SfaArgs& args, const at::Tensor& like);
+void run_plan(const LightningIndexerPlan& plan, LightningIndexerArgs& args,
               const at::Tensor& like);
 /// FIA / PFA; `workspace` (the .out forms' argument, may be undefined) is used when it is a
 /// contiguous tensor on like's device of at least the plan's workspace size in bytes, else the
 /// workspace comes from torch's allocator.
-void run_plan(const FiaPlan& plan, const FiaArgs& args, const at::Tensor& like,
+void run_plan(const FiaPlan& plan, FiaArgs& args, const at::Tensor& like,
               const at::Tensor& workspace = at::Tensor());
 /// IFA with a caller's workspace (_npu_paged_attention's), used as FIA's is.
-void run_plan(const IfaPlan& plan, const IfaArgs& args, const at::Tensor& like,
+void run_plan(const IfaPlan& plan, IfaArgs& args, const at::Tensor& like,
               const at::Tensor& workspace);
-void run_plan(const ScatterPaKvCachePlan& plan, const ScatterPaKvCacheArgs& args,
+void run_plan(const ScatterPaKvCachePlan& plan, ScatterPaKvCacheArgs& args,
               const at::Tensor& like);
-void run_plan(const FlashAttentionScorePlan& plan, const FlashAttentionScoreArgs& args,
+void run_plan(const FlashAttentionScorePlan& plan, FlashAttentionScoreArgs& args,
               const at::Tensor& like);
-void run_plan(const MergePlan& plan, const MergeArgs& args, const at::Tensor& like);
+void run_plan(const MergePlan& plan, MergeArgs& args, const at::Tensor& like);
 
 /// The view of an output that is not allocated yet: `shape` (contiguous) and `dtype` on like's
 /// device, with a dummy data address that nothing reads. A plan is created from it (the library

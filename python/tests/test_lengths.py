@@ -1,12 +1,13 @@
-"""Host length lists given as tensors (issue 19): kvflash's functions take a 1-D integer CPU
-tensor wherever torch_npu's schema has a host list (`SymInt[]?`), with the list's results; any
-other tensor or type is a ValueError naming the argument."""
+"""Lengths given as tensors. Host length lists (issue 19): kvflash's functions take a 1-D integer
+CPU tensor wherever torch_npu's schema has a host list (`SymInt[]?`), with the list's results; any
+other tensor or type is a ValueError naming the argument. Length tensors (SFA's and the indexer's,
+issue 29): int32 or int64, the same results, and an int64 entry is read whole."""
 import pytest
 import torch
 
 import kvflash
 import kvflash.torch_npu as torch_npu
-from support import IfaSpec, build_ifa
+from support import IfaSpec, SfaSpec, build_ifa, build_li, build_sfa
 
 LENGTHS = [9, 4]
 
@@ -84,3 +85,40 @@ def test_lists_and_none_pass_through():
     full = torch.ops.kvflash.npu_incre_flash_attention(q, k, v, **kw)
     assert _same(kvflash.npu_incre_flash_attention(q, k, v, actual_seq_lengths=None, **kw), full)
 
+
+
+# ---- length tensors (SFA, the lightning indexer): int32 or int64, one rule for every operator ----
+
+def _lengths_as(kw, dtype):
+    return {k: (v.to(dtype) if k.startswith("actual_seq_lengths") and v is not None else v)
+            for k, v in kw.items()}
+
+
+@pytest.mark.parametrize("layouts", [("TND", "PA_BSND"), ("BSND", "BSND"), ("TND", "TND")],
+                         ids=lambda x: "-".join(x))
+def test_indexer_takes_int64_length_tensors(layouts):
+    q, k, w, kw = build_li(layout_q=layouts[0], layout_k=layouts[1], return_value=True)
+    want = torch.ops.kvflash.npu_lightning_indexer(q, k, w, **kw)
+    for dtype in (torch.int64, torch.int32):
+        got = torch.ops.kvflash.npu_lightning_indexer(q, k, w, **_lengths_as(kw, dtype))
+        assert all(_same(a, b) for a, b in zip(got, want))
+    with pytest.raises(ValueError, match="actual_seq_lengths_query dtype must be int32 or int64"):
+        torch.ops.kvflash.npu_lightning_indexer(q, k, w, **_lengths_as(kw, torch.uint8))
+
+
+@pytest.mark.parametrize("layouts", [("TND", "PA_BSND"), ("BSND", "BSND")],
+                         ids=lambda x: "-".join(x))
+def test_sparse_attention_takes_int64_length_tensors(layouts):
+    args, kw = build_sfa(SfaSpec("len64", layout_q=layouts[0], layout_kv=layouts[1], heads=4,
+                                 topk=16, lse=True))
+    want = torch.ops.kvflash.npu_sparse_flash_attention(*args, **kw)
+    got = torch.ops.kvflash.npu_sparse_flash_attention(*args, **_lengths_as(kw, torch.int64))
+    assert all(_same(a, b) for a, b in zip(got, want))
+
+
+def test_an_int64_length_no_int32_holds_is_out_of_range():
+    q, k, w, kw = build_li(layout_q="BSND", layout_k="BSND")
+    kw = _lengths_as(kw, torch.int64)
+    kw["actual_seq_lengths_key"][1] = (1 << 32) + 40  # 40 as int32: would pass if truncated
+    with pytest.raises(ValueError, match=r"actual_seq_lengths_key\[1\] \(4294967336\)"):
+        torch.ops.kvflash.npu_lightning_indexer(q, k, w, **kw)

@@ -117,9 +117,9 @@ def test_bad_tensors_are_value_errors_naming_them():
         torch.ops.kvflash.npu_lightning_indexer(q, k.to(torch.float16), w, **kw)
     with pytest.raises(ValueError, match="query"):
         torch.ops.kvflash.npu_lightning_indexer(q[..., :64], k, w, **kw)
-    with pytest.raises(ValueError, match="actual_seq_lengths_key"):
+    with pytest.raises(ValueError, match="actual_seq_lengths_key dtype must be int32 or int64"):
         torch.ops.kvflash.npu_lightning_indexer(
-            q, k, w, **dict(kw, actual_seq_lengths_key=kw["actual_seq_lengths_key"].long()))
+            q, k, w, **dict(kw, actual_seq_lengths_key=kw["actual_seq_lengths_key"].float()))
 
 
 def test_bad_device_data_is_a_value_error_naming_the_entry():

@@ -10,7 +10,14 @@
 // Lifetime: the pool is created on first use and never destroyed (its threads stay blocked until
 // the process ends), so a kernel may call parallel_for at any point of process teardown, e.g. from
 // an aclnn stream draining its queue after main has returned.
+//
+// fork: the child of a process whose pool has started holds only the forking thread, so none of
+// the pool's workers, and the pool's mutex in whatever state another thread left it. A handler
+// registered with pthread_atfork drops the pool in the child (abandoned, never destroyed: its
+// mutex may be held), which starts a new one on its first parallel loop.
 #include "cpu/thread_pool.hpp"
+
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -121,6 +128,8 @@ class Pool {
   }
 
   void loop() {
+    // Named so that `top -H` / `ps -L` (and the Python tests) can tell kvflash's workers apart.
+    pthread_setname_np(pthread_self(), "kvflash-worker");
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       Job* job = nullptr;
@@ -198,10 +207,26 @@ class Pool {
   Job* tail_ = nullptr;
 };
 
-// Created on first use and never destroyed (see the file comment).
+// The pool: created on first use and never destroyed; dropped in a forked child (see the file
+// comment).
+std::atomic<Pool*> g_pool{nullptr};
+
+void forget_pool_in_child() { g_pool.store(nullptr, std::memory_order_relaxed); }
+
+[[maybe_unused]] const bool kForkHandlerRegistered =
+    pthread_atfork(nullptr, nullptr, &forget_pool_in_child) == 0;
+
 Pool& pool() {
-  static Pool* const instance = new Pool;
-  return *instance;
+  Pool* p = g_pool.load(std::memory_order_acquire);
+  if (p == nullptr) {
+    auto* made = new Pool;
+    if (g_pool.compare_exchange_strong(p, made, std::memory_order_acq_rel)) {
+      p = made;
+    } else {
+      delete made;  // another thread's pool won (p holds it)
+    }
+  }
+  return *p;
 }
 
 // The ParallelBackend side: one body call is one participant, numbered by its range's begin.

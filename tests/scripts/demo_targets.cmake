@@ -1,7 +1,8 @@
-# `cmake -DDEMO=scripts/demo.sh -DTARGETS=a,b -P tests/scripts/demo_targets.cmake` (tests/cli.cmake):
-# fails unless the `--target` list of demo.sh's build line holds every target in TARGETS
-# (kvflash_installed: the installed targets, cmake/install.cmake), so that `cmake --install` works
-# after demo.sh.
+# `cmake -DDEMO=scripts/demo.sh -DTARGETS=a,b -DDEFINES=X=1,Y=2 -P tests/scripts/demo_targets.cmake`
+# (tests/cli.cmake): fails unless the `--target` list of demo.sh's build line holds every target in
+# TARGETS (kvflash_installed: the installed targets, cmake/install.cmake), so that
+# `cmake --install` works after demo.sh, and its `cmake --preset` line sets every -D of DEFINES
+# (the demo builds the library and the program only: no tests, no CUDA backend).
 cmake_minimum_required(VERSION 3.25)
 file(STRINGS "${DEMO}" lines REGEX "cmake --build .*--target ")
 if(NOT lines)
@@ -16,4 +17,16 @@ foreach(t IN LISTS TARGETS)
     message(FATAL_ERROR "${DEMO} builds ${built} but not ${t}, which `cmake --install` installs")
   endif()
 endforeach()
-message(STATUS "demo.sh builds every installed target: ${TARGETS}")
+file(STRINGS "${DEMO}" configure REGEX "^cmake --preset ")
+if(NOT configure)
+  message(FATAL_ERROR "${DEMO}: no `cmake --preset ...` line")
+endif()
+list(GET configure 0 configure)
+separate_arguments(configured UNIX_COMMAND "${configure}")
+string(REPLACE "," ";" DEFINES "${DEFINES}")
+foreach(d IN LISTS DEFINES)
+  if(NOT "-D${d}" IN_LIST configured)
+    message(FATAL_ERROR "${DEMO} configures with `${configure}`, without -D${d}")
+  endif()
+endforeach()
+message(STATUS "demo.sh builds every installed target (${TARGETS}) with ${DEFINES}")

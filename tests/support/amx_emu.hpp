@@ -5,7 +5,7 @@
 // the pair products in order (k, then the pair) into fp32 with round to nearest even, bf16
 // subnormal inputs read as zero and subnormal results flushed to zero; the shape checks the
 // instruction makes (#UD on a mismatch) throw std::logic_error here. The CPU's own order of
-// summation differs (docs/perf.md, round 3): the tests compare both with the same fp64 bound.
+// summation differs (docs/perf-log.md, round 3): the tests compare both with the same fp64 bound.
 //
 // The templates only forward to functions compiled once, in support/amx_emu.cpp with the plain
 // flags: translation units built with ISA flags (support/ifa_emu_tiles_amx.cpp) include this

@@ -60,6 +60,7 @@ std::string LiCase::name() const {
   if (!pass_kv_lens) s += ":nokvlen";
   if (return_value) s += ":val";
   if (strided) s += ":strided";
+  if (lengths_dtype == DType::kInt64) s += ":len64";
   if (!tag.empty()) s += ":" + tag;
   return s;
 }
@@ -94,7 +95,8 @@ std::vector<LiCase> li_cases(Tier tier) {
                           {LiQLayout::kTnd, LiKLayout::kPaBsnd}};
 
   // 1. Every layout combination x dtype: a mixed batch (MTP query lengths, causal mode 3, one
-  //    batch with fewer keys than sparse_count), padding rows, weights fp32 or the query dtype.
+  //    batch with fewer keys than sparse_count), padding rows, weights fp32 or the query dtype;
+  //    int32 length tensors with bf16, int64 with fp16.
   int n = 0;
   for (const Combo& cb : combos) {
     for (DType dt : {bf16, f16}) {
@@ -110,6 +112,7 @@ std::vector<LiCase> li_cases(Tier tier) {
       c.q_slack = 1;
       c.block_size = 32;
       c.return_value = n % 2 == 1;
+      c.lengths_dtype = dt == f16 ? DType::kInt64 : DType::kInt32;
       out.push_back(c);
       ++n;
     }
@@ -254,6 +257,12 @@ std::vector<LiCase> li_cases(Tier tier) {
     out.push_back(c);
     c.q_layout = LiQLayout::kTnd;
     c.k_layout = LiKLayout::kTnd;
+    out.push_back(c);
+    // int64 lengths: entries no int32 holds (TND: prefix sums whose difference overflows int64).
+    c.lengths_dtype = DType::kInt64;
+    out.push_back(c);
+    c.q_layout = LiQLayout::kBsnd;
+    c.k_layout = LiKLayout::kPaBsnd;
     out.push_back(c);
   }
   // 9. DeepSeek-V3.2-like: 64 heads, bf16, K = 2048, paged cache of 128-token blocks; TND query
@@ -408,7 +417,7 @@ LiCaseData::LiCaseData(const LiCase& c) : case_(c) {
 
   // Lengths: per batch, or prefix sums for TND.
   if (q_tnd || c.pass_q_lens) {
-    call_.actual_seq_lengths_query = alloc(DType::kInt32, {batch}, c.strided, 0);
+    call_.actual_seq_lengths_query = alloc(c.lengths_dtype, {batch}, c.strided, 0);
     int64_t acc = 0;
     for (int64_t b = 0; b < batch; ++b) {
       acc += c.q_lens[b];
@@ -416,7 +425,7 @@ LiCaseData::LiCaseData(const LiCase& c) : case_(c) {
     }
   }
   if (k_tnd || paged || c.pass_kv_lens) {
-    call_.actual_seq_lengths_key = alloc(DType::kInt32, {batch}, c.strided, 0);
+    call_.actual_seq_lengths_key = alloc(c.lengths_dtype, {batch}, c.strided, 0);
     int64_t acc = 0;
     for (int64_t b = 0; b < batch; ++b) {
       acc += c.kv_lens[b];
@@ -487,7 +496,12 @@ LiCaseData::LiCaseData(const LiCase& c) : case_(c) {
       break;
     }
     case LiFault::kKeyLength:
-      if (k_tnd) {
+      if (c.lengths_dtype == DType::kInt64 && k_tnd && batch >= 2) {
+        store(*call_.actual_seq_lengths_key, {last - 1}, -0x1p62);
+        store(*call_.actual_seq_lengths_key, {last}, 0x1p62);
+      } else if (c.lengths_dtype == DType::kInt64) {
+        store(*call_.actual_seq_lengths_key, {last}, 0x1p40);
+      } else if (k_tnd) {
         store(*call_.actual_seq_lengths_key, {last},
               static_cast<double>(sum_kv - c.kv_lens[last] - 1));
       } else {

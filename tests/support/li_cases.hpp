@@ -58,6 +58,7 @@ struct LiCase {
   bool pass_kv_lens = true;  ///< BSND key: give actual_seq_lengths_key (forced for TND / PA)
   bool return_value = false;
   bool strided = false;  ///< non-contiguous, offset inputs (d stride 2 on query and key)
+  DType lengths_dtype = DType::kInt32;  ///< of both length tensors: int32 or int64
   LiValues values = LiValues::kRandom;
   LiFault fault = LiFault::kNone;
   bool expect_mostly_empty = false;  ///< by design (almost) every row is -1

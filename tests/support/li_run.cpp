@@ -49,13 +49,15 @@ void li_bind(const reference::LiCall& c, cpu::LiParams* pp, cpu::LiData* dd) {
   }
   if (c.actual_seq_lengths_query && c.actual_seq_lengths_query->data) {
     p.has_asq = true;
+    p.asq_64 = c.actual_seq_lengths_query->dtype == DType::kInt64;
     p.asq_s = c.actual_seq_lengths_query->strides[0];
-    d.asq = static_cast<const int32_t*>(c.actual_seq_lengths_query->base());
+    d.asq = c.actual_seq_lengths_query->base();
   }
   if (c.actual_seq_lengths_key && c.actual_seq_lengths_key->data) {
     p.has_ask = true;
+    p.ask_64 = c.actual_seq_lengths_key->dtype == DType::kInt64;
     p.ask_s = c.actual_seq_lengths_key->strides[0];
-    d.ask = static_cast<const int32_t*>(c.actual_seq_lengths_key->base());
+    d.ask = c.actual_seq_lengths_key->base();
   }
   p.return_value = c.return_value && c.sparse_values;
   d.query = q.base();

@@ -69,6 +69,7 @@ std::string SfaCase::name() const {
   if (value_separate) s += ":vsep";
   if (strided) s += ":strided";
   if (!pass_kv_lens) s += ":nokvlen";
+  if (lengths_dtype == DType::kInt64) s += ":len64";
   if (logit_scale != 1.5) s += ":ls" + std::to_string(static_cast<int>(logit_scale));
   if (!tag.empty()) s += ":" + tag;
   return s;
@@ -103,7 +104,8 @@ std::vector<SfaCase> sfa_cases(Tier tier) {
                           {SfaQLayout::kTnd, SfaKvLayout::kPaBsnd}};
 
   // 1. Every layout combination x dtype: a mixed batch (MTP query lengths, causal mode 3, mixed
-  //    indices, LSE where allowed, sinks on half of them).
+  //    indices, LSE where allowed, sinks on half of them); int32 length tensors with fp16, int64
+  //    with bf16.
   int n = 0;
   for (const Combo& cb : combos) {
     for (DType dt : {f16, bf16}) {
@@ -119,6 +121,7 @@ std::vector<SfaCase> sfa_cases(Tier tier) {
       c.lse = true;  // with every KV layout (decision 22)
       c.sinks = (n++ % 2) == 1;
       c.block_size = 32;
+      c.lengths_dtype = dt == bf16 ? DType::kInt64 : DType::kInt32;
       out.push_back(c);
     }
   }
@@ -390,7 +393,7 @@ SfaCaseData::SfaCaseData(const SfaCase& c) : case_(c) {
   const bool pass_q =
       q_tnd || std::any_of(c.q_lens.begin(), c.q_lens.end(), [&](int64_t l) { return l != s1; });
   if (pass_q) {
-    args_.actual_seq_lengths_query = alloc(DType::kInt32, {batch}, c.strided, 0);
+    args_.actual_seq_lengths_query = alloc(c.lengths_dtype, {batch}, c.strided, 0);
     int64_t acc = 0;
     for (int64_t b = 0; b < batch; ++b) {
       acc += c.q_lens[b];
@@ -398,7 +401,7 @@ SfaCaseData::SfaCaseData(const SfaCase& c) : case_(c) {
     }
   }
   if (kv_tnd || paged || c.pass_kv_lens) {
-    args_.actual_seq_lengths_kv = alloc(DType::kInt32, {batch}, c.strided, 0);
+    args_.actual_seq_lengths_kv = alloc(c.lengths_dtype, {batch}, c.strided, 0);
     int64_t acc = 0;
     for (int64_t b = 0; b < batch; ++b) {
       acc += c.kv_lens[b];

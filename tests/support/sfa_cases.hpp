@@ -51,6 +51,7 @@ struct SfaCase {
   bool value_separate = false;  ///< pass a value tensor distinct from key (else value = null)
   bool strided = false;         ///< non-contiguous, offset inputs
   bool pass_kv_lens = true;     ///< BSND KV: give actual_seq_lengths_kv (forced for TND/PA)
+  DType lengths_dtype = DType::kInt32;  ///< of both length tensors: int32 or int64
   double logit_scale = 1.5;     ///< scale_value = logit_scale / sqrt(576), q, k ~ N(0, 1)
   bool expect_mostly_empty = false;
   std::string tag;

@@ -11,7 +11,7 @@
 //             every fp16 subnormal (>= 2^-24, a normal number in bf16);
 //   1 piece:  exact for bf16 values and for int8 values (|x| <= 128 needs at most 8 bits).
 // Inexact only where a remainder falls below 2^-126: the matrix engine flushes bf16 subnormal
-// inputs to zero (measured: docs/perf.md, round 3), an absolute error below 2^-126 |q| per term.
+// inputs to zero (measured: docs/perf-log.md, round 3), an absolute error below 2^-126 |q| per term.
 // inf and NaN go whole into the first piece (NaN made quiet) with zero pieces after it, so they
 // propagate through the tile products like the fp32 value would; -0.0 stays -0.0.
 #pragma once

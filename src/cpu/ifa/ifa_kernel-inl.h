@@ -1000,7 +1000,7 @@ inline void write_row(const IfaProblem& p, const IfaData& dt, const IfaLayout& l
   int64_t i = 0;
   if (p.out_s2 == 1) {
     // Contiguous rows (the usual layouts): kLanes at a time, the same rounding as below. A
-    // per-element loop here was about a third of a 16-token call (callgrind, see docs/perf.md).
+    // per-element loop here was about a third of a 16-token call (callgrind, see docs/perf-log.md).
     auto* o16 = reinterpret_cast<uint16_t*>(out) + row;
     for (; i + kLanes <= d; i += kLanes) {
       if (fp16) {

@@ -23,7 +23,7 @@ namespace kvflash::cpu::avx512::amx_ifa {
 // clang-format on
 
 // P·V on the tiles (P in bf16 pieces) or on the vector FMAs: a compile-time choice, to be settled
-// by measurement on a machine with AMX (docs/perf.md, round 3; build with
+// by measurement on a machine with AMX (docs/perf-log.md, round 3; build with
 // -DKVFLASH_AMX_IFA_PV_FMA=1 for the FMAs). Both are checked on the tests' model of the tiles.
 #if defined(KVFLASH_AMX_IFA_PV_FMA)
 inline constexpr bool kPvOnTiles = false;
@@ -33,7 +33,7 @@ inline constexpr bool kPvOnTiles = true;
 using Engine = ifa_detail::TileEngine<amx::HwTiles, kPvOnTiles>;
 
 // Where the tiles pay: bf16 KV from G = 8 query heads a kv head on. Measured on the first AMX
-// machine (docs/perf.md, "The AMX check"; 1 thread, warm caches, B = 8 x 4096, D = 128, tiles
+// machine (docs/perf-log.md, "The AMX check"; 1 thread, warm caches, B = 8 x 4096, D = 128, tiles
 // time / vector time): bf16 G = 1 1.66, 2 1.38, 4 1.22, 6 1.01, 7 0.98, 8 0.88, 16 0.71; fp16 KV
 // 21-30 and int8 KV 6.6-11 at every G (their tile staging is scalar). Elsewhere the chunk runs
 // the vector body, the same code as the avx512bf16 entry's.

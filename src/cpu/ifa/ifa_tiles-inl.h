@@ -24,7 +24,7 @@
 // G - m, so it may repeat heads of the one before: their scores are not copied twice, and their
 // probability rows are zero in its P·V (adding +0.0 leaves an accumulator as it is; a NaN value
 // made those rows NaN already). A head's bits depend neither on the pass size nor on its place in a
-// pass (tdpbf16ps computes each element alike whatever the tile shape: docs/perf.md, round 3;
+// pass (tdpbf16ps computes each element alike whatever the tile shape: docs/perf-log.md, round 3;
 // amx::scores sums in a fixed order), so neither the thread count nor the head blocking changes
 // them.
 

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/half.hpp"
+#include "core/length_tensor.hpp"
 #include "core/strings.hpp"
 #include "core/workspace_arena.hpp"
 #include "cpu/thread_pool.hpp"
@@ -108,10 +109,12 @@ Prologue resolve(const LiParams& p, const LiData& d, LiBatch* batches, int32_t* 
     if (pr.first.empty()) pr.first = what;
   };
   const bool k_tnd = p.key_layout == LiKeyLayout::kTnd;
+  const auto asq = [&](int64_t b) { return core::length_at(d.asq, p.asq_64, p.asq_s, b); };
+  const auto ask = [&](int64_t b) { return core::length_at(d.ask, p.ask_64, p.ask_s, b); };
   if (p.q_tnd) {
     int64_t prev = 0;
     for (int64_t b = 0; b < p.batch; ++b) {
-      const int64_t cur = d.asq[b * p.asq_s];
+      const int64_t cur = asq(b);
       if (cur < prev || cur > p.num_rows) {
         note("actual_seq_lengths_query[" + str(b) + "] (" + str(cur) +
              ") must be a prefix sum in [" + str(prev) + ", " + str(p.num_rows) + "]");
@@ -125,19 +128,23 @@ Prologue resolve(const LiParams& p, const LiData& d, LiBatch* batches, int32_t* 
   for (int64_t b = 0; b < p.batch; ++b) {
     LiBatch& bs = batches[b];
     if (p.q_tnd) {
-      bs.q_first = b == 0 ? 0 : d.asq[(b - 1) * p.asq_s];
-      bs.lq = d.asq[b * p.asq_s] - bs.q_first;
+      bs.q_first = b == 0 ? 0 : asq(b - 1);
+      bs.lq = asq(b) - bs.q_first;
       for (int64_t i = 0; i < bs.lq; ++i) row_batch[bs.q_first + i] = static_cast<int32_t>(b);
     } else {
       bs.q_first = b * p.s1;
-      bs.lq = p.has_asq ? d.asq[b * p.asq_s] : p.s1;
+      bs.lq = p.has_asq ? asq(b) : p.s1;
     }
+    int64_t kv_end = 0;  // TND: the prefix sum that ends batch b
     if (k_tnd) {
-      bs.kv_first = b == 0 ? 0 : d.ask[(b - 1) * p.ask_s];
-      bs.lkv = d.ask[b * p.ask_s] - bs.kv_first;
+      bs.kv_first = b == 0 ? 0 : ask(b - 1);
+      kv_end = ask(b);
+      // int64 entries: only an ordered, non-negative pair is subtracted (no overflow); any other
+      // is reported below.
+      bs.lkv = bs.kv_first >= 0 && kv_end >= bs.kv_first ? kv_end - bs.kv_first : -1;
     } else {
       bs.kv_first = 0;
-      bs.lkv = p.has_ask ? d.ask[b * p.ask_s] : p.kv_cap;
+      bs.lkv = p.has_ask ? ask(b) : p.kv_cap;
     }
     bs.fault = 0;
     if (!p.q_tnd && (bs.lq < 0 || bs.lq > p.s1)) {
@@ -145,10 +152,10 @@ Prologue resolve(const LiParams& p, const LiData& d, LiBatch* batches, int32_t* 
            str(p.s1) + "]");
       bs.fault = 1;
     }
-    const bool bad_kv = k_tnd ? (bs.kv_first < 0 || bs.lkv < 0 || bs.kv_first + bs.lkv > p.kv_cap)
+    const bool bad_kv = k_tnd ? (bs.kv_first < 0 || bs.lkv < 0 || kv_end > p.kv_cap)
                               : (bs.lkv < 0 || bs.lkv > p.kv_cap);
     if (bad_kv) {
-      note(k_tnd ? "actual_seq_lengths_key[" + str(b) + "] (" + str(bs.kv_first + bs.lkv) +
+      note(k_tnd ? "actual_seq_lengths_key[" + str(b) + "] (" + str(kv_end) +
                        ") must be a prefix sum in [" + str(std::max<int64_t>(bs.kv_first, 0)) +
                        ", " + str(p.kv_cap) + "]"
                  : "actual_seq_lengths_key[" + str(b) + "] (" + str(bs.lkv) + ") must be in [0, " +

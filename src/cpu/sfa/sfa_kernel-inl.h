@@ -18,7 +18,7 @@
 // Xeon this was measured on (family 6 model 207), vdpbf16ps zmm sustains about half the FLOP/s of
 // fp32 FMAs (a register-only loop, thread CPU time: ~85 vs ~165 GFLOP/s), and a complete
 // vdpbf16ps variant of this kernel (heads in lanes, P rounded to bf16; commit b1f0b69 on branch
-// sfa-perf, docs/perf.md "SFA kernel, round 2") ran 0.6x the speed of this body at 128 heads.
+// sfa-perf, docs/perf-log.md "SFA kernel, round 2") ran 0.6x the speed of this body at 128 heads.
 //
 // Include it only from a per-ISA translation unit, inside that ISA's namespace
 // (kvflash::cpu::<isa>) after simd_<isa>.h, simd_math-inl.h and softmax_state.h (Vec, kLanes, v*,

@@ -29,7 +29,7 @@ namespace kvflash::cpu::avx512::amx_sfa {
 #include "cpu/sfa/sfa_kernel-inl.h"
 // clang-format on
 
-// Where the tiles pay: bf16. Measured on the first AMX machine (docs/perf.md, "The AMX check";
+// Where the tiles pay: bf16. Measured on the first AMX machine (docs/perf-log.md, "The AMX check";
 // 1 thread, warm caches, B = 4, top-2048 of 8192, paged 64, tiles time / vector time): bf16 128
 // heads 0.41, 16 heads 0.64; fp16 2.5 and 11 (its split into two bf16 planes is scalar). fp16
 // runs the vector body, the same code as the avx512 entries'.

@@ -25,7 +25,7 @@
 // nh - m, so it may repeat heads of the one before: their scores are not copied twice, and their
 // probability rows are zero in its P·V (adding +0.0 leaves an accumulator as it is). A head's bits
 // depend neither on the pass size nor on its place in a pass (tdpbf16ps computes each element alike
-// whatever the tile shape: docs/perf.md, round 3), so neither the thread count nor the head
+// whatever the tile shape: docs/perf-log.md, round 3), so neither the thread count nor the head
 // blocking changes them.
 
 /// The most query heads of one SFA task (validation: N1 is at most 128).

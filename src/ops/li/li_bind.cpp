@@ -25,8 +25,8 @@ void bind_data(const core::LiProblem& p, const LightningIndexerArgs& a, core::Li
   d->query = core::element0(a.query);
   d->key = core::element0(a.key);
   d->weights = core::element0(a.weights);
-  if (p.has_asq) d->asq = static_cast<const int32_t*>(core::element0(*a.actual_seq_lengths_query));
-  if (p.has_ask) d->ask = static_cast<const int32_t*>(core::element0(*a.actual_seq_lengths_key));
+  if (p.has_asq) d->asq = core::element0(*a.actual_seq_lengths_query);
+  if (p.has_ask) d->ask = core::element0(*a.actual_seq_lengths_key);
   if (p.key_layout == core::LiKeyLayout::kPaged)
     d->block_table = static_cast<const int32_t*>(core::element0(*a.block_table));
   d->indices = static_cast<int32_t*>(core::element0(a.sparse_indices));

@@ -36,9 +36,11 @@ struct LiParams {
   /// Most keys one batch may have: BSND S2, TND T2, paged block_table columns * block_size.
   int64_t kv_cap = 0;
   int64_t block_size = 0, num_blocks = 0, bt_s0 = 0, bt_s1 = 0;  ///< paged only
-  /// Length tensors: per batch (BSND query, BSND / paged key) or prefix sums (TND), int32 with
-  /// the given element stride. Absent: BSND query S1, BSND key S2 (required otherwise).
+  /// Length tensors: per batch (BSND query, BSND / paged key) or prefix sums (TND), int32 or
+  /// int64 (asq_64 / ask_64) with the given element stride (core/length_tensor.hpp). Absent:
+  /// BSND query S1, BSND key S2 (required otherwise).
   bool has_asq = false, has_ask = false;
+  bool asq_64 = false, ask_64 = false;
   int64_t asq_s = 1, ask_s = 1;
   bool return_value = false;
   // Outputs are contiguous [num_rows, sparse_count]: int32 indices, values in the query dtype.
@@ -49,8 +51,8 @@ struct LiData {
   const void* query = nullptr;
   const void* key = nullptr;
   const void* weights = nullptr;
-  const int32_t* asq = nullptr;
-  const int32_t* ask = nullptr;
+  const void* asq = nullptr;  ///< int32 or int64 entries (LiParams::asq_64)
+  const void* ask = nullptr;
   const int32_t* block_table = nullptr;
   int32_t* indices = nullptr;
   void* values = nullptr;  ///< only when return_value

@@ -11,6 +11,7 @@
 
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
+#include "core/length_tensor.hpp"
 #include "core/view_check.hpp"
 #include "ops/li/li_fields.hpp"
 #include "ops/sparse/sparse_rules.hpp"
@@ -215,10 +216,12 @@ Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
   p.kv_cap = kv_cap;
   if (a.actual_seq_lengths_query) {
     p.has_asq = true;
+    p.asq_64 = a.actual_seq_lengths_query->dtype == DType::kInt64;
     p.asq_s = a.actual_seq_lengths_query->strides[0];
   }
   if (a.actual_seq_lengths_key) {
     p.has_ask = true;
+    p.ask_64 = a.actual_seq_lengths_key->dtype == DType::kInt64;
     p.ask_s = a.actual_seq_lengths_key->strides[0];
   }
   p.scores_out = values && a.sparse_values->dtype == DType::kFloat32;

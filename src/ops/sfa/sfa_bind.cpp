@@ -43,10 +43,10 @@ void bind_data(const core::SfaProblem& p, const SfaArgs& a, core::SfaData* d) {
   if (p.paged) d->block_table = static_cast<const int32_t*>(core::element0(*a.block_table));
   if (p.has_sinks) d->sinks = static_cast<const float*>(core::element0(*a.sinks));
   if (p.has_lengths_query) {
-    d->lengths_query = static_cast<const int32_t*>(core::element0(*a.actual_seq_lengths_query));
+    d->lengths_query = core::element0(*a.actual_seq_lengths_query);
   }
   if (p.has_lengths_kv) {
-    d->lengths_kv = static_cast<const int32_t*>(core::element0(*a.actual_seq_lengths_kv));
+    d->lengths_kv = core::element0(*a.actual_seq_lengths_kv);
   }
 }
 

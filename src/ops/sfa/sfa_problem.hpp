@@ -14,6 +14,7 @@
 
 #include "core/device_fault.hpp"
 #include "core/hd.hpp"
+#include "core/length_tensor.hpp"
 #include "kvflash/tensor.hpp"
 
 namespace kvflash::core {
@@ -84,7 +85,8 @@ struct SfaProblem {
   /// The lengths (docs/semantics.md §3.3), read at run time. Absent tensors mean S1 / S2 per batch.
   bool query_tnd = false, kv_tnd = false;
   bool has_lengths_query = false, has_lengths_kv = false;
-  int64_t lengths_query_s0 = 0, lengths_kv_s0 = 0;  ///< element strides of the int32 tensors
+  bool lengths_query_64 = false, lengths_kv_64 = false;  ///< int64 entries, else int32
+  int64_t lengths_query_s0 = 0, lengths_kv_s0 = 0;       ///< element strides of the tensors
   int64_t s1 = 0;                                   ///< BSND query rows per batch (0 for TND)
   int64_t kv_rows = 0;                              ///< BSND: S2; TND: T2 (rows of key)
   int64_t kv_capacity = 0;                          ///< PA_BSND: block_table columns * block_size
@@ -105,8 +107,8 @@ struct SfaData {
   bool v_is_k = false;  ///< value aliases key element for element: gather once
   const int32_t* block_table = nullptr;
   const float* sinks = nullptr;
-  const int32_t* lengths_query = nullptr;
-  const int32_t* lengths_kv = nullptr;
+  const void* lengths_query = nullptr;  ///< int32 or int64 entries (SfaProblem::lengths_query_64)
+  const void* lengths_kv = nullptr;
   const SfaBatch* batches = nullptr;  ///< derived: B entries
   const SfaRow* rows = nullptr;       ///< derived: num_rows entries
 };
@@ -201,13 +203,14 @@ KVFLASH_HD static inline bool sfa_resolve_lengths(const SfaProblem& p, const Sfa
   for (int t = 0; t < 2; ++t) {
     const bool query = t == 0;
     if (!(query ? p.has_lengths_query : p.has_lengths_kv)) continue;
-    const int32_t* data = query ? d.lengths_query : d.lengths_kv;
+    const void* data = query ? d.lengths_query : d.lengths_kv;
+    const bool wide = query ? p.lengths_query_64 : p.lengths_kv_64;
     const int64_t s0 = query ? p.lengths_query_s0 : p.lengths_kv_s0;
     const bool prefix = query ? p.query_tnd : p.kv_tnd;
     const int64_t limit = query ? sfa_query_length_limit(p) : sfa_kv_length_limit(p);
     int64_t prev = 0;  // prefix sums: where batch b's rows begin
     for (int64_t b = 0; b < p.batch; ++b) {
-      const int64_t x = data[b * s0];
+      const int64_t x = length_at(data, wide, s0, b);
       if (x < prev || x > limit) {  // prev is 0 for counts
         *fault = fault_of(kFaultOpSfa, query ? kFaultQueryLength : kFaultKvLength, b);
         fault->value = x;

@@ -9,6 +9,7 @@
 
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
+#include "core/length_tensor.hpp"
 #include "core/view_check.hpp"
 #include "ops/sfa/sfa_fields.hpp"
 #include "ops/sparse/sparse_rules.hpp"
@@ -42,7 +43,8 @@ Status expect_dtype(const TensorView& v, const char* name, DType want) {
   return sparse::expect_dtype(kOpName, v, name, want);
 }
 
-// A 1-D int32 actual-length tensor with exactly `batch` entries (its values are read by the run).
+// A 1-D int32 or int64 actual-length tensor with exactly `batch` entries (its values are read by
+// the run).
 Status check_lengths_tensor(const TensorView& v, const char* name, int64_t batch) {
   if (v.data == nullptr) return null_ptr(std::string(name) + " data is null");
   KVFLASH_RETURN_IF_ERROR(check_view(v, name));
@@ -350,8 +352,14 @@ Status validate(const SfaArgs& user_args, SfaProblem* p) {
   pr.kv_tnd = kv_tnd;
   pr.has_lengths_query = has_lq;
   pr.has_lengths_kv = has_lkv;
-  if (has_lq) pr.lengths_query_s0 = a.actual_seq_lengths_query->strides[0];
-  if (has_lkv) pr.lengths_kv_s0 = a.actual_seq_lengths_kv->strides[0];
+  if (has_lq) {
+    pr.lengths_query_s0 = a.actual_seq_lengths_query->strides[0];
+    pr.lengths_query_64 = a.actual_seq_lengths_query->dtype == DType::kInt64;
+  }
+  if (has_lkv) {
+    pr.lengths_kv_s0 = a.actual_seq_lengths_kv->strides[0];
+    pr.lengths_kv_64 = a.actual_seq_lengths_kv->dtype == DType::kInt64;
+  }
   pr.s1 = s1;
   pr.kv_rows = kv_tnd ? kv0 : kv1;
   return Status::kSuccess;

@@ -4,6 +4,7 @@
 #include <span>
 
 #include "core/error.hpp"
+#include "core/length_tensor.hpp"
 #include "core/view_check.hpp"
 
 namespace kvflash::sparse {
@@ -35,7 +36,9 @@ Status expect_dtype(const char* op, const TensorView& v, const char* name, DType
 }
 
 Status expect_lengths(const char* op, const TensorView& v, const char* name, int64_t batch) {
-  KVFLASH_RETURN_IF_ERROR(expect_dtype(op, v, name, DType::kInt32));
+  if (!core::is_length_dtype(v.dtype))
+    return invalid(op, std::string(name) + " dtype must be " + core::kLengthDtypes + ", got " +
+                           dtype_name(v.dtype));
   if (v.rank != 1 || v.shape[0] != batch)
     return invalid(op, std::string(name) + " must be 1-D with B (" + str(batch) +
                            ") entries, got " + v.describe());

@@ -19,8 +19,8 @@ Status expect_shape(const char* op, const TensorView& v, const char* name,
                     std::initializer_list<int64_t> dims);
 /// kInvalid "<name> dtype must be <want>, got <dtype>" unless v has dtype want.
 Status expect_dtype(const char* op, const TensorView& v, const char* name, DType want);
-/// A 1-D int32 length tensor with exactly `batch` entries (its values are device data, read by
-/// the run).
+/// A 1-D int32 or int64 length tensor (core::is_length_dtype) with exactly `batch` entries (its
+/// values are device data, read by the run).
 Status expect_lengths(const char* op, const TensorView& v, const char* name, int64_t batch);
 
 /// layout_query: BSND or TND; the key's (`key_arg`: layout_key, layout_kv): BSND, TND or
