@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   p.q_row = N * D, p.q_head = D, p.o_row = N * D, p.o_head = D;
   p.k_pos = KVN * D, p.k_head = D, p.v_pos = KVN * D, p.v_head = D;
   p.batches = &bt;
-  cpu::FiaData d;
+  cpu::FiaPointers d;
   d.q = q.data(), d.k = k.data(), d.v = v.data(), d.out = out.data();
   std::vector<std::byte> ws(cpu::fia_workspace_size(p));
 

@@ -155,7 +155,7 @@ void decode_fa(FuzzInput& in, bool extensions, FaFuzzCase* f) {
     a.actual_seq_qlen = call.actual_seq_lengths;
     a.actual_seq_kvlen = call.actual_seq_lengths_kv;
   }
-  a.scale = call.scale_value;
+  a.scale = call.scale;
   a.pre_tokens = call.pre_tokens, a.next_tokens = call.next_tokens;
   a.head_num = call.num_heads;
   a.input_layout = call.input_layout;

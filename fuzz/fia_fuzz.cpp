@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <optional>
+#include <type_traits>
 
 #include "ops/fia/fia_fields.hpp"
 
@@ -23,19 +24,25 @@ std::vector<testing::FiaCase> usable_cases(bool pfa) {
   return out;
 }
 
-// The views of a call, in a fixed order (absent optionals are skipped).
-std::vector<TensorView*> views(reference::FiaCall& a) {
-  std::vector<TensorView*> v = {&a.query, &a.attention_out};
-  for (TensorView& t : a.key) v.push_back(&t);
-  for (TensorView& t : a.value) v.push_back(&t);
-  for (std::optional<TensorView>* o :
-       {&a.pse_shift, &a.atten_mask, &a.quant_scale2, &a.quant_offset2, &a.antiquant_scale,
-        &a.antiquant_offset, &a.block_table, &a.query_padding_size, &a.kv_padding_size,
-        &a.key_antiquant_scale, &a.key_antiquant_offset, &a.value_antiquant_scale,
-        &a.value_antiquant_offset, &a.key_shared_prefix, &a.value_shared_prefix, &a.query_rope,
-        &a.key_rope, &a.learnable_sink, &a.softmax_lse})
-    if (*o) v.push_back(&**o);
+// The views of a call in the field table's order (absent optionals are skipped).
+std::vector<TensorView*> views(FiaArgs& a) {
+  std::vector<TensorView*> v;
+  core::for_each_view(fia::kFields, a, [&](TensorView& t, const char*) {
+    v.push_back(&t);
+    return Status::kSuccess;
+  });
   return v;
+}
+
+// The members of type T of a call, in the field table's order.
+template <class T>
+std::vector<T*> members(FiaArgs& a) {
+  std::vector<T*> out;
+  core::for_each_field(fia::kFields, [&](const auto& f) {
+    if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(f)>::Type, T>)
+      out.push_back(&(a.*f.member));
+  });
+  return out;
 }
 
 // Gives a mutated view memory of its own (or the unreadable page).
@@ -84,11 +91,8 @@ void mutate(FuzzInput& in, FiaFuzzCase* f) {
         back(f, t);
         break;
       case 4: {
-        int64_t* attrs[] = {&a.num_heads,           &a.num_key_value_heads, &a.sparse_mode,
-                            &a.pre_tokens,          &a.next_tokens,         &a.inner_precise,
-                            &a.block_size,          &a.antiquant_mode,      &a.key_antiquant_mode,
-                            &a.value_antiquant_mode};
-        int64_t* x = attrs[in.below(10)];
+        const std::vector<int64_t*> attrs = members<int64_t>(a);
+        int64_t* x = attrs[in.below(static_cast<uint32_t>(attrs.size()))];
         *x = in.special(*x);
         break;
       }
@@ -96,11 +100,8 @@ void mutate(FuzzInput& in, FiaFuzzCase* f) {
         a.input_layout = kLayouts[in.below(sizeof kLayouts / sizeof kLayouts[0])];
         break;
       case 6: {  // an optional tensor appears (a copy of the query's view) or disappears
-        std::optional<TensorView>* opts[] = {
-            &a.pse_shift,      &a.atten_mask,         &a.quant_scale2,      &a.antiquant_scale,
-            &a.block_table,    &a.query_padding_size, &a.key_shared_prefix, &a.query_rope,
-            &a.learnable_sink, &a.softmax_lse};
-        std::optional<TensorView>* o = opts[in.below(10)];
+        const std::vector<std::optional<TensorView>*> opts = members<std::optional<TensorView>>(a);
+        std::optional<TensorView>* o = opts[in.below(static_cast<uint32_t>(opts.size()))];
         if (*o) {
           o->reset();
         } else {

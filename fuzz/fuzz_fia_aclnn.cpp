@@ -97,14 +97,14 @@ void run(FuzzInput& in) {
     case 1:
       st = aclnnFusedInferAttentionScoreGetWorkspaceSize(
           q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, aqs, aqo, bt, qpad,
-          kvpad, a.num_heads, a.scale_value, a.pre_tokens, a.next_tokens, layout.data(),
+          kvpad, a.num_heads, a.scale, a.pre_tokens, a.next_tokens, layout.data(),
           a.num_key_value_heads, a.sparse_mode, a.inner_precise, a.block_size, a.antiquant_mode,
           a.softmax_lse_flag, out, lse, sl.ws_slot, sl.exec_slot);
       break;
     case 2:
       st = aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
           q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, aqs, aqo, bt, qpad,
-          kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, a.num_heads, a.scale_value, a.pre_tokens,
+          kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, a.num_heads, a.scale, a.pre_tokens,
           a.next_tokens, layout.data(), a.num_key_value_heads, a.sparse_mode, a.inner_precise,
           a.block_size, a.antiquant_mode, a.softmax_lse_flag, a.key_antiquant_mode,
           a.value_antiquant_mode, out, lse, sl.ws_slot, sl.exec_slot);
@@ -112,7 +112,7 @@ void run(FuzzInput& in) {
     case 3:
       st = aclnnFusedInferAttentionScoreV3GetWorkspaceSize(
           q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, aqs, aqo, bt, qpad,
-          kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, a.num_heads, a.scale_value,
+          kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, a.num_heads, a.scale,
           a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads, a.sparse_mode,
           a.inner_precise, a.block_size, a.antiquant_mode, a.softmax_lse_flag, a.key_antiquant_mode,
           a.value_antiquant_mode, out, lse, sl.ws_slot, sl.exec_slot);
@@ -121,7 +121,7 @@ void run(FuzzInput& in) {
       st = aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
           q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, aqs, aqo, bt, qpad,
           kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, nullptr, sink, a.num_heads,
-          a.scale_value, a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads,
+          a.scale, a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads,
           a.sparse_mode, a.inner_precise, a.block_size, a.antiquant_mode, a.softmax_lse_flag,
           a.key_antiquant_mode, a.value_antiquant_mode, 0, out, lse, sl.ws_slot, sl.exec_slot);
       break;
@@ -129,7 +129,7 @@ void run(FuzzInput& in) {
       st = aclnnFusedInferAttentionScoreV5GetWorkspaceSize(
           q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, aqs, aqo, bt, qpad,
           kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, nullptr, sink, q_start,
-          kv_start, a.num_heads, a.scale_value, a.pre_tokens, a.next_tokens, layout.data(),
+          kv_start, a.num_heads, a.scale, a.pre_tokens, a.next_tokens, layout.data(),
           a.num_key_value_heads, a.sparse_mode, a.inner_precise, a.block_size, a.antiquant_mode,
           a.softmax_lse_flag, a.key_antiquant_mode, a.value_antiquant_mode, 0, pse_type, out, lse,
           sl.ws_slot, sl.exec_slot);

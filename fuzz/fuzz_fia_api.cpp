@@ -16,7 +16,6 @@
 #include "fuzz_input.hpp"
 #include "harness.hpp"
 #include "kvflash/fia.hpp"
-#include "support/fia_args.hpp"
 
 namespace kvflash::fuzz {
 namespace {
@@ -35,7 +34,7 @@ void run(FuzzInput& in) {
     ++stats().skipped;
     return;
   }
-  FiaArgs a = testing::fia_args(f.call);
+  FiaArgs a = f.call;
   a.num_threads = static_cast<int>(in.below(4));
   std::unique_ptr<FiaPlan> plan;
   const Status st = FiaPlan::create(a, &plan);
@@ -47,7 +46,7 @@ void run(FuzzInput& in) {
   }
   std::string fp1, fp2;
   if (FiaPlan::fingerprint(a, &fp1) != Status::kSuccess ||
-      FiaPlan::fingerprint(testing::fia_args(f.call), &fp2) != Status::kSuccess)
+      FiaPlan::fingerprint(f.call, &fp2) != Status::kSuccess)
     violated("fingerprint failed");
   if (fp1 != fp2) violated("equal arguments gave different fingerprints");
   if (!f.runnable || plan->workspace_size() > (size_t{1} << 28)) {

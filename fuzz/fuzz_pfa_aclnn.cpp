@@ -57,17 +57,17 @@ void run(FuzzInput& in) {
   aclnnStatus st = 0;
   if (version == 1) {
     st = aclnnPromptFlashAttentionGetWorkspaceSize(
-        q, k, v, pse, mask, asl, a.num_heads, a.scale_value, a.pre_tokens, a.next_tokens,
+        q, k, v, pse, mask, asl, a.num_heads, a.scale, a.pre_tokens, a.next_tokens,
         layout.data(), a.num_key_value_heads, out, sl.ws_slot, sl.exec_slot);
   } else if (version == 2) {
     st = aclnnPromptFlashAttentionV2GetWorkspaceSize(
         q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, a.num_heads,
-        a.scale_value, a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads,
+        a.scale, a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads,
         a.sparse_mode, out, sl.ws_slot, sl.exec_slot);
   } else {
     st = aclnnPromptFlashAttentionV3GetWorkspaceSize(
         q, k, v, pse, mask, asl, askv, nullptr, nullptr, nullptr, qs2, qo2, a.num_heads,
-        a.scale_value, a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads,
+        a.scale, a.pre_tokens, a.next_tokens, layout.data(), a.num_key_value_heads,
         a.sparse_mode, a.inner_precise, out, sl.ws_slot, sl.exec_slot);
   }
   static constexpr AclnnPhase2 kPhase2[] = {aclnnPromptFlashAttention, aclnnPromptFlashAttentionV2,

@@ -306,7 +306,7 @@ FiaReference fia_reference(const FiaCall& a) {
     return o * load_element_flat(s, flat) + off;
   };
 
-  const double scale = static_cast<double>(static_cast<float>(a.scale_value));  // §0.2 item 5
+  const double scale = static_cast<double>(static_cast<float>(a.scale));  // §0.2 item 5
   const int64_t pre = clamp_tokens(a.pre_tokens), next = clamp_tokens(a.next_tokens);
 
   const std::vector<TensorView> key_rope =

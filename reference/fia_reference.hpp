@@ -5,11 +5,10 @@
 // kernel. Slow and obvious on purpose: every element is read through its view, every score is a
 // double, the softmax is an exact two-pass one over the visible positions of the row.
 //
-// FiaCall mirrors the arguments of aclnnFusedInferAttentionScoreV4 (docs/fia-pfa-indexer.md §2.1) one to one, in
-// the names of torch's npu_fused_infer_attention_score; PFA (aclnnPromptFlashAttentionV3) is the
-// subset with `prompt = true` (no decode branch, D4 is FIA's rule). The library's argument struct
-// is not written yet (the operator recipe of issue 18 will give it); until then the tests build
-// FiaCall. It assumes valid arguments (shapes, dtypes, in-range block ids) and checks nothing.
+// FiaCall is the library's FiaArgs (aclnnFusedInferAttentionScoreV4's arguments, docs/fia-pfa-indexer.md
+// §2.1); PFA (aclnnPromptFlashAttentionV3) is the subset with `prompt = true` (no decode branch, D4
+// is FIA's rule). It assumes valid arguments (shapes, dtypes, in-range block ids) and checks
+// nothing.
 #pragma once
 
 #include <cstdint>
@@ -17,49 +16,18 @@
 #include <string>
 #include <vector>
 
+#include "kvflash/fia.hpp"
 #include "kvflash/tensor.hpp"
 
 namespace kvflash::reference {
 
-inline constexpr int64_t kFiaTokensMax = 2147483647;  // the schemas' pre/next_tokens default
+inline constexpr int64_t kFiaTokensMax = kvflash::kFiaTokensMax;  // pre/next_tokens default
 
-struct FiaCall {
-  TensorView query;  ///< BSH (B,S1,N*D) | BSND (B,S1,N,D) | BNSD (B,N,S1,D) | TND (T,N,D) | NTD (N,T,D)
-  /// 1 tensor (in the query layout, or a paged cache: rank 3 BnBsH, rank 4 BnNBsD) or B tensors of
-  /// batch 1 (tensor list, non-TND layouts).
-  std::vector<TensorView> key, value;
-  std::optional<TensorView> pse_shift;   ///< (B|1, N, S1|1, S2p), added after scaling
-  std::optional<TensorView> atten_mask;  ///< nonzero = masked; shapes in docs/fia-semantics.md
-  std::optional<std::vector<int64_t>> actual_seq_lengths, actual_seq_lengths_kv;  ///< D6
-  std::optional<TensorView> quant_scale2, quant_offset2;  ///< int8 output post-quant (docs/fia-pfa-indexer.md §2.10)
-  /// Combined antiquant parameters: leading dim 2 = (key, value); antiquant_mode 0 per-channel or
-  /// per-tensor, 1 per-token (2, B, S2).
-  std::optional<TensorView> antiquant_scale, antiquant_offset;
-  /// Split antiquant parameters (they win over the combined ones, "以KV分离量化参数为准").
-  std::optional<TensorView> key_antiquant_scale, key_antiquant_offset;
-  std::optional<TensorView> value_antiquant_scale, value_antiquant_offset;
-  std::optional<TensorView> block_table;  ///< int32 (B, max_blocks): paged KV
-  std::optional<TensorView> query_padding_size, kv_padding_size;  ///< int64 (1,): left padding
-  std::optional<TensorView> key_shared_prefix, value_shared_prefix;  ///< batch 1, key's layout
-  std::optional<std::vector<int64_t>> actual_shared_prefix_len;     ///< length 1
-  std::optional<TensorView> query_rope, key_rope;  ///< MLA: rope dims, same layouts as query/key
-  std::optional<TensorView> learnable_sink;        ///< (N,)
-
-  int64_t num_heads = 1;
-  double scale_value = 1.0;
-  int64_t pre_tokens = kFiaTokensMax, next_tokens = kFiaTokensMax;
-  std::string input_layout = "BSH";  ///< a query layout, or "<in>_<out>" (D1)
-  int64_t num_key_value_heads = 0;   ///< 0 = num_heads
-  int64_t sparse_mode = 0;
-  int64_t inner_precise = 0;  ///< validated only (D2)
-  int64_t block_size = 0;
-  int64_t antiquant_mode = 0, key_antiquant_mode = 0, value_antiquant_mode = 0;
-  bool softmax_lse_flag = false;
-  bool prompt = false;  ///< PromptFlashAttention: never the decode branch
-
-  TensorView attention_out;
-  std::optional<TensorView> softmax_lse;  ///< fp32, [T,N,1] (TND/NTD inputs) or [B,N,S1,1]
-};
+/// The oracle reads the library's own argument struct (as li_reference's LiCall): one list of
+/// FIA's arguments, declared in include/kvflash/fia.hpp and described by src/ops/fia/fia_fields.hpp.
+/// Members D1 refuses (full int8 quantisation, V5's start indices) are not read: a call the
+/// library accepts has them absent.
+using FiaCall = FiaArgs;
 
 /// How a (query row, head) result was produced.
 enum class FiaRowKind : uint8_t {

@@ -46,12 +46,12 @@ struct Call {
     const kvflash::reference::FiaCall& c = call;
     if (varlen) {
       return aclnnFlashAttentionVarLenScoreGetWorkspaceSize(
-          q, k, v, pse, drop, padding, mask, prefix, qlen, kvlen, c.scale_value, keep_prob,
+          q, k, v, pse, drop, padding, mask, prefix, qlen, kvlen, c.scale, keep_prob,
           c.pre_tokens, c.next_tokens, c.num_heads, layout.data(), 0, c.sparse_mode, max, sum,
           softmax_out, out, ws, ex);
     }
     return aclnnFlashAttentionScoreGetWorkspaceSize(
-        q, k, v, pse, drop, padding, mask, prefix, c.scale_value, keep_prob, c.pre_tokens,
+        q, k, v, pse, drop, padding, mask, prefix, c.scale, keep_prob, c.pre_tokens,
         c.next_tokens, c.num_heads, layout.data(), 0, c.sparse_mode, max, sum, softmax_out, out, ws,
         ex);
   }

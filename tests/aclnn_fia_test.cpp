@@ -76,7 +76,7 @@ class Call {
     return aclnnFusedInferAttentionScoreV5GetWorkspaceSize(
         query, key, value, pse, mask, asl, askv, deq1, nullptr, nullptr, qs2, qo2, aqs, aqo, bt,
         qpad, kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, nullptr, sink, q_start,
-        kv_start, a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(),
+        kv_start, a_.num_heads, a_.scale, a_.pre_tokens, a_.next_tokens, lay(),
         a_.num_key_value_heads, a_.sparse_mode, a_.inner_precise, a_.block_size, a_.antiquant_mode,
         lse_flag, a_.key_antiquant_mode, a_.value_antiquant_mode, 0, pse_type, out, lse, ws, ex);
   }
@@ -84,7 +84,7 @@ class Call {
     return aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
         query, key, value, pse, mask, asl, askv, deq1, nullptr, nullptr, qs2, qo2, aqs, aqo, bt,
         qpad, kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, nullptr, sink,
-        a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(), a_.num_key_value_heads,
+        a_.num_heads, a_.scale, a_.pre_tokens, a_.next_tokens, lay(), a_.num_key_value_heads,
         a_.sparse_mode, a_.inner_precise, a_.block_size, a_.antiquant_mode, lse_flag,
         a_.key_antiquant_mode, a_.value_antiquant_mode, 0, out, lse, ws, ex);
   }
@@ -92,14 +92,14 @@ class Call {
     return aclnnFusedInferAttentionScoreV3GetWorkspaceSize(
         query, key, value, pse, mask, asl, askv, deq1, nullptr, nullptr, qs2, qo2, aqs, aqo, bt,
         qpad, kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, qr, kr, nullptr, a_.num_heads,
-        a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(), a_.num_key_value_heads,
+        a_.scale, a_.pre_tokens, a_.next_tokens, lay(), a_.num_key_value_heads,
         a_.sparse_mode, a_.inner_precise, a_.block_size, a_.antiquant_mode, lse_flag,
         a_.key_antiquant_mode, a_.value_antiquant_mode, out, lse, ws, ex);
   }
   aclnnStatus v2(uint64_t* ws, aclOpExecutor** ex) {
     return aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
         query, key, value, pse, mask, asl, askv, deq1, nullptr, nullptr, qs2, qo2, aqs, aqo, bt,
-        qpad, kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, a_.num_heads, a_.scale_value,
+        qpad, kvpad, kaqs, kaqo, vaqs, vaqo, kp, vp, spl, a_.num_heads, a_.scale,
         a_.pre_tokens, a_.next_tokens, lay(), a_.num_key_value_heads, a_.sparse_mode,
         a_.inner_precise, a_.block_size, a_.antiquant_mode, lse_flag, a_.key_antiquant_mode,
         a_.value_antiquant_mode, out, lse, ws, ex);
@@ -107,20 +107,20 @@ class Call {
   aclnnStatus v1(uint64_t* ws, aclOpExecutor** ex) {
     return aclnnFusedInferAttentionScoreGetWorkspaceSize(
         query, key, value, pse, mask, asl, askv, deq1, nullptr, nullptr, qs2, qo2, aqs, aqo, bt,
-        qpad, kvpad, a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(),
+        qpad, kvpad, a_.num_heads, a_.scale, a_.pre_tokens, a_.next_tokens, lay(),
         a_.num_key_value_heads, a_.sparse_mode, a_.inner_precise, a_.block_size, a_.antiquant_mode,
         lse_flag, out, lse, ws, ex);
   }
   aclnnStatus pfa_v2(uint64_t* ws, aclOpExecutor** ex) {
     return aclnnPromptFlashAttentionV2GetWorkspaceSize(
         query, make(a_.key[0]), make(a_.value[0]), pse, mask, asl, askv, deq1, nullptr, nullptr,
-        qs2, qo2, a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(),
+        qs2, qo2, a_.num_heads, a_.scale, a_.pre_tokens, a_.next_tokens, lay(),
         a_.num_key_value_heads, a_.sparse_mode, out, ws, ex);
   }
   aclnnStatus pfa_v3(uint64_t* ws, aclOpExecutor** ex) {
     return aclnnPromptFlashAttentionV3GetWorkspaceSize(
         query, make(a_.key[0]), make(a_.value[0]), pse, mask, asl, askv, deq1, nullptr, nullptr,
-        qs2, qo2, a_.num_heads, a_.scale_value, a_.pre_tokens, a_.next_tokens, lay(),
+        qs2, qo2, a_.num_heads, a_.scale, a_.pre_tokens, a_.next_tokens, lay(),
         a_.num_key_value_heads, a_.sparse_mode, a_.inner_precise, out, ws, ex);
   }
 

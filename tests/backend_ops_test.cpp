@@ -29,7 +29,6 @@
 #include "merge_reference.hpp"
 #include "sfa_reference.hpp"
 #include "support/compare.hpp"
-#include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/li_cases.hpp"
@@ -277,7 +276,7 @@ std::map<std::string, double>& fia_worst() {
 TEST_P(BackendOpsFia, MatchesReference) {
   const FiaCase& c = GetParam();
   FiaCaseData data(c);
-  FiaArgs args = fia_args(data.call());
+  FiaArgs args = data.call();
   if (c.dv() % 16 != 0) {
     std::unique_ptr<FiaPlan> plan;
     EXPECT_EQ(FiaPlan::create(args, &plan), Status::kInvalid) << c.name();

@@ -25,7 +25,6 @@
 #include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/isa.hpp"
 #include "fia_reference.hpp"
-#include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 #include "support/fia_emu_tiles.hpp"
 #include "support/fia_run.hpp"
@@ -64,7 +63,7 @@ std::vector<std::byte> output_bytes(const reference::FiaCall& call) {
 // equal at every thread count.
 void check_case(const FiaCase& c, FiaCaseData& data, const reference::FiaReference& ref,
                 const char* engine, const cpu::FiaKernels& k) {
-  FiaArgs args = fia_args(data.call());
+  FiaArgs args = data.call();
   std::vector<std::byte> first;
   for (int threads : kThreadCounts) {
     SCOPED_TRACE(std::string("engine=") + engine + " threads=" + std::to_string(threads));

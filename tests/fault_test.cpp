@@ -31,7 +31,6 @@
 #include "kvflash/fia.hpp"
 #include "kvflash/ifa.hpp"
 #include "kvflash/sfa.hpp"
-#include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/sfa_cases.hpp"
@@ -211,7 +210,7 @@ TEST(Faults, FiaPlanCreate) {
   dec.mask = FiaMask::kNone;
   for (const FiaCase& c : {pre, dec}) {
     FiaCaseData data(c);
-    const FiaArgs args = fia_args(data.call());
+    const FiaArgs args = data.call();
     std::unique_ptr<FiaPlan> plan;
     const int64_t points =
         sweep<Status>([&] { return FiaPlan::create(args, &plan); },
@@ -235,7 +234,7 @@ TEST(AbsurdSizes, FiaLengthsPastMemory) {
   c.q_lens = {5, 3}, c.kv_lens = {9, 7};
   c.sparse_mode = 3, c.mask = FiaMask::kCompressed;
   FiaCaseData data(c);
-  FiaArgs a = fia_args(data.call());
+  FiaArgs a = data.call();
   for (auto* list : {&a.key, &a.value}) {
     TensorView& t = (*list)[0];
     t.shape[1] = int64_t{1} << 40;  // BSND (B, S, KV_N, D): S = 2^40 positions of stride 0

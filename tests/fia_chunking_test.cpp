@@ -15,7 +15,6 @@
 
 #include "cpu/isa.hpp"
 #include "kvflash/fia.hpp"
-#include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 #include "support/fia_emu_tiles.hpp"
 #include "support/fia_run.hpp"
@@ -32,7 +31,7 @@ std::vector<std::byte> bytes_of(const TensorView& t) {
 
 // Through the public API at the current ISA cap, or on kernel table k.
 ::testing::AssertionResult run(const reference::FiaCall& call, const cpu::FiaKernels* k) {
-  FiaArgs args = fia_args(call);
+  FiaArgs args = call;
   args.num_threads = 2;
   if (k != nullptr) return run_fia_kernels(args, *k);
   std::unique_ptr<FiaPlan> plan;

@@ -29,7 +29,7 @@ namespace kvflash::testing {
 namespace {
 
 using cpu::FiaBatch;
-using cpu::FiaData;
+using cpu::FiaPointers;
 using cpu::FiaPadRow;
 using cpu::FiaParams;
 

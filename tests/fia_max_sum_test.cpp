@@ -13,7 +13,6 @@
 
 #include "fia_reference.hpp"
 #include "kvflash/fia.hpp"
-#include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 #include "support/workspace_buffer.hpp"
 
@@ -36,7 +35,7 @@ TEST(FiaMaxSum, MatchesTheReferenceMaxAndSum) {
     const reference::FiaReference ref = reference::fia_reference(data.call());
     for (int threads : {1, 3}) {
       FiaMaxSum ms(data);
-      FiaArgs args = fia_args(data.call());
+      FiaArgs args = data.call();
       args.num_threads = threads;
       args.softmax_max = ms.max_view();
       args.softmax_sum = ms.sum_view();
@@ -69,7 +68,7 @@ TEST(FiaMaxSum, Fp32InputsMatchTheReference) {
     FiaCaseData data(c);
     const reference::FiaReference ref = reference::fia_reference(data.call());
     FiaMaxSum ms(data);
-    FiaArgs args = fia_args(data.call());
+    FiaArgs args = data.call();
     args.softmax_max = ms.max_view();
     args.softmax_sum = ms.sum_view();
     EXPECT_EQ(run(args), Status::kInvalid) << c.name();  // fp32 needs fp32_inputs
@@ -94,7 +93,7 @@ TEST(FiaMaxSum, Validation) {
     EXPECT_NE(std::string(last_error_message()).find(msg), std::string::npos)
         << last_error_message();
   };
-  FiaArgs a = fia_args(data.call());
+  FiaArgs a = data.call();
   a.softmax_max = ms.max_view();
   a.softmax_sum = ms.sum_view();
   FiaArgs b = a;

@@ -185,7 +185,7 @@ TEST(FiaReference, DecodeMatchesIfaReference) {
     a.block_table = f.block_table;
     a.kv_padding_size = f.kv_padding_size;
     a.num_heads = f.num_heads;
-    a.scale_value = f.scale_value;
+    a.scale_value = f.scale;
     a.input_layout = f.input_layout;
     a.num_key_value_heads = f.num_key_value_heads;
     a.block_size = f.block_size;

@@ -1,4 +1,4 @@
-// Which kernels a FIA decode call plans onto (D4: IFA's, src/ops/fia/fia_validate_ifa.cpp). The
+// Which kernels a FIA decode call plans onto (D4: IFA's, src/ops/fia/fia_validate_decode.cpp). The
 // split-KV path of the FIA kernel computes the same result 2-3x slower (docs/perf-log.md), so only a
 // test of the route catches a regression to it: every case of the shared list that is a decode
 // call IFA's kernels express must plan onto them (in a mixed TND call: its leading one-row
@@ -21,7 +21,6 @@
 #include "kvflash/fia.hpp"
 #include "ops/fia/fia_bind.hpp"
 #include "ops/fia/fia_plan_impl.hpp"
-#include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 
 namespace kvflash::testing {
@@ -53,7 +52,7 @@ int64_t expect_ifa_requests(const FiaCase& c) {
 
 bool plans_on_ifa(const FiaCase& c, std::string* describe, int64_t* requests = nullptr) {
   FiaCaseData data(c);
-  const FiaArgs args = fia_args(data.call());
+  const FiaArgs args = data.call();
   std::unique_ptr<FiaPlan> plan;
   EXPECT_EQ(FiaPlan::create(args, &plan), Status::kSuccess)
       << c.name() << ": " << last_error_message();
@@ -94,7 +93,7 @@ TEST(FiaRoute, IfaRouteDeterministicAcrossThreads) {
   for (const FiaCase& c : fia_cases_for_run()) {
     if (!expect_on_ifa(c)) continue;
     FiaCaseData data(c);
-    FiaArgs args = fia_args(data.call());
+    FiaArgs args = data.call();
     std::unique_ptr<FiaPlan> plan;
     ASSERT_EQ(FiaPlan::create(args, &plan), Status::kSuccess) << last_error_message();
     std::vector<std::byte> ws(plan->workspace_size());
@@ -128,7 +127,7 @@ TEST(FiaRoute, MixedCallDecodeRowsMatchDecodeCallAlone) {
     const int64_t k = expect_ifa_requests(c);
     if (k == c.batch()) continue;  // not mixed
     FiaCaseData data(c);
-    FiaArgs whole = fia_args(data.call());
+    FiaArgs whole = data.call();
     data.poison_outputs();
     ASSERT_EQ(fused_infer_attention_score(whole), Status::kSuccess) << last_error_message();
     const size_t row_bytes = static_cast<size_t>(c.num_heads * c.dv()) * dtype_size(c.out_dtype);
@@ -161,7 +160,7 @@ TEST(FiaRoute, DecodeBranchIgnoresSparseMode) {
     c.lse = true;
     FiaCaseData data(c);
     data.poison_outputs();
-    const FiaArgs plain = fia_args(data.call());
+    const FiaArgs plain = data.call();
     ASSERT_EQ(fused_infer_attention_score(plain), Status::kSuccess) << last_error_message();
     EXPECT_TRUE(compare_fia_output(c.name(), data.call(), reference::fia_reference(data.call())));
     const std::vector<std::byte> want = bytes_of(plain.attention_out);

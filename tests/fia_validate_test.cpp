@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "kvflash/fia.hpp"
-#include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 
 namespace kvflash::testing {
@@ -28,7 +27,7 @@ FiaCase base_case() {
 
 void expect_refused(const std::function<void(FiaArgs&)>& mutate, Status want, const char* word) {
   FiaCaseData data(base_case());
-  FiaArgs a = fia_args(data.call());
+  FiaArgs a = data.call();
   std::unique_ptr<FiaPlan> plan;
   ASSERT_EQ(FiaPlan::create(a, &plan), Status::kSuccess) << last_error_message();
   mutate(a);
@@ -76,6 +75,21 @@ TEST(FiaValidate, BadArgumentsNameTheArgument) {
                  "num_key_value_heads");
 }
 
+// A paged cache's table has a row per batch: fewer would be read past its end.
+TEST(FiaValidate, BlockTableNeedsARowPerBatch) {
+  FiaCase c = base_case();
+  c.paged = true;
+  c.q_lens = {5, 3, 2}, c.kv_lens = {9, 7, 20};
+  FiaCaseData data(c);
+  FiaArgs a = data.call();
+  std::unique_ptr<FiaPlan> plan;
+  ASSERT_EQ(FiaPlan::create(a, &plan), Status::kSuccess) << last_error_message();
+  a.block_table->shape[0] = 2;
+  EXPECT_EQ(FiaPlan::create(a, &plan), Status::kInvalid);
+  EXPECT_NE(std::string(last_error_message()).find("block_table"), std::string::npos)
+      << last_error_message();
+}
+
 // D3: modes 2-4 take the compressed mask in the three shapes of the FIA V4 document, FIA and PFA
 // alike (its contents are never read, so any view of the case's 2048x2048 buffer serves: only
 // metadata is validated); no other shape.
@@ -89,7 +103,7 @@ TEST(FiaValidate, CompressedMaskShapes) {
           {2, 2048, 2048}, {1, 2, 2048, 2048}, {2048, 1024}, {2047, 2048}, {4194304}};
       for (bool valid : {true, false}) {
         for (const std::vector<int64_t>& shape : valid ? good : bad) {
-          FiaArgs a = fia_args(data.call());
+          FiaArgs a = data.call();
           a.prompt = prompt;
           a.sparse_mode = mode;
           if (mode == 4) a.pre_tokens = 3, a.next_tokens = 0;
@@ -121,7 +135,7 @@ TEST(FiaValidate, DecodeBranchIgnoresSparseModeAndNeedsNoMask) {
   c.q_lens = {1, 1}, c.kv_lens = {9, 4};
   FiaCaseData data(c);
   auto plan_with = [&](auto mutate) {
-    FiaArgs a = fia_args(data.call());
+    FiaArgs a = data.call();
     mutate(a);
     std::unique_ptr<FiaPlan> plan;
     return FiaPlan::create(a, &plan);
@@ -187,7 +201,7 @@ TEST(FiaValidate, V5ArgumentsRefusedByName) {
   expect_refused([](FiaArgs& a) { a.pse_type = 1; }, Status::kInvalid, "pse_type");
   expect_refused([](FiaArgs& a) { a.pse_type = -3; }, Status::kInvalid, "pse_type");
   FiaCaseData data(base_case());
-  FiaArgs a = fia_args(data.call());
+  FiaArgs a = data.call();
   a.q_start_idx = std::vector<int64_t>{};
   a.kv_start_idx = std::vector<int64_t>{};
   std::unique_ptr<FiaPlan> plan;
@@ -197,7 +211,7 @@ TEST(FiaValidate, V5ArgumentsRefusedByName) {
 // The decode branch (D4) ignores the query lengths; PFA (prompt) applies them.
 TEST(FiaValidate, PromptSubsetPlansAndRuns) {
   FiaCaseData data(base_case());
-  FiaArgs a = fia_args(data.call());
+  FiaArgs a = data.call();
   a.prompt = true;
   EXPECT_EQ(prompt_flash_attention(a), Status::kSuccess) << last_error_message();
   a.prompt = false;

@@ -31,7 +31,7 @@ FlashAttentionScoreArgs fa_args(const reference::FiaCall& c, FiaMaxSum* ms) {
     a.actual_seq_qlen = c.actual_seq_lengths;
     a.actual_seq_kvlen = c.actual_seq_lengths_kv;
   }
-  a.scale = c.scale_value;
+  a.scale = c.scale;
   a.pre_tokens = c.pre_tokens, a.next_tokens = c.next_tokens;
   a.head_num = c.num_heads;
   a.input_layout = c.input_layout;

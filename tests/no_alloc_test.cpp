@@ -29,7 +29,6 @@
 #include "ops/sfa/sfa_bind.hpp"
 #include "ops/sfa/sfa_problem.hpp"
 #include "ops/sfa/sfa_validate.hpp"
-#include "support/fia_args.hpp"
 #include "support/fia_cases.hpp"
 #include "support/fia_max_sum.hpp"
 #include "support/ifa_cases.hpp"
@@ -201,7 +200,7 @@ TEST(NoAllocation, FiaRunOnEveryCase) {
   for (const FiaCase& c : fia_cases_for_run()) {
     if (c.dv() % 16 != 0) continue;
     FiaCaseData data(c);
-    FiaArgs args = fia_args(data.call());
+    FiaArgs args = data.call();
     std::unique_ptr<FiaPlan> plan;
     ASSERT_EQ(FiaPlan::create(args, &plan), Status::kSuccess) << last_error_message();
     WorkspaceBuffer ws(plan->workspace_size());

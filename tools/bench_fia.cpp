@@ -113,35 +113,6 @@ double visible_pairs(int64_t q, int64_t kv, int64_t mode) {
   return n;
 }
 
-reference::FiaCall reference_call(const FiaArgs& a) {
-  reference::FiaCall call;
-  call.query = a.query;
-  call.key = a.key;
-  call.value = a.value;
-  call.atten_mask = a.atten_mask;
-  call.block_table = a.block_table;
-  call.actual_seq_lengths = a.actual_seq_lengths;
-  call.actual_seq_lengths_kv = a.actual_seq_lengths_kv;
-  call.key_antiquant_scale = a.key_antiquant_scale;
-  call.value_antiquant_scale = a.value_antiquant_scale;
-  call.key_antiquant_mode = a.key_antiquant_mode;
-  call.value_antiquant_mode = a.value_antiquant_mode;
-  call.learnable_sink = a.learnable_sink;
-  call.softmax_lse_flag = a.softmax_lse_flag;
-  call.softmax_lse = a.softmax_lse;
-  call.num_heads = a.num_heads;
-  call.num_key_value_heads = a.num_key_value_heads;
-  call.scale_value = a.scale;
-  call.pre_tokens = a.pre_tokens, call.next_tokens = a.next_tokens;
-  call.input_layout = a.input_layout;
-  call.sparse_mode = a.sparse_mode;
-  call.inner_precise = a.inner_precise;
-  call.block_size = a.block_size;
-  call.prompt = a.prompt;
-  call.attention_out = a.attention_out;
-  return call;
-}
-
 }  // namespace
 
 bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
@@ -249,11 +220,11 @@ bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
     std::printf("%s: sample run failed: %s\n", shape.name.c_str(), last_error_message());
     return false;
   }
-  const reference::FiaReference ref = reference::fia_reference(reference_call(sample));
+  const reference::FiaReference ref = reference::fia_reference(sample);
   const double rtol = shape.dtype == DType::kFloat16 ? 0x1p-10 : 0x1p-7;  // docs/conventions.md
   const int64_t group = shape.num_heads / shape.num_kv_heads;
   // (A mixed batch's decode requests run on IFA's kernels as they do alone:
-  // src/ops/fia/fia_validate_ifa.cpp.)
+  // src/ops/fia/fia_validate_decode.cpp.)
   const bool bits_comparable = rows * group > 16 || rows == q0;  // cpu::kFiaSplitRows
   SampleCheck check;
   for (int64_t r = 0; r < rows; ++r) {

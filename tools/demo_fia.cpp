@@ -51,14 +51,7 @@ struct Layer {
 
 // Rows r0.. of out (rows x N x D) against the oracle of `a` (its rows are out's last ones).
 void check_rows(const FiaArgs& a, const uint16_t* out, SampleCheck* check) {
-  reference::FiaCall c;
-  c.query = a.query, c.key = a.key, c.value = a.value, c.block_table = a.block_table;
-  c.atten_mask = a.atten_mask;
-  c.actual_seq_lengths = a.actual_seq_lengths, c.actual_seq_lengths_kv = a.actual_seq_lengths_kv;
-  c.num_heads = a.num_heads, c.num_key_value_heads = a.num_key_value_heads;
-  c.scale_value = a.scale, c.input_layout = a.input_layout, c.sparse_mode = a.sparse_mode;
-  c.block_size = a.block_size, c.attention_out = a.attention_out;
-  const reference::FiaReference ref = reference::fia_reference(c);
+  const reference::FiaReference ref = reference::fia_reference(a);  // FiaCall is FiaArgs
   for (int64_t r = 0; r < ref.rows; ++r)
     for (int64_t h = 0; h < kN; ++h)
       for (int64_t d = 0; d < kD; ++d)

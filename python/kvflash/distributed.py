@@ -22,150 +22,23 @@ lengths, left padding, block tables and sparse indices to its shard. Host length
 ``actual_seq_lengths``, ``ContiguousShards.bounds``) may also be 1-D integer CPU tensors. The
 arguments the sharding arithmetic reads are checked before anything else (and before any
 collective), with a ValueError naming the argument.
+
+The sharding arithmetic is written once in ``_sharding.py`` and the exchange and merges in
+``_cp_merge.py``; each operator's wrapper below checks what it reads, translates its arguments to
+its shard and calls the single-process op.
 """
-import operator
-from dataclasses import dataclass
-from typing import Sequence
-
 import torch
-import torch.distributed as dist
 
-from . import _host_lengths
 from . import incre_flash_attention as _ifa
 from . import npu_fused_infer_attention_score as _fia
+from ._cp_merge import _gather, _merge_lse_partials, _round_like_indexer, merge_indexer_topk
+from ._sharding import (ContiguousShards, RoundRobinBlocks, _check_round_robin_cache,
+                        _check_sharding, _check_tensor, _contiguous_shard, _fail, _host_ints,
+                        _round_robin_shard, _slice_last, _tensor_ints)
 
 __all__ = ["ContiguousShards", "RoundRobinBlocks", "context_parallel_incre_flash_attention",
            "context_parallel_sparse_flash_attention", "merge_indexer_topk",
            "context_parallel_lightning_indexer", "context_parallel_fused_infer_attention_score"]
-
-
-@dataclass(frozen=True)
-class ContiguousShards:
-    """Rank r holds global token positions [bounds[r], bounds[r+1]) (len(bounds) = world + 1).
-
-    ``bounds``: a list / tuple of ints or a 1-D integer CPU tensor; kept as a tuple of ints.
-    """
-    bounds: Sequence[int]
-
-    def __post_init__(self):
-        b = _host_lengths(self.bounds, "bounds", "ContiguousShards")
-        if b is None:
-            raise ValueError("[ContiguousShards] bounds must be a list of ints or a 1-D integer "
-                             "CPU tensor, got None")
-        try:
-            b = tuple(operator.index(x) for x in b)
-        except TypeError:
-            raise ValueError(f"[ContiguousShards] bounds must hold ints, got {list(b)!r}") from None
-        object.__setattr__(self, "bounds", b)
-
-
-@dataclass(frozen=True)
-class RoundRobinBlocks:
-    """Paged cache: logical block j of every sequence is on rank j % world_size."""
-
-
-def _fail(op, message):
-    raise ValueError(f"[{op}] {message}")
-
-
-def _check_sharding(op, sharding):
-    if not isinstance(sharding, (ContiguousShards, RoundRobinBlocks)):
-        _fail(op, f"sharding must be ContiguousShards or RoundRobinBlocks, got {sharding!r}")
-
-
-def _check_tensor(op, name, t, ranks):
-    if not isinstance(t, torch.Tensor):
-        _fail(op, f"{name} must be a tensor, got a {type(t).__name__}")
-    if t.dim() not in ranks:
-        _fail(op, f"{name} must be {' or '.join(map(str, ranks))}-D, got shape {tuple(t.shape)}")
-
-
-def _host_ints(op, name, value):
-    """A length list (list / tuple / 1-D integer CPU tensor, or None) as a list of ints."""
-    value = _host_lengths(value, name, op)
-    if value is None:
-        return None
-    try:
-        return [operator.index(x) for x in value]
-    except TypeError:
-        _fail(op, f"{name} must hold ints, got {list(value)!r}")
-
-
-def _tensor_ints(op, name, value):
-    """SFA's length tensors (or a list / 1-D integer CPU tensor) as a list of ints, or None."""
-    if isinstance(value, torch.Tensor) and value.dim() == 1 and value.device.type != "cpu":
-        value = value.cpu()
-    return _host_ints(op, name, value)
-
-
-def _world(group):
-    return dist.get_world_size(group), dist.get_rank(group)
-
-
-def _check_bounds(sharding, world, rank, local_len):
-    b = list(sharding.bounds)
-    if len(b) != world + 1 or b[0] != 0 or any(x > y for x, y in zip(b, b[1:])):
-        raise ValueError(f"ContiguousShards.bounds {b} must be {world + 1} non-decreasing "
-                         f"positions starting at 0")
-    if b[rank + 1] - b[rank] != local_len:
-        raise ValueError(f"rank {rank} holds positions [{b[rank]}, {b[rank + 1]}) but its key "
-                         f"has {local_len} positions")
-    return b[rank], b[-1]
-
-
-def _check_round_robin_cache(op, layout, block_table, lengths, key):
-    """What RoundRobinBlocks needs of a paged PA_BSND cache (the SFA and indexer paths): the
-    layout, a 2-D block table, the KV lengths (layout / lengths: (argument name, value)), and the
-    single-process ops' block-size rule (src/ops/sfa/sfa_validate.cpp, src/ops/li/li_validate.cpp),
-    which _rr_lengths divides by. Returns the block size."""
-    if layout[1] != "PA_BSND":
-        _fail(op, f"RoundRobinBlocks (a paged cache) needs {layout[0]} PA_BSND, got {layout[1]!r}")
-    if block_table is None:
-        _fail(op, "RoundRobinBlocks (a paged cache) needs block_table")
-    if lengths[1] is None:
-        _fail(op, f"RoundRobinBlocks (a paged cache) needs {lengths[0]}")
-    _check_tensor(op, "block_table", block_table, (2,))
-    bs = key.shape[1]
-    if bs < 16 or bs > 1024 or bs % 16:
-        _fail(op, f"key block_size (dim 1 = {bs}) must be a multiple of 16 in [16, 1024]")
-    return bs
-
-
-def _rr_positions(n_local_blocks, block_size, world, rank):
-    """Global position of each local position of a round-robin paged shard."""
-    p = torch.arange(n_local_blocks * block_size)
-    return ((p // block_size) * world + rank) * block_size + p % block_size
-
-
-def _rr_lengths(lengths, block_size, world, rank):
-    """Tokens of each sequence that lie in the blocks rank owns (closed form: the indexer asks
-    it for every query row's causal threshold)."""
-    out = []
-    for n in lengths:
-        nblocks = -(-n // block_size)
-        owned = max(0, (nblocks - rank + world - 1) // world)  # blocks j = rank, rank + world, ...
-        # every owned block is full but the sequence's last one, when rank owns it
-        short = block_size - n % block_size if n % block_size and (nblocks - 1) % world == rank \
-            else 0
-        out.append(owned * block_size - short)
-    return out
-
-
-def _gather(parts, group):
-    """One all_gather of a [rows, C] buffer (fp32; the indexer's int32); [world, rows, C] in rank
-    order."""
-    world, _ = _world(group)
-    bufs = [torch.empty_like(parts) for _ in range(world)]
-    dist.all_gather(bufs, parts.contiguous(), group=group)
-    return torch.stack(bufs)
-
-
-def _slice_last(t, index):
-    """t[..., index] for a mask / pse over global positions (None stays None)."""
-    if t is None:
-        return None
-    idx = index.clamp(max=t.shape[-1] - 1)  # positions past the tensor are never read
-    return t.index_select(t.dim() - 1, idx.to(t.device)).contiguous()
 
 
 def context_parallel_incre_flash_attention(query, key, value, *, group=None, sharding,
@@ -217,34 +90,28 @@ def context_parallel_incre_flash_attention(query, key, value, *, group=None, sha
     elif block_table is not None:
         _fail(op, "ContiguousShards describes a non-paged cache; use RoundRobinBlocks with "
                   "block_table")
-    world, rank = _world(group)
     layout = input_layout
     b = query.shape[0]
     kv_pad = None
     if isinstance(sharding, ContiguousShards):
-        s_axis = 2 if layout == "BNSD" else 1
-        n = key.shape[s_axis]
-        off, s_glob = _check_bounds(sharding, world, rank, n)
+        shard, s_glob = _contiguous_shard(sharding, group, key.shape[2 if layout == "BNSD" else 1])
         lens = list(actual_seq_lengths) if actual_seq_lengths is not None else [s_glob] * b
         pad = None
         if kv_padding_size is not None and kv_padding_size.numel() > 0 and \
                 actual_seq_lengths is not None:
             pad = max(int(kv_padding_size.reshape(-1)[0]), 0)
         if pad is None:
-            local = [min(max(x - off, 0), n) for x in lens]
+            local = shard.lengths(lens)
         else:
             # Left padding: batch b's tokens are [S - pad - len_b, S - pad) of the global cache.
+            off, n = shard.off, shard.n
             end = min(max(s_glob - pad - off, 0), n)
             local = [end - min(max(s_glob - pad - x - off, 0), n) for x in lens]
             kv_pad = torch.tensor([n - end], dtype=torch.int64)
-        positions = torch.arange(off, off + n)
-        local_bt = None
     else:
-        local_bt = block_table[:, rank::world].contiguous()
-        if local_bt.shape[1] == 0:  # fewer blocks than ranks: one unused column (never read)
-            local_bt = torch.zeros((b, 1), dtype=block_table.dtype)
-        local = _rr_lengths(actual_seq_lengths, block_size, world, rank)
-        positions = _rr_positions(local_bt.shape[1], block_size, world, rank)
+        shard = _round_robin_shard(group, block_table, block_size, b)
+        local = shard.lengths(actual_seq_lengths)
+    positions, local_bt = shard.positions(), shard.block_table
 
     d = query.shape[-1] if layout != "BSH" else query.shape[-1] // num_heads
     if key.numel() == 0:  # an empty shard: an empty partial (lse -inf), no local call
@@ -261,13 +128,8 @@ def context_parallel_incre_flash_attention(query, key, value, *, group=None, sha
                         input_layout=layout, num_key_value_heads=num_key_value_heads,
                         block_size=block_size, inner_precise=inner_precise, return_softmax_lse=True,
                         zero_fully_masked_rows=zero_fully_masked_rows)
-    # Rows (B, N) x D in fp32 (every layout's query has its S = 1 axis outside (N, D)), the LSE
-    # as column D.
-    o = out.reshape(b, num_heads, d)
-    parts = torch.cat([o.float(), lse.reshape(b, num_heads, 1)], dim=2).reshape(b * num_heads, d + 1)
-    g = _gather(parts, group).reshape(world, b, num_heads, d + 1)
-    merged, merged_lse, _, _ = torch.ops.kvflash.merge_attention_states(
-        g[..., :d], g[..., d], out_dtype=query.dtype)
+    # Rows (B, N) x D (every layout's query has its S = 1 axis outside (N, D)).
+    merged, merged_lse = _merge_lse_partials(out, lse, b, num_heads, d, group, query.dtype)
     merged = merged.reshape(query.shape)
     if return_softmax_lse:
         return merged, merged_lse
@@ -339,27 +201,14 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
     else:
         bs = _check_round_robin_cache(op, ("layout_kv", layout_kv), block_table,
                                       ("actual_seq_lengths_kv", kv_lens), key)
-    world, rank = _world(group)
     bsz = query.shape[0] if layout_query != "TND" else len(q_lens)
     if isinstance(sharding, ContiguousShards):
-        n = key.shape[1]
-        off, s_glob = _check_bounds(sharding, world, rank, n)
+        shard, s_glob = _contiguous_shard(sharding, group, key.shape[1])
         lkv = kv_lens if kv_lens is not None else [s_glob] * bsz
-        local_lens = [min(max(x - off, 0), n) for x in lkv]
-        local_bt = None
-
-        def to_local(pos):
-            return pos - off, (pos >= off) & (pos < off + n)
     else:
+        shard = _round_robin_shard(group, block_table, bs, bsz)
         lkv = kv_lens
-        local_bt = block_table[:, rank::world].contiguous()
-        if local_bt.shape[1] == 0:
-            local_bt = torch.zeros((bsz, 1), dtype=block_table.dtype)
-        local_lens = _rr_lengths(lkv, bs, world, rank)
-
-        def to_local(pos):
-            j = pos // bs
-            return (j // world) * bs + pos % bs, (j % world) == rank
+    local_lens, local_bt = shard.lengths(lkv), shard.block_table
 
     # Global selection (docs/semantics.md §3.4), expanded to tokens, restricted to this shard.
     idx_shape = sparse_indices.shape
@@ -380,7 +229,7 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
     ok = ok[:, :, None] & (tok < thr_t[:, None, None])
     tok = tok.reshape(rows.shape[0], -1)
     ok = ok.reshape(rows.shape[0], -1)
-    local_pos, mine = to_local(tok)
+    local_pos, mine = shard.to_local(tok)
     keep = ok & mine
     order = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)
     local_idx = torch.where(keep, local_pos, torch.full_like(local_pos, -1)).gather(1, order)
@@ -461,70 +310,6 @@ def context_parallel_sparse_flash_attention(query, key, value, sparse_indices, s
     mmax = torch.where(invalid, torch.zeros_like(mmax), mmax)
     msum = torch.where(invalid, torch.zeros_like(msum), msum)
     return merged, back(mmax).contiguous(), back(msum).contiguous()
-
-
-def _order_composites(scores, indices):
-    """int64 keys that order (score, index) entries like the indexer's selection (larger first):
-    NaN above +inf above every number, +0 == -0, equal scores by the lower index; the 32-bit order
-    key of src/cpu/li/li_kernel.hpp (li_order_key), shifted to signed, over the index complement.
-    Entries at or past their list's first -1 get int64's minimum (below every real entry)."""
-    u = scores.contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
-    nan = (u & 0x7FFFFFFF) > 0x7F800000
-    u = torch.where(u == 0x80000000, torch.zeros_like(u), u)
-    key = torch.where((u & 0x80000000) != 0, (~u) & 0xFFFFFFFF, u | 0x80000000)
-    key = torch.where(nan, torch.full_like(key, 0xFFFFFFFF), key)
-    ix = indices.to(torch.int64)
-    comp = (key - 2**31) * 2**32 + (0xFFFFFFFF - ix.clamp(min=0))
-    live = torch.cumsum((ix < 0).to(torch.int64), dim=-1) == 0
-    return torch.where(live, comp, torch.full_like(comp, torch.iinfo(torch.int64).min)), live
-
-
-def merge_indexer_topk(scores, indices, sparse_count):
-    """The exact merge of a sharded lightning indexer's per-rank selections
-    (docs/lightning_indexer.md, "Context parallel: the exact top-k merge"; the C++ twin is
-    ``li_merge_topk``).
-
-    ``scores`` (fp32) and ``indices`` (int32, global key positions) are ``[world, rows, k_r]``:
-    rank r's selection of every query row, in the indexer's order (descending score, NaN first,
-    equal scores by the lower index), ``-1`` after its last entry. Returns ``(indices, scores)``,
-    ``[rows, sparse_count]`` int32 / fp32: the top ``sparse_count`` of the union in that order,
-    ``-1`` / ``-inf`` after the last; the same bits as one indexer over the whole key sequence
-    (a key's fp32 score does not depend on the rank that computes it). No ``torch.topk``: one
-    stable sort of exact int64 composites. A list out of order, or an entry on two ranks, is a
-    ValueError.
-    """
-    op = "merge_indexer_topk"
-    if not isinstance(scores, torch.Tensor) or not isinstance(indices, torch.Tensor):
-        _fail(op, "scores and indices must be tensors")
-    if scores.dim() != 3 or scores.shape != indices.shape:
-        _fail(op, f"scores {tuple(scores.shape)} and indices {tuple(indices.shape)} must both be "
-                  f"[world, rows, k]")
-    if scores.dtype != torch.float32 or indices.dtype != torch.int32:
-        _fail(op, f"scores must be float32 and indices int32, got {scores.dtype} / {indices.dtype}")
-    if isinstance(sparse_count, bool) or not isinstance(sparse_count, int) or sparse_count < 1:
-        _fail(op, f"sparse_count must be a positive int, got {sparse_count!r}")
-    world, rows, kr = scores.shape
-    comp, live = _order_composites(scores, indices)
-    if kr > 1 and bool(((comp[..., 1:] >= comp[..., :-1]) & live[..., 1:]).any()):
-        _fail(op, "a rank's list is not in the selection order (descending score, equal scores "
-                  "by the lower index)")
-    flat = comp.permute(1, 0, 2).reshape(rows, world * kr)
-    flat_scores = scores.permute(1, 0, 2).reshape(rows, world * kr)
-    ordered, order = torch.sort(flat, dim=1, descending=True, stable=True)
-    low = torch.iinfo(torch.int64).min
-    if world * kr > 1 and bool(((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != low))
-                               .any()):
-        _fail(op, "an entry (score, index) is on more than one rank")
-    take = min(sparse_count, world * kr)
-    sel = ordered[:, :take]
-    ok = sel != low
-    out_idx = torch.full((rows, sparse_count), -1, dtype=torch.int32)
-    out_scores = torch.full((rows, sparse_count), float("-inf"), dtype=torch.float32)
-    out_idx[:, :take] = torch.where(ok, 0xFFFFFFFF - (sel & 0xFFFFFFFF),
-                                    torch.full_like(sel, -1)).to(torch.int32)
-    out_scores[:, :take] = torch.where(ok, flat_scores.gather(1, order[:, :take]),
-                                       torch.full_like(sel, float("-inf"), dtype=torch.float32))
-    return out_idx, out_scores
 
 
 def _li_row_thresholds(query, layout_query, q_lens, lkv, sparse_mode):
@@ -641,9 +426,10 @@ def context_parallel_lightning_indexer(query, key, weights, *, group=None, shard
     if kv_lens is not None and (len(kv_lens) != bsz or any(not 0 <= x <= cap for x in kv_lens)):
         _fail(op, f"actual_seq_lengths_key must hold B ({bsz}, {b_from}) lengths in [0, {cap}], "
                   f"got {kv_lens}")
-    world, rank = _world(group)
     if isinstance(sharding, ContiguousShards):
-        off, _ = _check_bounds(sharding, world, rank, n)
+        off = _contiguous_shard(sharding, group, n)[0].off
+    else:
+        shard = _round_robin_shard(group, block_table, bs, bsz)
     lkv = kv_lens if kv_lens is not None else [cap] * bsz
     rows = query.shape[0] if layout_query == "TND" else bsz * query.shape[1]
     out_shape = (query.shape[0], 1, k) if layout_query == "TND" else (bsz, query.shape[1], 1, k)
@@ -659,17 +445,15 @@ def context_parallel_lightning_indexer(query, key, weights, *, group=None, shard
         # Every query row is a batch of its own (a TND row), with its batch's table row and as
         # many keys as its global threshold leaves in this rank's blocks: local positions are
         # monotonic in global ones, so those are the rank's first keys of the sequence.
-        local_bt = block_table[:, rank::world]
-        if local_bt.shape[1] == 0:  # fewer blocks than ranks: one unused column (never read)
-            local_bt = torch.zeros((bsz, 1), dtype=block_table.dtype)
+        local_bt = shard.block_table
         batch, thr = _li_row_thresholds(query, layout_query, q_lens, lkv, sparse_mode)
         idx, sc = _li_scores(
             query.reshape(rows, *query.shape[-2:]), key, weights.reshape(rows, -1),
-            list(range(1, rows + 1)), _rr_lengths(thr, bs, world, rank),
+            list(range(1, rows + 1)), shard.lengths(thr),
             local_bt.index_select(0, torch.tensor(batch, dtype=torch.long)).contiguous(), "TND",
             "PA_BSND", k, 0, pre_tokens, next_tokens)
         idx = idx.reshape(rows, k).long()
-        glob = _rr_positions(local_bt.shape[1], bs, world, rank)[idx.clamp(min=0)]
+        glob = shard.positions()[idx.clamp(min=0)]
         return torch.where(idx >= 0, glob, -1).to(torch.int32), sc.reshape(rows, k)
 
     # One int32 buffer [rows + 1, 2K]: the score bits, the indices, and in the last row the
@@ -698,22 +482,6 @@ def context_parallel_lightning_indexer(query, key, weights, *, group=None, shard
     if not return_value:
         return indices, torch.empty(0, dtype=query.dtype)
     return indices, _round_like_indexer(merged, query.dtype).reshape(out_shape)
-
-
-def _round_like_indexer(scores, dtype):
-    """fp32 scores in fp16 / bf16 as the indexer writes sparse_values (src/core/half.hpp): round
-    to nearest even (torch's conversion), and a NaN keeps its sign and leading payload bits, made
-    quiet (torch writes bf16 NaN as 0xFFFF)."""
-    out = scores.to(dtype)
-    nan = torch.isnan(scores)
-    if bool(nan.any()):
-        u = scores[nan].view(torch.int32).to(torch.int64) & 0xFFFFFFFF
-        if dtype == torch.bfloat16:
-            bits = (u >> 16) | 0x0040
-        else:
-            bits = ((u >> 16) & 0x8000) | 0x7E00 | ((u >> 13) & 0x3FF)
-        out[nan] = torch.where(bits >= 0x8000, bits - 0x10000, bits).to(torch.int16).view(dtype)
-    return out
 
 
 def _li_contiguous(query, key, weights, q_lens, lkv, off, k, sparse_mode, pre_tokens,
@@ -816,20 +584,13 @@ def context_parallel_fused_infer_attention_score(query, key, value, *, group=Non
             _fail(op, "ContiguousShards describes a non-paged B/S-layout cache; use "
                       "RoundRobinBlocks with block_table")
         _check_tensor(op, "key", key, (query.dim(),))
-    world, rank = _world(group)
     if isinstance(sharding, ContiguousShards):
-        n = key.shape[s_axis]
-        off, s_glob = _check_bounds(sharding, world, rank, n)
-        lens = kv_lens if kv_lens is not None else [s_glob] * b
-        local = [min(max(x - off, 0), n) for x in lens]
-        positions = torch.arange(off, off + n)
-        local_bt = None
+        shard, s_glob = _contiguous_shard(sharding, group, key.shape[s_axis])
+        local = shard.lengths(kv_lens if kv_lens is not None else [s_glob] * b)
     else:
-        local_bt = block_table[:, rank::world].contiguous()
-        if local_bt.shape[1] == 0:  # fewer blocks than ranks: one unused column (never read)
-            local_bt = torch.zeros((block_table.shape[0], 1), dtype=block_table.dtype)
-        local = _rr_lengths(kv_lens, block_size, world, rank)
-        positions = _rr_positions(local_bt.shape[1], block_size, world, rank)
+        shard = _round_robin_shard(group, block_table, block_size, block_table.shape[0])
+        local = shard.lengths(kv_lens)
+    positions, local_bt = shard.positions(), shard.block_table
     mask = atten_mask if tnd else _slice_last(atten_mask, positions)
     if key.numel() == 0:  # an empty shard: an empty partial (LSE +inf), no local call
         kv_heads = num_key_value_heads or num_heads
@@ -844,17 +605,10 @@ def context_parallel_fused_infer_attention_score(query, key, value, *, group=Non
                         num_key_value_heads=num_key_value_heads,
                         sparse_mode=sparse_mode, inner_precise=inner_precise,
                         block_size=block_size, softmax_lse_flag=True)
-    # Rows (B or T, N) x Dv in fp32, the LSE as column Dv; an empty partial's LSE is +inf in FIA
-    # (D5) and -inf for the merge.
+    # Rows (B or T, N) x Dv; an empty partial's LSE is +inf in FIA (D5) and -inf for the merge.
     d = out.shape[-1] // num_heads if input_layout == "BSH" else out.shape[-1]
-    o = out.reshape(b, num_heads, d).float()
-    part_lse = lse.reshape(b, num_heads, 1)
-    part_lse = torch.where(part_lse == float("inf"), torch.full_like(part_lse, float("-inf")),
-                           part_lse)
-    parts = torch.cat([o, part_lse], dim=2).reshape(b * num_heads, d + 1)
-    g = _gather(parts, group).reshape(world, b, num_heads, d + 1)
-    merged, merged_lse, _, _ = torch.ops.kvflash.merge_attention_states(
-        g[..., :d], g[..., d], out_dtype=query.dtype)
+    part_lse = torch.where(lse == float("inf"), torch.full_like(lse, float("-inf")), lse)
+    merged, merged_lse = _merge_lse_partials(out, part_lse, b, num_heads, d, group, query.dtype)
     merged = merged.reshape(out.shape)
     if not softmax_lse_flag:
         return merged, torch.empty(0, dtype=torch.float32)

@@ -157,6 +157,14 @@ aclnnStatus null_arg(const char* op, const char* arg) {
   return to_aclnn(core::fail(Status::kNullPtr, op, std::string(arg) + " must not be null"));
 }
 
+aclnnStatus refuse_fp32_output(const char* op, const char* arg, const TensorView& out,
+                               const char* upstream) {
+  if (out.dtype != DType::kFloat32) return ACLNN_SUCCESS;
+  return to_aclnn(core::fail(Status::kInvalid, op,
+                             std::string(arg) + " dtype fp32 is not supported; expected " +
+                                 upstream));
+}
+
 namespace {
 
 // Shared by tensors reached directly and through a list (list copies are not in the registry).

@@ -110,6 +110,11 @@ Status optional_int_array(const char* op, const char* arg, const aclIntArray* a,
 inline aclnnStatus to_aclnn(Status s) { return static_cast<aclnnStatus>(s); }
 /// Records "<arg> must not be null" and returns kNullPtr as an aclnnStatus.
 aclnnStatus null_arg(const char* op, const char* arg);
+/// An fp32 output is an extension of kvflash's C++ API (the result before rounding); aclnn keeps
+/// upstream's dtype rule: kInvalid "<arg> dtype fp32 is not supported; expected <upstream>" when
+/// out is fp32, else ACLNN_SUCCESS.
+aclnnStatus refuse_fp32_output(const char* op, const char* arg, const TensorView& out,
+                               const char* upstream);
 
 // ---- executors and phase 2 -----------------------------------------------------------------
 

@@ -27,13 +27,7 @@ namespace {
 constexpr const char* kOp = fia::kOpName;
 
 aclnnStatus aclnn_only(const FiaArgs& a) {
-  // An fp32 output is an extension of kvflash's C++ API; aclnn keeps upstream's dtype rule.
-  if (a.attention_out.dtype == DType::kFloat32) {
-    return to_aclnn(core::fail(Status::kInvalid, kOp,
-                               "attentionOut dtype fp32 is not supported; expected the query "
-                               "dtype or int8"));
-  }
-  return ACLNN_SUCCESS;
+  return refuse_fp32_output(kOp, "attentionOut", a.attention_out, "the query dtype or int8");
 }
 
 aclnnStatus phase2(void* workspace, uint64_t workspace_size, aclOpExecutor* executor,

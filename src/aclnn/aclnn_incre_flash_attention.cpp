@@ -23,12 +23,8 @@ namespace {
 
 constexpr const char* kOp = ifa::kIfaOp;
 
-// An fp32 output is an extension of kvflash's C++ API; aclnn keeps upstream's dtype table.
 aclnnStatus aclnn_only(const IfaArgs& a) {
-  if (a.attention_out.dtype != DType::kFloat32) return ACLNN_SUCCESS;
-  return to_aclnn(
-      core::fail(Status::kInvalid, kOp,
-                 "attentionOut dtype fp32 is not supported; expected the query dtype or int8"));
+  return refuse_fp32_output(kOp, "attentionOut", a.attention_out, "the query dtype or int8");
 }
 
 }  // namespace

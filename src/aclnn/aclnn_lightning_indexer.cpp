@@ -21,15 +21,9 @@ namespace {
 constexpr const char* kOp = li::kOpName;
 char kBsnd[] = "BSND";
 
-// An fp32 sparseValuesOut is an extension of kvflash's C++ API (the unrounded scores); aclnn keeps
-// upstream's dtype rule.
 aclnnStatus aclnn_only(const LightningIndexerArgs& a) {
-  if (a.return_value && a.sparse_values && a.sparse_values->dtype == DType::kFloat32) {
-    return to_aclnn(
-        core::fail(Status::kInvalid, kOp,
-                   "sparseValuesOut dtype fp32 is not supported; expected the query dtype"));
-  }
-  return ACLNN_SUCCESS;
+  if (!a.return_value || !a.sparse_values) return ACLNN_SUCCESS;
+  return refuse_fp32_output(kOp, "sparseValuesOut", *a.sparse_values, "the query dtype");
 }
 
 }  // namespace

@@ -20,12 +20,7 @@ constexpr const char* kOp = "prompt_flash_attention";
 
 aclnnStatus pfa_only(FiaArgs& a) {
   a.prompt = true;  // PFA never takes FIA's decode branch (D4)
-  if (a.attention_out.dtype == DType::kFloat32) {
-    return to_aclnn(core::fail(Status::kInvalid, kOp,
-                               "attentionOut dtype fp32 is not supported; expected the query "
-                               "dtype or int8"));
-  }
-  return ACLNN_SUCCESS;
+  return refuse_fp32_output(kOp, "attentionOut", a.attention_out, "the query dtype or int8");
 }
 
 }  // namespace

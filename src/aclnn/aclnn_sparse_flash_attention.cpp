@@ -27,13 +27,7 @@ aclnnStatus aclnn_only(const SfaArgs& a) {
   // them on as null), with it they are required.
   if (a.return_softmax_lse && !a.softmax_max) return null_arg(kOp, "softmaxMaxOut");
   if (a.return_softmax_lse && !a.softmax_sum) return null_arg(kOp, "softmaxSumOut");
-  // An fp32 output is an extension of kvflash's C++ API; aclnn keeps upstream's dtype rule.
-  if (a.attention_out.dtype == DType::kFloat32) {
-    return to_aclnn(
-        core::fail(Status::kInvalid, kOp,
-                   "attentionOut dtype fp32 is not supported; expected the query dtype"));
-  }
-  return ACLNN_SUCCESS;
+  return refuse_fp32_output(kOp, "attentionOut", a.attention_out, "the query dtype");
 }
 
 }  // namespace

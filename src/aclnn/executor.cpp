@@ -8,8 +8,7 @@
 
 #include "aclnn/acl_backend.hpp"
 #include "aclnn/acl_objects.hpp"
-#include "aclnn/runtime_cuda.hpp"
-#include "aclnn/runtime_state.hpp"
+#include "aclnn/device_runtime.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 
@@ -77,22 +76,13 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
     return to_aclnn(core::fail(Status::kNullPtr, op,
                                "workspace must not be null (phase 1 asked for " +
                                    std::to_string(work.workspace_size) + " bytes)"));
-  const bool on_cuda = cuda_runtime();
-  std::shared_ptr<Stream> s;
-#if defined(KVFLASH_HAVE_CUDA)
-  const bool live = on_cuda ? cuda_rt::is_live_stream(stream) : (s = find_stream(stream)) != nullptr;
-#else
-  const bool live = (s = find_stream(stream)) != nullptr;
-#endif
-  if (!live)
+  DeviceRuntime& runtime = device_runtime();
+  if (!runtime.is_live_stream(stream))
     return to_aclnn(core::fail(Status::kInvalid, op,
                                "stream (" + core::ptr_str(stream) + ") is not a live aclrtStream"));
   // Everything that may fail comes before the executor is consumed, so a refused phase 2 (an
   // allocation failure, a stream being destroyed) leaves it usable.
   std::shared_ptr<const ExecutorWork> owned = entry.work;
-  std::function<Status()> task = [owned, workspace, workspace_size] {
-    return owned->run(workspace, workspace_size, nullptr);
-  };
   const uintptr_t id = id_of(executor);
   // Claim it atomically: of two racing launches of one executor exactly one gets past this point.
   if (!entry.repeatable) {
@@ -109,36 +99,23 @@ aclnnStatus launch(const char* op, void* workspace, uint64_t workspace_size,
     if (auto it = ex.live.find(id); it != ex.live.end()) it->second.claimed = false;
   };
   bool queued = false;
-  Status cuda_status = Status::kSuccess;
+  Status status = Status::kSuccess;
   try {
-#if defined(KVFLASH_HAVE_CUDA)
-    if (on_cuda) {
-      // Runs now on this thread, queuing kernels on the stream; a failure of the run itself is
-      // kept for the stream's synchronisation (runtime_cuda.hpp).
-      cuda_status = cuda_rt::launch(op, stream, owned, workspace, workspace_size);
-      queued = cuda_status != Status::kInvalid;  // kInvalid: the stream died meanwhile, nothing ran
-    } else {
-      queued = s->submit(std::move(task));
-    }
-#else
-    queued = s->submit(std::move(task));
-#endif
+    status = runtime.launch(op, stream, owned, workspace, workspace_size, &queued);
   } catch (...) {  // std::bad_alloc from the queue: nothing was queued
     unclaim();
     throw;
   }
-  if (queued && cuda_status != Status::kSuccess) {  // ran, but its faults cannot be watched
+  if (queued && status != Status::kSuccess) {  // ran, but its faults cannot be watched
     if (!entry.repeatable) {
       std::lock_guard<std::mutex> lock(ex.mu);
       ex.live.erase(id);
     }
-    return to_aclnn(cuda_status);
+    return to_aclnn(status);
   }
   if (!queued) {
     unclaim();
-    if (on_cuda) return to_aclnn(cuda_status);  // the message is recorded
-    return to_aclnn(core::fail(Status::kRuntime, op,
-                               "stream (" + core::ptr_str(stream) + ") is being destroyed"));
+    return to_aclnn(status);  // the message is recorded
   }
   if (!entry.repeatable) {  // queued: consumed
     std::lock_guard<std::mutex> lock(ex.mu);

@@ -15,13 +15,6 @@
 /// The CUDA runtime's part of a runtime entry point (runtime_cuda.hpp), after the checks both
 /// runtimes share: returns expr when the process runs the CUDA runtime. Compiled out without CUDA,
 /// where cuda_runtime() is never true (and runtime_cuda.cpp defines nothing).
-#if defined(KVFLASH_HAVE_CUDA)
-#define ACL_ON_CUDA(expr) \
-  if (::kvflash::aclnn::cuda_runtime()) return (expr)
-#else
-#define ACL_ON_CUDA(expr) static_cast<void>(0)
-#endif
-
 namespace kvflash::aclnn {
 
 /// Records "[acl] message (aclError code)" for aclGetRecentErrMsg and returns code.

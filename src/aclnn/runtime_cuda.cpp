@@ -13,6 +13,8 @@
 // call acl functions after main); what the program never released stays allocated until exit.
 #include "aclnn/runtime_cuda.hpp"
 
+#include "aclnn/device_runtime.hpp"
+
 #if defined(KVFLASH_HAVE_CUDA)
 
 #include <cuda_runtime_api.h>
@@ -235,12 +237,46 @@ aclError sync_and_report(const char* fn, CudaStream& st) {
 
 }  // namespace
 
-aclError get_device_count(uint32_t* count) {
+// The CUDA runtime behind the ACL entry points (device_runtime.hpp).
+class CudaRuntime final : public DeviceRuntime {
+ public:
+  aclError check_device(const char* fn, int32_t id) override;
+  aclError set_device(int32_t id) override;
+  aclError reset_device(int32_t id) override;
+  aclError device_count(uint32_t* count) override;
+  aclError synchronize_device() override;
+  aclError finalize() override;
+  aclError create_stream(aclrtStream* stream) override;
+  aclError destroy_stream(aclrtStream stream) override;
+  aclError synchronize_stream(aclrtStream stream) override;
+  bool is_live_stream(aclrtStream stream) override;
+  Status launch(const char* op, aclrtStream stream, const std::shared_ptr<const ExecutorWork>& work,
+                void* workspace, uint64_t workspace_size, bool* queued) override;
+  aclError mem_info(size_t* free, size_t* total) override;
+  aclError malloc_device(void** ptr, size_t size) override;
+  aclError free_device(void* ptr) override;
+  aclError malloc_host(void** ptr, size_t size) override;
+  aclError free_host(void* ptr) override;
+  aclError memcpy_sync(void* dst, const void* src, size_t count, int32_t kind) override;
+  aclError memset_sync(void* ptr, int32_t value, size_t count) override;
+  aclError memcpy_async(void* dst, const void* src, size_t count, int32_t kind,
+                        aclrtStream stream) override;
+  aclError memset_async(void* ptr, int32_t value, size_t count, aclrtStream stream) override;
+  aclError create_event(aclrtEvent* event) override;
+  aclError destroy_event(aclrtEvent event) override;
+  aclError record_event(aclrtEvent event, aclrtStream stream) override;
+  aclError synchronize_event(aclrtEvent event) override;
+  aclError query_event(aclrtEvent event, bool* complete) override;
+  aclError stream_wait_event(aclrtStream stream, aclrtEvent event) override;
+  aclError event_elapsed_time(float* ms, aclrtEvent start, aclrtEvent end) override;
+};
+
+aclError CudaRuntime::device_count(uint32_t* count) {
   *count = static_cast<uint32_t>(cuda::device_info().count);
   return ACL_SUCCESS;
 }
 
-aclError check_device(const char* fn, int32_t id) {
+aclError CudaRuntime::check_device(const char* fn, int32_t id) {
   const int count = cuda::device_info().count;
   if (id < 0 || id >= count)
     return rt_fail(ACL_ERROR_INVALID_DEVICE, std::string(fn) + ": deviceId (" +
@@ -250,12 +286,12 @@ aclError check_device(const char* fn, int32_t id) {
   return ACL_SUCCESS;
 }
 
-aclError set_device(int32_t id) {
+aclError CudaRuntime::set_device(int32_t id) {
   ACL_CUDA_TRY("aclrtSetDevice", cudaSetDevice(id));
   return ACL_SUCCESS;
 }
 
-aclError reset_device(int32_t id) {
+aclError CudaRuntime::reset_device(int32_t id) {
   // No cudaDeviceReset: it would free every allocation and stream the runtime's tables hold, and
   // CANN programs free their buffers after aclrtResetDevice (often from static destructors). The
   // device finishes its queued work, as the CPU runtime's default stream does; failures stay for
@@ -265,7 +301,7 @@ aclError reset_device(int32_t id) {
   return ACL_SUCCESS;
 }
 
-aclError synchronize_device() {
+aclError CudaRuntime::synchronize_device() {
   std::vector<std::shared_ptr<CudaStream>> all;
   {
     std::lock_guard<std::mutex> lock(rt().mu);
@@ -281,7 +317,7 @@ aclError synchronize_device() {
   return result;
 }
 
-aclError finalize() {
+aclError CudaRuntime::finalize() {
   std::unordered_map<void*, std::shared_ptr<CudaStream>> streams;
   std::shared_ptr<CudaStream> default_stream;
   {
@@ -303,7 +339,7 @@ aclError finalize() {
   return result;
 }
 
-aclError create_stream(aclrtStream* stream) {
+aclError CudaRuntime::create_stream(aclrtStream* stream) {
   auto s = std::make_shared<CudaStream>();
   // A blocking stream: work on the legacy default stream (aclrtMemcpy's cudaMemcpy) waits for it
   // and it for that work, the order CANN programs that copy right after a launch rely on.
@@ -314,7 +350,7 @@ aclError create_stream(aclrtStream* stream) {
   return ACL_SUCCESS;
 }
 
-aclError destroy_stream(aclrtStream stream) {
+aclError CudaRuntime::destroy_stream(aclrtStream stream) {
   std::shared_ptr<CudaStream> s;
   {
     std::lock_guard<std::mutex> lock(rt().mu);
@@ -334,20 +370,20 @@ aclError destroy_stream(aclrtStream stream) {
   return ACL_SUCCESS;
 }
 
-aclError synchronize_stream(aclrtStream stream) {
+aclError CudaRuntime::synchronize_stream(aclrtStream stream) {
   std::shared_ptr<CudaStream> s = find(stream);
   if (!s) return not_live("aclrtSynchronizeStream", stream, "stream");
   return sync_and_report("aclrtSynchronizeStream", *s);
 }
 
-bool is_live_stream(aclrtStream stream) { return find(stream) != nullptr; }
+bool CudaRuntime::is_live_stream(aclrtStream stream) { return find(stream) != nullptr; }
 
-aclError mem_info(size_t* free, size_t* total) {
+aclError CudaRuntime::mem_info(size_t* free, size_t* total) {
   ACL_CUDA_TRY("aclrtGetMemInfo", cudaMemGetInfo(free, total));
   return ACL_SUCCESS;
 }
 
-aclError malloc_device(void** ptr, size_t size) {
+aclError CudaRuntime::malloc_device(void** ptr, size_t size) {
   void* p = nullptr;
   ACL_CUDA_TRY("aclrtMalloc", cudaMalloc(&p, size));  // 256-byte aligned
   try {
@@ -361,7 +397,7 @@ aclError malloc_device(void** ptr, size_t size) {
   return ACL_SUCCESS;
 }
 
-aclError free_device(void* ptr) {
+aclError CudaRuntime::free_device(void* ptr) {
   {
     std::lock_guard<std::mutex> lock(rt().mu);
     if (!rt().device_memory.remove(ptr))
@@ -372,7 +408,7 @@ aclError free_device(void* ptr) {
   return ACL_SUCCESS;
 }
 
-aclError malloc_host(void** ptr, size_t size) {
+aclError CudaRuntime::malloc_host(void** ptr, size_t size) {
   void* p = nullptr;
   ACL_CUDA_TRY("aclrtMallocHost", cudaMallocHost(&p, size));
   try {
@@ -386,7 +422,7 @@ aclError malloc_host(void** ptr, size_t size) {
   return ACL_SUCCESS;
 }
 
-aclError free_host(void* ptr) {
+aclError CudaRuntime::free_host(void* ptr) {
   {
     std::lock_guard<std::mutex> lock(rt().mu);
     if (!rt().host_memory.remove(ptr))
@@ -397,7 +433,7 @@ aclError free_host(void* ptr) {
   return ACL_SUCCESS;
 }
 
-aclError memcpy_sync(void* dst, const void* src, size_t count, int32_t kind) {
+aclError CudaRuntime::memcpy_sync(void* dst, const void* src, size_t count, int32_t kind) {
   if (count == 0) return ACL_SUCCESS;
   if (aclError e = check_sides("aclrtMemcpy", dst, src, count, kind)) return e;
   ACL_CUDA_TRY("aclrtMemcpy", cudaMemcpy(dst, src, count, cuda_kind(kind)));
@@ -407,7 +443,7 @@ aclError memcpy_sync(void* dst, const void* src, size_t count, int32_t kind) {
   return ACL_SUCCESS;
 }
 
-aclError memset_sync(void* ptr, int32_t value, size_t count) {
+aclError CudaRuntime::memset_sync(void* ptr, int32_t value, size_t count) {
   if (count == 0) return ACL_SUCCESS;
   bool device;
   {
@@ -424,7 +460,7 @@ aclError memset_sync(void* ptr, int32_t value, size_t count) {
   return ACL_SUCCESS;
 }
 
-aclError memcpy_async(void* dst, const void* src, size_t count, int32_t kind, aclrtStream stream) {
+aclError CudaRuntime::memcpy_async(void* dst, const void* src, size_t count, int32_t kind, aclrtStream stream) {
   std::shared_ptr<CudaStream> s = find(stream);
   if (!s) return not_live("aclrtMemcpyAsync", stream, "stream");
   if (count == 0) return ACL_SUCCESS;
@@ -434,7 +470,7 @@ aclError memcpy_async(void* dst, const void* src, size_t count, int32_t kind, ac
   return ACL_SUCCESS;
 }
 
-aclError memset_async(void* ptr, int32_t value, size_t count, aclrtStream stream) {
+aclError CudaRuntime::memset_async(void* ptr, int32_t value, size_t count, aclrtStream stream) {
   std::shared_ptr<CudaStream> s = find(stream);
   if (!s) return not_live("aclrtMemsetAsync", stream, "stream");
   if (count == 0) return ACL_SUCCESS;
@@ -455,7 +491,7 @@ bool find_event(aclrtEvent handle, cudaEvent_t* out) {
 }
 }  // namespace
 
-aclError create_event(aclrtEvent* event) {
+aclError CudaRuntime::create_event(aclrtEvent* event) {
   cudaEvent_t e = nullptr;
   ACL_CUDA_TRY("aclrtCreateEvent", cudaEventCreate(&e));  // with timing: aclrtEventElapsedTime
   // The handle is a cell of our own, so a dead or foreign handle is found out before CUDA sees it.
@@ -466,7 +502,7 @@ aclError create_event(aclrtEvent* event) {
   return ACL_SUCCESS;
 }
 
-aclError destroy_event(aclrtEvent event) {
+aclError CudaRuntime::destroy_event(aclrtEvent event) {
   cudaEvent_t e = nullptr;
   {
     std::lock_guard<std::mutex> lock(rt().mu);
@@ -480,7 +516,7 @@ aclError destroy_event(aclrtEvent event) {
   return ACL_SUCCESS;
 }
 
-aclError record_event(aclrtEvent event, aclrtStream stream) {
+aclError CudaRuntime::record_event(aclrtEvent event, aclrtStream stream) {
   cudaEvent_t e = nullptr;
   if (!find_event(event, &e)) return not_live("aclrtRecordEvent", event, "event");
   std::shared_ptr<CudaStream> s = find(stream);
@@ -489,14 +525,14 @@ aclError record_event(aclrtEvent event, aclrtStream stream) {
   return ACL_SUCCESS;
 }
 
-aclError synchronize_event(aclrtEvent event) {
+aclError CudaRuntime::synchronize_event(aclrtEvent event) {
   cudaEvent_t e = nullptr;
   if (!find_event(event, &e)) return not_live("aclrtSynchronizeEvent", event, "event");
   ACL_CUDA_TRY("aclrtSynchronizeEvent", cudaEventSynchronize(e));
   return ACL_SUCCESS;
 }
 
-aclError query_event(aclrtEvent event, bool* complete) {
+aclError CudaRuntime::query_event(aclrtEvent event, bool* complete) {
   cudaEvent_t e = nullptr;
   if (!find_event(event, &e)) return not_live("aclrtQueryEvent", event, "event");
   const cudaError_t q = cudaEventQuery(e);
@@ -510,7 +546,7 @@ aclError query_event(aclrtEvent event, bool* complete) {
   return ACL_SUCCESS;
 }
 
-aclError stream_wait_event(aclrtStream stream, aclrtEvent event) {
+aclError CudaRuntime::stream_wait_event(aclrtStream stream, aclrtEvent event) {
   cudaEvent_t e = nullptr;
   if (!find_event(event, &e)) return not_live("aclrtStreamWaitEvent", event, "event");
   std::shared_ptr<CudaStream> s = find(stream);
@@ -519,7 +555,7 @@ aclError stream_wait_event(aclrtStream stream, aclrtEvent event) {
   return ACL_SUCCESS;
 }
 
-aclError event_elapsed_time(float* ms, aclrtEvent start, aclrtEvent end) {
+aclError CudaRuntime::event_elapsed_time(float* ms, aclrtEvent start, aclrtEvent end) {
   cudaEvent_t a = nullptr, b = nullptr;
   if (!find_event(start, &a)) return not_live("aclrtEventElapsedTime", start, "event");
   if (!find_event(end, &b)) return not_live("aclrtEventElapsedTime", end, "event");
@@ -527,7 +563,10 @@ aclError event_elapsed_time(float* ms, aclrtEvent start, aclrtEvent end) {
   return ACL_SUCCESS;
 }
 
-Status launch(const char* op, aclrtStream stream, const std::shared_ptr<const ExecutorWork>& work,
+namespace {
+
+// Phase 2 on a stream (runtime_cuda.hpp): kInvalid when the stream is not live (nothing ran).
+Status launch_on(const char* op, aclrtStream stream, const std::shared_ptr<const ExecutorWork>& work,
               void* workspace, uint64_t workspace_size) {
   std::shared_ptr<CudaStream> s = find(stream);
   if (!s)
@@ -565,6 +604,33 @@ Status launch(const char* op, aclrtStream stream, const std::shared_ptr<const Ex
   return Status::kSuccess;
 }
 
+}  // namespace
+
+Status CudaRuntime::launch(const char* op, aclrtStream stream,
+                           const std::shared_ptr<const ExecutorWork>& work, void* workspace,
+                           uint64_t workspace_size, bool* queued) {
+  const Status st = launch_on(op, stream, work, workspace, workspace_size);
+  *queued = st != Status::kInvalid;  // kInvalid: the stream died meanwhile, nothing ran
+  return st;
+}
+
 }  // namespace kvflash::aclnn::cuda_rt
+
+namespace kvflash::aclnn {
+
+DeviceRuntime& cuda_device_runtime() {
+  static cuda_rt::CudaRuntime* const runtime = new cuda_rt::CudaRuntime;  // never destroyed
+  return *runtime;
+}
+
+}  // namespace kvflash::aclnn
+
+#else  // no CUDA backend: the choice is never "cuda" (acl_backend refuses it)
+
+namespace kvflash::aclnn {
+
+DeviceRuntime& cuda_device_runtime() { return host_runtime(); }
+
+}  // namespace kvflash::aclnn
 
 #endif  // KVFLASH_HAVE_CUDA

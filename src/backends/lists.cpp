@@ -129,7 +129,7 @@ constexpr LiBackend kLiList[] = {
 
 // FIA / PFA: one CPU entry per level, each bound to its kernel table (cpu/fia/fia_kernel_isa.hpp).
 // The Q_S = 1 decode branch (D4) runs the same level's IFA kernels where IFA expresses the call
-// (ops/fia/fia_validate_ifa.cpp), else the FIA kernel's split-KV path.
+// (ops/fia/fia_validate_decode.cpp), else the FIA kernel's split-KV path.
 template <Isa kIsa, const cpu::FiaKernels* kKernels, const cpu::IfaKernels* kIfa>
 constexpr FiaBackend cpu_fia(const char* name) {
   return {name,

@@ -8,7 +8,7 @@ namespace kvflash::testing {
 namespace {
 
 using cpu::FiaBatch;
-using cpu::FiaData;
+using cpu::FiaPointers;
 using cpu::FiaPadRow;
 using cpu::FiaParams;
 
@@ -51,7 +51,7 @@ FiaBound bind(const FiaCase& c, const reference::FiaCall& a) {
   p.batch = B, p.num_heads = N, p.num_kv_heads = KVN;
   p.head_dim = D, p.rope_dim = Dr, p.value_dim = Dv;
   p.dtype = c.q_dtype, p.out_dtype = c.out_dtype;
-  p.scale = static_cast<float>(a.scale_value);
+  p.scale = static_cast<float>(a.scale);
   const Strides qs = layout_strides(a.query, lay.in, D);
   const Strides os = layout_strides(a.attention_out, lay.out, Dv);
   Strides rs;
@@ -237,7 +237,7 @@ FiaBound bind(const FiaCase& c, const reference::FiaCall& a) {
   p.num_pad_rows = static_cast<int64_t>(out.pad.size());
   if (a.learnable_sink) p.has_sink = true, p.sink_dtype = a.learnable_sink->dtype;
 
-  FiaData& d = out.d;
+  FiaPointers& d = out.d;
   d.q = a.query.base();
   d.q_rope = Dr ? a.query_rope->base() : nullptr;
   d.k = k.base();

@@ -1,4 +1,4 @@
-// A FiaCase reduced to the CPU prefill kernel's FiaParams / FiaData (src/cpu/fia/fia_kernel.hpp)
+// A FiaCase reduced to the CPU prefill kernel's FiaParams / FiaPointers (src/cpu/fia/fia_kernel.hpp)
 // the way the operator's binding will (issue 18's recipe): per-batch rows, offsets and the
 // visibility band of D3/D4, pse / mask columns, antiquant and post-quant parameters, the shared
 // prefix and tensor lists. Shared by tests/fia_kernel_test.cpp and tests/no_alloc_test.cpp.
@@ -14,7 +14,7 @@ namespace kvflash::testing {
 
 struct FiaBound {
   cpu::FiaParams p;
-  cpu::FiaData d;
+  cpu::FiaPointers d;
   std::vector<cpu::FiaBatch> batches;
   std::vector<cpu::FiaPadRow> pad;
   std::vector<const void*> k_list, v_list;

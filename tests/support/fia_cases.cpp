@@ -470,7 +470,7 @@ std::vector<FiaCase> fia_cases(Tier tier) {
   }
 
   // 7b. Decode calls on IFA's kernels beyond IFA's own arguments
-  // (src/ops/fia/fia_validate_ifa.cpp):
+  // (src/ops/fia/fia_validate_decode.cpp):
   //     other output layouts, LSE (empty rows +inf), learnable sink, split / per-tensor /
   //     per-token int8 parameters, and vllm-ascend's TND decode step over a paged cache in modes
   //     0 / 2 / 3 / 4 (mode 4: a sliding window) with a sink. A shared prefix stays on the
@@ -703,7 +703,7 @@ FiaCaseData::FiaCaseData(const FiaCase& c) : case_(c) {
   a.next_tokens = c.next_tokens;
   a.prompt = c.prompt;
   a.softmax_lse_flag = c.lse;
-  a.scale_value = c.logit_scale / std::sqrt(static_cast<double>(D + Dr));
+  a.scale = c.logit_scale / std::sqrt(static_cast<double>(D + Dr));
 
   // ---- query geometry ----
   const int64_t qpad = std::max<int64_t>(c.q_padding, 0);

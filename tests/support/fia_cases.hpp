@@ -117,7 +117,7 @@ class FiaCaseData {
   reference::FiaCall& mutable_call() { return call_; }
   const std::vector<FiaLogicalBatch>& logical() const { return logical_; }
   const std::vector<double>& sink() const { return sink_; }
-  double scale() const { return static_cast<double>(static_cast<float>(call_.scale_value)); }
+  double scale() const { return static_cast<double>(static_cast<float>(call_.scale)); }
   int64_t rows() const { return rows_; }  ///< query rows (B*S1 or T)
   void poison_outputs();
 

@@ -23,17 +23,17 @@ namespace kvflash::cpu::avx512::amx_fia_emu {
 #include "cpu/fia/fia_kernel-inl.h"
 // clang-format on
 
-void task(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2, int64_t qt,
+void task(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2, int64_t qt,
           int64_t t_first, int64_t t_last, float* slot) {
   fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
 }
 
-void task_tiles(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2,
+void task_tiles(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
                 int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
   fia_task_tiles<testing::EmuTiles>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
 }
 
-void merge(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2, int64_t qt,
+void merge(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2, int64_t qt,
            int64_t chunks, const float* slots) {
   fia_merge(p, d, scratch, b, n2, qt, chunks, slots);
 }

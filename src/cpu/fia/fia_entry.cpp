@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/view_check.hpp"
+#include "core/workspace_arena.hpp"
 #include "cpu/fia/fia_kernel_isa.hpp"
 #include "ops/fia/fia_bind.hpp"
 #include "ops/fia/fia_validate.hpp"
@@ -14,28 +15,55 @@
 namespace kvflash::cpu {
 namespace {
 
-constexpr size_t kAlign = 64;
+// A TND call all of whose requests run on the decode kernels (src/ops/fia/fia_validate_decode.cpp)
+// may have rows past the last cumulative length (vllm-ascend's graph padding): written after the
+// decode run as the prefill kernel writes padding rows (D5).
+int64_t decode_pad_rows(const core::FiaProblem& p) {
+  return p.tnd && p.use_ifa && !p.mixed() ? p.rows - p.tnd_rows_used : 0;
+}
 
-size_t round_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
-
-struct Head {
-  size_t batches, pads, lists, faults, end;
+// The one workspace layout of a call: the prefill part (its run's batches, padding rows, list
+// pointers and fault flags, then the prefill kernel's own workspace) unless every request runs on
+// the decode kernels; the decode kernels' workspace when any does; and a decode-only TND call's
+// padding rows with their scratch row. Sub-layouts (fia_workspace_size, ifa_workspace_size) are
+// regions of it, each aligning its own base.
+struct EntryLayout {
+  bool prefill = false;
+  size_t batches = 0, pads = 0, lists = 0, faults = 0, prefill_ws = 0, prefill_bytes = 0;
+  size_t decode_ws = 0, decode_bytes = 0;
+  size_t decode_pads = 0, decode_scratch = 0;
+  size_t bytes = 0;
 };
 
-Head head_layout(const core::FiaProblem& p) {
-  const size_t B = static_cast<size_t>(p.params.batch);
-  Head h{};
-  h.batches = 0;
-  h.pads = h.batches + round_up(B * sizeof(FiaBatch));
-  h.lists = h.pads + round_up(static_cast<size_t>(p.rows) * sizeof(FiaPadRow));
-  h.faults = h.lists + round_up(2 * B * sizeof(const void*));
-  h.end = h.faults + round_up(B);
-  return h;
+EntryLayout entry_layout(const core::FiaProblem& p) {
+  core::WorkspaceArena arena(kFiaWorkspaceAlign);
+  EntryLayout l;
+  l.prefill = !p.use_ifa || p.mixed();
+  if (l.prefill) {
+    const size_t B = static_cast<size_t>(p.params.batch);
+    l.batches = arena.take_array<FiaBatch>(B);
+    l.pads = arena.take_array<FiaPadRow>(static_cast<size_t>(p.rows));
+    l.lists = arena.take_array<const void*>(2 * B);
+    l.faults = arena.take_array<uint8_t>(B);
+    FiaParams params = p.params;
+    params.batches = p.batches.data();
+    l.prefill_bytes = fia_workspace_size(params);
+    l.prefill_ws = arena.take(l.prefill_bytes);
+  }
+  if (p.use_ifa) {
+    l.decode_bytes = ifa_workspace_size(p.ifa);
+    l.decode_ws = arena.take(l.decode_bytes);
+    const auto n = static_cast<size_t>(decode_pad_rows(p));
+    l.decode_pads = arena.take_array<FiaPadRow>(n);
+    l.decode_scratch = arena.take_array<float>(n > 0 ? static_cast<size_t>(p.params.value_dim) : 0);
+  }
+  l.bytes = arena.bytes();
+  return l;
 }
 
 // Rows of a faulted batch: output NaN (int8: 0), LSE, softmax max and sum NaN (docs/design.md,
 // bad device data).
-void write_fault_rows(const FiaParams& p, const FiaData& d, const FiaBatch& bt) {
+void write_fault_rows(const FiaParams& p, const FiaPointers& d, const FiaBatch& bt) {
   const size_t es = dtype_size(p.out_dtype);
   uint8_t nan[4] = {};
   if (p.out_dtype == DType::kFloat16) {
@@ -63,28 +91,11 @@ void write_fault_rows(const FiaParams& p, const FiaData& d, const FiaBatch& bt) 
   }
 }
 
-// A TND call on IFA's kernels (src/ops/fia/fia_validate_ifa.cpp) may have rows past the last
-// cumulative length (vllm-ascend's graph padding): written after IFA's run as the FIA kernel
-// writes padding rows (D5), from this many bytes after IFA's workspace.
-int64_t ifa_route_pad_rows(const core::FiaProblem& p) {
-  return p.tnd && !p.mixed() ? p.rows - p.tnd_rows_used : 0;
-}
-size_t ifa_route_pad_bytes(const core::FiaProblem& p) {
-  const auto n = static_cast<size_t>(ifa_route_pad_rows(p));
-  if (n == 0) return 0;
-  return kAlign + round_up(n * sizeof(FiaPadRow)) +
-         round_up(static_cast<size_t>(p.params.value_dim) * sizeof(float));
-}
-
-void write_ifa_route_pad_rows(const core::FiaProblem& p, const core::FiaData& d, void* ws) {
-  const int64_t n = ifa_route_pad_rows(p);
+void write_decode_pad_rows(const core::FiaProblem& p, const core::FiaData& d,
+                           const EntryLayout& l, std::byte* ws) {
+  const int64_t n = decode_pad_rows(p);
   if (n == 0) return;
-  auto* at = static_cast<std::byte*>(ws) + ifa_workspace_size(p.ifa);
-  auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(at) + kAlign - 1) /
-                                            kAlign * kAlign);
-  auto* pads = reinterpret_cast<FiaPadRow*>(base);
-  auto* scratch =
-      reinterpret_cast<float*>(base + round_up(static_cast<size_t>(n) * sizeof(FiaPadRow)));
+  auto* pads = reinterpret_cast<FiaPadRow*>(ws + l.decode_pads);
   FiaParams params = p.params;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = p.tnd_rows_used + i;
@@ -92,67 +103,21 @@ void write_ifa_route_pad_rows(const core::FiaProblem& p, const core::FiaData& d,
   }
   params.pad_rows = pads;
   params.num_pad_rows = n;
-  scalar::fia_pad_rows_entry(params, d.kernel, scratch);
+  scalar::fia_pad_rows_entry(params, d.ptrs, reinterpret_cast<float*>(ws + l.decode_scratch));
 }
 
-Status run_fia_part(const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx,
-                    const FiaKernels& k);
-
-// The FIA kernel's part: its header and its workspace.
-size_t fia_part_size(const core::FiaProblem& p) {
-  FiaParams params = p.params;
-  params.batches = p.batches.data();
-  return kAlign + head_layout(p).end + fia_workspace_size(params);
-}
-
-}  // namespace
-
-size_t fia_entry_workspace_size(const core::FiaProblem& p) {
-  // A mixed TND call: the FIA kernel's part, then IFA's (the decode requests).
-  if (p.mixed()) return fia_part_size(p) + ifa_workspace_size(p.ifa);
-  if (p.use_ifa) return ifa_workspace_size(p.ifa) + ifa_route_pad_bytes(p);
-  return fia_part_size(p);
-}
-
-Status fia_entry_run(const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx,
-                     const FiaKernels& k, const IfaKernels& ik) {
-  if (p.mixed()) {
-    // The decode requests on IFA's kernels after the FIA kernel's part ran the others; the first
-    // failure (bad device data) is the call's.
-    core::RunContext fia_ctx = ctx;
-    fia_ctx.workspace_size = fia_part_size(p);
-    const Status st = run_fia_part(p, d, fia_ctx, k);
-    core::RunContext ifa_ctx = ctx;
-    ifa_ctx.workspace = static_cast<std::byte*>(ctx.workspace) + fia_ctx.workspace_size;
-    ifa_ctx.workspace_size = ctx.workspace_size - fia_ctx.workspace_size;
-    const Status ist = ifa_run(p.ifa, d.ifa, ifa_ctx, ik);
-    return st != Status::kSuccess ? st : ist;
-  }
-  if (p.use_ifa) {
-    const Status st = ifa_run(p.ifa, d.ifa, ctx, ik);
-    write_ifa_route_pad_rows(p, d, ctx.workspace);
-    return st;
-  }
-  return run_fia_part(p, d, ctx, k);
-}
-
-namespace {
-
-// The FIA kernel's run of p (every request of a call not on IFA's kernels; the others of a mixed
-// call).
-Status run_fia_part(const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx,
-                    const FiaKernels& k) {
-  auto* base = reinterpret_cast<std::byte*>(
-      (reinterpret_cast<uintptr_t>(ctx.workspace) + kAlign - 1) / kAlign * kAlign);
-  const Head h = head_layout(p);
-  auto* batches = reinterpret_cast<FiaBatch*>(base + h.batches);
-  auto* pads = reinterpret_cast<FiaPadRow*>(base + h.pads);
-  auto* lists = reinterpret_cast<const void**>(base + h.lists);
-  auto* faulted = reinterpret_cast<uint8_t*>(base + h.faults);
+// The prefill kernel's run of p (every request of a call not on the decode kernels; the others of
+// a mixed call).
+Status run_prefill(const core::FiaProblem& p, const core::FiaData& d, const EntryLayout& l,
+                   std::byte* ws, int num_threads, const FiaKernels& k) {
+  auto* batches = reinterpret_cast<FiaBatch*>(ws + l.batches);
+  auto* pads = reinterpret_cast<FiaPadRow*>(ws + l.pads);
+  auto* lists = reinterpret_cast<const void**>(ws + l.lists);
+  auto* faulted = reinterpret_cast<uint8_t*>(ws + l.faults);
   const fia::FiaResolved r = fia::resolve_batches(p, d, batches, pads, faulted);
 
   FiaParams params = p.params;
-  FiaData data = d.kernel;
+  FiaPointers data = d.ptrs;
   params.batches = batches;
   params.pad_rows = pads;
   params.num_pad_rows = r.num_pad_rows;
@@ -169,13 +134,30 @@ Status run_fia_part(const core::FiaProblem& p, const core::FiaData& d, const cor
     write_fault_rows(params, data, batches[b]);
     batches[b].q_rows = 0;  // not run
   }
-  const size_t used = static_cast<size_t>(base - static_cast<std::byte*>(ctx.workspace)) + h.end;
-  fia_run(params, data, base + h.end, ctx.workspace_size - used, ctx.num_threads, k);
+  fia_run(params, data, ws + l.prefill_ws, l.prefill_bytes, num_threads, k);
   if (r.num_faults > 0)
     return core::fail(Status::kInvalid, fia::kOpName, ifa::ifa_fault_message(r.first));
   return Status::kSuccess;
 }
 
 }  // namespace
+
+size_t fia_entry_workspace_size(const core::FiaProblem& p) { return entry_layout(p).bytes; }
+
+Status fia_entry_run(const core::FiaProblem& p, const core::FiaData& d, const core::RunContext& ctx,
+                     const FiaKernels& k, const IfaKernels& ik) {
+  const EntryLayout l = entry_layout(p);
+  std::byte* const ws = core::align_base(ctx.workspace, kFiaWorkspaceAlign);
+  // A mixed call: the decode requests on the decode kernels after the prefill kernel ran the
+  // others; the first failure (bad device data) is the call's.
+  const Status st = l.prefill ? run_prefill(p, d, l, ws, ctx.num_threads, k) : Status::kSuccess;
+  if (!p.use_ifa) return st;
+  core::RunContext decode_ctx = ctx;
+  decode_ctx.workspace = ws + l.decode_ws;
+  decode_ctx.workspace_size = l.decode_bytes;
+  const Status dst = ifa_run(p.ifa, d.ifa, decode_ctx, ik);
+  write_decode_pad_rows(p, d, l, ws);
+  return st != Status::kSuccess ? st : dst;
+}
 
 }  // namespace kvflash::cpu

@@ -369,7 +369,7 @@ enum class FiaKv { kKey, kValue, kKeyRope };
 /// Base pointer and element offset of position j's row (KV head n2) of key / value / key rope in
 /// batch b: the shared prefix for j < prefix_len, then the batch's tensor (its list entry, or
 /// its rows in the one tensor, or its blocks of the paged cache).
-inline const void* fia_kv_row(const FiaParams& p, const FiaData& d, const FiaBatch& bt, int64_t b,
+inline const void* fia_kv_row(const FiaParams& p, const FiaPointers& d, const FiaBatch& bt, int64_t b,
                               FiaKv w, int64_t n2, int64_t j, int64_t* elem) {
   if (j < p.prefix_len) {
     const bool key = w == FiaKv::kKey;
@@ -454,7 +454,7 @@ inline int64_t fia_scratch_floats(const FiaParams& p) {
 
 /// Writes row (i, h) of batch bt from its finished state: D5 for an empty row, D8's sink, the
 /// normalisation, one rounding to the output dtype (int8: post-quant), the LSE.
-inline void fia_finish_row(const FiaParams& p, const FiaData& d, const FiaBatch& bt, int64_t i,
+inline void fia_finish_row(const FiaParams& p, const FiaPointers& d, const FiaBatch& bt, int64_t i,
                            int64_t h, float* a, const SoftmaxState& st, int64_t cnt) {
   const int64_t Dv = p.value_dim;
   const int64_t ox = bt.out_offset + i * p.o_row + h * p.o_head;
@@ -508,7 +508,7 @@ inline void fia_finish_row(const FiaParams& p, const FiaData& d, const FiaBatch&
 /// Mm: its products on the matrix engine (FiaTiles, whose shape(p) the caller checked and whose
 /// Scope it holds), void for none.
 template <bool kDot, class Mm = void>
-inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
+inline void fia_task_body(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
   const FiaBatch& bt = p.batches[b];
   const int64_t G = p.num_heads / p.num_kv_heads, Tq = fia_query_tile(G);
@@ -714,7 +714,7 @@ inline void fia_task_body(const FiaParams& p, const FiaData& d, float* scratch, 
 /// Tiles where the shape suits them (FiaTiles::shape), holding their configuration for the task,
 /// else on vdpbf16ps.
 template <class Tiles>
-inline void fia_task_tiles(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
+inline void fia_task_tiles(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
                            int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
   using Engine = FiaTiles<Tiles>;
   if (!Engine::shape(p)) {
@@ -729,7 +729,7 @@ inline void fia_task_tiles(const FiaParams& p, const FiaData& d, float* scratch,
 /// Merges the `chunks` split-KV slots of task (b, n2, qt) (slot rows of M rows each, in chunk
 /// order) and writes its rows: the NaN-keeping max over the parts, each part weighted by
 /// softmax_merge_weight (applied even when 0), sums and accumulators added in chunk order.
-inline void fia_merge(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2,
+inline void fia_merge(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
                       int64_t qt, int64_t chunks, const float* slots) {
   const FiaBatch& bt = p.batches[b];
   const int64_t G = p.num_heads / p.num_kv_heads, Tq = fia_query_tile(G);
@@ -761,7 +761,7 @@ inline void fia_merge(const FiaParams& p, const FiaData& d, float* scratch, int6
 
 /// The padding rows (D5): every head of each is written as an empty row (0, int8: the
 /// post-quant of 0; LSE +inf). `scratch` holds value_dim floats.
-inline void fia_pad_rows(const FiaParams& p, const FiaData& d, float* scratch) {
+inline void fia_pad_rows(const FiaParams& p, const FiaPointers& d, float* scratch) {
   for (int64_t r = 0; r < p.num_pad_rows; ++r) {
     FiaBatch bt;
     bt.out_offset = p.pad_rows[r].out_offset, bt.lse_offset = p.pad_rows[r].lse_offset;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/workspace_arena.hpp"
 #include "cpu/fia/fia_kernel_isa.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
@@ -12,7 +13,11 @@
 namespace kvflash::cpu {
 namespace {
 
-constexpr size_t kAlign = 64;
+constexpr size_t kAlign = kFiaWorkspaceAlign;
+
+// The validator bounds the workspace before anything is sized (fia_validate_problem.cpp's check_size),
+// counting key tiles of this many positions.
+static_assert(kFiaKeyTile == 64);
 
 struct FiaTask {
   int64_t cost;  ///< key tiles visited
@@ -24,8 +29,6 @@ struct FiaTask {
 struct FiaMergeUnit {
   int64_t b, n2, qt, chunks, slot;
 };
-
-size_t round_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
 int64_t group(const FiaParams& p) { return p.num_heads / p.num_kv_heads; }
 
@@ -89,13 +92,29 @@ Counts count(const FiaParams& p, bool bound = false) {
   return c;
 }
 
-size_t scratch_bytes(const FiaParams& p) {
-  return round_up(static_cast<size_t>(scalar::fia_scratch_floats_entry(p)) * sizeof(float));
+// The workspace of a run with c's tasks, merges and slots: one arena layout (its size with the
+// plan's bound counts, its regions with the run's, which never exceed them), then one scratch
+// row of `stride` bytes per participant.
+struct Layout {
+  size_t tasks, merges, slots, scratch, stride, bytes;
+};
+
+Layout layout(const FiaParams& p, const Counts& c) {
+  core::WorkspaceArena arena(kAlign);
+  Layout l{};
+  l.tasks = arena.take_array<FiaTask>(static_cast<size_t>(c.tasks));
+  l.merges = arena.take_array<FiaMergeUnit>(static_cast<size_t>(c.merges));
+  l.slots = arena.take_array<float>(static_cast<size_t>(c.slot_floats));
+  l.stride = core::round_up(
+      static_cast<size_t>(scalar::fia_scratch_floats_entry(p)) * sizeof(float), kAlign);
+  l.scratch = arena.take(static_cast<size_t>(kFiaMaxParticipants) * l.stride);
+  l.bytes = arena.bytes();
+  return l;
 }
 
 struct Run {
   const FiaParams* p;
-  const FiaData* d;
+  const FiaPointers* d;
   const FiaTask* tasks;
   const FiaMergeUnit* merges;
   float* slots;
@@ -107,13 +126,7 @@ struct Run {
 
 }  // namespace
 
-size_t fia_workspace_size(const FiaParams& p) {
-  const Counts c = count(p, true);
-  return kAlign + round_up(static_cast<size_t>(c.tasks) * sizeof(FiaTask)) +
-         round_up(static_cast<size_t>(c.merges) * sizeof(FiaMergeUnit)) +
-         round_up(static_cast<size_t>(c.slot_floats) * sizeof(float)) +
-         static_cast<size_t>(kFiaMaxParticipants) * scratch_bytes(p);
-}
+size_t fia_workspace_size(const FiaParams& p) { return layout(p, count(p, true)).bytes; }
 
 const FiaKernels& fia_kernels_for(Isa isa) {
   switch (isa) {
@@ -131,23 +144,21 @@ const FiaKernels& fia_kernels_for(Isa isa) {
   return scalar::kFiaKernels;
 }
 
-void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t workspace_size,
+void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t workspace_size,
              int num_threads) {
   fia_run(p, d, workspace, workspace_size, num_threads, fia_kernels_for(active_isa()));
 }
 
-void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t workspace_size,
+void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t workspace_size,
              int num_threads, const FiaKernels& k) {
   (void)workspace_size;  // the caller sized it with fia_workspace_size(p)
-  auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(workspace) + kAlign - 1) /
-                                            kAlign * kAlign);
+  std::byte* const ws = core::align_base(workspace, kAlign);
   const Counts c = count(p);
-  auto* tasks = reinterpret_cast<FiaTask*>(base);
-  base += round_up(static_cast<size_t>(c.tasks) * sizeof(FiaTask));
-  auto* merges = reinterpret_cast<FiaMergeUnit*>(base);
-  base += round_up(static_cast<size_t>(c.merges) * sizeof(FiaMergeUnit));
-  auto* slots = reinterpret_cast<float*>(base);
-  base += round_up(static_cast<size_t>(c.slot_floats) * sizeof(float));
+  const Layout lay = layout(p, c);
+  auto* tasks = reinterpret_cast<FiaTask*>(ws + lay.tasks);
+  auto* merges = reinterpret_cast<FiaMergeUnit*>(ws + lay.merges);
+  auto* slots = reinterpret_cast<float*>(ws + lay.slots);
+  std::byte* const scratch = ws + lay.scratch;
 
   const int64_t G = group(p), tq = fia_query_tile(G);
   const int64_t rowf = static_cast<int64_t>(scalar::fia_slot_floats_entry(p));
@@ -193,7 +204,7 @@ void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t works
   const FiaMergeFn merge = k.merge;
   const int threads =
       std::min(num_threads > 0 ? num_threads : default_num_threads(), kFiaMaxParticipants);
-  const Run run{&p, &d, tasks, merges, slots, base, scratch_bytes(p), fn, merge};
+  const Run run{&p, &d, tasks, merges, slots, scratch, lay.stride, fn, merge};
   // The lambdas capture one pointer, so std::function keeps them inline (no allocation).
   parallel_for(c.tasks, threads, [r = &run](int64_t task, int worker) {
     const FiaTask& t = r->tasks[task];
@@ -207,7 +218,7 @@ void fia_run(const FiaParams& p, const FiaData& d, void* workspace, size_t works
                m.qt, m.chunks, r->slots + m.slot);
     });
   }
-  scalar::fia_pad_rows_entry(p, d, reinterpret_cast<float*>(base));
+  scalar::fia_pad_rows_entry(p, d, reinterpret_cast<float*>(scratch));
 }
 
 }  // namespace kvflash::cpu

@@ -10,9 +10,9 @@
 namespace kvflash::cpu {
 
 #define KVFLASH_FIA_ENTRIES                                                                        \
-  void fia_task_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b, int64_t n2, \
+  void fia_task_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2, \
                       int64_t qt, int64_t t_first, int64_t t_last, float* slot);                   \
-  void fia_merge_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,            \
+  void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,            \
                        int64_t n2, int64_t qt, int64_t chunks, const float* slots);
 namespace scalar {
 KVFLASH_FIA_ENTRIES
@@ -21,7 +21,7 @@ int64_t fia_scratch_floats_entry(const FiaParams& p);
 /// Floats of one split-KV merge slot row (fia_slot_floats).
 int64_t fia_slot_floats_entry(const FiaParams& p);
 /// Writes the padding rows (fia_pad_rows; the same bits at every ISA).
-void fia_pad_rows_entry(const FiaParams& p, const FiaData& d, float* scratch);
+void fia_pad_rows_entry(const FiaParams& p, const FiaPointers& d, float* scratch);
 /// Whether the bf16 dot entry can run p (fia_bf16_dot_shape).
 bool fia_bf16_dot_shape_entry(const FiaParams& p);
 }  // namespace scalar
@@ -36,7 +36,7 @@ extern const FiaKernels kFiaKernels;
 /// (fia_bf16_dot_shape): the avx512bf16 level.
 extern const FiaKernels kFiaKernelsBf16;
 /// The task with AVX512-BF16 scores (avx512bf16 level, fia_bf16_dot_shape(p) only).
-void fia_task_bf16_entry(const FiaParams& p, const FiaData& d, float* scratch, int64_t b,
+void fia_task_bf16_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
                          int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot);
 }  // namespace avx512
 namespace amx {

@@ -12,13 +12,15 @@
 #include <cstdint>
 
 #include "kvflash/status.hpp"
+#include "ops/ifa/ifa_limits.hpp"
 #include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::cpu {
 
-/// Positions per split-KV chunk: long enough that the merge and slot traffic are noise next to the
-/// K/V bytes of a chunk, short enough that one long sequence feeds many threads.
-inline constexpr int64_t kIfaChunkLen = 512;
+/// Positions per split-KV chunk (core::kIfaChunkLen, every backend's): long enough that the merge
+/// and slot traffic are noise next to the K/V bytes of a chunk, short enough that one long
+/// sequence feeds many threads.
+using core::kIfaChunkLen;
 /// Positions scored before one online-softmax update (a multiple of every ISA's lane count).
 inline constexpr int64_t kIfaTile = 32;
 /// The head dim is padded with zeros to a multiple of the widest vector, so inner loops have no
@@ -27,10 +29,10 @@ inline constexpr int64_t kIfaDimAlign = 16;
 /// A schedule keeps at least this many tasks per worker where it can (the last chunk of each
 /// sequence is short, so one task per worker would leave workers idle).
 inline constexpr int64_t kIfaMinTasksPerWorker = 2;
-/// Limits guaranteed by validation (docs/semantics.md §2.11: D <= 512, G <= 64); they size stack
-/// buffers.
-inline constexpr int64_t kIfaMaxHeadDim = 512;
-inline constexpr int64_t kIfaMaxGroup = 64;
+/// Limits guaranteed by the decode description (ops/ifa/ifa_limits.hpp: D <= 512, G <= 64); they
+/// size stack buffers.
+using core::kIfaMaxGroup;
+using core::kIfaMaxHeadDim;
 /// Alignment of the workspace base the kernel uses (the caller's pointer may have any alignment).
 inline constexpr size_t kIfaWorkspaceAlign = 64;
 

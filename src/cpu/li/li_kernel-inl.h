@@ -209,16 +209,18 @@ __attribute__((noinline)) inline void block_f32(const float* qt, const float* w,
 }
 
 // Order keys of the keys [j0, j1) of rows[0, count) (rows of one batch, one j0, each its own j1)
-// into s[r].keys[j0, j1), fp32 path. Each chunk of keys is read and widened once (into s[0]'s
-// scratch) and scored for every row whose range covers it: query rows of one request (MTP,
-// prefill) share the key reads. A row whose range ends inside a block takes the one-key path for
-// its keys there, the same arithmetic as the block path.
-template <int count>
-inline void score_rows_f32_n(const LiParams& p, const LiData& d, const LiRowRef* rows,
-                             const LiScratch* s) {
+// into s[r].keys[j0, j1), written once for both scorers (Path: F32Path, Bf16Path). Each chunk of
+// keys is read (and staged into s[0]'s scratch where the path needs it) once and scored for every
+// row whose range covers it: query rows of one request (MTP, prefill) share the key reads. A row
+// whose range ends inside a block takes the one-key path for its keys there, the same arithmetic
+// as the block path.
+template <class Path, int count>
+__attribute__((always_inline)) inline void score_rows_n(const LiParams& p, const LiData& d,
+                                                        const LiRowRef* rows, const LiScratch* s) {
+  using Key = typename Path::Key;
   for (int r = 0; r < count; ++r) {
     if (rows[r].stage) {
-      stage_query_f32(p, d, rows[r].row, s[r].q);
+      Path::stage_query(p, d, rows[r].row, s[r].q);
       stage_weights(p, d, rows[r].row, s[r].w);
     }
     clear_hist(s[r].hist);
@@ -226,8 +228,8 @@ inline void score_rows_f32_n(const LiParams& p, const LiData& d, const LiRowRef*
   const int64_t hv = head_vectors(p.num_heads);
   const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
   constexpr int64_t kChunk = chunk_rows(count);
-  const float* k[kChunk];
-  for (int j = 0; j < kChunk; ++j) k[j] = s[0].kt + j * kD;
+  const Key* k[kChunk];
+  Path::point_keys(s[0], k, kChunk);
   LiRowRef span = rows[0];
   span.j1 = group_end(rows, count);
   kvflash::cpu::LiKeyCursor cur(p, d, span.batch, span.kv_first, span.j0);
@@ -235,30 +237,53 @@ inline void score_rows_f32_n(const LiParams& p, const LiData& d, const LiRowRef*
     const int64_t c1 = c0 + kChunk < span.j1 ? c0 + kChunk : span.j1;
     for (int64_t j = c0; j < c1; ++j) {
       prefetch_key(p, d, span, j + kPrefetchAhead);
-      widen_key(p, cur.next(), s[0].kt + (j - c0) * kD);
+      Path::fetch_key(p, cur.next(), s[0], j - c0, k);
     }
     for (int r = 0; r < count; ++r) {
+      const Key* q = reinterpret_cast<const Key*>(s[r].q);
       const int64_t e = c1 < rows[r].j1 ? c1 : rows[r].j1;
       int64_t j = c0;
       for (; j + kKeyBlock <= e; j += kKeyBlock) {
-        block_f32(s[r].q, s[r].w, hv, tail, k + (j - c0), s[r].keys + j, s[r].hist);
+        Path::block(q, s[r].w, hv, tail, k + (j - c0), s[r].keys + j, s[r].hist);
       }
-      for (; j < e; ++j) {
-        Vec tv[1] = {vzero()};
-        score_keys_f32<1>(s[r].q, s[r].w, hv, tail, k + (j - c0), tv);
-        put_key(vreduce_add(tv[0]), s[r].keys + j, s[r].hist);
-      }
+      for (; j < e; ++j) Path::one(q, s[r].w, hv, tail, k + (j - c0), s[r].keys + j, s[r].hist);
     }
   }
 }
+
+// The fp32 scorer: keys widened into s[0]'s scratch, FMA dot products.
+struct F32Path {
+  using Key = float;
+  static void stage_query(const LiParams& p, const LiData& d, int64_t row, float* q) {
+    stage_query_f32(p, d, row, q);
+  }
+  // Key i of a chunk is row i of s[0]'s scratch, where fetch_key widens it.
+  static void point_keys(const LiScratch& s0, const float** k, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) k[i] = s0.kt + i * kD;
+  }
+  static void fetch_key(const LiParams& p, const uint16_t* src, const LiScratch& s0, int64_t i,
+                        const float**) {
+    widen_key(p, src, s0.kt + i * kD);
+  }
+  static void block(const float* q, const float* w, int64_t hv, int tail, const float* const* k,
+                    uint32_t* keys, uint32_t* hist) {
+    block_f32(q, w, hv, tail, k, keys, hist);
+  }
+  static void one(const float* q, const float* w, int64_t hv, int tail, const float* const* k,
+                  uint32_t* key, uint32_t* hist) {
+    Vec tv[1] = {vzero()};
+    score_keys_f32<1>(q, w, hv, tail, k, tv);
+    put_key(vreduce_add(tv[0]), key, hist);
+  }
+};
 
 // The row count is a template argument so that the one-row loop (decode) compiles as tightly as
 // a loop written for one row (a run-time count cost ~15% on 4 x 8k decode rows).
 inline void score_rows_f32(const LiParams& p, const LiData& d, const LiRowRef* rows,
                            const LiScratch* s, int count) {
   static_assert(kvflash::cpu::kLiRowGroup == 2);
-  if (count == 1) return score_rows_f32_n<1>(p, d, rows, s);
-  score_rows_f32_n<2>(p, d, rows, s);
+  if (count == 1) return score_rows_n<F32Path, 1>(p, d, rows, s);
+  score_rows_n<F32Path, 2>(p, d, rows, s);
 }
 
 #ifdef KVFLASH_LI_BF16_DOT
@@ -346,52 +371,45 @@ __attribute__((target("avx512bf16"), noinline)) void block_bf16(const uint16_t* 
   for (int i = 0; i < kKeyBlock; ++i) put_key(vreduce_add(tv[i]), keys + i, hist);
 }
 
-// score_rows_f32 with vdpbf16ps: the key rows are used in place (gathered into s[0]'s scratch
-// when strided).
-template <int count>
-__attribute__((target("avx512bf16"), always_inline)) inline void score_rows_bf16_n(
-    const LiParams& p, const LiData& d, const LiRowRef* rows, const LiScratch* s) {
-  for (int r = 0; r < count; ++r) {
-    if (rows[r].stage) {
-      stage_query_pairs(p, d, rows[r].row, reinterpret_cast<uint16_t*>(s[r].q));
-      stage_weights(p, d, rows[r].row, s[r].w);
-    }
-    clear_hist(s[r].hist);
-  }
-  const int64_t hv = head_vectors(p.num_heads);
-  const int tail = static_cast<int>(p.num_heads - (hv - 1) * kLanes);
-  constexpr int64_t kChunk = chunk_rows(count);
-  const uint16_t* k[kChunk];
-  LiRowRef span = rows[0];
-  span.j1 = group_end(rows, count);
-  kvflash::cpu::LiKeyCursor cur(p, d, span.batch, span.kv_first, span.j0);
-  for (int64_t c0 = span.j0; c0 < span.j1; c0 += kChunk) {
-    const int64_t c1 = c0 + kChunk < span.j1 ? c0 + kChunk : span.j1;
-    for (int64_t j = c0; j < c1; ++j) {
-      prefetch_key(p, d, span, j + kPrefetchAhead);
-      k[j - c0] = bf16_key(p, cur.next(), s[0].kb + (j - c0) * kD);
-    }
-    for (int r = 0; r < count; ++r) {
-      const uint16_t* qp = reinterpret_cast<const uint16_t*>(s[r].q);
-      const int64_t e = c1 < rows[r].j1 ? c1 : rows[r].j1;
-      int64_t j = c0;
-      for (; j + kKeyBlock <= e; j += kKeyBlock) {
-        block_bf16(qp, s[r].w, hv, tail, k + (j - c0), s[r].keys + j, s[r].hist);
-      }
-      for (; j < e; ++j) {
-        Vec tv[1] = {vzero()};
-        score_keys_bf16<1>(qp, s[r].w, hv, tail, k + (j - c0), tv);
-        put_key(vreduce_add(tv[0]), s[r].keys + j, s[r].hist);
-      }
-    }
-  }
+// One key's score with vdpbf16ps, out of line as block_bf16 (score_rows_n, which it serves, has
+// no target of its own).
+__attribute__((target("avx512bf16"), noinline)) void one_bf16(const uint16_t* qp, const float* w,
+                                                              int64_t hv, int tail,
+                                                              const uint16_t* const* k,
+                                                              uint32_t* key, uint32_t* hist) {
+  Vec tv[1] = {vzero()};
+  score_keys_bf16<1>(qp, w, hv, tail, k, tv);
+  put_key(vreduce_add(tv[0]), key, hist);
 }
+
+// The bf16 scorer (vdpbf16ps): the query as pairs, the key rows used in place (gathered into
+// s[0]'s scratch when strided).
+struct Bf16Path {
+  using Key = uint16_t;
+  static void stage_query(const LiParams& p, const LiData& d, int64_t row, float* q) {
+    stage_query_pairs(p, d, row, reinterpret_cast<uint16_t*>(q));
+  }
+  // Key i of a chunk is the cache row itself, or gathered into s[0]'s scratch.
+  static void point_keys(const LiScratch&, const uint16_t**, int64_t) {}
+  static void fetch_key(const LiParams& p, const uint16_t* src, const LiScratch& s0, int64_t i,
+                        const uint16_t** k) {
+    k[i] = bf16_key(p, src, s0.kb + i * kD);
+  }
+  static void block(const uint16_t* qp, const float* w, int64_t hv, int tail,
+                    const uint16_t* const* k, uint32_t* keys, uint32_t* hist) {
+    block_bf16(qp, w, hv, tail, k, keys, hist);
+  }
+  static void one(const uint16_t* qp, const float* w, int64_t hv, int tail,
+                  const uint16_t* const* k, uint32_t* key, uint32_t* hist) {
+    one_bf16(qp, w, hv, tail, k, key, hist);
+  }
+};
 
 __attribute__((target("avx512bf16"), noinline)) void score_rows_bf16(
     const LiParams& p, const LiData& d, const LiRowRef* rows, const LiScratch* s, int count) {
   static_assert(kvflash::cpu::kLiRowGroup == 2);
-  if (count == 1) return score_rows_bf16_n<1>(p, d, rows, s);
-  score_rows_bf16_n<2>(p, d, rows, s);
+  if (count == 1) return score_rows_n<Bf16Path, 1>(p, d, rows, s);
+  score_rows_n<Bf16Path, 2>(p, d, rows, s);
 }
 #endif  // KVFLASH_LI_BF16_DOT
 

@@ -13,14 +13,13 @@
 #include "core/half.hpp"
 #include "core/length_tensor.hpp"
 #include "core/strings.hpp"
+#include "core/workspace_arena.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace kvflash::cpu {
 namespace {
 
 constexpr size_t kAlign = 64;  // one cache line, one zmm
-
-size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // What the prologue derives per batch from the device data.
 struct LiBatch {
@@ -42,43 +41,40 @@ struct LiLayout {
          cand = 0;  // within a lane
 };
 
+// One arena for the workspace, and the sub-layouts of a lane and of a share slot, each repeated
+// back to back at its extent.
 LiLayout li_layout(const LiParams& p) {
   LiLayout l;
   l.lanes = static_cast<int>(std::clamp<int64_t>(p.num_rows, 1, kLiMaxLanes));
-  size_t at = 0;
-  const auto take = [](size_t* cursor, size_t bytes) {
-    const size_t o = *cursor;
-    *cursor = round_up(*cursor + bytes);
-    return o;
-  };
-  l.batches = take(&at, sizeof(LiBatch) * static_cast<size_t>(p.batch));
-  l.row_batch = take(&at, sizeof(int32_t) * static_cast<size_t>(p.q_tnd ? p.num_rows : 0));
-  l.groups = take(&at, sizeof(int32_t) * static_cast<size_t>(p.num_rows + 1));
-  size_t lane = 0;
-  l.q = take(&lane, sizeof(float) * kLiHeadDim * kLiMaxHeads);
-  l.w = take(&lane, sizeof(float) * kLiMaxHeads);
-  l.kt = take(&lane, sizeof(float) * kLiKeyChunk * kLiHeadDim);
-  l.kb = take(&lane, sizeof(uint16_t) * kLiKeyChunk * kLiHeadDim);
-  l.keys = take(&lane, sizeof(uint32_t) * static_cast<size_t>(std::max<int64_t>(p.kv_cap, 1)));
-  l.hist = take(&lane, sizeof(uint32_t) * kLiRadixBins);
-  l.sel = take(&lane, sizeof(uint64_t) * static_cast<size_t>(p.sparse_count + 1));
-  l.tmp = take(&lane, sizeof(uint64_t) * static_cast<size_t>(p.sparse_count));
-  l.cand = take(&lane, sizeof(int32_t) *
-                           static_cast<size_t>(li_topk_candidates(p.sparse_count, p.kv_cap) + 1));
-  l.lane_bytes = lane;
-  l.lanes_at = take(&at, l.lane_bytes * static_cast<size_t>(l.lanes));
+  core::WorkspaceArena ws(kAlign);
+  l.batches = ws.take_array<LiBatch>(static_cast<size_t>(p.batch));
+  l.row_batch = ws.take_array<int32_t>(static_cast<size_t>(p.q_tnd ? p.num_rows : 0));
+  l.groups = ws.take_array<int32_t>(static_cast<size_t>(p.num_rows + 1));
+  core::WorkspaceArena lane(kAlign);
+  l.q = lane.take_array<float>(kLiHeadDim * kLiMaxHeads);
+  l.w = lane.take_array<float>(kLiMaxHeads);
+  l.kt = lane.take_array<float>(kLiKeyChunk * kLiHeadDim);
+  l.kb = lane.take_array<uint16_t>(kLiKeyChunk * kLiHeadDim);
+  l.keys = lane.take_array<uint32_t>(static_cast<size_t>(std::max<int64_t>(p.kv_cap, 1)));
+  l.hist = lane.take_array<uint32_t>(kLiRadixBins);
+  l.sel = lane.take_array<uint64_t>(static_cast<size_t>(p.sparse_count + 1));
+  l.tmp = lane.take_array<uint64_t>(static_cast<size_t>(p.sparse_count));
+  l.cand = lane.take_array<int32_t>(
+      static_cast<size_t>(li_topk_candidates(p.sparse_count, p.kv_cap) + 1));
+  l.lane_bytes = lane.extent();
+  l.lanes_at = ws.take(l.lane_bytes * static_cast<size_t>(l.lanes));
   if (p.num_rows < kLiMaxLanes) {
-    size_t share = 0;
+    core::WorkspaceArena share(kAlign);
     // Shares score one row at a time: one register block of keys, or one tile block of 16 keys
     // and their scores for 64 heads (li_tiles-inl.h); kLiKeyChunk rows hold either.
-    l.share_kt = take(&share, sizeof(float) * kLiKeyChunk * kLiHeadDim);
-    l.share_kb = take(&share, sizeof(uint16_t) * kLiKeyChunk * kLiHeadDim);
-    l.share_hist = take(&share, sizeof(uint32_t) * kLiRadixBins);
-    l.share_bytes = share;
-    l.row_refs = take(&at, sizeof(LiRowRef) * static_cast<size_t>(l.lanes));
-    l.shares_at = take(&at, l.share_bytes * static_cast<size_t>(kLiMaxLanes));
+    l.share_kt = share.take_array<float>(kLiKeyChunk * kLiHeadDim);
+    l.share_kb = share.take_array<uint16_t>(kLiKeyChunk * kLiHeadDim);
+    l.share_hist = share.take_array<uint32_t>(kLiRadixBins);
+    l.share_bytes = share.extent();
+    l.row_refs = ws.take_array<LiRowRef>(static_cast<size_t>(l.lanes));
+    l.shares_at = ws.take(l.share_bytes * static_cast<size_t>(kLiMaxLanes));
   }
-  l.bytes = at + kAlign;  // slack to align the caller's pointer
+  l.bytes = ws.bytes();  // with the slack to align the caller's pointer
   return l;
 }
 
@@ -393,10 +389,8 @@ size_t li_workspace_size(const LiParams& p) { return li_layout(p).bytes; }
 
 Status li_run(const LiParams& p, const LiData& d, const core::RunContext& ctx, const LiKernels& k) {
   const LiLayout l = li_layout(p);
-  void* ws = ctx.workspace;
   const int num_threads = ctx.num_threads;
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(ws);
-  std::byte* base = static_cast<std::byte*>(ws) + ((raw + kAlign - 1) / kAlign * kAlign - raw);
+  std::byte* base = core::align_base(ctx.workspace, kAlign);
   auto* batches = reinterpret_cast<LiBatch*>(base + l.batches);
   auto* row_batch = reinterpret_cast<int32_t*>(base + l.row_batch);
   const Prologue pr = resolve(p, d, batches, row_batch);

@@ -23,7 +23,7 @@
 
 namespace kvflash::cuda {
 
-inline constexpr int64_t kIfaCudaChunkLen = 512;  ///< == cpu::kIfaChunkLen (static_assert'ed)
+inline constexpr int64_t kIfaCudaChunkLen = 512;  ///< == core::kIfaChunkLen (static_assert'ed)
 inline constexpr int kIfaCudaTile = 32;           ///< positions per online-softmax step: one/lane
 inline constexpr int kIfaCudaThreads = 128;       ///< chunk CTA: 4 warps
 inline constexpr int kIfaCudaWarps = kIfaCudaThreads / 32;

@@ -3,17 +3,18 @@
 #include <algorithm>
 
 #include "core/workspace_arena.hpp"
-#include "cpu/ifa/ifa_workspace.hpp"
 #include "ops/ifa/ifa_bind.hpp"
 #include "ops/ifa/ifa_fault.hpp"
+#include "ops/ifa/ifa_limits.hpp"
 
 namespace kvflash::cuda {
 namespace {
 
-// The CPU and CUDA backends split sequences at the same points (docs/gpu.md: results independent
-// of the batch composition on either; equal split points also keep their roundings alike).
-static_assert(kIfaCudaChunkLen == cpu::kIfaChunkLen);
-static_assert(kIfaCudaMaxDimsPerThread * kIfaCudaThreads >= cpu::kIfaMaxHeadDim);
+// Every backend splits sequences at the same points (core::kIfaChunkLen, docs/gpu.md: results
+// independent of the batch composition on either; equal split points also keep their roundings
+// alike).
+static_assert(kIfaCudaChunkLen == core::kIfaChunkLen);
+static_assert(kIfaCudaMaxDimsPerThread * kIfaCudaThreads >= core::kIfaMaxHeadDim);
 
 int64_t total_chunks(const core::IfaProblem& p) {
   int64_t n = 0;

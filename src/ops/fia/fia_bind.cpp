@@ -8,9 +8,37 @@
 #include "core/view_check.hpp"
 #include "ops/fia/fia_fields.hpp"
 #include "ops/fia/fia_validate.hpp"
+#include "ops/ifa/ifa_bind.hpp"
 #include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::fia {
+namespace {
+
+const TensorView* opt(const std::optional<TensorView>& t) { return t ? &*t : nullptr; }
+
+// The decode requests' tensors (fia_validate_decode.cpp) through the decode description's binder:
+// FIA's int8 parameters (split win) at their first element.
+void bind_decode_requests(const core::FiaProblem& p, const FiaArgs& a, core::IfaData* d) {
+  const core::FiaParams& pp = p.params;
+  ifa::DecodeTensors t;
+  t.query = &a.query, t.out = &a.attention_out, t.lse = opt(a.softmax_lse);
+  t.key = &a.key, t.value = &a.value;
+  t.block_table = opt(a.block_table), t.mask = opt(a.atten_mask), t.pse = opt(a.pse_shift);
+  const bool split = a.key_antiquant_scale.has_value();
+  t.antiquant_scale = {opt(split ? a.key_antiquant_scale : a.antiquant_scale), pp.k_dq.scale_at};
+  t.antiquant_offset = {opt(split ? a.key_antiquant_offset : a.antiquant_offset),
+                        pp.k_dq.offset_at};
+  t.antiquant_scale_v = {opt(split ? a.value_antiquant_scale : a.antiquant_scale),
+                         pp.v_dq.scale_at};
+  t.antiquant_offset_v = {opt(split ? a.value_antiquant_offset : a.antiquant_offset),
+                          pp.v_dq.offset_at};
+  t.quant_scale2 = opt(a.quant_scale2), t.quant_offset2 = opt(a.quant_offset2);
+  t.sink = opt(a.learnable_sink);
+  t.kv_padding_size = opt(a.kv_padding_size);
+  ifa::bind_decode(p.ifa, t, d);
+}
+
+}  // namespace
 
 FiaArgs strip_data(const FiaArgs& args, const core::FiaProblem& /*problem*/) {
   FiaArgs m = core::strip_fields(kFields, args);
@@ -24,8 +52,8 @@ Status check_matches_plan(const FiaArgs& p, const FiaArgs& a) {
 
 void bind_data(const core::FiaProblem& p, const FiaArgs& a, core::FiaData* out) {
   *out = core::FiaData{};
-  const cpu::FiaParams& pp = p.params;
-  cpu::FiaData& d = out->kernel;
+  const core::FiaParams& pp = p.params;
+  core::FiaPointers& d = out->ptrs;
   auto at = [](const std::optional<TensorView>& v) -> const void* {
     return v ? core::element0(*v) : nullptr;
   };
@@ -60,41 +88,17 @@ void bind_data(const core::FiaProblem& p, const FiaArgs& a, core::FiaData* out) 
   }
   if (p.q_padding) out->q_padding = static_cast<const int64_t*>(at(a.query_padding_size));
   if (p.kv_padding) out->kv_padding = static_cast<const int64_t*>(at(a.kv_padding_size));
-  if (p.use_ifa) {  // what ifa::bind_data binds, from the same tensors
-    core::IfaData& i = out->ifa;
-    i.q = d.q, i.out = d.out, i.lse = d.lse;
-    if (p.ifa.has_sink) i.sink = d.sink;
-    i.k_cache = d.k, i.v_cache = d.v;
-    if (p.ifa.k.list) i.k_list = a.key.data();
-    if (p.ifa.v.list) i.v_list = a.value.data();
-    if (p.ifa.k.paged) i.block_table = d.block_table;
-    if (p.ifa.mask.present) i.mask = at(a.atten_mask);
-    if (p.ifa.pse.present) i.pse = at(a.pse_shift);
-    if (p.ifa.split_antiquant) {  // FIA's parameters (fia_validate_ifa.cpp), at their first element
-      auto first = [](const void* base, const cpu::FiaDequant& q, bool offset) -> const void* {
-        if (base == nullptr) return nullptr;
-        const int64_t at = offset ? q.offset_at : q.scale_at;
-        return static_cast<const std::byte*>(base) + at * static_cast<int64_t>(dtype_size(q.dtype));
-      };
-      i.antiquant_scale = first(d.k_scale, pp.k_dq, false);
-      i.antiquant_offset = pp.k_dq.has_offset ? first(d.k_offset, pp.k_dq, true) : nullptr;
-      i.antiquant_scale_v = first(d.v_scale, pp.v_dq, false);
-      i.antiquant_offset_v = pp.v_dq.has_offset ? first(d.v_offset, pp.v_dq, true) : nullptr;
-    }
-    if (p.ifa.quant_scale2.present) i.quant_scale2 = at(a.quant_scale2);
-    if (p.ifa.quant_offset2.present) i.quant_offset2 = at(a.quant_offset2);
-    if (p.ifa.left_padding) i.kv_padding_size = static_cast<const int64_t*>(at(a.kv_padding_size));
-  }
+  if (p.use_ifa) bind_decode_requests(p, a, &out->ifa);
 }
 
 FiaResolved resolve_batches(const core::FiaProblem& p, const core::FiaData& d,
-                            cpu::FiaBatch* batches, cpu::FiaPadRow* pad_rows, uint8_t* faulted) {
-  const cpu::FiaParams& pp = p.params;
+                            core::FiaBatch* batches, core::FiaPadRow* pad_rows, uint8_t* faulted) {
+  const core::FiaParams& pp = p.params;
   FiaResolved r;
   const int64_t qpad = d.q_padding != nullptr ? std::max<int64_t>(*d.q_padding, 0) : -1;
   const int64_t kvpad = d.kv_padding != nullptr ? std::max<int64_t>(*d.kv_padding, 0) : -1;
   for (int64_t b = 0; b < pp.batch; ++b) {
-    cpu::FiaBatch bt = p.batches[b];
+    core::FiaBatch bt = p.batches[b];
     int64_t qf = 0;
     if (qpad >= 0) {
       const int64_t room = p.q_capacity - bt.q_rows;
@@ -123,7 +127,7 @@ FiaResolved resolve_batches(const core::FiaProblem& p, const core::FiaData& d,
     if (pp.paged && bt.q_rows > 0) {
       const int64_t used = (bt.kv_len - pp.prefix_len + pp.block_size - 1) / pp.block_size;
       for (int64_t k = 0; k < used; ++k) {
-        const int64_t id = d.kernel.block_table[bt.k_offset + k];
+        const int64_t id = d.ptrs.block_table[bt.k_offset + k];
         if (id >= 0 && id < p.num_blocks) continue;
         if (r.num_faults++ == 0) {
           r.first = core::fault_of(core::kFaultOpIfa, core::kFaultBlockId, b);
@@ -152,7 +156,7 @@ FiaResolved resolve_batches(const core::FiaProblem& p, const core::FiaData& d,
 }
 
 void describe(const core::FiaProblem& p, char* buf, size_t size) {
-  const cpu::FiaParams& pp = p.params;
+  const core::FiaParams& pp = p.params;
   std::snprintf(buf, size, "B=%lld N=%lld KV_N=%lld D=%lld rows=%lld %s%s%s%s",
                 static_cast<long long>(pp.batch), static_cast<long long>(pp.num_heads),
                 static_cast<long long>(pp.num_kv_heads), static_cast<long long>(pp.head_dim),

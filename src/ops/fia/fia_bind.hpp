@@ -37,7 +37,7 @@ struct FiaResolved {
 /// its padding rows (at most p.rows entries) and per-batch fault flags (1: a referenced block id is
 /// out of range; the batch is not run and its rows are NaN). Never reads outside a tensor.
 FiaResolved resolve_batches(const core::FiaProblem& p, const core::FiaData& d,
-                            cpu::FiaBatch* batches, cpu::FiaPadRow* pad_rows, uint8_t* faulted);
+                            core::FiaBatch* batches, core::FiaPadRow* pad_rows, uint8_t* faulted);
 
 /// "B=2 N=32 KV_N=8 D=128 rows=4096 bf16 paged": p's shape for KVFLASH_VERBOSE=dispatch, into
 /// buf (size bytes, truncated; no allocation).

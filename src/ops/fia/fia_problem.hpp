@@ -1,8 +1,8 @@
 // The normalised FIA / PFA problem (what a plan holds) and the data bound to it for one run.
 //
 // Validation (src/ops/fia/fia_validate.cpp) reduces every layout, output variant, paged or list
-// KV, prefix, quantisation and mask form to the CPU kernel's plain parameter block
-// (cpu::FiaParams, src/cpu/fia/fia_kernel.hpp) plus per-batch rows and positions computed from
+// KV, prefix, quantisation and mask form to the prefill kernels' plain parameter block
+// (core::FiaParams, src/ops/fia/fia_params.hpp) plus per-batch rows and positions computed from
 // the host lengths. What depends on device data is applied by the run, in stream order
 // (fia_resolve_batches in ops/fia/fia_bind.hpp): query / KV left padding (query_padding_size,
 // kv_padding_size) and the block-table check.
@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "cpu/fia/fia_kernel.hpp"
 #include "kvflash/tensor.hpp"
+#include "ops/fia/fia_params.hpp"
 #include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::core {
@@ -21,10 +21,10 @@ struct FiaProblem {
   Device device{};
   /// The kernel's parameters; `batches` / `pad_rows` are left null (the run points them at its
   /// workspace copy, with left padding applied).
-  cpu::FiaParams params;
+  FiaParams params;
   /// Per batch, without left padding: q_rows, kv_len (shared prefix included), the offsets of
   /// query row 0 / position 0 and the band of the plan's lengths.
-  std::vector<cpu::FiaBatch> batches;
+  std::vector<FiaBatch> batches;
   bool tnd = false;           ///< TND / NTD query (rows counted in T)
   bool decode = false;        ///< D4: the Q_S = 1 decode branch
   bool list = false;          ///< key / value are B tensors
@@ -41,7 +41,7 @@ struct FiaProblem {
   int64_t q_capacity = 0, kv_capacity = 0;
   /// Paged KV: the cache's block count (ids must be in [0, num_blocks)).
   int64_t num_blocks = 0;
-  /// D4's decode branch on IFA's kernels (fia_validate_ifa.cpp): the call as IFA's problem.
+  /// D4's decode branch on IFA's kernels (fia_validate_decode.cpp): the call as IFA's problem.
   bool use_ifa = false;
   IfaProblem ifa;
   /// use_ifa: the requests IFA's kernels run, [0, ifa_requests); fewer than the batch in a mixed
@@ -54,7 +54,7 @@ struct FiaProblem {
 /// The pointers of one run (core::element0 of each view), and what a backend reads in stream
 /// order: the padding sizes and the list entries (args' own vectors, borrowed for the run).
 struct FiaData {
-  cpu::FiaData kernel;  ///< k_list / v_list left null: the run fills them in its workspace
+  FiaPointers ptrs;  ///< k_list / v_list left null: the run fills them in its workspace
   const int64_t* q_padding = nullptr;
   const int64_t* kv_padding = nullptr;
   const TensorView* key_list = nullptr;
@@ -66,7 +66,7 @@ struct FiaData {
 /// lengths (q_rows = S1_b, kv_len = S2_b).
 inline void fia_band(const FiaProblem& p, int64_t q_rows, int64_t kv_len, int64_t* lo,
                      int64_t* hi) {
-  *lo = -cpu::kFiaUnbounded, *hi = cpu::kFiaUnbounded;
+  *lo = -kFiaUnbounded, *hi = kFiaUnbounded;
   if (p.decode) return;
   const int64_t d = kv_len - q_rows;
   switch (p.sparse_mode) {

@@ -71,7 +71,7 @@ std::string offset_name(const char* scale_name) {
 // One set of dequantisation parameters: `which` 0 = key, 1 = value half of combined ones.
 Status dequant_params(const FiaArgs& a, const FiaShape& s, const TensorView& sc,
                       const TensorView* of, int64_t mode, bool combined, int which, int64_t Dd,
-                      const char* name, cpu::FiaDequant* q) {
+                      const char* name, core::FiaDequant* q) {
   if (!is_float_param(sc.dtype))
     return invalid(std::string(name) + " dtype must be fp16, bf16 or fp32, got " +
                    dtype_name(sc.dtype));
@@ -97,14 +97,14 @@ Status dequant_params(const FiaArgs& a, const FiaShape& s, const TensorView& sc,
       return invalid(std::string(name) + " (per-token, mode 1) must be " +
                      (combined ? "(2, B, S)" : "(1, B, S) or (B, S)") + " with B = " + str(s.B) +
                      " and S >= " + str(need) + ", got " + sc.describe());
-    q->mode = cpu::FiaDequant::Mode::kToken;
+    q->mode = core::FiaDequant::Mode::kToken;
     q->tok_batch = sc.strides[r - 2], q->tok_pos = sc.strides[r - 1];
     q->scale_at = combined ? which * sc.strides[0] : 0;
     q->offset_at = of != nullptr ? (combined ? which * of->strides[0] : 0) : 0;
     return Status::kSuccess;
   }
   if (sc.numel() == per) {
-    q->mode = cpu::FiaDequant::Mode::kTensor;
+    q->mode = core::FiaDequant::Mode::kTensor;
     q->scale_at = flat_elem(sc, combined ? which : 0);
     q->offset_at = of != nullptr ? flat_elem(*of, combined ? which : 0) : 0;
     return Status::kSuccess;
@@ -118,7 +118,7 @@ Status dequant_params(const FiaArgs& a, const FiaShape& s, const TensorView& sc,
                    sc.describe());
   if (combined && s.D != s.Dv)
     return invalid("combined per-channel antiquant_scale needs key and value of one head dim");
-  q->mode = cpu::FiaDequant::Mode::kChannel;
+  q->mode = core::FiaDequant::Mode::kChannel;
   q->chan_head = Dd;
   q->scale_at = combined ? which * s.KVN * Dd : 0;
   q->offset_at = of != nullptr ? q->scale_at : 0;
@@ -128,11 +128,11 @@ Status dequant_params(const FiaArgs& a, const FiaShape& s, const TensorView& sc,
 }  // namespace
 
 Status check_mask(const FiaArgs& a, const FiaShape& s, core::FiaProblem* pr, int64_t* mask_batch) {
-  cpu::FiaParams& p = pr->params;
+  core::FiaParams& p = pr->params;
   const int64_t mode = a.sparse_mode;
   // D4: the decode branch ignores pre / next and the sparse mode (so it needs no mask). pre / next
   // are clamped as the problem stores them (fill_problem): no int64 overflow in their sum.
-  const int64_t lim = cpu::kFiaUnbounded;
+  const int64_t lim = core::kFiaUnbounded;
   const int64_t pre = std::clamp(a.pre_tokens, -lim, lim),
                 next = std::clamp(a.next_tokens, -lim, lim);
   if (!s.decode && mode == 4 && pre + next < 0 && a.pre_tokens < kFiaTokensMax)
@@ -194,7 +194,7 @@ Status check_mask(const FiaArgs& a, const FiaShape& s, core::FiaProblem* pr, int
 
 Status check_pse(const FiaArgs& a, const FiaShape& s, core::FiaProblem* pr, int64_t* pse_batch) {
   if (!a.pse_shift) return Status::kSuccess;
-  cpu::FiaParams& p = pr->params;
+  core::FiaParams& p = pr->params;
   const TensorView& ps = *a.pse_shift;
   if (ps.dtype != DType::kFloat16 && ps.dtype != DType::kBFloat16)
     return invalid(std::string("pse_shift dtype must be fp16 or bf16, got ") +
@@ -214,7 +214,7 @@ Status check_pse(const FiaArgs& a, const FiaShape& s, core::FiaProblem* pr, int6
 }
 
 Status check_antiquant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* pr) {
-  cpu::FiaParams& p = pr->params;
+  core::FiaParams& p = pr->params;
   const bool int8 = a.key[0].dtype == DType::kInt8;
   const bool combined = a.antiquant_scale.has_value();
   const bool split = a.key_antiquant_scale.has_value() || a.value_antiquant_scale.has_value();
@@ -252,7 +252,7 @@ Status check_antiquant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* pr
 }
 
 Status check_post_quant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* pr) {
-  cpu::FiaParams& p = pr->params;
+  core::FiaParams& p = pr->params;
   if (a.quant_offset2 && !a.quant_scale2) return invalid("quant_offset2 needs quant_scale2");
   if (!a.quant_scale2) return Status::kSuccess;
   const TensorView& sc = *a.quant_scale2;

@@ -1,6 +1,6 @@
-// What the FIA validator's files share: the shape of the call as the first checks derive it,
-// and the checks of the optional parts (fia_validate_extras.cpp) that fia_validate.cpp calls in
-// order. Internal to src/ops/fia.
+// What the FIA validator's files share: the shape of the call as the first checks derive it, the
+// checks of each argument group that fia::validate (fia_validate.cpp) calls in order, and the
+// helpers they share. Internal to src/ops/fia.
 #pragma once
 
 #include <cstdint>
@@ -40,17 +40,41 @@ struct FiaShape {
 /// document's "当query矩阵的S=1，进入IncreFlashAttention分支". On it sparse_mode, pre_tokens and
 /// next_tokens are ignored, no mask is needed and a full mask has IFA's shapes (check_mask,
 /// docs/fia-semantics.md); the query lengths are ignored (check_lengths). The route
-/// (plan_decode_on_ifa, core::fia_band) reads the same FiaShape::decode / FiaProblem::decode that
+/// (plan_decode, core::fia_band) reads the same FiaShape::decode / FiaProblem::decode that
 /// check_query sets from this.
 inline bool decode_branch(const FiaArgs& a, const FiaShape& s) {
   return !a.prompt && !s.rope && !s.tnd && s.S1 == 1;
 }
+
+inline constexpr int64_t kMaxHeadDim = 512;
+inline constexpr int64_t kRopeDim = 64;
+inline constexpr int64_t kMaxHeads = 1024;  // far above upstream's 256; keeps N x D products small
+/// The finest key tiling the size bound (check_size, fia_validate_problem.cpp) counts in: the CPU prefill kernel's
+/// (cpu::kFiaKeyTile).
+inline constexpr int64_t kSizeTile = 64;
 
 Status invalid(const std::string& msg);
 Status refused(const std::string& feature);
 
 /// The element strides of t in layout l ("BSH" heads of D elements).
 FiaStrides layout_strides(const TensorView& t, const std::string& l, int64_t D);
+/// d (the last dim) must be contiguous: the kernels read rows of D elements.
+Status check_rows(const TensorView& v, const char* name);
+/// Dims of a tensor in the query layout `l` with `n` heads of `d` (batch b, sequence s; -1: any).
+Status expect_layout(const TensorView& v, const char* name, const std::string& l, int64_t b,
+                     int64_t s, int64_t n, int64_t d);
+/// S of a tensor in layout l (T for TND / NTD).
+int64_t seq_dim(const TensorView& v, const std::string& l);
+
+/// The argument groups, in validation order (fia_validate_attrs.cpp, fia_validate_tensors.cpp,
+/// fia_validate_lengths.cpp); each fills its part of s.
+Status check_refused(const FiaArgs& a);
+Status check_attributes(const FiaArgs& a, FiaShape* s);
+Status check_query(const FiaArgs& a, FiaShape* s);
+Status check_kv(const FiaArgs& a, FiaShape* s);
+Status check_outputs(const FiaArgs& a, const FiaShape& s);
+Status check_lengths(const FiaArgs& a, FiaShape* s);
+Status check_rope_prefix(const FiaArgs& a, FiaShape* s);
 
 /// The optional parts, in validation order; each fills its part of p.
 Status check_mask(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p, int64_t* mask_batch);
@@ -59,10 +83,15 @@ Status check_antiquant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p)
 Status check_post_quant(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
 Status check_sink(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
 
-/// D4: when the call is a decode step IFA's kernels express (the decode branch, or a TND call of
-/// one row per request), p->ifa holds its IFA problem and p->use_ifa is set
-/// (fia_validate_ifa.cpp); otherwise the FIA kernel runs it. Fails only when out of memory
-/// (kRuntime).
-Status plan_decode_on_ifa(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
+/// The bound on what the workspace derives from, and the problem of a validated call
+/// (fia_validate_problem.cpp).
+Status check_size(const FiaShape& s);
+void fill_problem(const FiaArgs& a, const FiaShape& s, int64_t mask_batch, int64_t pse_batch,
+                  core::FiaProblem* pr);
+
+/// D4: when the call is a decode step the decode kernels take (the decode branch, or a TND call's
+/// leading requests of one row each; fia_validate_decode.cpp's decode_route), p->ifa holds its
+/// decode description and p->use_ifa is set; otherwise the prefill kernel runs it.
+Status plan_decode(const FiaArgs& a, const FiaShape& s, core::FiaProblem* p);
 
 }  // namespace kvflash::fia

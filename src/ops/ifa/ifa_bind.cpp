@@ -1,5 +1,6 @@
 #include "ops/ifa/ifa_bind.hpp"
 
+#include <cstddef>
 #include <cstdio>
 
 #include "core/plan_fields.hpp"
@@ -11,9 +12,15 @@ namespace kvflash::ifa {
 namespace {
 
 const void* base(const TensorView& t) { return core::element0(t); }
-const void* base(const std::optional<TensorView>& t, bool present) {
-  return present ? base(*t) : nullptr;
+const void* base(const TensorView* t, bool used) {
+  return used && t != nullptr ? base(*t) : nullptr;
 }
+const void* base(const DecodeTensors::Param& q, bool used) {
+  const void* b = base(q.t, used);
+  if (b == nullptr) return nullptr;
+  return static_cast<const std::byte*>(b) + q.at * static_cast<int64_t>(dtype_size(q.t->dtype));
+}
+const TensorView* opt(const std::optional<TensorView>& t) { return t ? &*t : nullptr; }
 
 }  // namespace
 
@@ -29,23 +36,37 @@ Status check_matches_plan(const IfaArgs& p, const IfaArgs& a) {
   return core::match_fields(kIfaOp, kFields, p, a);
 }
 
-void bind_data(const core::IfaProblem& p, const IfaArgs& a, core::IfaData* d) {
+void bind_decode(const core::IfaProblem& p, const DecodeTensors& t, core::IfaData* d) {
   *d = core::IfaData{};
-  d->q = base(a.query);
-  d->out = core::element0(a.attention_out);
-  d->lse = p.has_lse ? static_cast<float*>(core::element0(*a.softmax_lse)) : nullptr;
-  d->k_cache = base(a.key[0]);
-  d->v_cache = base(a.value[0]);
-  if (p.k.list) d->k_list = a.key.data();
-  if (p.v.list) d->v_list = a.value.data();
-  if (p.k.paged) d->block_table = static_cast<const int32_t*>(base(a.block_table, true));
-  d->mask = base(a.atten_mask, p.mask.present);
-  d->pse = base(a.pse_shift, p.pse.present);
-  d->antiquant_scale = base(a.antiquant_scale, p.antiquant_scale.present);
-  d->antiquant_offset = base(a.antiquant_offset, p.antiquant_offset.present);
-  d->quant_scale2 = base(a.quant_scale2, p.quant_scale2.present);
-  d->quant_offset2 = base(a.quant_offset2, p.quant_offset2.present);
-  d->kv_padding_size = static_cast<const int64_t*>(base(a.kv_padding_size, p.left_padding));
+  d->q = base(*t.query);
+  d->out = core::element0(*t.out);
+  d->lse = p.has_lse ? static_cast<float*>(core::element0(*t.lse)) : nullptr;
+  d->k_cache = base((*t.key)[0]);
+  d->v_cache = base((*t.value)[0]);
+  if (p.k.list) d->k_list = t.key->data();
+  if (p.v.list) d->v_list = t.value->data();
+  d->block_table = static_cast<const int32_t*>(base(t.block_table, p.k.paged));
+  d->mask = base(t.mask, p.mask.present);
+  d->pse = base(t.pse, p.pse.present);
+  d->antiquant_scale = base(t.antiquant_scale, p.antiquant_scale.present);
+  d->antiquant_offset = base(t.antiquant_offset, p.antiquant_offset.present);
+  d->antiquant_scale_v = base(t.antiquant_scale_v, p.split_antiquant);
+  d->antiquant_offset_v = base(t.antiquant_offset_v, p.antiquant_offset_v.present);
+  d->quant_scale2 = base(t.quant_scale2, p.quant_scale2.present);
+  d->quant_offset2 = base(t.quant_offset2, p.quant_offset2.present);
+  d->sink = base(t.sink, p.has_sink);
+  d->kv_padding_size = static_cast<const int64_t*>(base(t.kv_padding_size, p.left_padding));
+}
+
+void bind_data(const core::IfaProblem& p, const IfaArgs& a, core::IfaData* d) {
+  DecodeTensors t;
+  t.query = &a.query, t.out = &a.attention_out, t.lse = opt(a.softmax_lse);
+  t.key = &a.key, t.value = &a.value;
+  t.block_table = opt(a.block_table), t.mask = opt(a.atten_mask), t.pse = opt(a.pse_shift);
+  t.antiquant_scale.t = opt(a.antiquant_scale), t.antiquant_offset.t = opt(a.antiquant_offset);
+  t.quant_scale2 = opt(a.quant_scale2), t.quant_offset2 = opt(a.quant_offset2);
+  t.kv_padding_size = opt(a.kv_padding_size);
+  bind_decode(p, t, d);
 }
 
 const void* kv_batch_base(const core::KvCacheView& kv, const core::KvCacheView::Seq& seq,

@@ -3,9 +3,12 @@
 // a tensor, so it serves device memory as well.
 #pragma once
 
-#include "ops/ifa/ifa_problem.hpp"
+#include <cstdint>
+#include <vector>
+
 #include "kvflash/ifa.hpp"
 #include "kvflash/status.hpp"
+#include "ops/ifa/ifa_problem.hpp"
 
 namespace kvflash::ifa {
 
@@ -19,8 +22,35 @@ IfaArgs strip_data(const IfaArgs& args, const core::IfaProblem& problem);
 /// argument.
 Status check_matches_plan(const IfaArgs& plan, const IfaArgs& args);
 
-/// Fills the pointers of d from args (matched): element 0 of every present view of p; the
-/// derived fields stay null.
+/// The tensors of one decode run, in whichever operator's arguments hold them (IFA's, or FIA's
+/// decode requests: ops/fia/fia_validate_decode.cpp): what bind_decode points a problem's views
+/// at. Null: absent. A parameter's `at` (elements of its dtype) moves it to its first element
+/// (FIA's combined antiquant parameters hold the key's and the value's in one tensor).
+struct DecodeTensors {
+  struct Param {
+    const TensorView* t = nullptr;
+    int64_t at = 0;
+  };
+  const TensorView* query = nullptr;
+  const TensorView* out = nullptr;
+  const TensorView* lse = nullptr;
+  const std::vector<TensorView>* key = nullptr;
+  const std::vector<TensorView>* value = nullptr;
+  const TensorView* block_table = nullptr;
+  const TensorView* mask = nullptr;
+  const TensorView* pse = nullptr;
+  Param antiquant_scale, antiquant_offset, antiquant_scale_v, antiquant_offset_v;
+  const TensorView* quant_scale2 = nullptr;
+  const TensorView* quant_offset2 = nullptr;
+  const TensorView* sink = nullptr;
+  const TensorView* kv_padding_size = nullptr;
+};
+
+/// The decode description's one binder: fills the pointers of d from t, element 0 (plus `at`) of
+/// the tensor of every view p uses; the derived fields stay null.
+void bind_decode(const core::IfaProblem& p, const DecodeTensors& t, core::IfaData* d);
+
+/// bind_decode over IFA's arguments (matched).
 void bind_data(const core::IfaProblem& p, const IfaArgs& args, core::IfaData* d);
 
 /// Where batch b's rows of a non-paged K (kv = p.k, seq = p.k_seqs[b], base0 = d.k_cache, list =

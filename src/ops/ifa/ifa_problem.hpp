@@ -99,7 +99,7 @@ struct IfaParams {
   int64_t lse_s0 = 0, lse_s1 = 0;
   bool zero_fully_masked_rows = false;
 
-  // What FIA's decode branch adds (src/ops/fia/fia_validate_ifa.cpp); IFA's validator leaves
+  // What FIA's decode branch adds (src/ops/fia/fia_validate_decode.cpp); IFA's validator leaves
   // the defaults, which are IFA's behaviour.
   /// The LSE of a row with nothing to attend (kv_len 0, or fully masked with
   /// zero_fully_masked_rows): IFA's -inf, FIA's +inf (its D5).

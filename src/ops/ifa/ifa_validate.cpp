@@ -10,16 +10,17 @@
 #include "core/view_check.hpp"
 #include "ops/ifa/ifa_error.hpp"
 #include "ops/ifa/ifa_fields.hpp"
+#include "ops/ifa/ifa_limits.hpp"
 #include "ops/ifa/ifa_validate_parts.hpp"
 
 namespace kvflash::ifa {
 namespace {
 
-constexpr int64_t kMaxHeads = 256;
-constexpr int64_t kMaxKvHeads = 256;
-constexpr int64_t kMaxGroup = 64;
-constexpr int64_t kMaxHeadDim = 512;
-constexpr int64_t kMaxBatch = 65536;
+using core::kIfaMaxBatch;
+using core::kIfaMaxGroup;
+using core::kIfaMaxHeadDim;
+using core::kIfaMaxHeads;
+using core::kIfaMaxKvHeads;
 
 using core::str;
 
@@ -180,8 +181,8 @@ Status check_dtypes(const IfaArgs& a, IfaShape* s) {
 // Rule 4: head counts and their limits.
 Status check_heads(const IfaArgs& a, IfaShape* s) {
   if (a.num_heads <= 0) return invalid("num_heads (" + str(a.num_heads) + ") must be > 0");
-  if (a.num_heads > kMaxHeads) {
-    return invalid("num_heads (" + str(a.num_heads) + ") must be <= " + str(kMaxHeads));
+  if (a.num_heads > kIfaMaxHeads) {
+    return invalid("num_heads (" + str(a.num_heads) + ") must be <= " + str(kIfaMaxHeads));
   }
   if (a.num_key_value_heads < 0) {
     return invalid("num_key_value_heads (" + str(a.num_key_value_heads) +
@@ -189,18 +190,18 @@ Status check_heads(const IfaArgs& a, IfaShape* s) {
   }
   s->num_heads = a.num_heads;
   s->num_kv_heads = a.num_key_value_heads == 0 ? a.num_heads : a.num_key_value_heads;
-  if (s->num_kv_heads > kMaxKvHeads) {
+  if (s->num_kv_heads > kIfaMaxKvHeads) {
     return invalid("num_key_value_heads (" + str(s->num_kv_heads) +
-                   ") must be <= " + str(kMaxKvHeads));
+                   ") must be <= " + str(kIfaMaxKvHeads));
   }
   if (s->num_heads % s->num_kv_heads != 0) {
     return invalid("num_heads (" + str(s->num_heads) + ") must be a multiple of " +
                    "num_key_value_heads (" + str(s->num_kv_heads) + ")");
   }
   const int64_t group = s->num_heads / s->num_kv_heads;
-  if (group > kMaxGroup) {
+  if (group > kIfaMaxGroup) {
     return invalid("num_heads / num_key_value_heads (" + str(s->num_heads) + " / " +
-                   str(s->num_kv_heads) + " = " + str(group) + ") must be <= " + str(kMaxGroup));
+                   str(s->num_kv_heads) + " = " + str(group) + ") must be <= " + str(kIfaMaxGroup));
   }
   return Status::kSuccess;
 }
@@ -248,11 +249,11 @@ Status check_query_and_out(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
     return invalid("query head dim " + std::to_string(n_axis) + " (" + str(q_n) +
                    ") must equal num_heads (" + str(n) + "), got " + q.describe());
   }
-  if (s->head_dim > kMaxHeadDim) {
-    return invalid("query head_dim (" + str(s->head_dim) + ") must be <= " + str(kMaxHeadDim));
+  if (s->head_dim > kIfaMaxHeadDim) {
+    return invalid("query head_dim (" + str(s->head_dim) + ") must be <= " + str(kIfaMaxHeadDim));
   }
-  if (s->batch > kMaxBatch) {
-    return invalid("query batch (" + str(s->batch) + ") must be <= " + str(kMaxBatch));
+  if (s->batch > kIfaMaxBatch) {
+    return invalid("query batch (" + str(s->batch) + ") must be <= " + str(kIfaMaxBatch));
   }
   const TensorView& o = a.attention_out;
   if (!core::same_dims(o, q)) {

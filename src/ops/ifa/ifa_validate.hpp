@@ -15,4 +15,9 @@ namespace kvflash::ifa {
 /// list), 161002 otherwise.
 Status validate_ifa(const IfaArgs& args, core::IfaProblem* out);
 
+/// IFA's per-channel quant_scale2 / quant_offset2 shapes (n heads of d: [n*d], [1,n*d],
+/// [1,1,n*d], [n,d], [1,n,d], [n,1,d], [1,n,1,d], [1,1,n,d]) as the (0, h, d) strides of *v;
+/// false for any other shape. FIA's decode front end fills its description with it too.
+bool quant2_channel_view(const TensorView& t, int64_t n, int64_t d, core::View3* v);
+
 }  // namespace kvflash::ifa

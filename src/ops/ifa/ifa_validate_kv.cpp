@@ -4,16 +4,17 @@
 
 #include "core/view_check.hpp"
 #include "ops/ifa/ifa_error.hpp"
+#include "ops/ifa/ifa_limits.hpp"
 #include "ops/ifa/ifa_validate_parts.hpp"
 
 namespace kvflash::ifa {
 namespace {
 
-constexpr int64_t kMaxListBatch = 256;
-constexpr int64_t kMaxBlockSize = 512;
-constexpr int64_t kBlockAlignFloat = 16;    // fp16/bf16 caches
-constexpr int64_t kBlockAlignInt8 = 32;     // int8 caches
-constexpr int64_t kMaxPagedHidden = 65535;  // upstream copy-stride limit of 3-D caches
+using core::kIfaBlockAlignFloat;
+using core::kIfaBlockAlignInt8;
+using core::kIfaMaxBlockSize;
+using core::kIfaMaxListBatch;
+using core::kIfaMaxPagedHidden;
 
 using core::str;
 
@@ -101,8 +102,8 @@ Status validate_non_paged(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
     s->kv_mode = KvMode::kContiguous;
   } else if (count == s->batch) {
     s->kv_mode = KvMode::kList;
-    if (s->batch > kMaxListBatch) {
-      return invalid("key tensor-list mode supports batch <= " + str(kMaxListBatch) + ", got " +
+    if (s->batch > kIfaMaxListBatch) {
+      return invalid("key tensor-list mode supports batch <= " + str(kIfaMaxListBatch) + ", got " +
                      str(s->batch) + " tensors");
     }
   } else {
@@ -158,12 +159,12 @@ Status validate_paged(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
                    str(static_cast<int64_t>(a.key.size())) + " tensors");
   }
   const int64_t bs = a.block_size;
-  if (bs <= 0 || bs > kMaxBlockSize) {
-    return invalid("block_size (" + str(bs) + ") must be in [1, " + str(kMaxBlockSize) +
+  if (bs <= 0 || bs > kIfaMaxBlockSize) {
+    return invalid("block_size (" + str(bs) + ") must be in [1, " + str(kIfaMaxBlockSize) +
                    "] with block_table (paged KV)");
   }
   const bool int8_kv = s->kv_dtype == DType::kInt8;
-  const int64_t align = int8_kv ? kBlockAlignInt8 : kBlockAlignFloat;
+  const int64_t align = int8_kv ? kIfaBlockAlignInt8 : kIfaBlockAlignFloat;
   if (bs % align != 0) {
     return invalid("block_size (" + str(bs) + ") must be a multiple of " + str(align) + " for " +
                    dtype_name(s->kv_dtype) + " key/value");
@@ -179,9 +180,9 @@ Status validate_paged(const IfaArgs& a, IfaShape* s, core::IfaProblem* p) {
       return invalid("key cache dim 2 (" + str(k.shape[2]) + ") must equal num_key_value_heads (" +
                      str(kvn) + ") * head_dim (" + str(d) + "), got " + k.describe());
     }
-    if (kvn * d > kMaxPagedHidden) {
+    if (kvn * d > kIfaMaxPagedHidden) {
       return invalid("key cache hidden size num_key_value_heads * head_dim (" + str(kvn * d) +
-                     ") must be <= " + str(kMaxPagedHidden) + " for a 3-D paged cache");
+                     ") must be <= " + str(kIfaMaxPagedHidden) + " for a 3-D paged cache");
     }
   } else if (k.rank == 4) {
     if (s->layout != Layout::kBnsd) {

@@ -3,6 +3,7 @@
 
 #include "core/view_check.hpp"
 #include "ops/ifa/ifa_error.hpp"
+#include "ops/ifa/ifa_validate.hpp"
 #include "ops/ifa/ifa_validate_parts.hpp"
 
 namespace kvflash::ifa {
@@ -102,44 +103,6 @@ Status validate_antiquant(const IfaArgs& a, const IfaShape& s, core::IfaProblem*
   return Status::kSuccess;
 }
 
-// Per-channel quantScale2 shapes ([IFA-check] IsQuant2ShapeValid) as (0, h, d) strides.
-bool quant2_channel_view(const TensorView& t, int64_t n, int64_t d, core::View3* v) {
-  const auto& sh = t.shape;
-  const auto& st = t.strides;
-  const int64_t nd = n * d;
-  auto flat = [&](int axis) {           // one dim of N*D elements
-    v->s1 = n == 1 ? 0 : d * st[axis];  // n >= 2: bounded by the view check, (n*d - 1) * st
-    v->s2 = st[axis];
-    return true;
-  };
-  auto split = [&](int n_axis, int d_axis) {
-    v->s1 = st[n_axis];
-    v->s2 = st[d_axis];
-    return true;
-  };
-  switch (t.rank) {
-    case 1:
-      if (sh[0] == nd) return flat(0);
-      break;
-    case 2:
-      if (sh[0] == 1 && sh[1] == nd) return flat(1);
-      if (sh[0] == n && sh[1] == d) return split(0, 1);
-      break;
-    case 3:
-      if (sh[0] == 1 && sh[1] == 1 && sh[2] == nd) return flat(2);
-      if (sh[0] == 1 && sh[1] == n && sh[2] == d) return split(1, 2);
-      if (sh[0] == n && sh[1] == 1 && sh[2] == d) return split(0, 2);
-      break;
-    case 4:
-      if (sh[0] == 1 && sh[1] == n && sh[2] == 1 && sh[3] == d) return split(1, 3);
-      if (sh[0] == 1 && sh[1] == 1 && sh[2] == n && sh[3] == d) return split(2, 3);
-      break;
-    default:
-      break;
-  }
-  return false;
-}
-
 Status quant2_view(const TensorView& t, const std::string& name, const IfaShape& s,
                    core::View3* v) {
   v->present = true;
@@ -216,6 +179,44 @@ Status validate_lse(const TensorView& t, const IfaShape& s, core::IfaProblem* p)
 }
 
 }  // namespace
+
+// Per-channel quantScale2 shapes ([IFA-check] IsQuant2ShapeValid).
+bool quant2_channel_view(const TensorView& t, int64_t n, int64_t d, core::View3* v) {
+  const auto& sh = t.shape;
+  const auto& st = t.strides;
+  const int64_t nd = n * d;
+  auto flat = [&](int axis) {           // one dim of N*D elements
+    v->s1 = n == 1 ? 0 : d * st[axis];  // n >= 2: bounded by the view check, (n*d - 1) * st
+    v->s2 = st[axis];
+    return true;
+  };
+  auto split = [&](int n_axis, int d_axis) {
+    v->s1 = st[n_axis];
+    v->s2 = st[d_axis];
+    return true;
+  };
+  switch (t.rank) {
+    case 1:
+      if (sh[0] == nd) return flat(0);
+      break;
+    case 2:
+      if (sh[0] == 1 && sh[1] == nd) return flat(1);
+      if (sh[0] == n && sh[1] == d) return split(0, 1);
+      break;
+    case 3:
+      if (sh[0] == 1 && sh[1] == 1 && sh[2] == nd) return flat(2);
+      if (sh[0] == 1 && sh[1] == n && sh[2] == d) return split(1, 2);
+      if (sh[0] == n && sh[1] == 1 && sh[2] == d) return split(0, 2);
+      break;
+    case 4:
+      if (sh[0] == 1 && sh[1] == n && sh[2] == 1 && sh[3] == d) return split(1, 3);
+      if (sh[0] == 1 && sh[1] == 1 && sh[2] == n && sh[3] == d) return split(2, 3);
+      break;
+    default:
+      break;
+  }
+  return false;
+}
 
 Status validate_quant_and_lse(const IfaArgs& a, const IfaShape& s, core::IfaProblem* p) {
   KVFLASH_RETURN_IF_ERROR(validate_antiquant(a, s, p));

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +14,7 @@
 #include "core/length_tensor.hpp"
 #include "core/view_check.hpp"
 #include "ops/li/li_fields.hpp"
+#include "ops/sparse/sparse_rules.hpp"
 
 namespace kvflash::li {
 namespace {
@@ -24,44 +24,16 @@ using core::str;
 
 constexpr int64_t kD = 128;
 constexpr int64_t kMaxHeads = 64;
-constexpr int64_t kMaxBlockSize = 1024;
-constexpr int64_t kBlockSizeAlign = 16;
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 Status invalid(const std::string& msg) { return core::fail(Status::kInvalid, kOpName, msg); }
 Status null_ptr(const std::string& msg) { return core::fail(Status::kNullPtr, kOpName, msg); }
 
-bool same_shape(const TensorView& v, std::initializer_list<int64_t> dims) {
-  if (v.rank != static_cast<int>(dims.size())) return false;
-  int i = 0;
-  for (int64_t d : dims)
-    if (v.shape[i++] != d) return false;
-  return true;
-}
-
 Status expect_shape(const TensorView& v, const char* name, std::initializer_list<int64_t> dims) {
-  if (same_shape(v, dims)) return Status::kSuccess;
-  return invalid(std::string(name) + " shape must be " +
-                 core::dims_str(std::span<const int64_t>(dims.begin(), dims.size())) + ", got " +
-                 v.describe());
+  return sparse::expect_shape(kOpName, v, name, dims);
 }
-
 Status expect_dtype(const TensorView& v, const char* name, DType want) {
-  if (v.dtype == want) return Status::kSuccess;
-  return invalid(std::string(name) + " dtype must be " + dtype_name(want) + ", got " +
-                 dtype_name(v.dtype));
-}
-
-// A 1-D int32 or int64 length tensor with exactly `batch` entries (its values are read by the
-// run).
-Status check_lengths(const TensorView& v, const char* name, int64_t batch) {
-  if (!core::is_length_dtype(v.dtype))
-    return invalid(std::string(name) + " dtype must be " + core::kLengthDtypes + ", got " +
-                   dtype_name(v.dtype));
-  if (v.rank != 1 || v.shape[0] != batch)
-    return invalid(std::string(name) + " must be 1-D with B (" + str(batch) + ") entries, got " +
-                   v.describe());
-  return Status::kSuccess;
+  return sparse::expect_dtype(kOpName, v, name, want);
 }
 
 }  // namespace
@@ -97,16 +69,9 @@ Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
   // ---- 3. layouts -------------------------------------------------------------------------------
   const std::string& lq = a.layout_query;
   const std::string& lk = a.layout_key;
-  if (lq != "BSND" && lq != "TND")
-    return invalid("layout_query (\"" + lq + "\") must be \"BSND\" or \"TND\"");
-  if (lk != "BSND" && lk != "TND" && lk != "PA_BSND")
-    return invalid("layout_key (\"" + lk + "\") must be \"BSND\", \"TND\" or \"PA_BSND\"");
-  if (lk != "PA_BSND" && lk != lq)
-    return invalid("layout_key (\"" + lk + "\") must equal layout_query (\"" + lq +
-                   "\") unless it is \"PA_BSND\"");
-  const bool q_tnd = lq == "TND";
-  const bool k_tnd = lk == "TND";
-  const bool paged = lk == "PA_BSND";
+  sparse::Layouts lay;
+  KVFLASH_RETURN_IF_ERROR(sparse::layouts(kOpName, lq, lk, "layout_key", &lay));
+  const bool q_tnd = lay.q_tnd, k_tnd = lay.k_tnd, paged = lay.paged;
 
   // ---- 4. dtypes --------------------------------------------------------------------------------
   const DType dt = a.query.dtype;
@@ -147,24 +112,10 @@ Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
   if (kd != kD) return invalid("key head dim (" + str(kd) + ") must be 128");
 
   // ---- 6. batch and query rows ------------------------------------------------------------------
-  int64_t batch = 0, s1 = 0, rows = 0;
-  if (q_tnd) {
-    rows = a.query.shape[0];
-    if (rows <= 0) return invalid("query T (" + str(rows) + ") must be > 0");
-    if (!a.actual_seq_lengths_query)
-      return invalid("actual_seq_lengths_query is required with layout_query TND");
-    const TensorView& asq = *a.actual_seq_lengths_query;
-    batch = asq.rank == 1 ? asq.shape[0] : 0;
-    if (batch <= 0)
-      return invalid("actual_seq_lengths_query must be 1-D and non-empty with TND, got " +
-                     asq.describe());
-  } else {
-    batch = a.query.shape[0];
-    s1 = a.query.shape[1];
-    if (batch <= 0) return invalid("query batch B (" + str(batch) + ") must be > 0");
-    if (s1 <= 0) return invalid("query S1 (" + str(s1) + ") must be > 0");
-    rows = batch * s1;  // bounded by the query's view check
-  }
+  sparse::QueryRows qr;
+  KVFLASH_RETURN_IF_ERROR(
+      sparse::query_rows(kOpName, a.query, a.actual_seq_lengths_query, q_tnd, "T", &qr));
+  const int64_t batch = qr.batch, s1 = qr.s1, rows = qr.rows;
   if (rows > kInt32Max) return invalid("query rows (" + str(rows) + ") must be at most 2147483647");
   KVFLASH_RETURN_IF_ERROR(q_tnd ? expect_shape(a.weights, "weights", {rows, n1})
                                 : expect_shape(a.weights, "weights", {batch, s1, n1}));
@@ -174,17 +125,10 @@ Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
   const int64_t k1 = k_tnd ? 0 : a.key.shape[1];
   int64_t kv_cap = 0;
   if (paged) {
-    if (!a.block_table) return invalid("block_table is required with layout_key PA_BSND");
-    if (!a.actual_seq_lengths_key)
-      return invalid("actual_seq_lengths_key is required with layout_key PA_BSND");
-    const TensorView& bt = *a.block_table;
-    if (bt.rank != 2 || bt.shape[0] != batch || bt.shape[1] <= 0)
-      return invalid("block_table must be (B = " + str(batch) + ", M > 0), got " + bt.describe());
-    if (k0 <= 0) return invalid("key block_num (dim 0 = " + str(k0) + ") must be > 0");
-    if (k1 <= 0 || k1 > kMaxBlockSize || k1 % kBlockSizeAlign != 0)
-      return invalid("key block_size (dim 1 = " + str(k1) +
-                     ") must be a multiple of 16 in [16, 1024]");
-    const auto cap = core::checked_mul(bt.shape[1], k1);
+    KVFLASH_RETURN_IF_ERROR(sparse::paged_key(kOpName, a.key, a.block_table,
+                                              a.actual_seq_lengths_key.has_value(), "layout_key",
+                                              "actual_seq_lengths_key", batch));
+    const auto cap = core::checked_mul(a.block_table->shape[1], k1);
     kv_cap = cap ? *cap : std::numeric_limits<int64_t>::max();
   } else {
     if (a.block_table) return invalid("block_table must be null unless layout_key is PA_BSND");
@@ -212,13 +156,8 @@ Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
   if (kk < 1 || kk > 8192 || (kk > 2048 && kk % 1024 != 0))
     return invalid("sparse_count (" + str(kk) +
                    ") must be in [1, 2048] or a multiple of 1024 up to 8192");
-  if (a.sparse_mode != 0 && a.sparse_mode != 3)
-    return invalid("sparse_mode (" + str(a.sparse_mode) + ") must be 0 or 3");
-  constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-  if (a.pre_tokens != kInt64Max)
-    return invalid("pre_tokens (" + str(a.pre_tokens) + ") must be 9223372036854775807");
-  if (a.next_tokens != kInt64Max)
-    return invalid("next_tokens (" + str(a.next_tokens) + ") must be 9223372036854775807");
+  KVFLASH_RETURN_IF_ERROR(
+      sparse::attributes(kOpName, a.sparse_mode, a.pre_tokens, a.next_tokens));
 
   // ---- 9. outputs -------------------------------------------------------------------------------
   for (const TensorView* v : {&a.sparse_indices, values ? &*a.sparse_values : nullptr}) {
@@ -233,10 +172,10 @@ Status validate(const LightningIndexerArgs& user_args, LiProblem* out) {
   // ------------------------
   if (a.actual_seq_lengths_query)
     KVFLASH_RETURN_IF_ERROR(
-        check_lengths(*a.actual_seq_lengths_query, "actual_seq_lengths_query", batch));
+        sparse::expect_lengths(kOpName, *a.actual_seq_lengths_query, "actual_seq_lengths_query", batch));
   if (a.actual_seq_lengths_key)
     KVFLASH_RETURN_IF_ERROR(
-        check_lengths(*a.actual_seq_lengths_key, "actual_seq_lengths_key", batch));
+        sparse::expect_lengths(kOpName, *a.actual_seq_lengths_key, "actual_seq_lengths_key", batch));
 
   // ---- the normalised problem -------------------------------------------------------------------
   LiProblem& p = *out;

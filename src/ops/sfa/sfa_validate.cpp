@@ -12,6 +12,7 @@
 #include "core/length_tensor.hpp"
 #include "core/view_check.hpp"
 #include "ops/sfa/sfa_fields.hpp"
+#include "ops/sparse/sparse_rules.hpp"
 
 namespace kvflash::sfa {
 namespace {
@@ -22,17 +23,11 @@ constexpr int64_t kNope = SfaProblem::kNopeDim;
 constexpr int64_t kRope = SfaProblem::kRopeDim;
 constexpr int64_t kMaxSparseBlock = 128;
 constexpr int64_t kMaxGroup = 128;
-constexpr int64_t kMaxBlockSize = 1024;
-constexpr int64_t kBlockSizeAlign = 16;
 
 Status invalid(const std::string& msg) { return core::fail(Status::kInvalid, kOpName, msg); }
 Status null_ptr(const std::string& msg) { return core::fail(Status::kNullPtr, kOpName, msg); }
 
 std::string shape_str(const TensorView& v) { return v.describe(); }
-
-std::string dims_str(std::initializer_list<int64_t> dims) {
-  return core::dims_str(std::span<const int64_t>(dims.begin(), dims.size()));
-}
 
 bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
@@ -41,26 +36,11 @@ Status check_view(const TensorView& v, const char* name) {
   return core::check_view(kOpName, v, name, &numel);
 }
 
-bool same_shape(const TensorView& v, std::initializer_list<int64_t> dims) {
-  if (v.rank != static_cast<int>(dims.size())) return false;
-  int i = 0;
-  for (int64_t d : dims)
-    if (v.shape[i++] != d) return false;
-  return true;
-}
-
 Status expect_shape(const TensorView& v, const char* name, std::initializer_list<int64_t> dims) {
-  if (!same_shape(v, dims))
-    return invalid(std::string(name) + " shape must be " + dims_str(dims) + ", got " +
-                   shape_str(v));
-  return Status::kSuccess;
+  return sparse::expect_shape(kOpName, v, name, dims);
 }
-
 Status expect_dtype(const TensorView& v, const char* name, DType want) {
-  if (v.dtype != want)
-    return invalid(std::string(name) + " dtype must be " + dtype_name(want) + ", got " +
-                   dtype_name(v.dtype));
-  return Status::kSuccess;
+  return sparse::expect_dtype(kOpName, v, name, want);
 }
 
 // A 1-D int32 or int64 actual-length tensor with exactly `batch` entries (its values are read by
@@ -68,13 +48,7 @@ Status expect_dtype(const TensorView& v, const char* name, DType want) {
 Status check_lengths_tensor(const TensorView& v, const char* name, int64_t batch) {
   if (v.data == nullptr) return null_ptr(std::string(name) + " data is null");
   KVFLASH_RETURN_IF_ERROR(check_view(v, name));
-  if (!core::is_length_dtype(v.dtype))
-    return invalid(std::string(name) + " dtype must be " + core::kLengthDtypes + ", got " +
-                   dtype_name(v.dtype));
-  if (v.rank != 1 || v.shape[0] != batch)
-    return invalid(std::string(name) + " must be 1-D with B (" + std::to_string(batch) +
-                   ") entries, got " + shape_str(v));
-  return Status::kSuccess;
+  return sparse::expect_lengths(kOpName, v, name, batch);
 }
 
 core::SfaRowView row_view(const TensorView& v, bool tnd, int64_t s1, int head_axis) {
@@ -187,16 +161,9 @@ Status validate(const SfaArgs& user_args, SfaProblem* p) {
   // ---- rule 6: layouts ----------------------------------------------------------------------
   const std::string& lq = a.layout_query;
   const std::string& lk = a.layout_kv;
-  if (lq != "BSND" && lq != "TND")
-    return invalid("layout_query (\"" + lq + "\") must be \"BSND\" or \"TND\"");
-  if (lk != "BSND" && lk != "TND" && lk != "PA_BSND")
-    return invalid("layout_kv (\"" + lk + "\") must be \"BSND\", \"TND\" or \"PA_BSND\"");
-  if (lk != "PA_BSND" && lk != lq)
-    return invalid("layout_kv (\"" + lk + "\") must equal layout_query (\"" + lq +
-                   "\") unless it is \"PA_BSND\"");
-  const bool q_tnd = lq == "TND";
-  const bool kv_tnd = lk == "TND";
-  const bool paged = lk == "PA_BSND";
+  sparse::Layouts lay;
+  KVFLASH_RETURN_IF_ERROR(sparse::layouts(kOpName, lq, lk, "layout_kv", &lay));
+  const bool q_tnd = lay.q_tnd, kv_tnd = lay.k_tnd, paged = lay.paged;
 
   // ---- rule 2: dtypes -----------------------------------------------------------------------
   const DType dt = a.query.dtype;
@@ -247,23 +214,10 @@ Status validate(const SfaArgs& user_args, SfaProblem* p) {
   if (d != kNope) return invalid("query head dim (" + std::to_string(d) + ") must be 512");
   if (kd != kNope) return invalid("key head dim (" + std::to_string(kd) + ") must be 512");
 
-  int64_t batch = 0, s1 = 0, t1 = 0;
-  if (q_tnd) {
-    t1 = a.query.shape[0];
-    if (t1 <= 0) return invalid("query T1 (" + std::to_string(t1) + ") must be > 0");
-    if (!a.actual_seq_lengths_query)
-      return invalid("actual_seq_lengths_query is required with layout_query TND");
-    batch = a.actual_seq_lengths_query->numel();
-    if (a.actual_seq_lengths_query->rank != 1 || batch <= 0)
-      return invalid("actual_seq_lengths_query must be 1-D and non-empty with TND, got " +
-                     shape_str(*a.actual_seq_lengths_query));
-  } else {
-    batch = a.query.shape[0];
-    s1 = a.query.shape[1];
-    if (batch <= 0) return invalid("query batch B (" + std::to_string(batch) + ") must be > 0");
-    if (s1 <= 0) return invalid("query S1 (" + std::to_string(s1) + ") must be > 0");
-  }
-  const int64_t rows = q_tnd ? t1 : batch * s1;  // bounded by the query view check
+  sparse::QueryRows qr;
+  KVFLASH_RETURN_IF_ERROR(
+      sparse::query_rows(kOpName, a.query, a.actual_seq_lengths_query, q_tnd, "T1", &qr));
+  const int64_t batch = qr.batch, s1 = qr.s1, rows = qr.rows, t1 = q_tnd ? qr.rows : 0;
 
   // Shapes of the per-row tensors.
   const int64_t kk = a.sparse_indices.rank == q_rank ? a.sparse_indices.shape[q_rank - 1] : -1;
@@ -301,14 +255,8 @@ Status validate(const SfaArgs& user_args, SfaProblem* p) {
   if (a.num_threads < 0)
     return invalid("num_threads (" + std::to_string(a.num_threads) +
                    ") must be >= 0 (0 = library default)");
-  if (a.sparse_mode != 0 && a.sparse_mode != 3)
-    return invalid("sparse_mode (" + std::to_string(a.sparse_mode) + ") must be 0 or 3");
-  constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-  if (a.pre_tokens != kInt64Max)
-    return invalid("pre_tokens (" + std::to_string(a.pre_tokens) + ") must be 9223372036854775807");
-  if (a.next_tokens != kInt64Max)
-    return invalid("next_tokens (" + std::to_string(a.next_tokens) +
-                   ") must be 9223372036854775807");
+  KVFLASH_RETURN_IF_ERROR(
+      sparse::attributes(kOpName, a.sparse_mode, a.pre_tokens, a.next_tokens));
   if (a.attention_mode != 2)
     return invalid("attention_mode (" + std::to_string(a.attention_mode) + ") must be 2");
   const int64_t sbs = a.sparse_block_size;
@@ -319,18 +267,10 @@ Status validate(const SfaArgs& user_args, SfaProblem* p) {
   // ---- rule 7: paged attention --------------------------------------------------------------
   int64_t max_blocks = 0;
   if (paged) {
-    if (!a.block_table) return invalid("block_table is required with layout_kv PA_BSND");
-    if (!a.actual_seq_lengths_kv)
-      return invalid("actual_seq_lengths_kv is required with layout_kv PA_BSND");
-    const TensorView& bt = *a.block_table;
-    if (bt.rank != 2 || bt.shape[0] != batch || bt.shape[1] <= 0)
-      return invalid("block_table must be (B = " + std::to_string(batch) + ", M > 0), got " +
-                     shape_str(bt));
-    max_blocks = bt.shape[1];
-    if (kv0 <= 0) return invalid("key block_num (" + std::to_string(kv0) + ") must be > 0");
-    if (kv1 <= 0 || kv1 > kMaxBlockSize || kv1 % kBlockSizeAlign != 0)
-      return invalid("key block_size (dim 1 = " + std::to_string(kv1) +
-                     ") must be a multiple of 16 in [16, 1024]");
+    KVFLASH_RETURN_IF_ERROR(sparse::paged_key(kOpName, a.key, a.block_table,
+                                              a.actual_seq_lengths_kv.has_value(), "layout_kv",
+                                              "actual_seq_lengths_kv", batch));
+    max_blocks = a.block_table->shape[1];
     if (kv1 % sbs != 0)
       return invalid("sparse_block_size (" + std::to_string(sbs) +
                      ") must divide the key block_size (" + std::to_string(kv1) + ")");
