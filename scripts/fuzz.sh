@@ -11,7 +11,8 @@
 #
 # Fails on any crash, leak, timeout, out-of-memory or invariant violation; the reproducer is
 # written to build/fuzz-artifacts/<target>-crash-* (replay: build/asan/fuzz/fuzz_<target> FILE).
-# KVFLASH_FUZZ_TARGETS overrides the list of targets.
+# The targets are the fuzz/fuzz_<target>.cpp files (fuzz/CMakeLists.txt builds one program each);
+# KVFLASH_FUZZ_TARGETS overrides the list.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +22,12 @@ if [ "${1:-}" = "--campaign" ]; then
   shift
 fi
 secs=${1:-$([ $campaign = 1 ] && echo 900 || echo 15)}
-read -r -a targets <<<"${KVFLASH_FUZZ_TARGETS:-ifa_aclnn sfa_aclnn cpp_api merge_api cli li_aclnn li_api fia_aclnn pfa_aclnn fia_api ifa_tiles sfa_tiles securec kv_cache_api kv_cache_aclnn fa_api fa_aclnn attention_update_aclnn}"
+all_targets=()
+for src in fuzz/fuzz_*.cpp; do
+  name=${src#fuzz/fuzz_}
+  all_targets+=("${name%.cpp}")
+done
+read -r -a targets <<<"${KVFLASH_FUZZ_TARGETS:-${all_targets[*]}}"
 
 echo "=== [fuzz] configure + build"
 cmake --preset asan >/dev/null

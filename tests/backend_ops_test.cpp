@@ -18,24 +18,25 @@
 #include "fia_reference.hpp"
 #include "hooks/force_backend.hpp"
 #include "ifa_reference.hpp"
+#include "kv_cache_reference.hpp"
 #include "kvflash/fia.hpp"
 #include "kvflash/ifa.hpp"
-#include "kvflash/li.hpp"
 #include "kvflash/kv_cache.hpp"
+#include "kvflash/li.hpp"
 #include "kvflash/merge.hpp"
 #include "kvflash/sfa.hpp"
 #include "li_reference.hpp"
-#include "kv_cache_reference.hpp"
 #include "merge_reference.hpp"
 #include "sfa_reference.hpp"
 #include "support/compare.hpp"
 #include "support/fia_cases.hpp"
 #include "support/ifa_cases.hpp"
+#include "support/kv_cache_cases.hpp"
 #include "support/li_cases.hpp"
 #include "support/li_compare.hpp"
-#include "support/kv_cache_cases.hpp"
 #include "support/merge_cases.hpp"
 #include "support/merge_compare.hpp"
+#include "support/registry_coverage.hpp"
 #include "support/sfa_cases.hpp"
 #include "support/sfa_compare.hpp"
 #include "support/workspace_buffer.hpp"
@@ -80,13 +81,23 @@ template <typename Plan, typename Args>
   return ::testing::AssertionSuccess();
 }
 
+// Every operator of the registry (src/ops/operators.def).
 TEST(BackendOps, EveryOperatorHasAHostEntry) {
-  EXPECT_FALSE(host_entries(ifa_backends()).empty());
-  EXPECT_FALSE(host_entries(sfa_backends()).empty());
-  EXPECT_FALSE(host_entries(merge_backends()).empty());
-  EXPECT_FALSE(host_entries(li_backends()).empty());
-  EXPECT_FALSE(host_entries(fia_backends()).empty());
-  EXPECT_FALSE(host_entries(kv_cache_backends()).empty());
+#define KVFLASH_OPERATOR(op, Op, Plan, Args) \
+  EXPECT_FALSE(host_entries(op##_backends()).empty()) << #op;
+#include "ops/operators.def"
+}
+
+// Every operator of the registry has its sweep below: a suite BackendOps<Op> (Cases/BackendOps<Op>
+// when parameterised over its case list) with a test MatchesReference (MatchesReference/<case>).
+TEST(BackendOps, EveryOperatorHasASweep) {
+  const std::vector<std::string> missing = operators_without_test(
+      false, [](const std::string& suite, const std::string& test, const std::string& name) {
+        const std::string want = "BackendOps" + name;
+        return (test == "MatchesReference" || test.starts_with("MatchesReference/")) &&
+               (suite == want || suite.ends_with("/" + want));
+      });
+  EXPECT_TRUE(missing.empty()) << "operators with no sweep: " << ::testing::PrintToString(missing);
 }
 
 // The host entries this machine cannot run (an instruction set it lacks, such as cpu-amx on a CPU
@@ -103,12 +114,8 @@ TEST(BackendOps, UnavailableHostEntriesSayWhy) {
       skipped += std::string(op) + " " + b.name + " (" + why + "); ";
     }
   };
-  note("ifa", ifa_backends());
-  note("sfa", sfa_backends());
-  note("merge", merge_backends());
-  note("li", li_backends());
-  note("fia", fia_backends());
-  note("kv_cache", kv_cache_backends());
+#define KVFLASH_OPERATOR(op, Op, Plan, Args) note(#op, op##_backends());
+#include "ops/operators.def"
   if (!skipped.empty()) GTEST_SKIP() << "entries not run here: " << skipped;
 }
 

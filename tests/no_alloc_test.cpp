@@ -1,8 +1,8 @@
 // The run path never allocates: after a first run (which may start the library's worker threads),
 // IfaPlan::run and SfaPlan::run on every case of the shared lists (and the FIA, LI and KV cache
-// write runs, and the IFA body on the emulated matrix engine), at several thread counts (kThreads), make
-// no call to operator new, on any thread. This executable replaces the global allocation functions
-// to count them.
+// write runs, and the IFA body on the emulated matrix engine), at several thread counts (kThreads),
+// make no call to operator new, on any thread. This executable replaces the global allocation
+// functions to count them.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,6 +11,7 @@
 #include <memory>
 #include <new>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cpu/ifa/ifa_kernel.hpp"
@@ -22,6 +23,7 @@
 #include "kvflash/ifa.hpp"
 #include "kvflash/kv_cache.hpp"
 #include "kvflash/li.hpp"
+#include "kvflash/merge.hpp"
 #include "kvflash/sfa.hpp"
 #include "ops/ifa/ifa_bind.hpp"
 #include "ops/ifa/ifa_problem.hpp"
@@ -35,6 +37,8 @@
 #include "support/ifa_emu_tiles.hpp"
 #include "support/kv_cache_cases.hpp"
 #include "support/li_cases.hpp"
+#include "support/merge_cases.hpp"
+#include "support/registry_coverage.hpp"
 #include "support/sanitizer.hpp"
 #include "support/sfa_cases.hpp"
 #include "support/sfa_emu_tiles.hpp"
@@ -119,24 +123,41 @@ TEST(NoAllocation, CountingWorks) {
   EXPECT_GT(allocations_during([] { auto v = std::make_unique<std::vector<int>>(10); }), 0);
 }
 
-// Every case of a list, run at each thread count: a warm run, then a counted one.
+// Runs args on plan at each thread count: a warm run, then a counted one that must allocate
+// nothing (a run writes the same outputs again: the second is the counted one).
+template <typename Plan, typename Args>
+void expect_runs_allocate_nothing(const Plan& plan, Args& args, const std::string& name) {
+  WorkspaceBuffer ws(plan.workspace_size());
+  for (int threads : kThreads) {
+    args.num_threads = threads;
+    ASSERT_EQ(plan.run(args, ws.data(), ws.size()), Status::kSuccess);  // warm
+    Status st = Status::kRuntime;
+    const int64_t n = allocations_during([&] { st = plan.run(args, ws.data(), ws.size()); });
+    ASSERT_EQ(st, Status::kSuccess) << last_error_message();
+    ASSERT_EQ(n, 0) << name << " with " << threads << " threads";
+  }
+}
+
+// Every case of a list, run at each thread count.
 template <typename Plan, typename Data, typename Case>
 void expect_no_allocation(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     Data data(c);
     std::unique_ptr<Plan> plan;
     ASSERT_EQ(Plan::create(data.args(), &plan), Status::kSuccess) << last_error_message();
-    WorkspaceBuffer ws(plan->workspace_size());
-    for (int threads : kThreads) {
-      data.mutable_args().num_threads = threads;
-      ASSERT_EQ(plan->run(data.args(), ws.data(), ws.size()), Status::kSuccess);  // warm
-      Status st = Status::kRuntime;
-      const int64_t n =
-          allocations_during([&] { st = plan->run(data.args(), ws.data(), ws.size()); });
-      ASSERT_EQ(st, Status::kSuccess) << last_error_message();
-      ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
-    }
+    expect_runs_allocate_nothing(*plan, data.mutable_args(), c.name());
   }
+}
+
+// Every operator of the registry (src/ops/operators.def) has its test here, named
+// <Name>Run..., <Name> its type prefix or its plan class without "Plan".
+TEST(NoAllocation, EveryOperatorIsCounted) {
+  const std::vector<std::string> missing = operators_without_test(
+      true, [](const std::string& suite, const std::string& test, const std::string& name) {
+        return suite == "NoAllocation" && test.starts_with(name + "Run");
+      });
+  EXPECT_TRUE(missing.empty()) << "operators with no NoAllocation test: "
+                               << ::testing::PrintToString(missing);
 }
 
 TEST(NoAllocation, IfaRunOnEveryCase) {
@@ -272,7 +293,7 @@ TEST(NoAllocation, FlashAttentionScoreRun) {
 }
 
 // ScatterPaKvCachePlan::run over every case (the slot check's table is the workspace), at
-// kThreads. A run writes the same rows again: the second is the counted one.
+// kThreads.
 TEST(NoAllocation, KvCacheRunOnEveryCase) {
   uint32_t seed = 1;
   for (const KvCacheCase& c : kv_cache_cases()) {
@@ -281,16 +302,19 @@ TEST(NoAllocation, KvCacheRunOnEveryCase) {
     std::unique_ptr<ScatterPaKvCachePlan> plan;
     ASSERT_EQ(ScatterPaKvCachePlan::create(data.args, &plan), Status::kSuccess)
         << last_error_message();
-    WorkspaceBuffer ws(plan->workspace_size());
-    for (int threads : kThreads) {
-      data.args.num_threads = threads;
-      ASSERT_EQ(plan->run(data.args, ws.data(), ws.size()), Status::kSuccess);  // warm
-      Status st = Status::kRuntime;
-      const int64_t n =
-          allocations_during([&] { st = plan->run(data.args, ws.data(), ws.size()); });
-      ASSERT_EQ(st, Status::kSuccess) << last_error_message();
-      ASSERT_EQ(n, 0) << c.name() << " with " << threads << " threads";
-    }
+    expect_runs_allocate_nothing(*plan, data.args, c.name());
+  }
+}
+
+// MergePlan::run over every case of the merge's list, at kThreads.
+TEST(NoAllocation, MergeRunOnEveryCase) {
+  uint32_t seed = 1;
+  for (const MergeCase& c : merge_cases()) {
+    MergeCaseData data;
+    fill_merge_case(c, &data, seed++);
+    std::unique_ptr<MergePlan> plan;
+    ASSERT_EQ(MergePlan::create(data.args, &plan), Status::kSuccess) << last_error_message();
+    expect_runs_allocate_nothing(*plan, data.args, c.name());
   }
 }
 

@@ -136,8 +136,8 @@ std::string replace_word(const std::string& text, std::string_view from, std::st
     const size_t at = text.find(from, pos);
     if (at == std::string::npos) break;
     const size_t end = at + from.size();
-    const bool whole = (at == 0 || !word_char(text[at - 1])) &&
-                       (end == text.size() || !word_char(text[end]));
+    const bool whole =
+        (at == 0 || !word_char(text[at - 1])) && (end == text.size() || !word_char(text[end]));
     out.append(text, pos, (whole ? at : end) - pos);
     if (whole) out.append(to);
     pos = end;
@@ -198,35 +198,13 @@ int call_num_threads() {
   return std::max(1, static_cast<int>(at::get_num_threads()));
 }
 
-void run_plan(const IfaPlan& plan, IfaArgs& args, const at::Tensor& like) {
-  run_with_workspace(plan, args, like);
-}
-void run_plan(const SfaPlan& plan, SfaArgs& args, const at::Tensor& like) {
-  run_with_workspace(plan, args, like);
-}
-void run_plan(const LightningIndexerPlan& plan, LightningIndexerArgs& args,
-              const at::Tensor& like) {
-  run_with_workspace(plan, args, like);
-}
-void run_plan(const FiaPlan& plan, FiaArgs& args, const at::Tensor& like,
-              const at::Tensor& workspace) {
-  run_with_workspace(plan, args, like, workspace);
-}
-void run_plan(const IfaPlan& plan, IfaArgs& args, const at::Tensor& like,
-              const at::Tensor& workspace) {
-  run_with_workspace(plan, args, like, workspace);
-}
-void run_plan(const ScatterPaKvCachePlan& plan, ScatterPaKvCacheArgs& args,
-              const at::Tensor& like) {
-  run_with_workspace(plan, args, like);
-}
-void run_plan(const FlashAttentionScorePlan& plan, FlashAttentionScoreArgs& args,
-              const at::Tensor& like) {
-  run_with_workspace(plan, args, like);
-}
-void run_plan(const MergePlan& plan, MergeArgs& args, const at::Tensor& like) {
-  run_with_workspace(plan, args, like);
-}
+#define KVFLASH_OPERATOR(op, Op, Plan, Args)                          \
+  void run_plan(const Plan& plan, Args& args, const at::Tensor& like, \
+                const at::Tensor& workspace) {                        \
+    run_with_workspace(plan, args, like, workspace);                  \
+  }
+#define KVFLASH_COMPOSITE(op, Plan, Args) KVFLASH_OPERATOR(op, , Plan, Args)
+#include "ops/operators.def"
 
 MetaViews::MetaViews() : previous_(meta_views) { meta_views = true; }
 MetaViews::~MetaViews() { meta_views = previous_; }

@@ -70,25 +70,15 @@ decltype(auto) in_schema_names(const SchemaNames& names, F&& f) {
 /// at::parallel_for runs on its thread, as torch's own operators do there).
 int call_num_threads();
 
-/// Runs args on plan with a workspace from torch's allocator (on the plan's device), on
-/// call_num_threads() threads (it sets args.num_threads); throws the library's error.
-void run_plan(const IfaPlan& plan, IfaArgs& args, const at::Tensor& like);
-void run_plan(const SfaPlan& plan, SfaArgs& args, const at::Tensor& like);
-void run_plan(const LightningIndexerPlan& plan, LightningIndexerArgs& args,
-              const at::Tensor& like);
-/// FIA / PFA; `workspace` (the .out forms' argument, may be undefined) is used when it is a
-/// contiguous tensor on like's device of at least the plan's workspace size in bytes, else the
-/// workspace comes from torch's allocator.
-void run_plan(const FiaPlan& plan, FiaArgs& args, const at::Tensor& like,
-              const at::Tensor& workspace = at::Tensor());
-/// IFA with a caller's workspace (_npu_paged_attention's), used as FIA's is.
-void run_plan(const IfaPlan& plan, IfaArgs& args, const at::Tensor& like,
-              const at::Tensor& workspace);
-void run_plan(const ScatterPaKvCachePlan& plan, ScatterPaKvCacheArgs& args,
-              const at::Tensor& like);
-void run_plan(const FlashAttentionScorePlan& plan, FlashAttentionScoreArgs& args,
-              const at::Tensor& like);
-void run_plan(const MergePlan& plan, MergeArgs& args, const at::Tensor& like);
+/// Runs args on plan (every plan of src/ops/operators.def) on call_num_threads() threads (it sets
+/// args.num_threads), with `workspace` when it is a contiguous tensor on like's device of at least
+/// the plan's workspace size in bytes (the FIA .out forms' argument, _npu_paged_attention's), else
+/// a workspace from torch's allocator on the plan's device; throws the library's error.
+#define KVFLASH_OPERATOR(op, Op, Plan, Args)                          \
+  void run_plan(const Plan& plan, Args& args, const at::Tensor& like, \
+                const at::Tensor& workspace = at::Tensor());
+#define KVFLASH_COMPOSITE(op, Plan, Args) KVFLASH_OPERATOR(op, , Plan, Args)
+#include "ops/operators.def"
 
 /// The view of an output that is not allocated yet: `shape` (contiguous) and `dtype` on like's
 /// device, with a dummy data address that nothing reads. A plan is created from it (the library

@@ -163,12 +163,9 @@ constexpr KvCacheBackend kKvCacheList[] = {
 
 }  // namespace
 
-std::span<const IfaBackend> ifa_backends() { return kIfaList; }
-std::span<const SfaBackend> sfa_backends() { return kSfaList; }
-std::span<const MergeBackend> merge_backends() { return kMergeList; }
-std::span<const LiBackend> li_backends() { return kLiList; }
-std::span<const FiaBackend> fia_backends() { return kFiaList; }
-std::span<const KvCacheBackend> kv_cache_backends() { return kKvCacheList; }
+#define KVFLASH_OPERATOR(op, Op, Plan, Args) \
+  std::span<const Op##Backend> op##_backends() { return k##Op##List; }
+#include "ops/operators.def"
 
 Status read_fault_record(const char* op, Device device, const void* workspace, void* stream,
                          core::FaultRecord* record) {

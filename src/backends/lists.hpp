@@ -10,28 +10,23 @@
 #include "core/device_fault.hpp"
 #include "kvflash/status.hpp"
 #include "kvflash/tensor.hpp"
-#include "ops/fia/fia_problem.hpp"
-#include "ops/ifa/ifa_problem.hpp"
-#include "ops/kv_cache/kv_cache_problem.hpp"
-#include "ops/li/li_problem.hpp"
-#include "ops/merge/merge_problem.hpp"
-#include "ops/sfa/sfa_problem.hpp"
 
 namespace kvflash {
 
-using IfaBackend = core::Backend<core::IfaProblem, core::IfaData>;
-using SfaBackend = core::Backend<core::SfaProblem, core::SfaData>;
-using MergeBackend = core::Backend<core::MergeProblem, core::MergeData>;
-using LiBackend = core::Backend<core::LiProblem, core::LiData>;
-using FiaBackend = core::Backend<core::FiaProblem, core::FiaData>;
-using KvCacheBackend = core::Backend<core::KvCacheProblem, core::KvCacheData>;
+// Per operator of src/ops/operators.def: its problem and data (declared here, defined in its
+// problem header, e.g. src/ops/ifa/ifa_problem.hpp, which the list's users include),
+// <Op>Backend and <op>_backends().
+namespace core {
+#define KVFLASH_OPERATOR(op, Op, Plan, Args) \
+  struct Op##Problem;                        \
+  struct Op##Data;
+#include "ops/operators.def"
+}  // namespace core
 
-std::span<const IfaBackend> ifa_backends();
-std::span<const SfaBackend> sfa_backends();
-std::span<const MergeBackend> merge_backends();
-std::span<const LiBackend> li_backends();
-std::span<const FiaBackend> fia_backends();
-std::span<const KvCacheBackend> kv_cache_backends();
+#define KVFLASH_OPERATOR(op, Op, Plan, Args)                            \
+  using Op##Backend = core::Backend<core::Op##Problem, core::Op##Data>; \
+  std::span<const Op##Backend> op##_backends();
+#include "ops/operators.def"
 
 /// The fault record a device run left at the start of workspace (core::fault_record_at, on
 /// device's memory), copied into *record once the work queued on stream before this call has run

@@ -10,27 +10,14 @@
 
 namespace kvflash {
 
-class IfaPlan;
-class SfaPlan;
-class LightningIndexerPlan;
-class FiaPlan;
-class MergePlan;
-class FlashAttentionScorePlan;
-class ScatterPaKvCachePlan;
-
-bool plan_writes_fault_record(const IfaPlan& plan);
-bool plan_writes_fault_record(const SfaPlan& plan);
-bool plan_writes_fault_record(const LightningIndexerPlan& plan);
-bool plan_writes_fault_record(const FiaPlan& plan);
-bool plan_writes_fault_record(const ScatterPaKvCachePlan& plan);
-bool plan_writes_fault_record(const MergePlan& plan);
-bool plan_writes_fault_record(const FlashAttentionScorePlan& plan);
-Status plan_decode_fault(const IfaPlan& plan, const core::FaultRecord& record);
-Status plan_decode_fault(const SfaPlan& plan, const core::FaultRecord& record);
-Status plan_decode_fault(const LightningIndexerPlan& plan, const core::FaultRecord& record);
-Status plan_decode_fault(const FiaPlan& plan, const core::FaultRecord& record);
-Status plan_decode_fault(const ScatterPaKvCachePlan& plan, const core::FaultRecord& record);
-Status plan_decode_fault(const MergePlan& plan, const core::FaultRecord& record);
-Status plan_decode_fault(const FlashAttentionScorePlan& plan, const core::FaultRecord& record);
+// Per plan of src/ops/operators.def.
+#define KVFLASH_PLAN_FAULTS(Plan)                  \
+  class Plan;                                      \
+  bool plan_writes_fault_record(const Plan& plan); \
+  Status plan_decode_fault(const Plan& plan, const core::FaultRecord& record);
+#define KVFLASH_OPERATOR(op, Op, Plan, Args) KVFLASH_PLAN_FAULTS(Plan)
+#define KVFLASH_COMPOSITE(op, Plan, Args) KVFLASH_PLAN_FAULTS(Plan)
+#include "ops/operators.def"
+#undef KVFLASH_PLAN_FAULTS
 
 }  // namespace kvflash

@@ -2,19 +2,16 @@
 # Checks the dynamic symbol table of libkvflash.so against the public API:
 #   - every exported symbol is public: a C name acl*/aclnn*/kvflash_*, a function securec.h declares
 #     (SECUREC_API: memcpy_s, strcpy_s, ...), or a C++ name that demangles
-#     to kvflash::{TensorView members, dtype_size/dtype_name/dtype_is_known, IfaPlan/SfaPlan
-#     members, MergePlan / FiaPlan members, incre_flash_attention, sparse_flash_attention,
-#     fused_infer_attention_score, prompt_flash_attention, merge_attention_states,
-#     LightningIndexerPlan members, lightning_indexer, ScatterPaKvCachePlan members,
-#     scatter_pa_kv_cache, FlashAttentionScorePlan members, flash_attention_score,
-#     last_error_message,
-#     set_num_threads/get_num_threads, set_parallel_backend} or op::* (nothing of kvflash::{cpu,core,ifa,sfa,aclnn}, no
-#     standard-library instantiations);
+#     to kvflash::{TensorView members, dtype_size/dtype_name/dtype_is_known, device_name,
+#     last_error_message, set_num_threads/get_num_threads, set_parallel_backend, the members of
+#     every plan and every one-shot function of src/ops/operators.def} or op::* (nothing of
+#     kvflash::{cpu,core,ifa,sfa,aclnn}, no standard-library instantiations);
 #   - every C function the headers declare with ACL_FUNC_VISIBILITY / KVFLASH_API / SECUREC_API is
-#     exported, and
-#     so is each C++ entry point named above.
+#     exported, and so is each C++ entry point named above (a plan's create, destructor,
+#     workspace_size, run, status and fingerprint).
 #   check_exports.sh <libkvflash.so> <include dir> [<more include dirs>...]
 set -euo pipefail
+registry="$(dirname "$0")/../../src/ops/operators.def"
 lib=$1
 shift
 command -v nm >/dev/null && command -v c++filt >/dev/null || { echo "nm/c++filt missing"; exit 1; }
@@ -35,7 +32,14 @@ is_securec() {
   return 1
 }
 
-cxx_public='^(kvflash::(TensorView::|dtype_size\(|dtype_name\(|dtype_is_known\(|device_name(\[abi:cxx11\])?\(|IfaPlan::|SfaPlan::|MergePlan::|FiaPlan::|LightningIndexerPlan::|ScatterPaKvCachePlan::|scatter_pa_kv_cache\(|FlashAttentionScorePlan::|flash_attention_score\(|lightning_indexer\(|incre_flash_attention\(|fused_infer_attention_score\(|prompt_flash_attention\(|sparse_flash_attention\(|merge_attention_states\(|last_error_message\(|set_num_threads\(|get_num_threads\(|set_parallel_backend\()|op::)'
+# The plans and one-shot functions of the operator registry (one entry a line:
+# KVFLASH_OPERATOR(op,Op,Plan,Args), KVFLASH_COMPOSITE(op,Plan,Args), KVFLASH_FUNCTION(name)).
+mapfile -t plans < <(sed -nE 's/^KVFLASH_OPERATOR\([^,]*,[^,]*,([A-Za-z0-9_]+),.*/\1/p;
+                               s/^KVFLASH_COMPOSITE\([^,]*,([A-Za-z0-9_]+),.*/\1/p' "$registry")
+mapfile -t functions < <(sed -nE 's/^KVFLASH_FUNCTION\(([A-Za-z0-9_]+)\).*/\1/p' "$registry")
+[[ ${#plans[@]} -gt 0 && ${#functions[@]} -gt 0 ]] || { echo "no operators in $registry"; exit 1; }
+operator_names=$(printf '%s::|' "${plans[@]}")$(printf '%s\\(|' "${functions[@]}")
+cxx_public='^(kvflash::(TensorView::|dtype_size\(|dtype_name\(|dtype_is_known\(|device_name(\[abi:cxx11\])?\(|'"$operator_names"'last_error_message\(|set_num_threads\(|get_num_threads\(|set_parallel_backend\()|op::)'
 # Linker-defined markers some binutils versions export from every shared library.
 linker_defined='^(_init|_fini|_edata|_end|__bss_start)$'
 
@@ -63,33 +67,18 @@ mapfile -t declared < <(declared_with 'ACL_FUNC_VISIBILITY|KVFLASH_API|SECUREC_A
 for fn in "${declared[@]}"; do
   grep -qx -- "$fn" "$names_file" || missing+=("$fn")
 done
-for fn in 'kvflash::dtype_size(' 'kvflash::dtype_name(' 'kvflash::dtype_is_known(' \
-          'kvflash::TensorView::contiguous(' 'kvflash::TensorView::numel(' \
-          'kvflash::TensorView::is_contiguous(' 'kvflash::TensorView::describe' \
-          'kvflash::IfaPlan::create(' 'kvflash::IfaPlan::~IfaPlan(' 'kvflash::IfaPlan::workspace_size(' \
-          'kvflash::IfaPlan::run(' 'kvflash::IfaPlan::status(' 'kvflash::IfaPlan::fingerprint(' 'kvflash::device_name' \
-          'kvflash::SfaPlan::create(' 'kvflash::SfaPlan::~SfaPlan(' 'kvflash::SfaPlan::workspace_size(' \
-          'kvflash::SfaPlan::run(' 'kvflash::SfaPlan::status(' 'kvflash::SfaPlan::fingerprint(' \
-          'kvflash::MergePlan::create(' 'kvflash::MergePlan::~MergePlan(' \
-          'kvflash::MergePlan::workspace_size(' 'kvflash::MergePlan::run(' 'kvflash::MergePlan::status(' \
-          'kvflash::MergePlan::fingerprint(' \
-          'kvflash::merge_attention_states(' \
-          'kvflash::LightningIndexerPlan::create(' 'kvflash::LightningIndexerPlan::run(' \
-          'kvflash::LightningIndexerPlan::workspace_size(' 'kvflash::LightningIndexerPlan::status(' \
-          'kvflash::LightningIndexerPlan::fingerprint(' 'kvflash::lightning_indexer(' \
-          'kvflash::incre_flash_attention(' 'kvflash::sparse_flash_attention(' \
-          'kvflash::last_error_message(' 'kvflash::set_num_threads(' 'kvflash::get_num_threads(' \
-          'kvflash::set_parallel_backend(' \
-          'kvflash::FiaPlan::create(' 'kvflash::FiaPlan::~FiaPlan(' 'kvflash::FiaPlan::workspace_size(' \
-          'kvflash::FiaPlan::run(' 'kvflash::FiaPlan::status(' 'kvflash::FiaPlan::fingerprint(' \
-          'kvflash::fused_infer_attention_score(' 'kvflash::prompt_flash_attention(' \
-          'kvflash::ScatterPaKvCachePlan::create(' 'kvflash::ScatterPaKvCachePlan::~ScatterPaKvCachePlan(' \
-          'kvflash::ScatterPaKvCachePlan::workspace_size(' 'kvflash::ScatterPaKvCachePlan::run(' \
-          'kvflash::ScatterPaKvCachePlan::status(' 'kvflash::ScatterPaKvCachePlan::fingerprint(' \
-          'kvflash::scatter_pa_kv_cache(' \
-          'kvflash::FlashAttentionScorePlan::create(' 'kvflash::FlashAttentionScorePlan::run(' \
-          'kvflash::FlashAttentionScorePlan::workspace_size(' 'kvflash::FlashAttentionScorePlan::status(' \
-          'kvflash::FlashAttentionScorePlan::fingerprint(' 'kvflash::flash_attention_score('; do
+required=('kvflash::dtype_size(' 'kvflash::dtype_name(' 'kvflash::dtype_is_known('
+          'kvflash::TensorView::contiguous(' 'kvflash::TensorView::numel('
+          'kvflash::TensorView::is_contiguous(' 'kvflash::TensorView::describe' 'kvflash::device_name'
+          'kvflash::last_error_message(' 'kvflash::set_num_threads(' 'kvflash::get_num_threads('
+          'kvflash::set_parallel_backend(')
+for plan in "${plans[@]}"; do
+  for member in create "~$plan" workspace_size run status fingerprint; do
+    required+=("kvflash::$plan::$member(")
+  done
+done
+for fn in "${functions[@]}"; do required+=("kvflash::$fn("); done
+for fn in "${required[@]}"; do
   grep -qF -- "$fn" "$names_file" || missing+=("$fn")
 done
 
