@@ -38,9 +38,9 @@ Row ifa_row(const BenchProblem& p, const IfaWorkloadResult& r) {
   row.op = "ifa";
   row.kv_dtype = dtype_name(s.kv_dtype);
   row.layout = s.block_size == 0 ? "contiguous"
-                : s.paged_bnsd     ? "bnsd"
-                : s.paged_atb      ? "atb"
-                                   : "bsnd";
+               : s.paged_bnsd    ? "bnsd"
+               : s.paged_atb     ? "atb"
+                                 : "bsnd";
   row.batch = static_cast<long long>(s.lengths.size());
   row.kv_len = static_cast<long long>(s.lengths.empty() ? 0 : s.lengths[0]);
   row.heads = s.num_heads;
@@ -185,9 +185,9 @@ bool write_json(const CliOptions& o, const DemoOptions& d, double bw, const Comp
                  i ? "," : "", json_string(r.problem).c_str(), r.op.c_str(), r.batch, r.kv_len,
                  r.kv_dtype.c_str(), r.paged, r.layout.c_str(), r.heads, r.kv_heads, r.head_dim,
                  r.top_k, r.sparse_block, r.times.median_ms, r.times.p10_ms, r.times.p90_ms,
-                 r.bytes, r.gbs, r.gflops,
-                 bw > 0 ? r.gbs / bw : 0.0, r.ceiling > 0 ? r.gflops / r.ceiling : 0.0,
-                 r.passed ? "true" : "false", d.flush_bytes);
+                 r.bytes, r.gbs, r.gflops, bw > 0 ? r.gbs / bw : 0.0,
+                 r.ceiling > 0 ? r.gflops / r.ceiling : 0.0, r.passed ? "true" : "false",
+                 d.flush_bytes);
   }
   std::fprintf(f, "\n  ]\n}\n");
   return std::fclose(f) == 0;
@@ -216,9 +216,8 @@ bool write_csv(const CliOptions& o, double bw, const ComputePeaks& peaks,
                  r.layout.c_str(), r.heads, r.kv_heads, r.head_dim, r.top_k, r.sparse_block,
                  r.times.median_ms, r.times.p10_ms, r.times.p90_ms, r.bytes, r.gbs, r.gflops,
                  bw > 0 ? r.gbs / bw : 0.0, r.ceiling > 0 ? r.gflops / r.ceiling : 0.0,
-                 r.passed ? "true" : "false",
-                 cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, bw, peaks.bf16,
-                 peaks.fma, peak, peaks.amx);
+                 r.passed ? "true" : "false", cpu::isa_name(cpu::active_isa()), threads_of(o),
+                 o.demo.iterations, bw, peaks.bf16, peaks.fma, peak, peaks.amx);
   }
   return std::fclose(f) == 0;
 }
@@ -254,32 +253,44 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs, const ComputePeak
                   elapsed / static_cast<double>(i) * static_cast<double>(n - i));
     }
     std::fflush(stdout);
-    if (p.op == BenchOp::kIfa) {
-      IfaWorkloadResult r;
-      ok = run_ifa_workload(p.ifa, options, read_bandwidth_gbs, /*check_sample=*/true, &r) && ok;
-      rows.push_back(ifa_row(p, r));
-      rows.back().ceiling = ifa_ceiling;
-    } else if (p.op == BenchOp::kFia) {
-      FiaWorkloadResult r;
-      ok = run_fia_workload(p.fia, options, &r) && ok;
-      if (fia_ceiling > 0) std::printf("     %.2f of the compute peak\n", r.gflops / fia_ceiling);
-      rows.push_back(fia_row(p, r));
-      rows.back().ceiling = fia_ceiling;
-    } else if (p.op == BenchOp::kKvCache) {
-      KvCacheWorkloadResult r;
-      ok = run_kv_cache_workload(p.kv_cache, options, read_bandwidth_gbs, &r) && ok;
-      rows.push_back(kv_cache_row(p, r));
-    } else if (p.op == BenchOp::kLi) {
-      LiWorkloadResult r;
-      ok = run_li_workload(p.li, options, read_bandwidth_gbs, li_ceiling, &r) && ok;
-      rows.push_back(li_row(p, r));
-      rows.back().ceiling = li_ceiling;
-    } else {
-      SfaWorkloadResult r;
-      ok = run_sfa_workload(p.sfa, options, read_bandwidth_gbs, &r) && ok;
-      if (sfa_ceiling > 0) std::printf("     %.2f of the compute peak\n", r.gflops / sfa_ceiling);
-      rows.push_back(sfa_row(p, r));
-      rows.back().ceiling = sfa_ceiling;
+    // Every BenchOp has its case (no default: -Wswitch names an operator left out).
+    switch (p.op) {
+      case BenchOp::kIfa: {
+        IfaWorkloadResult r;
+        ok = run_ifa_workload(p.ifa, options, read_bandwidth_gbs, /*check_sample=*/true, &r) && ok;
+        rows.push_back(ifa_row(p, r));
+        rows.back().ceiling = ifa_ceiling;
+        break;
+      }
+      case BenchOp::kFia: {
+        FiaWorkloadResult r;
+        ok = run_fia_workload(p.fia, options, &r) && ok;
+        if (fia_ceiling > 0) std::printf("     %.2f of the compute peak\n", r.gflops / fia_ceiling);
+        rows.push_back(fia_row(p, r));
+        rows.back().ceiling = fia_ceiling;
+        break;
+      }
+      case BenchOp::kKvCache: {
+        KvCacheWorkloadResult r;
+        ok = run_kv_cache_workload(p.kv_cache, options, read_bandwidth_gbs, &r) && ok;
+        rows.push_back(kv_cache_row(p, r));
+        break;
+      }
+      case BenchOp::kLi: {
+        LiWorkloadResult r;
+        ok = run_li_workload(p.li, options, read_bandwidth_gbs, li_ceiling, &r) && ok;
+        rows.push_back(li_row(p, r));
+        rows.back().ceiling = li_ceiling;
+        break;
+      }
+      case BenchOp::kSfa: {
+        SfaWorkloadResult r;
+        ok = run_sfa_workload(p.sfa, options, read_bandwidth_gbs, &r) && ok;
+        if (sfa_ceiling > 0) std::printf("     %.2f of the compute peak\n", r.gflops / sfa_ceiling);
+        rows.push_back(sfa_row(p, r));
+        rows.back().ceiling = sfa_ceiling;
+        break;
+      }
     }
     std::fflush(stdout);
   }

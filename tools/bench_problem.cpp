@@ -433,6 +433,41 @@ bool parse_kv_cache(const std::string& text, std::string_view rest, KvCacheWorkl
   return true;
 }
 
+// The operators a problem string may name: its prefix, the shape it fills and its parser. The
+// unknown-operator message lists them.
+struct BenchOpParser {
+  const char* prefix;
+  BenchOp op;
+  bool (*parse)(const std::string& text, std::string_view rest, BenchProblem* p,
+                std::string* error);
+};
+constexpr BenchOpParser kBenchOps[] = {
+    {"ifa", BenchOp::kIfa,
+     [](const std::string& t, std::string_view r, BenchProblem* p, std::string* e) {
+       return parse_ifa(t, r, &p->ifa, e);
+     }},
+    {"sfa", BenchOp::kSfa,
+     [](const std::string& t, std::string_view r, BenchProblem* p, std::string* e) {
+       return parse_sfa(t, r, &p->sfa, e);
+     }},
+    {"li", BenchOp::kLi,
+     [](const std::string& t, std::string_view r, BenchProblem* p, std::string* e) {
+       return parse_li(t, r, &p->li, e);
+     }},
+    {"fia", BenchOp::kFia,
+     [](const std::string& t, std::string_view r, BenchProblem* p, std::string* e) {
+       return parse_fia(t, r, /*prompt=*/false, &p->fia, e);
+     }},
+    {"pfa", BenchOp::kFia,
+     [](const std::string& t, std::string_view r, BenchProblem* p, std::string* e) {
+       return parse_fia(t, r, /*prompt=*/true, &p->fia, e);
+     }},
+    {"kvcache", BenchOp::kKvCache,
+     [](const std::string& t, std::string_view r, BenchProblem* p, std::string* e) {
+       return parse_kv_cache(t, r, &p->kv_cache, e);
+     }},
+};
+
 }  // namespace
 
 bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::string* error) {
@@ -443,28 +478,21 @@ bool parse_bench_problem(const std::string& text, BenchProblem* problem, std::st
       colon == std::string_view::npos ? std::string_view() : all.substr(colon + 1);
   BenchProblem p;
   p.name = text;
-  if (op == "ifa") {
-    p.op = BenchOp::kIfa;
-    if (!parse_ifa(text, rest, &p.ifa, error)) return false;
-  } else if (op == "sfa") {
-    p.op = BenchOp::kSfa;
-    if (!parse_sfa(text, rest, &p.sfa, error)) return false;
-  } else if (op == "fia" || op == "pfa") {
-    p.op = BenchOp::kFia;
-    if (!parse_fia(text, rest, op == "pfa", &p.fia, error)) return false;
-  } else if (op == "li") {
-    p.op = BenchOp::kLi;
-    if (!parse_li(text, rest, &p.li, error)) return false;
-  } else if (op == "kvcache") {
-    p.op = BenchOp::kKvCache;
-    if (!parse_kv_cache(text, rest, &p.kv_cache, error)) return false;
-  } else {
-    *error = "problem '" + text + "': unknown operator '" + std::string(op) +
-             "' (ifa:..., sfa:..., li:..., fia:..., pfa:... or kvcache:...)";
-    return false;
+  std::string known;
+  for (const BenchOpParser& entry : kBenchOps) {
+    if (op == entry.prefix) {
+      p.op = entry.op;
+      if (!entry.parse(text, rest, &p, error)) return false;
+      *problem = std::move(p);
+      return true;
+    }
+    known += std::string(known.empty()                       ? ""
+                         : &entry == std::end(kBenchOps) - 1 ? " or "
+                                                             : ", ") +
+             entry.prefix + ":...";
   }
-  *problem = std::move(p);
-  return true;
+  *error = "problem '" + text + "': unknown operator '" + std::string(op) + "' (" + known + ")";
+  return false;
 }
 
 bool bench_sweep(const std::string& name, std::vector<std::string>* problems, std::string* error) {

@@ -97,58 +97,84 @@ void not_differentiable(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
 }  // namespace kvflash::torch_ext
 
 namespace {
-template <void (*kernel)(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*)>
+using Kernel = void (*)(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*);
+template <Kernel kernel>
 torch::CppFunction boxed() {
   return torch::CppFunction::makeFromBoxedFunction<kernel>();
 }
 
-// PFA and FIA's operators (fia_op.cpp), registered for CPU, CUDA, Meta and Autograd below.
-struct FiaRegistration {
+// One operator of torch.ops.kvflash: its schema, the name it is registered under (with the
+// overload: "npu_fused_infer_attention_score.out"), its CPU and Meta kernels, and whether the CPU
+// kernel serves CUDA tensors too. Every operator gets the Autograd kernel not_differentiable.
+struct Registration {
+  std::string (*schema)();
   const char* name;
   torch::CppFunction (*cpu)();
   torch::CppFunction (*meta)();
+  bool cuda;
 };
-template <kvflash::torch_ext::FiaOp kOp, kvflash::torch_ext::FiaForm kForm>
-constexpr FiaRegistration fia_registration(const char* name) {
-  return {name, &boxed<&kvflash::torch_ext::fia_cpu<kOp, kForm>>,
-          &boxed<&kvflash::torch_ext::fia_meta<kOp, kForm>>};
+template <Kernel kCpu, Kernel kMeta>
+constexpr Registration registration(std::string (*schema)(), const char* name, bool cuda = true) {
+  return {schema, name, &boxed<kCpu>, &boxed<kMeta>, cuda};
 }
-using kvflash::torch_ext::FiaForm;
-using kvflash::torch_ext::FiaOp;
-constexpr FiaRegistration kFiaOps[] = {
-    fia_registration<FiaOp::kPfa, FiaForm::kFunctional>("npu_prompt_flash_attention"),
-    fia_registration<FiaOp::kFia, FiaForm::kFunctional>("npu_fused_infer_attention_score"),
-    fia_registration<FiaOp::kFia, FiaForm::kOut>("npu_fused_infer_attention_score.out"),
-    fia_registration<FiaOp::kFia, FiaForm::kWorkspace>(
+
+using namespace kvflash::torch_ext;
+// The schemas that are constants (schemas.hpp), as functions of the table's type.
+template <const char* const* kSchema>
+std::string constant() {
+  return *kSchema;
+}
+
+// Every operator, in registration order. The lightning indexer and the merge have no CUDA entry in
+// the library: their ops are not registered for CUDA (the dispatcher names the missing kernel).
+const Registration kOps[] = {
+    registration<&ifa_cpu<false>, &ifa_meta<false>>(constant<&kIfaNpuSchema>,
+                                                    "npu_incre_flash_attention"),
+    registration<&sfa_cpu, &sfa_meta>(constant<&kSfaNpuSchema>, "npu_sparse_flash_attention"),
+    registration<&ifa_cpu<true>, &ifa_meta<true>>(ifa_ext_schema, "incre_flash_attention"),
+    registration<&merge_cpu, &merge_meta>(constant<&kMergeSchema>, "merge_attention_states", false),
+    registration<&li_cpu<false>, &li_meta<false>>(constant<&kLiNpuSchema>, "npu_lightning_indexer",
+                                                  false),
+    registration<&li_cpu<true>, &li_meta<true>>(li_scores_schema, "lightning_indexer_scores",
+                                                false),
+    registration<&fia_cpu<FiaOp::kPfa, FiaForm::kFunctional>,
+                 &fia_meta<FiaOp::kPfa, FiaForm::kFunctional>>(constant<&kPfaNpuSchema>,
+                                                               "npu_prompt_flash_attention"),
+    registration<&fia_cpu<FiaOp::kFia, FiaForm::kFunctional>,
+                 &fia_meta<FiaOp::kFia, FiaForm::kFunctional>>(constant<&kFiaNpuSchema>,
+                                                               "npu_fused_infer_attention_score"),
+    registration<&fia_cpu<FiaOp::kFia, FiaForm::kOut>, &fia_meta<FiaOp::kFia, FiaForm::kOut>>(
+        [] { return fia_out_schema(false); }, "npu_fused_infer_attention_score.out"),
+    registration<&fia_cpu<FiaOp::kFia, FiaForm::kWorkspace>,
+                 &fia_meta<FiaOp::kFia, FiaForm::kWorkspace>>(
+        [] { return fia_workspace_schema(false); },
         "_npu_fused_infer_attention_score_get_max_workspace"),
-    fia_registration<FiaOp::kFiaV2, FiaForm::kFunctional>("npu_fused_infer_attention_score_v2"),
-    fia_registration<FiaOp::kFiaV2, FiaForm::kOut>("npu_fused_infer_attention_score_v2.out"),
-    fia_registration<FiaOp::kFiaV2, FiaForm::kWorkspace>(
+    registration<&fia_cpu<FiaOp::kFiaV2, FiaForm::kFunctional>,
+                 &fia_meta<FiaOp::kFiaV2, FiaForm::kFunctional>>(
+        constant<&kFiaV2NpuSchema>, "npu_fused_infer_attention_score_v2"),
+    registration<&fia_cpu<FiaOp::kFiaV2, FiaForm::kOut>, &fia_meta<FiaOp::kFiaV2, FiaForm::kOut>>(
+        [] { return fia_out_schema(true); }, "npu_fused_infer_attention_score_v2.out"),
+    registration<&fia_cpu<FiaOp::kFiaV2, FiaForm::kWorkspace>,
+                 &fia_meta<FiaOp::kFiaV2, FiaForm::kWorkspace>>(
+        [] { return fia_workspace_schema(true); },
         "_npu_fused_infer_attention_score_v2_get_max_workspace"),
+    registration<&kv_cache_cpu<false>, &kv_cache_meta<false>>(constant<&kScatterPaKvCacheNpuSchema>,
+                                                              "npu_scatter_pa_kv_cache"),
+    registration<&kv_cache_cpu<true>, &kv_cache_meta<true>>(constant<&kReshapeAndCacheNpuSchema>,
+                                                            "_npu_reshape_and_cache"),
+    registration<&paged_attention_cpu<false>, &paged_attention_meta<false>>(
+        constant<&kPagedAttentionNpuSchema>, "_npu_paged_attention"),
+    registration<&paged_attention_cpu<true>, &paged_attention_meta<true>>(
+        constant<&kPagedAttentionWorkspaceNpuSchema>, "_npu_paged_attention_get_workspace"),
+    registration<&fa_cpu, &fa_meta>(constant<&kFusionAttentionNpuSchema>, "npu_fusion_attention"),
+    registration<&attention_update_cpu, &attention_update_meta>(
+        constant<&kAttentionUpdateNpuSchema>, "npu_attention_update"),
 };
 }  // namespace
 
 TORCH_LIBRARY(kvflash, m) {
   using namespace kvflash::torch_ext;
-  m.def(kIfaNpuSchema);
-  m.def(kSfaNpuSchema);
-  m.def(ifa_ext_schema().c_str());
-  m.def(kMergeSchema);
-  m.def(kLiNpuSchema);
-  m.def(li_scores_schema().c_str());
-  m.def(kPfaNpuSchema);
-  m.def(kFiaNpuSchema);
-  m.def(fia_out_schema(false).c_str());
-  m.def(fia_workspace_schema(false).c_str());
-  m.def(kFiaV2NpuSchema);
-  m.def(fia_out_schema(true).c_str());
-  m.def(fia_workspace_schema(true).c_str());
-  m.def(kScatterPaKvCacheNpuSchema);
-  m.def(kReshapeAndCacheNpuSchema);
-  m.def(kPagedAttentionNpuSchema);
-  m.def(kPagedAttentionWorkspaceNpuSchema);
-  m.def(kFusionAttentionNpuSchema);
-  m.def(kAttentionUpdateNpuSchema);
+  for (const Registration& r : kOps) m.def(r.schema().c_str());
   m.def("_fia_plan_cache_info() -> int[]", &fia_plan_cache_info);
   m.def("_vllm_plan_cache_info() -> int[]", &vllm_plan_cache_info);
   m.def("_plan_cache_info() -> int[]", &plan_cache_info);
@@ -159,20 +185,7 @@ TORCH_LIBRARY(kvflash, m) {
 }
 
 TORCH_LIBRARY_IMPL(kvflash, CPU, m) {
-  using namespace kvflash::torch_ext;
-  m.impl("npu_incre_flash_attention", boxed<&ifa_cpu<false>>());
-  m.impl("npu_sparse_flash_attention", boxed<&sfa_cpu>());
-  m.impl("incre_flash_attention", boxed<&ifa_cpu<true>>());
-  m.impl("merge_attention_states", boxed<&merge_cpu>());
-  m.impl("npu_lightning_indexer", boxed<&li_cpu<false>>());
-  m.impl("lightning_indexer_scores", boxed<&li_cpu<true>>());
-  for (const FiaRegistration& r : kFiaOps) m.impl(r.name, r.cpu());
-  m.impl("npu_scatter_pa_kv_cache", boxed<&kv_cache_cpu<false>>());
-  m.impl("_npu_reshape_and_cache", boxed<&kv_cache_cpu<true>>());
-  m.impl("_npu_paged_attention", boxed<&paged_attention_cpu<false>>());
-  m.impl("_npu_paged_attention_get_workspace", boxed<&paged_attention_cpu<true>>());
-  m.impl("npu_fusion_attention", boxed<&fa_cpu>());
-  m.impl("npu_attention_update", boxed<&attention_update_cpu>());
+  for (const Registration& r : kOps) m.impl(r.name, r.cpu());
 }
 
 // CUDA tensors run the same functions (they are device-generic: outputs and workspace are made
@@ -181,17 +194,9 @@ TORCH_LIBRARY_IMPL(kvflash, CPU, m) {
 // plan is refused with 361001 ("no backend runs on ..."), a clear error instead of a missing
 // kernel.
 TORCH_LIBRARY_IMPL(kvflash, CUDA, m) {
-  using namespace kvflash::torch_ext;
-  m.impl("npu_incre_flash_attention", boxed<&ifa_cpu<false>>());
-  m.impl("npu_sparse_flash_attention", boxed<&sfa_cpu>());
-  m.impl("incre_flash_attention", boxed<&ifa_cpu<true>>());
-  for (const FiaRegistration& r : kFiaOps) m.impl(r.name, r.cpu());
-  m.impl("npu_scatter_pa_kv_cache", boxed<&kv_cache_cpu<false>>());
-  m.impl("_npu_reshape_and_cache", boxed<&kv_cache_cpu<true>>());
-  m.impl("_npu_paged_attention", boxed<&paged_attention_cpu<false>>());
-  m.impl("_npu_paged_attention_get_workspace", boxed<&paged_attention_cpu<true>>());
-  m.impl("npu_fusion_attention", boxed<&fa_cpu>());
-  m.impl("npu_attention_update", boxed<&attention_update_cpu>());
+  for (const Registration& r : kOps) {
+    if (r.cuda) m.impl(r.name, r.cpu());
+  }
 }
 
 // npu_attention_update's arguments are two lists: called with both empty there is no tensor to
@@ -201,31 +206,9 @@ TORCH_LIBRARY_IMPL(kvflash, CompositeExplicitAutograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(kvflash, Autograd, m) {
-  using namespace kvflash::torch_ext;
-  for (const char* op :
-       {"npu_incre_flash_attention", "npu_sparse_flash_attention", "incre_flash_attention",
-        "merge_attention_states", "npu_lightning_indexer", "lightning_indexer_scores"})
-    m.impl(op, boxed<&not_differentiable>());
-  for (const FiaRegistration& r : kFiaOps) m.impl(r.name, boxed<&not_differentiable>());
-  for (const char* op : {"npu_scatter_pa_kv_cache", "_npu_reshape_and_cache",
-                         "_npu_paged_attention", "_npu_paged_attention_get_workspace",
-                         "npu_fusion_attention", "npu_attention_update"})
-    m.impl(op, boxed<&not_differentiable>());
+  for (const Registration& r : kOps) m.impl(r.name, boxed<&not_differentiable>());
 }
 
 TORCH_LIBRARY_IMPL(kvflash, Meta, m) {
-  using namespace kvflash::torch_ext;
-  m.impl("npu_incre_flash_attention", boxed<&ifa_meta<false>>());
-  m.impl("npu_sparse_flash_attention", boxed<&sfa_meta>());
-  m.impl("incre_flash_attention", boxed<&ifa_meta<true>>());
-  m.impl("merge_attention_states", boxed<&merge_meta>());
-  m.impl("npu_lightning_indexer", boxed<&li_meta<false>>());
-  m.impl("lightning_indexer_scores", boxed<&li_meta<true>>());
-  for (const FiaRegistration& r : kFiaOps) m.impl(r.name, r.meta());
-  m.impl("npu_scatter_pa_kv_cache", boxed<&kv_cache_meta<false>>());
-  m.impl("_npu_reshape_and_cache", boxed<&kv_cache_meta<true>>());
-  m.impl("_npu_paged_attention", boxed<&paged_attention_meta<false>>());
-  m.impl("_npu_paged_attention_get_workspace", boxed<&paged_attention_meta<true>>());
-  m.impl("npu_fusion_attention", boxed<&fa_meta>());
-  m.impl("npu_attention_update", boxed<&attention_update_meta>());
+  for (const Registration& r : kOps) m.impl(r.name, r.meta());
 }
