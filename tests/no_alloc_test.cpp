@@ -292,30 +292,31 @@ TEST(NoAllocation, FlashAttentionScoreRun) {
   }
 }
 
-// ScatterPaKvCachePlan::run over every case (the slot check's table is the workspace), at
-// kThreads.
-TEST(NoAllocation, KvCacheRunOnEveryCase) {
+// Every case of a list whose data a fill function makes (fill(case, &data, seed), seeds 1, 2, ...),
+// run at each thread count.
+template <typename Plan, typename Data, typename Case>
+void expect_filled_cases_allocate_nothing(const std::vector<Case>& cases,
+                                          void (*fill)(const Case&, Data*, uint32_t)) {
   uint32_t seed = 1;
-  for (const KvCacheCase& c : kv_cache_cases()) {
-    KvCacheCaseData data;
-    fill_kv_cache_case(c, &data, seed++);
-    std::unique_ptr<ScatterPaKvCachePlan> plan;
-    ASSERT_EQ(ScatterPaKvCachePlan::create(data.args, &plan), Status::kSuccess)
-        << last_error_message();
+  for (const Case& c : cases) {
+    Data data;
+    fill(c, &data, seed++);
+    std::unique_ptr<Plan> plan;
+    ASSERT_EQ(Plan::create(data.args, &plan), Status::kSuccess) << last_error_message();
     expect_runs_allocate_nothing(*plan, data.args, c.name());
   }
 }
 
+// ScatterPaKvCachePlan::run over every case (the slot check's table is the workspace), at
+// kThreads.
+TEST(NoAllocation, KvCacheRunOnEveryCase) {
+  expect_filled_cases_allocate_nothing<ScatterPaKvCachePlan, KvCacheCaseData>(kv_cache_cases(),
+                                                                              fill_kv_cache_case);
+}
+
 // MergePlan::run over every case of the merge's list, at kThreads.
 TEST(NoAllocation, MergeRunOnEveryCase) {
-  uint32_t seed = 1;
-  for (const MergeCase& c : merge_cases()) {
-    MergeCaseData data;
-    fill_merge_case(c, &data, seed++);
-    std::unique_ptr<MergePlan> plan;
-    ASSERT_EQ(MergePlan::create(data.args, &plan), Status::kSuccess) << last_error_message();
-    expect_runs_allocate_nothing(*plan, data.args, c.name());
-  }
+  expect_filled_cases_allocate_nothing<MergePlan, MergeCaseData>(merge_cases(), fill_merge_case);
 }
 
 }  // namespace
