@@ -121,14 +121,14 @@ seed_example() {
 }
 step seed_example 120 seed_example
 
-step read_bw 60 bash -o pipefail -c "'$build/kvflash_gpu_read_bw' | tee '$out/read_bw.json'"
+step read_bw 60 bash -o pipefail -c "'$build/bench/kvflash_gpu_read_bw' | tee '$out/read_bw.json'"
 # kvflash IFA on the decode shapes (162 cases, well under the 90 s limit), with the fraction of
 # the read ceiling.
 ifa_bench() {
   local ceiling
   ceiling=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["read_gbps"])' \
     "$out/read_bw.json" 2>/dev/null) || ceiling=0
-  "$build/kvflash_gpu_ifa_bench" --ceiling "$ceiling" | tee "$out/ifa_bench.jsonl"
+  "$build/bench/kvflash_gpu_ifa_bench" --ceiling "$ceiling" | tee "$out/ifa_bench.jsonl"
 }
 step ifa_bench 90 ifa_bench
 
@@ -145,7 +145,7 @@ sfa_bench() {
     "$out/gemm_peak.json" 2>/dev/null || echo 0)
   read=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["read_gbps"])' \
     "$out/read_bw.json" 2>/dev/null || echo 0)
-  "$build/kvflash_gpu_sfa_bench" --iters 10 --peak-tflops "$peak" --read-gbps "$read" |
+  "$build/bench/kvflash_gpu_sfa_bench" --iters 10 --peak-tflops "$peak" --read-gbps "$read" |
     tee "$out/sfa_bench.jsonl"
 }
 step sfa_bench 90 sfa_bench
