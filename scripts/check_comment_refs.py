@@ -17,7 +17,8 @@ In the pages (README.md and the .md files of docs/, bench/ and examples/), check
   - every relative Markdown link and every path from a top folder (`src/cpu/isa.hpp`,
     `bench/peers.py`, `tests/support/`) names a file or folder of the repository;
   - every `snake_case()` call, every `kvflash_*` name in backticks and every `--target NAME`
-    names something the code uses or a CMake target.
+    names something the code uses or a CMake target;
+  - docs/README.md, bench/README.md and examples/README.md name every file of their folder.
 Run by CTest (`comment_refs`, so by scripts/test.sh too). Prints one line per stale reference and
 exits 1 if there is any.
 """
@@ -235,6 +236,28 @@ def check_pages(files, code_words, targets):
     return problems
 
 
+# The folders whose README.md indexes every file in them (bench/runs/ holds data: the folder is
+# named, not each run).
+INDEXED_FOLDERS = ("docs", "bench", "examples")
+
+
+def check_indexes(files):
+    """Each INDEXED_FOLDERS/README.md names every file of its folder, by its path from the folder."""
+    problems = []
+    for folder in INDEXED_FOLDERS:
+        index = f"{folder}/README.md"
+        if not os.path.exists(os.path.join(ROOT, index)):
+            problems.append(f"{index}: missing (it indexes every file of {folder}/)")
+            continue
+        text = open(os.path.join(ROOT, index), encoding="utf-8").read()
+        for f in files:
+            if not f.startswith(folder + "/") or f == index or f.startswith("bench/runs/"):
+                continue
+            if f[len(folder) + 1:] not in text:
+                problems.append(f"{index}: does not list {f}")
+    return problems
+
+
 def main():
     files = repo_files()
     tails = set()
@@ -299,6 +322,7 @@ def main():
     targets.update(os.path.basename(f)[:-4] for f in files
                    if f.startswith("tests/") and f.count("/") == 1 and f.endswith("_test.cpp"))
     problems += check_pages(files, code_words | EXTERNAL_SYMBOLS | PAGE_EXTERNAL_SYMBOLS, targets)
+    problems += check_indexes(files)
     # The pages of docs/ (and the README) cite the contract the same way; check their citations.
     for f in files:
         if not (f.startswith("docs/") and f.endswith(".md")) and f != "README.md":
