@@ -189,7 +189,8 @@ def check_pages(files, code_words, targets):
     """The pages (README.md, docs/, bench/, examples/): what they name must exist too.
       - a relative Markdown link ](path) names a file or folder, from the page's own folder;
       - a path from a top folder (src/..., bench/peers.py, tests/support/) names one of the
-        repository (a path with *, < or { is a pattern, not checked);
+        repository, from its root or from the page's folder (a path with *, < or { is a
+        pattern, not checked);
       - a `snake_case()` call in backticks names an identifier the code uses;
       - `--target NAME` and a `kvflash_*` name in backticks name a CMake target or an identifier
         the code uses."""
@@ -220,7 +221,10 @@ def check_pages(files, code_words, targets):
                 if re.match(r"[*<{-]|\.[*{]", rest) or re.search(r"(^|[/-])[A-Z]+([.-]|$)", path):
                     continue
                 path = path.rstrip(".")
-                if not os.path.exists(os.path.join(ROOT, path)):
+                # from the repository's root, or from the page's folder (examples/README.md's
+                # python/...)
+                if not os.path.exists(os.path.join(ROOT, path)) and \
+                        not os.path.exists(os.path.join(ROOT, base, path)):
                     problems.append(f"{where}: names {path}, which does not exist")
             for t in TICK_RE.finditer(line):
                 tick = t.group(1)
