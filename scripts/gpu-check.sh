@@ -109,10 +109,12 @@ step racecheck 150 sanitize racecheck
 # KVFLASH_ACL_BACKEND=cuda, so every aclrt* call and aclnn phase 2 runs on the GPU. Under that
 # variable aclInit fails unless the CUDA runtime starts, so a pass means the programs ran on CUDA.
 # The examples of operators with no CUDA entry yet (src/backends/lists.cpp: PromptFlashAttention,
-# FusedInferAttentionScore, the lightning indexer) are left out. A skipped program (the seed
-# document absent: exit 77) fails the step.
+# FusedInferAttentionScore, the lightning indexer, the cache write, FlashAttentionScore,
+# AttentionUpdate) are left out. A skipped program (the seed document absent: exit 77) fails the
+# step.
 seed_example() {
-  KVFLASH_ACL_BACKEND=cuda ctest --test-dir "$build" -L aclnn -E '^aclnn_example_(pfa|fia|li)_' \
+  KVFLASH_ACL_BACKEND=cuda ctest --test-dir "$build" -L aclnn \
+    -E '^aclnn_example_((pfa|fia|li)_|scatter_pa_kv_cache$|flash_attention_score$|attention_update$)' \
     --output-on-failure -j "$jobs" || return 1
   if grep -q "Skipped\|SKIPPED\|Not Run\|skipping" "$build/Testing/Temporary/LastTest.log"; then
     echo "gpu-check: an aclnn program was skipped under KVFLASH_ACL_BACKEND=cuda"
