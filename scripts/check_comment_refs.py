@@ -29,7 +29,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCANNED = ["src", "include", "tests", "python", "tools", "fuzz", "reference", "bench", "examples",
            "scripts", "cmake"]
-CODE_EXT = (".cpp", ".hpp", ".h", ".c", ".cu", ".cuh", ".py", ".cmake", ".sh", ".in")
+CODE_EXT = (".cpp", ".hpp", ".h", ".c", ".cu", ".cuh", ".py", ".cmake", ".sh")
 FILE_EXT = r"(?:hpp|h|cpp|cc|c|cu|cuh|py|md|cmake|sh|txt|json|toml|map|in|yml)"
 
 # Files of other projects that comments cite on purpose (upstream sources, system headers).
