@@ -19,6 +19,8 @@ In the pages (README.md and the .md files of docs/, bench/ and examples/), check
   - every `snake_case()` call, every `kvflash_*` name in backticks and every `--target NAME`
     names something the code uses or a CMake target;
   - docs/README.md, bench/README.md and examples/README.md name every file of their folder.
+In both, a section cited by its title (`docs/api.md, "Building a program"`) is a heading of that
+page, or the start of one.
 Run by CTest (`comment_refs`, so by scripts/test.sh too). Prints one line per stale reference and
 exits 1 if there is any.
 """
@@ -235,9 +237,37 @@ def check_pages(files, code_words, targets):
                 for m in re.finditer(r"(?<![\w.])(kvflash_\w+)", tick):
                     if m.group(1) not in code_words and m.group(1) not in targets:
                         problems.append(f"{where}: names {m.group(1)}, which no target or code has")
+            problems += check_titles(where, line)
             for m in TARGET_RE.finditer(line):
                 if m.group(1) not in targets and not m.group(1).isupper():
                     problems.append(f"{where}: builds --target {m.group(1)}, which CMake does not have")
+    return problems
+
+
+# A cited section by its title: `docs/api.md, "Building a program"`, `python.md "Threads"`.
+TITLE_RE = re.compile(r"\b((?:docs/)?[\w-]+\.md),? \"([^\"]{3,80})\"")
+
+
+def doc_titles(path, cache={}):
+    """The headings of a page, without their #s."""
+    if path not in cache:
+        full = os.path.join(ROOT, path)
+        cache[path] = [line.lstrip("#").strip() for line in open(full, encoding="utf-8")
+                       if line.startswith("#")] if os.path.exists(full) else None
+    return cache[path]
+
+
+def check_titles(where, text):
+    """Every section cited by title names a heading of that page (or the start of one: a citation
+    may shorten it)."""
+    problems = []
+    for m in TITLE_RE.finditer(text):
+        page = m.group(1) if m.group(1).startswith("docs/") else "docs/" + m.group(1)
+        titles = doc_titles(page)
+        if titles is None:
+            continue  # not a page of docs/ (the path checks report a missing one)
+        if not any(t.startswith(m.group(2)) for t in titles):
+            problems.append(f"{where}: cites {m.group(1)} \"{m.group(2)}\", which has no such section")
     return problems
 
 
@@ -309,6 +339,7 @@ def main():
                 sym = m.group(1)
                 if sym not in code_words and sym not in EXTERNAL_SYMBOLS:
                     problems.append(f"{where}: names {sym}(), which the code does not have")
+            problems += check_titles(where, c)
             if SPEC_RE.search(c):
                 problems.append(f"{where}: cites the contract outside docs/ (write docs/semantics.md §...)")
             for m in CITE_RE.finditer(c):
