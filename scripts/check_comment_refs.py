@@ -18,7 +18,8 @@ In the pages (README.md and the .md files of docs/, bench/ and examples/), check
     `bench/peers.py`, `tests/support/`) names a file or folder of the repository;
   - every `snake_case()` call, every `kvflash_*` name in backticks and every `--target NAME`
     names something the code uses or a CMake target;
-  - docs/README.md, bench/README.md and examples/README.md name every file of their folder.
+  - docs/README.md, bench/README.md and examples/README.md name every file of their folder, and
+    README.md every page of docs/.
 In both, a section cited by its title (`docs/api.md, "Building a program"`) is a heading of that
 page, or the start of one.
 Run by CTest (`comment_refs`, so by scripts/test.sh too). Prints one line per stale reference and
@@ -290,6 +291,11 @@ def check_indexes(files):
                 continue
             if f[len(folder) + 1:] not in text:
                 problems.append(f"{index}: does not list {f}")
+    # The README's list of documents names every page of docs/ as well.
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    for f in files:
+        if f.startswith("docs/") and f.endswith(".md") and f != "docs/README.md" and f not in readme:
+            problems.append(f"README.md: does not name {f}")
     return problems
 
 
