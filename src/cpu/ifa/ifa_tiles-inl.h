@@ -14,15 +14,14 @@
 //     3), so every product is exact and only the fp32 sums round (amx::scores; a whole 32-row
 //     run of bf16 rows goes through scores_bf16_32, the same sums with two accumulators);
 //   - the key-major score tile is transposed into s[g][i] (transpose16_rows), and the vector
-//     body takes over: int8
-//     bias and exact_scores, scale, pse, mask and the online softmax fold (KvHeadWork::fold), so
-//     the non-finite rules are the other ISAs' (core/online_softmax.hpp);
+//     body takes over: int8 bias and exact_scores, scale, pse, mask and the online softmax fold
+//     (KvHeadWork::fold), so the non-finite rules are the other ISAs' (core/online_softmax.hpp);
 //   - P·V (when the engine says so): V packed to VNNI pairs once per kv head (int8 widened to bf16
 //     exactly, fp16 in 2 exact pieces; the int8 scale and offset stay folded into the accumulator,
 //     KvHeadWork::finish), P in kProbPieces bf16 pieces (exact; pack_probs_avx512, amx::pack_probs
-//     bit for bit), accumulated on the tiles into the
-//     slot's fp32 accumulators; a block holding an infinite value runs on the vector FMAs instead
-//     (amx::pack_value_rows says why). Otherwise P·V is KvHeadWork::pv_block_at, the vector FMAs.
+//     bit for bit), accumulated on the tiles into the slot's fp32 accumulators; a block holding an
+//     infinite value runs on the vector FMAs instead (amx::pack_value_rows says why). Otherwise
+//     P·V is KvHeadWork::pv_block_at, the vector FMAs.
 // A group of G heads goes through passes of m = ceil(G / passes) heads; the last pass starts at
 // G - m, so it may repeat heads of the one before: their scores are not copied twice, and their
 // probability rows are zero in its P·V (adding +0.0 leaves an accumulator as it is; a NaN value
@@ -67,7 +66,8 @@ inline void split_lanes_to_bf16(__m512 x, int pieces, __m512i* out) {
 inline void pack_probs_avx512(const float* p, ptrdiff_t p_stride, int m, int n, int pieces,
                               uint16_t* out) {
   const __mmask16 lo_keys = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-  const __mmask16 hi_keys = n >= 32 ? __mmask16(0xffff) : __mmask16(n > 16 ? (1u << (n - 16)) - 1 : 0);
+  const __mmask16 hi_keys =
+      n >= 32 ? __mmask16(0xffff) : __mmask16(n > 16 ? (1u << (n - 16)) - 1 : 0);
   __m512i lo[amx::kMaxPieces], hi[amx::kMaxPieces];
   for (int i = 0; i < m; ++i) {
     const float* row = p + i * p_stride;
