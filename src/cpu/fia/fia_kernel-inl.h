@@ -629,6 +629,11 @@ inline void fia_task_body(const FiaParams& p, const FiaPointers& d, float* scrat
       fia_pack_keys_bf16(kp, krow, rrow, Dk, Dr);
       if (dot_rows) fia_pack_values_bf16(vp, vrow, Dv);
       if constexpr (kTiles) {
+        if (full && dot_rows && !p.has_pse) {  // the whole step, 16 rows at a time
+          Mm::whole_tile(qb, Dkt, kp, Dkt / 2, s, vp, Dv, acc, st, M, p.scale);
+          for (int64_t m = 0; m < M; ++m) cnt[m] += Bk;  // full: n == Bk, no mask
+          continue;
+        }
         Mm::qk(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
       } else {
         fia_qk_bf16_tile(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
