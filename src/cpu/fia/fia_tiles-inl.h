@@ -115,16 +115,35 @@ struct FiaTiles {
     }
   }
 
+  /// The scores of a key tile that is not a whole_tile (a band cuts it, or the output keeps P in
+  /// fp32) with each row's band applied and its fold and accumulator rescale done, 16 rows at a
+  /// time: per block its products (qk_products), then fold_block with the band, which leaves the
+  /// weights in fp32 in s for fia_task_body's P·V. The same bits as qk, the band's -inf,
+  /// softmax_fold_tile and softmax_scale_acc row by row. No pse, no mask (fia_task_body applies
+  /// those between the products and the fold).
+  static void fold_tile(const uint16_t* q, int64_t ldq, const uint16_t* kp, int64_t pairs,
+                        float* s, int64_t Dv, float* acc, SoftmaxState* st, int64_t M, float scale,
+                        const FiaBand& band) {
+    for (int64_t m = 0; m < M; m += amx::kTileRows) {
+      qk_products(q + m * ldq, ldq, kp, pairs, s + m * kFiaKeyTile, kFiaKeyTile);
+      fold_block<false, true>(s + m * kFiaKeyTile, st + m, acc + m * Dv, Dv,
+                        std::min<int64_t>(amx::kTileRows, M - m), scale, &band, m);
+    }
+  }
+
   /// vexp (src/cpu/simd_math-inl.h) with its last step, e^r · 2^n, done by one vscalefps: the
   /// exact product rounded once, as vexp's two multiplications round it (the first, by 2^n1, is
   /// always exact), so the same bits for every input (tests/cpu_amx_fia_test.cpp,
   /// AmxFiaExp.SameBitsAsVexp) in 15 vector operations instead of 24: the exps are most of
-  /// fold_block's work. Below vexp's kExpLo the clamped input's e^r · 2^-150 is under half the
-  /// least subnormal, so it rounds to 0 as vexp's select gives; NaN is kept as vexp keeps it.
+  /// fold_block's work. Below vexp's kExpLo (-104: a band's -inf, a first tile's rescale from
+  /// -inf) the lane is 0, as vexp selects, and is masked out of the scaling: an underflowing
+  /// vscalefps takes a microcode assist (perf: the banded fold ran 8 times slower per tile); NaN
+  /// is kept as vexp keeps it.
   static Vec exp_weights(Vec x) {
     Vec n;
     const Vec y = vexp_reduced(x, &n);
-    return vselect_nan(x, x, Vec{_mm512_scalef_ps(y.v, n.v)});
+    const __mmask16 live = _mm512_cmp_ps_mask(x.v, _mm512_set1_ps(-104.0f), _CMP_GE_OQ);
+    return vselect_nan(x, x, Vec{_mm512_maskz_scalef_ps(live, y.v, n.v)});
   }
 
   /// Lane of row r in reduce16's result.
@@ -157,17 +176,35 @@ struct FiaTiles {
   /// reductions (reduce16) and their rescale factors' exps (one exp_weights, whose lanes are
   /// exp_scalar's) run for the 16 rows together. The rules are core::softmax_tile_begin's and
   /// softmax_tile_end's, called per row; the exp the first asks for is recorded and taken after.
+  /// kBf16: the weights rounded to bf16 in place (fia_round_p_bf16's layout), else kept in fp32
+  /// as softmax_fold_tile keeps them. kBand: band masks the positions outside task row
+  /// m0 + r's range with -inf before the fold, as fia_task_body does.
+  template <bool kBf16 = true, bool kBand = false>
   static void fold_block(float* s, SoftmaxState* st, float* acc, int64_t Dv, int64_t rows,
-                         float scale) {
+                         float scale, const FiaBand* band = nullptr, int64_t m0 = 0) {
     const Vec sc = vset1(scale);
+    const __m512i iota =
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     __m512 x[amx::kTileRows];
     alignas(64) float red[amx::kTileRows];
     for (int64_t r = 0; r < amx::kTileRows; ++r) {
       float* sr = s + r * kFiaKeyTile;
       Vec mx = vset1(kNegInf);
       if (r < rows) {
+        // Lanes outside [lo, hi] (positions counted from c = 0) become -inf.
+        __m512i lo = _mm512_setzero_si512(), hi = _mm512_set1_epi32(kFiaKeyTile - 1);
+        if constexpr (kBand) {
+          const int64_t l = std::clamp<int64_t>(band->lo(m0 + r), 0, kFiaKeyTile);
+          const int64_t h = std::clamp<int64_t>(band->hi(m0 + r), -1, kFiaKeyTile - 1);
+          lo = _mm512_set1_epi32(static_cast<int>(l)), hi = _mm512_set1_epi32(static_cast<int>(h));
+        }
         for (int64_t c = 0; c < kFiaKeyTile; c += kLanes) {
-          const Vec v = vmul(vload(sr + c), sc);
+          Vec v = vmul(vload(sr + c), sc);
+          if constexpr (kBand) {
+            const __m512i pos = _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int>(c)));
+            const __mmask16 out = _mm512_cmplt_epi32_mask(pos, lo) | _mm512_cmpgt_epi32_mask(pos, hi);
+            v.v = _mm512_mask_mov_ps(v.v, out, _mm512_set1_ps(kNegInf));
+          }
           vstore(sr + c, v);
           mx = vmax(mx, v);
         }
@@ -203,9 +240,13 @@ struct FiaTiles {
         sum = vadd(sum, p[c]);
       }
       x[r] = sum.v;
-      uint16_t* pb = reinterpret_cast<uint16_t*>(sr);  // fia_round_p_bf16's layout and rounding
-      for (int64_t c = 0; c < kFiaKeyTile / kLanes; c += 2)
-        _mm512_storeu_si512(pb + c * kLanes, (__m512i)_mm512_cvtne2ps_pbh(p[c + 1].v, p[c].v));
+      if constexpr (kBf16) {
+        uint16_t* pb = reinterpret_cast<uint16_t*>(sr);  // fia_round_p_bf16's layout and rounding
+        for (int64_t c = 0; c < kFiaKeyTile / kLanes; c += 2)
+          _mm512_storeu_si512(pb + c * kLanes, (__m512i)_mm512_cvtne2ps_pbh(p[c + 1].v, p[c].v));
+      } else {
+        for (int64_t c = 0; c < kFiaKeyTile / kLanes; ++c) vstore(sr + c * kLanes, p[c]);
+      }
     }
     _mm512_store_ps(red, reduce16(x, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); }));
     for (int64_t r = 0; r < rows; ++r) {
