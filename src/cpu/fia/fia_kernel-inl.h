@@ -4,8 +4,10 @@
 //
 // Matrix-engine seam. The bf16 path's two products (fia_qk_bf16_tile, fia_pv_bf16_tile) run on
 // the matrix engine when the translation unit defines KVFLASH_FIA_TILES (the AMX level:
-// fia_tiles-inl.h, FiaTiles) and the task's shape suits the tiles; everything else (staging,
-// packing, bands, softmax, output) stays the same code.
+// fia_tiles-inl.h, FiaTiles) and the task's shape suits the tiles. Without pse or mask, the key
+// tile's band and online-softmax fold go with the products, 16 rows at a time (FiaTiles::
+// whole_tile, fold_tile), with the same operations per row as below, so the same bits; staging,
+// packing, the other tiles' softmax and the output stay this code.
 
 // Register blocks: R score rows x C vectors (AVX-512 6x4 = 24 accumulators of 32 registers, with
 // room for the 4 key / value vectors and a broadcast; AVX2 4x2 = 8 of 16; scalar 4x2). Every

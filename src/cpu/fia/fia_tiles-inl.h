@@ -23,6 +23,14 @@
 // some of the task's rows, stages a last partial block. Every element of a result is one
 // row of A against one column of B, so a row's bits depend neither on the block it falls in nor on
 // the rows beside it: the same bits for any thread count and batch composition.
+//
+// Without pse or mask the tile's whole step runs per 16-row block while the block is in the
+// first-level cache (whole_tile: a key tile every row sees with bf16 P·V; fold_tile: the others):
+// the products, each row's band and fold (fold_block: softmax_fold_tile's operations per row, its
+// horizontal reductions for 16 rows at once, its exp vexp's with one vscalefps) and, for whole
+// tiles, P·V one block behind. Every row gets the operations the row-by-row path gives it, so the
+// same bits (tests/cpu_amx_fia_test.cpp, AmxFiaExp.SameBitsAsVexp; docs/perf-log.md, "FIA prefill
+// on AMX tiles (2026-12-05)").
 
 /// The matrix engine for fia_task_body. Tiles: the tile operations (amx::HwTiles, or the tests'
 /// model).
