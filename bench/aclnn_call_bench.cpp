@@ -3,7 +3,7 @@
 // on a stream, aclrtSynchronizeStream, aclrtFree) and IfaPlan::run, alternated call by call on the
 // same tensors (contiguous BNSD bf16, B x N query heads on KVN kv heads of D, S tokens), each call
 // from cold caches (twice the last-level cache read before it, untimed) or warm. Prints the median
-// and p10-p90 of each and their ratio: the overhead of the path CANN programs take (docs/perf.md,
+// and p10-p90 of each and their ratio: the overhead of the path CANN programs take (docs/perf-log.md,
 // "The C API path"). Not a test: run it on quiet cores.
 //   kvflash_aclnn_bench [S=32768] [calls=20] [cold|warm] [B=1] [N=32] [KVN=8] [D=128]
 #include <algorithm>
