@@ -192,12 +192,14 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
   }
 
   const int64_t tokens = std::accumulate(shape.lengths.begin(), shape.lengths.end(), int64_t{0});
-  const double kv_bytes =
-      2.0 * tokens * w.kv_row() * static_cast<double>(dtype_size(shape.kv_dtype));
-  const double flops = 4.0 * tokens * w.q_row();  // QK and PV, 2 FLOP per multiply-add
-  const double gbs = kv_bytes / seconds / 1e9;
+  // The bytes and FLOPs of tools/roofline.hpp: K and V, the query and the output (bf16 or fp16).
+  const Work work =
+      ifa_decode_work(tokens, w.batch(), shape.num_heads, shape.num_kv_heads, shape.head_dim,
+                      static_cast<int>(dtype_size(shape.kv_dtype)), 2);
+  const double bytes = work.bytes, flops = work.flops;
+  const double gbs = bytes / seconds / 1e9;
   std::printf(
-      "ifa  %s  kv=%s %s  B=%lld N=%lld KV_N=%lld D=%lld tokens=%lld  %s  KV %7.1f MB  "
+      "ifa  %s  kv=%s %s  B=%lld N=%lld KV_N=%lld D=%lld tokens=%lld  %s  %7.1f MB  "
       "%6.1f GB/s",
       shape.name.c_str(), dtype_name(shape.kv_dtype),
       w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size) +
@@ -207,12 +209,12 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
       static_cast<long long>(w.batch()), static_cast<long long>(shape.num_heads),
       static_cast<long long>(shape.num_kv_heads), static_cast<long long>(shape.head_dim),
       static_cast<long long>(tokens), describe(times, options.warm(), "/call").c_str(),
-      kv_bytes / 1e6, gbs);
+      bytes / 1e6, gbs);
   if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * gbs / read_bandwidth_gbs);
   std::printf("  %6.1f GFLOP/s\n", flops / seconds / 1e9);
   IfaWorkloadResult unused;
   IfaWorkloadResult& res = result ? *result : unused;
-  res = {times, kv_bytes, gbs, flops / seconds / 1e9, check_sample, false};
+  res = {times, bytes, flops, gbs, flops / seconds / 1e9, check_sample, false};
   if (!check_sample) return true;
 
   // Sample check: the first, the longest and the shortest sequence, run on their own (which must

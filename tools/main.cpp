@@ -22,6 +22,7 @@
 #include "ifa_workload.hpp"
 #include "kvflash/version.h"
 #include "membw.hpp"
+#include "roofline.hpp"
 #include "tile_entries.hpp"
 
 namespace {
@@ -50,6 +51,7 @@ int run(const kvflash::tools::CliOptions& given) {
   if (!o.skip_bandwidth && o.command != tools::CliCommand::kIfa) {
     peaks = tools::measure_compute_peaks(demo.num_threads);
     tools::print_compute_peaks(peaks, threads);
+    tools::print_roofline_ceilings(bw, peaks, tools::tile_entries());
   }
   if (o.command == tools::CliCommand::kInfo) return 0;
   const bool rows = o.command != tools::CliCommand::kBench || !o.bench.empty();
