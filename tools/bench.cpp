@@ -31,6 +31,8 @@ struct Row {
   bool on_tiles = false;  ///< its operator's entry is cpu-amx (tile_entries.hpp)
   Ceiling ceiling;  ///< of the row's dtype on the engine its operator runs on (compute_ceiling)
   Roofline roof;    ///< the row against min(read bandwidth, ceiling / intensity)
+  CallTimes capi;   ///< ifa with --capi: the C API path, alternated with the C++ call (runs 0: not)
+  std::string capi_note;  ///< why the C API path was not timed
   bool passed = false;
 };
 
@@ -56,6 +58,8 @@ Row ifa_row(const BenchProblem& p, const IfaWorkloadResult& r) {
   row.gbs = r.gbs;
   row.gflops = r.gflops;
   row.passed = r.passed;
+  row.capi = r.capi_times;
+  row.capi_note = r.capi_note;
   return row;
 }
 
@@ -195,6 +199,8 @@ bool write_json(const CliOptions& o, const DemoOptions& d, const RunCeilings& c,
                  "\"bw_fraction\": %.4f, \"peak_fraction\": %.4f, \"intensity\": %.6g, "
                  "\"on_tiles\": %s, \"ceiling_engine\": %s, \"ceiling_gflops\": %.3f, "
                  "\"roofline_ms\": %.6f, \"bound\": %s, \"roofline_fraction\": %.4f, "
+                 "\"capi_ms_per_call\": %.6f, \"capi_ms_p10\": %.6f, \"capi_ms_p90\": %.6f, "
+                 "\"capi_ratio\": %.4f, \"capi_note\": %s, "
                  "\"check_passed\": %s, \"flush_bytes\": %zu}",
                  i ? "," : "", json_string(r.problem).c_str(), r.op.c_str(), r.batch, r.kv_len,
                  r.kv_dtype.c_str(), r.paged, r.layout.c_str(), r.heads, r.kv_heads, r.head_dim,
@@ -203,7 +209,9 @@ bool write_json(const CliOptions& o, const DemoOptions& d, const RunCeilings& c,
                  r.ceiling.gflops > 0 ? r.gflops / r.ceiling.gflops : 0.0, r.roof.intensity,
                  r.on_tiles ? "true" : "false", json_string(r.ceiling.engine).c_str(),
                  r.ceiling.gflops, r.roof.ms, json_string(r.roof.bound).c_str(), r.roof.fraction,
-                 r.passed ? "true" : "false", d.flush_bytes);
+                 r.capi.median_ms, r.capi.p10_ms, r.capi.p90_ms,
+                 r.capi.runs > 0 ? r.capi.median_ms / r.times.median_ms : 0.0,
+                 json_string(r.capi_note).c_str(), r.passed ? "true" : "false", d.flush_bytes);
   }
   std::fprintf(f, "\n  ]\n}\n");
   return std::fclose(f) == 0;
@@ -220,22 +228,25 @@ bool write_csv(const CliOptions& o, const RunCeilings& c, const std::vector<Row>
                "problem,op,batch,kv_len,kv_dtype,paged,layout,heads,kv_heads,head_dim,top_k,"
                "sparse_block,ms_per_call,ms_p10,ms_p90,bytes,flops,gbs,gflops,bw_fraction,"
                "peak_fraction,intensity,on_tiles,ceiling_engine,ceiling_gflops,roofline_ms,bound,"
-               "roofline_fraction,check_passed,isa,threads,iterations,read_bandwidth_gbs,"
+               "roofline_fraction,capi_ms_per_call,capi_ratio,check_passed,isa,threads,iterations,"
+               "read_bandwidth_gbs,"
                "bf16_peak_gflops,fma_peak_gflops,compute_peak_gflops,amx_peak_gflops\n");
   for (const Row& r : rows) {
     // Problem strings hold commas: quoted (they hold no quotes: the parser refuses them); so do
     // the engine names ("amx/2" has none, but the quoting costs nothing).
     std::fprintf(f,
                  "\"%s\",%s,%lld,%lld,%s,%lld,%s,%lld,%lld,%lld,%lld,%lld,%.6f,%.6f,%.6f,%.0f,%.0f,"
-                 "%.4f,%.4f,%.4f,%.4f,%.6g,%s,\"%s\",%.3f,%.6f,\"%s\",%.4f,%s,%s,%d,%d,%.3f,%.3f,"
-                 "%.3f,%.3f,%.3f\n",
+                 "%.4f,%.4f,%.4f,%.4f,%.6g,%s,\"%s\",%.3f,%.6f,\"%s\",%.4f,%.6f,%.4f,%s,%s,%d,%d,"
+                 "%.3f,%.3f,%.3f,%.3f,%.3f\n",
                  r.problem.c_str(), r.op.c_str(), r.batch, r.kv_len, r.kv_dtype.c_str(), r.paged,
                  r.layout.c_str(), r.heads, r.kv_heads, r.head_dim, r.top_k, r.sparse_block,
                  r.times.median_ms, r.times.p10_ms, r.times.p90_ms, r.bytes, r.flops, r.gbs,
                  r.gflops, c.bw > 0 ? r.gbs / c.bw : 0.0,
                  r.ceiling.gflops > 0 ? r.gflops / r.ceiling.gflops : 0.0, r.roof.intensity,
                  r.on_tiles ? "true" : "false", r.ceiling.engine.c_str(), r.ceiling.gflops,
-                 r.roof.ms, r.roof.bound.c_str(), r.roof.fraction, r.passed ? "true" : "false",
+                 r.roof.ms, r.roof.bound.c_str(), r.roof.fraction, r.capi.median_ms,
+                 r.capi.runs > 0 ? r.capi.median_ms / r.times.median_ms : 0.0,
+                 r.passed ? "true" : "false",
                  cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, c.bw,
                  c.peaks.bf16, c.peaks.fma, c.peaks.compute(), c.peaks.amx);
   }

@@ -14,6 +14,9 @@ struct DemoOptions {
   /// row then says.
   size_t flush_bytes = 0;
   bool warm() const { return flush_bytes == 0; }
+  /// `bench --capi`: time each IFA call also through the aclnn C API (tools/capi_ifa.hpp),
+  /// alternated run by run with the C++ call.
+  bool capi = false;
 };
 
 /// The legend printed once before the rows of `kvflash demo`, `ifa` and `bench`: what a row's

@@ -6,7 +6,9 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <tuple>
 
+#include "capi_ifa.hpp"
 #include "demo_util.hpp"
 #include "ifa_reference.hpp"
 #include "kvflash/ifa.hpp"
@@ -182,9 +184,24 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
-  const CallTimes times =
-      time_calls(2, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); },
-                 flush_before(options));
+  const auto cpp_call = [&] { st = plan->run(args, ws.data(), ws.size()); };
+  // --capi: the C API path on the same tensors, alternated with the C++ call run by run.
+  std::string capi_note = options.capi ? "" : "not timed (bench --capi)";
+  std::unique_ptr<CapiIfaCall> capi = options.capi ? CapiIfaCall::create(args, &capi_note) : nullptr;
+  CallTimes times, capi_times;
+  if (capi) {
+    bool capi_ok = true;
+    std::string capi_error;
+    std::tie(capi_times, times) = time_alternated(
+        2, options.iterations, [&] { capi_ok = capi->run(&capi_error) && capi_ok; }, cpp_call,
+        flush_before(options));
+    if (!capi_ok) {
+      std::printf("%s: the C API call failed: %s\n", shape.name.c_str(), capi_error.c_str());
+      return false;
+    }
+  } else {
+    times = time_calls(2, options.iterations, cpp_call, flush_before(options));
+  }
   const double seconds = times.median_seconds();
   if (st != Status::kSuccess) {
     std::printf("%s: run failed: %s\n", shape.name.c_str(), last_error_message());
@@ -212,9 +229,18 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
       bytes / 1e6, gbs);
   if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * gbs / read_bandwidth_gbs);
   std::printf("  %6.1f GFLOP/s\n", flops / seconds / 1e9);
+  if (capi) {
+    std::printf("     C API + stream (GetWorkspaceSize, aclrtMalloc, launch, synchronize): %s; "
+                "C API / C++ %.3f\n",
+                describe(capi_times, options.warm(), "/call").c_str(),
+                capi_times.median_ms / times.median_ms);
+  } else if (options.capi) {
+    std::printf("     C API path: not timed: %s\n", capi_note.c_str());
+  }
   IfaWorkloadResult unused;
   IfaWorkloadResult& res = result ? *result : unused;
-  res = {times, bytes, flops, gbs, flops / seconds / 1e9, check_sample, false};
+  res = {times, bytes, flops, gbs, flops / seconds / 1e9, check_sample, false, capi_times,
+         capi_note};
   if (!check_sample) return true;
 
   // Sample check: the first, the longest and the shortest sequence, run on their own (which must

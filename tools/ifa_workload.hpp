@@ -42,6 +42,10 @@ struct IfaWorkloadResult {
   double gbs = 0;     ///< bytes / median time
   double gflops = 0;  ///< flops / median time
   bool checked = false, passed = false;
+  /// DemoOptions::capi: the same call through the aclnn C API, timed alternately with the C++
+  /// call (runs == 0: not timed, capi_note says why).
+  CallTimes capi_times;
+  std::string capi_note;
 };
 
 /// Builds, times (median) and checks the workload; prints two lines. Returns the check's verdict
