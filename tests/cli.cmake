@@ -65,7 +65,7 @@ set_tests_properties(cli_bench_help_names_every_operator PROPERTIES
 # `kvflash info` reports the compute peaks `bench` and `demo` judge rows against.
 add_test(NAME cli_info_compute_peaks COMMAND kvflash_cli info)
 set_tests_properties(cli_info_compute_peaks PROPERTIES
-  PASS_REGULAR_EXPRESSION "machine read bandwidth \\(measured[^\n]*\ncompute peak \\(measured, [0-9]+ threads\\): [0-9]+ GFLOP/s, the faster of[^\n]*\nmatrix engine peak"
+  PASS_REGULAR_EXPRESSION "machine read bandwidth \\(measured[^\n]*\ncompute peak \\(measured, [0-9]+ threads\\): [0-9]+ GFLOP/s, the faster of[^\n]*\nmatrix engine peak[^\n]*\nroofline ceilings [^\n]*: memory [0-9.]+ GB/s read[^\n]*\n  on [^\n]*: bf16 (amx|vdpbf16ps|fma) [0-9]+ GFLOP/s \\(ridge [0-9.]+\\); fp16 (amx/2|vdpbf16ps/2|fma) [0-9]+ GFLOP/s"
   TIMEOUT 120 LABELS cli)
 # `kvflash info` reports the version of the library it runs.
 add_test(NAME cli_info_version COMMAND kvflash_cli info --no-bandwidth)
@@ -210,7 +210,7 @@ if(Python3_Interpreter_FOUND)
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py
             ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_tiny.json)
   set_tests_properties(cli_bench_report PROPERTIES FIXTURES_REQUIRED bench_json
-    PASS_REGULAR_EXPRESSION "\\| `ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32` \\| [0-9.]+ \\| [0-9.]+ \\| - \\| passed \\|"
+    PASS_REGULAR_EXPRESSION "\\| `ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32` \\| [0-9.]+ \\| [0-9.]+ \\| - \\| - \\| - \\| - \\| passed \\|"
     TIMEOUT 60 LABELS cli)
   add_test(NAME cli_bench_peers_quick
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/peers.py --kvflash $<TARGET_FILE:kvflash_cli>
@@ -236,7 +236,56 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME cli_bench_report_beside
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py ${peer_run} --beside ${peer_run})
   set_tests_properties(cli_bench_report_beside PROPERTIES
-    PASS_REGULAR_EXPRESSION "\\| problem \\| vllm isa \\| sglang isa \\| 1t#1 of ceiling \\| 1t#1 vs sdpa \\| 1t#1 vs vllm \\| 1t#1 vs sglang \\| 1t#2 of ceiling"
+    PASS_REGULAR_EXPRESSION "\\| problem \\| vllm isa \\| sglang isa \\| 1t#1 of roofline \\| 1t#1 vs sdpa \\| 1t#1 vs vllm \\| 1t#1 vs sglang \\| 1t#2 of roofline.*`sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16` \\| [^\n]* \\| [0-9.]+ compute \\|"
+    TIMEOUT 60 LABELS cli)
+  # The roofline (docs/perf.md, "Roofline"): bench/roofline.py on cases worked out by hand; a run
+  # with its ceilings measured gives every operator's row its roofline (text and JSON), which
+  # bench/roofline.py recomputes to the same figures, and report.py shows per row and as headlines.
+  add_test(NAME cli_bench_roofline_formulas
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/bench_roofline_check.py formulas)
+  set_tests_properties(cli_bench_roofline_formulas PROPERTIES TIMEOUT 60 LABELS cli)
+  add_test(NAME cli_bench_roofline
+    COMMAND kvflash_cli bench ifa:b1,s4096,n8,kvn2,d64,kv=fp16,paged=32
+            ifa:b2,s1024,n8,kvn2,d64,kv=int8,paged=32 sfa:b1,topk256,s1024,n16,blk1,paged=64,kv=bf16
+            li:b2,s2048,n16,topk64,next2,paged=64,kv=bf16 pfa:q128,n4,kvn2,d64
+            kvcache:t300,kvn2,d64,paged=16 --iters 1 --warm-cache
+            --json ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_roofline.json)
+  set_tests_properties(cli_bench_roofline PROPERTIES FIXTURES_SETUP bench_roofline_json
+    PASS_REGULAR_EXPRESSION "roofline ceilings[^\n]*memory [0-9.]+ GB/s read.*bench \\[1/6\\].*\n     intensity [0-9.]+ FLOP/B; roofline [0-9.e-]+ ms \\([a-z0-9/]+-bound: [^)]*\\): [0-9.]+ of the roofline\n.*all problems ran and passed"
+    FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 180 LABELS cli)
+  add_test(NAME cli_bench_roofline_agrees
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/bench_roofline_check.py agrees
+            ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_roofline.json)
+  set_tests_properties(cli_bench_roofline_agrees PROPERTIES FIXTURES_REQUIRED bench_roofline_json
+    PASS_REGULAR_EXPRESSION "6 rows \\(ifa, kvcache, li, pfa, sfa\\) carry their roofline"
+    TIMEOUT 60 LABELS cli)
+  add_test(NAME cli_bench_report_roofline
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py
+            ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_roofline.json)
+  set_tests_properties(cli_bench_report_roofline PROPERTIES FIXTURES_REQUIRED bench_roofline_json
+    PASS_REGULAR_EXPRESSION "- IFA fp16 KV, G=4, >= 4k tokens: [0-9.]+ - [0-9.]+ \\(median [0-9.]+, n=1\\) of the roofline \\([a-z0-9/]+-bound\\).*\\| `ifa:b2,s1024,n8,kvn2,d64,kv=int8,paged=32` \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| 7.94 \\| [a-z0-9/]+ \\| [0-9.]+ \\| passed \\|.*Indexer and prefill.*`pfa:q128,n4,kvn2,d64` \\| [^\n]*\\| passed \\|.*KV cache writes"
+    TIMEOUT 60 LABELS cli)
+  # The C API path (kvflash bench --capi): aclnnIncreFlashAttentionV4 with a stream, alternated
+  # with the C++ call, per ifa row (paged, contiguous, int8); _npu_paged_attention's call has no
+  # aclnn form and says so; the JSON's fields and report.py's column and headline.
+  add_test(NAME cli_bench_capi
+    COMMAND kvflash_cli bench --capi ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32
+            ifa:b2,s64,n4,kvn2,d64,kv=bf16,paged=0 ifa:b1,s64,n4,kvn2,d64,kv=int8,paged=32,layout=bnsd
+            ifa:b2,s300,n8,kvn2,d64,kv=fp16,paged=32,layout=atb --iters 2 --no-bandwidth
+            --json ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_capi.json)
+  set_tests_properties(cli_bench_capi PROPERTIES FIXTURES_SETUP bench_capi_json
+    PASS_REGULAR_EXPRESSION "C API \\+ stream \\(GetWorkspaceSize, aclrtMalloc, launch, synchronize\\): median [0-9.]+ ms/call \\(p10-p90 [0-9.]+-[0-9.]+\\); C API / C\\+\\+ [0-9.]+.*C API path: not timed: _npu_paged_attention's call \\(blocks_may_repeat\\) has no aclnn form.*all problems ran and passed"
+    FAIL_REGULAR_EXPRESSION "FAILED|C API call failed" TIMEOUT 120 LABELS cli)
+  add_test(NAME cli_bench_capi_json
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/bench_roofline_check.py capi
+            ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_capi.json)
+  set_tests_properties(cli_bench_capi_json PROPERTIES FIXTURES_REQUIRED bench_capi_json
+    PASS_REGULAR_EXPRESSION "3 rows timed through the C API" TIMEOUT 60 LABELS cli)
+  add_test(NAME cli_bench_report_capi
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py
+            ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_capi.json)
+  set_tests_properties(cli_bench_report_capi PROPERTIES FIXTURES_REQUIRED bench_capi_json
+    PASS_REGULAR_EXPRESSION "- C API path / C\\+\\+ API, per ifa row: [0-9.]+ - [0-9.]+ \\(median [0-9.]+, n=3\\).*\\| of roofline \\| C API / C\\+\\+ \\| check \\|.*`ifa:b2,s300,n8,kvn2,d64,kv=fp16,paged=32,layout=atb` \\|[^\n]*\\| n/a \\| passed \\|"
     TIMEOUT 60 LABELS cli)
 endif()
 add_test(NAME cli_bench_bad_problem COMMAND kvflash_cli bench ifa:b2,q5 --no-bandwidth)
