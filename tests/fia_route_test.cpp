@@ -21,6 +21,7 @@
 #include "kvflash/fia.hpp"
 #include "ops/fia/fia_bind.hpp"
 #include "ops/fia/fia_plan_impl.hpp"
+#include "support/elements.hpp"
 #include "support/fia_cases.hpp"
 
 namespace kvflash::testing {
@@ -217,6 +218,49 @@ TEST(FiaRoute, VllmAscendDecodeStep) {
       EXPECT_NE(what.find("(IFA kernels)"), std::string::npos) << what;
     }
   }
+}
+
+// Prefix caching: requests whose block-table rows name the same blocks, in a cache with fewer
+// blocks than sum_b ceil(len_b / block_size) (vLLM's shared prefix blocks). Such a decode step
+// stays on IFA's kernels (IFA's own calls allow it with IfaArgs::blocks_may_repeat) and matches
+// the fp64 reference, which reads through the same table.
+TEST(FiaRoute, SharedBlocksStayOnIfaKernels) {
+  FiaCase c;
+  c.layout = FiaLayout::kTnd;
+  c.q_dtype = c.kv_dtype = c.out_dtype = DType::kBFloat16;
+  c.num_heads = 8, c.num_kv_heads = 2, c.head_dim = 64;
+  c.q_lens = {1, 1, 1}, c.kv_lens = {300, 300, 200};
+  c.paged = true, c.block_size = 128;
+  c.lse = true;
+  FiaCaseData data(c);
+  reference::FiaCall& a = data.mutable_call();
+  const TensorView& bt = *a.block_table;
+  // The three blocks request 0 reads, copied into a cache of three blocks; every row of the table
+  // names them (request 2 reads the first 200 of request 0's positions).
+  const int64_t per_block = a.key[0].shape[1] * a.key[0].shape[2];
+  std::vector<uint16_t> key(3 * per_block), value(3 * per_block);
+  for (int64_t j = 0; j < 3; ++j) {
+    const auto id = static_cast<int64_t>(load_element(bt, element_at(bt, {0, j})));
+    const int64_t first = element_at(a.key[0], {id, 0, 0}) * 2;  // bytes; value has key's shape
+    std::memcpy(&key[j * per_block], static_cast<const std::byte*>(a.key[0].data) + first,
+                per_block * 2);
+    std::memcpy(&value[j * per_block], static_cast<const std::byte*>(a.value[0].data) + first,
+                per_block * 2);
+  }
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t j = 0; j < bt.shape[1]; ++j)
+      store_element(bt, element_at(bt, {b, j}), j < 3 ? static_cast<double>(j) : -1.0);
+  const std::vector<int64_t> shape = {3, a.key[0].shape[1], a.key[0].shape[2]};
+  a.key[0] = TensorView::contiguous(key.data(), DType::kBFloat16, shape);
+  a.value[0] = TensorView::contiguous(value.data(), DType::kBFloat16, shape);
+
+  std::unique_ptr<FiaPlan> plan;
+  ASSERT_EQ(FiaPlan::create(a, &plan), Status::kSuccess) << last_error_message();
+  EXPECT_TRUE(FiaPlanAccess::impl(*plan).problem.use_ifa);
+  data.poison_outputs();
+  std::vector<std::byte> ws(plan->workspace_size());
+  ASSERT_EQ(plan->run(a, ws.data(), ws.size()), Status::kSuccess) << last_error_message();
+  EXPECT_TRUE(compare_fia_output(c.name() + " with shared blocks", a, reference::fia_reference(a)));
 }
 
 }  // namespace

@@ -63,8 +63,8 @@ TensorView decode_query(const FiaArgs& a, const FiaShape& s, int64_t requests, b
 // requests (the decode branch, or a TND call's one-row requests), or null when they do. What the
 // decode description has no place for (a shared prefix, a value head dim other than the key's),
 // its limits (ops/ifa/ifa_limits.hpp), and the rules IncreFlashAttention's arguments add (a pse of
-// the query's dtype, a paged cache with lengths that its blocks hold, IFA's post-quant
-// parameters), which keep such a call where it ran before the front end existed.
+// the query's dtype, IFA's post-quant parameters), which keep such a call where it ran before the
+// front end existed.
 const char* decode_route(const FiaArgs& a, const FiaShape& s, const TensorView& q, int64_t nb) {
   if (a.key_shared_prefix) return "a shared prefix";
   if (a.softmax_max) return "the softmax max / sum outputs (the decode kernels write no such)";
@@ -93,9 +93,9 @@ const char* decode_route(const FiaArgs& a, const FiaShape& s, const TensorView& 
     if (bt.shape[0] != nb && !(s.tnd && nb < s.B)) return "a block table of other than B rows";
     if (bt.shape[1] == 0) return "an empty block table";
     if (!lengths_given(a.actual_seq_lengths_kv)) return "a paged cache without KV lengths";
-    int64_t total = 0;  // what the cache must hold (IFA's rule): sum_b ceil(len_b / block_size)
-    for (int64_t b = 0; b < nb; ++b) total += (s.kv_len[b] + a.block_size - 1) / a.block_size;
-    if (total > k.shape[0]) return "KV lengths needing more blocks than the cache has";
+    // No "sum_b ceil(len_b / block_size) blocks" rule here (IFA's validator has it unless
+    // IfaArgs::blocks_may_repeat): requests that share blocks (prefix caching) are FIA's normal
+    // case and the decode kernels read any block id the table names (each checked at run time).
   }
   if (a.pse_shift && a.pse_shift->dtype != a.query.dtype) return "a pse of another dtype";
   if (a.quant_scale2) {
