@@ -216,7 +216,7 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
   const double bytes = work.bytes, flops = work.flops;
   const double gbs = bytes / seconds / 1e9;
   std::printf(
-      "ifa  %s  kv=%s %s  B=%lld N=%lld KV_N=%lld D=%lld tokens=%lld  %s  %7.1f MB  "
+      "ifa  %s  kv=%s %s  B=%lld N=%lld KV_N=%lld D=%lld tokens=%lld  %s  bytes %7.1f MB  "
       "%6.1f GB/s",
       shape.name.c_str(), dtype_name(shape.kv_dtype),
       w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size) +
