@@ -179,9 +179,9 @@ bool write_json(const CliOptions& o, const DemoOptions& d, const RunCeilings& c,
   std::fprintf(f, "{\n  \"isa\": \"%s\",\n  \"threads\": %d,\n  \"iterations\": %d,\n",
                cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations);
   std::fprintf(f,
-               "  \"read_bandwidth_gbs\": %.3f,\n  \"bf16_peak_gflops\": %.3f,\n  "
-               "\"fma_peak_gflops\": %.3f,\n  \"compute_peak_gflops\": %.3f,\n"
-               "  \"amx_peak_gflops\": %.3f,\n",
+               "  \"read_bandwidth_gbs\": %.6f,\n  \"bf16_peak_gflops\": %.6f,\n  "
+               "\"fma_peak_gflops\": %.6f,\n  \"compute_peak_gflops\": %.6f,\n"
+               "  \"amx_peak_gflops\": %.6f,\n",
                c.bw, c.peaks.bf16, c.peaks.fma, c.peaks.compute(), c.peaks.amx);
   std::fprintf(f, "  \"cache\": \"%s\",\n  \"flush_bytes\": %zu,\n",
                d.flush_bytes ? "cold" : "warm", d.flush_bytes);
@@ -197,7 +197,7 @@ bool write_json(const CliOptions& o, const DemoOptions& d, const RunCeilings& c,
                  "\"ms_per_call\": %.6f, \"ms_p10\": %.6f, \"ms_p90\": %.6f, \"bytes\": %.0f, "
                  "\"flops\": %.0f, \"gbs\": %.4f, \"gflops\": %.4f, "
                  "\"bw_fraction\": %.4f, \"peak_fraction\": %.4f, \"intensity\": %.6g, "
-                 "\"on_tiles\": %s, \"ceiling_engine\": %s, \"ceiling_gflops\": %.3f, "
+                 "\"on_tiles\": %s, \"ceiling_engine\": %s, \"ceiling_gflops\": %.6f, "
                  "\"roofline_ms\": %.6f, \"bound\": %s, \"roofline_fraction\": %.4f, "
                  "\"capi_ms_per_call\": %.6f, \"capi_ms_p10\": %.6f, \"capi_ms_p90\": %.6f, "
                  "\"capi_ratio\": %.4f, \"capi_note\": %s, "
