@@ -1,4 +1,4 @@
-// The aclnn two-phase protocol as every aclnn fuzz target drives it (docs/testing.md, "Fuzzing"),
+// The aclnn two-phase protocol as every aclnn fuzz target drives it (docs/testing.md, "Fuzz targets"),
 // from what its phase-1 call returned: the phase-1 invariants, then for an accepted call a refused
 // phase 2 first (workspace too small or null, a dead stream, another operator's phase 2: the
 // executor must stay usable), the run, a repeat of a repeatable executor or a reuse of a consumed

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks that what the comments name exists, so a rename or a removal cannot leave them stale.
 
-In the comments of src/, include/, tests/, python/, tools/, fuzz/ and reference/:
+In the comments of src/, include/, tests/, python/, tools/, fuzz/, reference/, bench/, examples/,
+scripts/ and cmake/:
   - every file path (`cpu/isa.hpp`, `src/core/plan_state.hpp`, `softmax_state.h`) names a file of
     the repository: a path with a folder must be the tail of a file's path, a bare name the name of
     a file (see EXTERNAL_FILES for the upstream and third-party files comments may cite);
@@ -12,6 +13,15 @@ In the comments of src/, include/, tests/, python/, tools/, fuzz/ and reference/
     docs/semantics.md. The contract lives in docs/, so `spec §...` (the old citation of a document
     outside the repository) is refused. The citations in docs/*.md and README.md are checked too
     (a page's bare `§2.7` cites its own section or docs/semantics.md's).
+In the pages (README.md and the .md files of docs/, bench/ and examples/), check_pages:
+  - every relative Markdown link and every path from a top folder (`src/cpu/isa.hpp`,
+    `bench/peers.py`, `tests/support/`) names a file or folder of the repository;
+  - every `snake_case()` call, every `kvflash_*` name in backticks and every `--target NAME`
+    names something the code uses or a CMake target;
+  - docs/README.md, bench/README.md and examples/README.md name every file of their folder, and
+    README.md every page of docs/.
+In both, a section cited by its title (`docs/api.md, "Building a program"`) is a heading of that
+page, or the start of one.
 Run by CTest (`comment_refs`, so by scripts/test.sh too). Prints one line per stale reference and
 exits 1 if there is any.
 """
@@ -20,7 +30,8 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCANNED = ["src", "include", "tests", "python", "tools", "fuzz", "reference"]
+SCANNED = ["src", "include", "tests", "python", "tools", "fuzz", "reference", "bench", "examples",
+           "scripts", "cmake"]
 CODE_EXT = (".cpp", ".hpp", ".h", ".c", ".cu", ".cuh", ".py", ".cmake", ".sh")
 FILE_EXT = r"(?:hpp|h|cpp|cc|c|cu|cuh|py|md|cmake|sh|txt|json|toml|map|in|yml)"
 
@@ -34,7 +45,9 @@ EXTERNAL_FILES = {
     "vllm/attention/ops/merge_attn_states.py", "merge_attn_states.py",
     "sparse_flash_attention_golden.py", "incre_flash_attention_tiling.cpp",
     "incre_flash_attention_tiling_check.cpp", "ascend_quant_pre_impl.h", "ReshapeAndCachAtb.cpp",
-    "vllm_ascend/attention/attention_v1.py", "attention_v1.py",
+    "vllm_ascend/attention/attention_v1.py", "attention_v1.py", "amx_mla.py",
+    # generated into the build folder (cmake/version.h.in)
+    "kvflash/version.h", "version.h",
     # CANN's environment script, and the C headers securectype.h brings in as CANN's does
     "set_env.sh", "stddef.h", "stdio.h", "string.h", "stdlib.h",
 }
@@ -154,6 +167,138 @@ def check_citation(doc, kind, number, item):
     return None
 
 
+TOP_DIRS = ("src", "include", "tests", "python", "tools", "fuzz", "reference", "bench", "examples",
+            "scripts", "cmake", "docs")
+# A path in a page: from a top folder of the repository, to a file or (ending in /) a folder.
+PAGE_PATH_RE = re.compile(r"(?<![\w./<$-])((?:" + "|".join(TOP_DIRS) + r")/[\w./-]*[\w/])")
+# Lines that cite another project's files (the source lists of the contract pages): their paths are
+# that project's, not this repository's.
+UPSTREAM_LINE_MARKERS = ("ops-transformer", "op-plugin", "op_plugin", "same repo", "OT `", "[SFA-",
+                         "[RC]", "deepseek-ai/", "gitcode", "vllm-project/")
+# Names that pages write as calls and that are not this code's: upstream functions (DeepSeek's
+# model code, DeepGEMM, torch_npu) and the notation of formulas.
+PAGE_EXTERNAL_SYMBOLS = {
+    "npu_quant_lightning_indexer", "npu_lightning_indexer_grad", "wq_b", "k_norm", "weights_proj",
+    "wk_weights_proj", "fp8_index", "apply_rotary_emb", "fp8_mqa_logits", "fp8_paged_mqa_logits",
+    "sat_int8", "t_kv", "t_allgather", "t_merge",
+}
+LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
+TICK_RE = re.compile(r"`([^`\n]+)`")
+TARGET_RE = re.compile(r"--target\s+([\w-]+)")
+CMAKE_TARGET_RE = re.compile(r"add_(?:executable|library|custom_target)\(\s*([\w-]+)")
+
+
+def check_pages(files, code_words, targets):
+    """The pages (README.md, docs/, bench/, examples/): what they name must exist too (code_words:
+    the identifiers of the code and the external ones; targets: the CMake targets).
+      - a relative Markdown link ](path) names a file or folder, from the page's own folder;
+      - a path from a top folder (src/..., bench/peers.py, tests/support/) names one of the
+        repository, from its root or from the page's folder (a path with *, < or { is a
+        pattern, not checked);
+      - a `snake_case()` call in backticks names an identifier the code uses;
+      - `--target NAME` and a `kvflash_*` name in backticks name a CMake target or an identifier
+        the code uses."""
+    problems = []
+    known = set(files)
+    for f in files:
+        parts = f.split("/")
+        for i in range(1, len(parts)):
+            known.add("/".join(parts[:i]) + "/")
+    pages = [f for f in files if f.endswith(".md") and f.split("/")[0] in ("docs", "bench", "examples")]
+    pages.append("README.md")
+    for f in pages:
+        base = os.path.dirname(f)
+        for n, line in enumerate(open(os.path.join(ROOT, f), encoding="utf-8"), 1):
+            where = f"{f}:{n}"
+            for m in LINK_RE.finditer(line):
+                link = m.group(1).split("#")[0]
+                if not link or re.match(r"^[a-z]+:", link):
+                    continue
+                path = os.path.normpath(os.path.join(base, link)).replace(os.sep, "/")
+                if path not in known and path + "/" not in known:
+                    problems.append(f"{where}: links {link}, which does not exist")
+            upstream = any(marker in line for marker in UPSTREAM_LINE_MARKERS)
+            for m in PAGE_PATH_RE.finditer(line if not upstream else ""):
+                path = m.group(1)
+                rest = line[m.end():m.end() + 2]
+                # a pattern (ops.{hpp,cpp}, li_fuzz.*, RUN-{1t,2t}.json, <build>) or a placeholder
+                if re.match(r"[*<{-]|\.[*{]", rest) or re.search(r"(^|[/-])[A-Z]+([.-]|$)", path):
+                    continue
+                path = path.rstrip(".")
+                # from the repository's root, or from the page's folder (examples/README.md's
+                # python/...)
+                if not os.path.exists(os.path.join(ROOT, path)) and \
+                        not os.path.exists(os.path.join(ROOT, base, path)):
+                    problems.append(f"{where}: names {path}, which does not exist")
+            for t in TICK_RE.finditer(line):
+                tick = t.group(1)
+                for m in CALL_RE.finditer(tick):
+                    if m.group(1) not in code_words:
+                        problems.append(f"{where}: names {m.group(1)}(), which the code does not have")
+                for m in re.finditer(r"(?<![\w.])(kvflash_\w+)", tick):
+                    if m.group(1) not in code_words and m.group(1) not in targets:
+                        problems.append(f"{where}: names {m.group(1)}, which no target or code has")
+            problems += check_titles(where, line)
+            for m in TARGET_RE.finditer(line):
+                if m.group(1) not in targets and not m.group(1).isupper():
+                    problems.append(f"{where}: builds --target {m.group(1)}, which CMake does not have")
+    return problems
+
+
+# A cited section by its title: `docs/api.md, "Building a program"`, `python.md "Threads"`.
+TITLE_RE = re.compile(r"\b((?:docs/)?[\w-]+\.md),? \"([^\"]{3,80})\"")
+
+
+def doc_titles(path, cache={}):
+    """The headings of a page, without their #s."""
+    if path not in cache:
+        full = os.path.join(ROOT, path)
+        cache[path] = [line.lstrip("#").strip() for line in open(full, encoding="utf-8")
+                       if line.startswith("#")] if os.path.exists(full) else None
+    return cache[path]
+
+
+def check_titles(where, text):
+    """Every section cited by title names a heading of that page (or the start of one: a citation
+    may shorten it)."""
+    problems = []
+    for m in TITLE_RE.finditer(text):
+        page = m.group(1) if m.group(1).startswith("docs/") else "docs/" + m.group(1)
+        titles = doc_titles(page)
+        if titles is None:
+            continue  # not a page of docs/ (the path checks report a missing one)
+        if not any(t.startswith(m.group(2)) for t in titles):
+            problems.append(f"{where}: cites {m.group(1)} \"{m.group(2)}\", which has no such section")
+    return problems
+
+
+# The folders whose README.md indexes every file in them (bench/runs/ holds data: the folder is
+# named, not each run).
+INDEXED_FOLDERS = ("docs", "bench", "examples")
+
+
+def check_indexes(files):
+    """Each INDEXED_FOLDERS/README.md names every file of its folder, by its path from the folder."""
+    problems = []
+    for folder in INDEXED_FOLDERS:
+        index = f"{folder}/README.md"
+        if not os.path.exists(os.path.join(ROOT, index)):
+            problems.append(f"{index}: missing (it indexes every file of {folder}/)")
+            continue
+        text = open(os.path.join(ROOT, index), encoding="utf-8").read()
+        for f in files:
+            if not f.startswith(folder + "/") or f == index or f.startswith("bench/runs/"):
+                continue
+            if f[len(folder) + 1:] not in text:
+                problems.append(f"{index}: does not list {f}")
+    # The README's list of documents names every page of docs/ as well.
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    for f in files:
+        if f.startswith("docs/") and f.endswith(".md") and f != "docs/README.md" and f not in readme:
+            problems.append(f"README.md: does not name {f}")
+    return problems
+
+
 def main():
     files = repo_files()
     tails = set()
@@ -200,6 +345,7 @@ def main():
                 sym = m.group(1)
                 if sym not in code_words and sym not in EXTERNAL_SYMBOLS:
                     problems.append(f"{where}: names {sym}(), which the code does not have")
+            problems += check_titles(where, c)
             if SPEC_RE.search(c):
                 problems.append(f"{where}: cites the contract outside docs/ (write docs/semantics.md §...)")
             for m in CITE_RE.finditer(c):
@@ -207,6 +353,18 @@ def main():
                 err = check_citation(doc, m.group(2), m.group(3).rstrip("."), m.group(4))
                 if err:
                     problems.append(f"{where}: cites {m.group(0).strip()}: {err}")
+    targets = set()
+    for f in files:
+        if f.endswith(".cmake") or os.path.basename(f) == "CMakeLists.txt":
+            targets.update(CMAKE_TARGET_RE.findall(open(os.path.join(ROOT, f), encoding="utf-8").read()))
+    # The test executables tests/CMakeLists.txt makes in loops: one per *_test.cpp, one per area.
+    areas = re.search(r"set\(KVFLASH_TEST_AREAS ([\w ]+)\)",
+                      open(os.path.join(ROOT, "tests/CMakeLists.txt"), encoding="utf-8").read())
+    targets.update(a + "_tests" for a in (areas.group(1).split() if areas else []) + ["misc"])
+    targets.update(os.path.basename(f)[:-4] for f in files
+                   if f.startswith("tests/") and f.count("/") == 1 and f.endswith("_test.cpp"))
+    problems += check_pages(files, code_words | EXTERNAL_SYMBOLS | PAGE_EXTERNAL_SYMBOLS, targets)
+    problems += check_indexes(files)
     # The pages of docs/ (and the README) cite the contract the same way; check their citations.
     for f in files:
         if not (f.startswith("docs/") and f.endswith(".md")) and f != "README.md":
@@ -216,7 +374,7 @@ def main():
                 problems.append(f"{f}:{n}: cites the contract outside docs/ (write docs/semantics.md §...)")
             for m in CITE_RE.finditer(line):
                 # A page's bare citation is of its own sections or of docs/semantics.md's;
-                # "a.b.c" may also be point c of section a.b.
+                # "x.y.z" may also be point z of section x.y.
                 number = m.group(3).rstrip(".")
                 docs = [m.group(1)] if m.group(1) else [f, "docs/semantics.md"]
                 tries = [(number, m.group(4))]
@@ -229,9 +387,9 @@ def main():
     for p in problems:
         print(p)
     if problems:
-        print(f"{len(problems)} stale reference(s) in comments", file=sys.stderr)
+        print(f"{len(problems)} stale reference(s) in comments and pages", file=sys.stderr)
         return 1
-    print(f"comment references: {len(per_file)} files checked, all names exist")
+    print(f"comment references: {len(per_file)} files and the pages checked, all names exist")
     return 0
 
 

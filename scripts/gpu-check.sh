@@ -109,10 +109,12 @@ step racecheck 150 sanitize racecheck
 # KVFLASH_ACL_BACKEND=cuda, so every aclrt* call and aclnn phase 2 runs on the GPU. Under that
 # variable aclInit fails unless the CUDA runtime starts, so a pass means the programs ran on CUDA.
 # The examples of operators with no CUDA entry yet (src/backends/lists.cpp: PromptFlashAttention,
-# FusedInferAttentionScore, the lightning indexer) are left out. A skipped program (the seed
-# document absent: exit 77) fails the step.
+# FusedInferAttentionScore, the lightning indexer, the cache write, FlashAttentionScore,
+# AttentionUpdate) are left out. A skipped program (the seed document absent: exit 77) fails the
+# step.
 seed_example() {
-  KVFLASH_ACL_BACKEND=cuda ctest --test-dir "$build" -L aclnn -E '^aclnn_example_(pfa|fia|li)_' \
+  KVFLASH_ACL_BACKEND=cuda ctest --test-dir "$build" -L aclnn \
+    -E '^aclnn_example_((pfa|fia|li)_|scatter_pa_kv_cache$|flash_attention_score$|attention_update$)' \
     --output-on-failure -j "$jobs" || return 1
   if grep -q "Skipped\|SKIPPED\|Not Run\|skipping" "$build/Testing/Temporary/LastTest.log"; then
     echo "gpu-check: an aclnn program was skipped under KVFLASH_ACL_BACKEND=cuda"
@@ -121,14 +123,14 @@ seed_example() {
 }
 step seed_example 120 seed_example
 
-step read_bw 60 bash -o pipefail -c "'$build/kvflash_gpu_read_bw' | tee '$out/read_bw.json'"
+step read_bw 60 bash -o pipefail -c "'$build/bench/kvflash_gpu_read_bw' | tee '$out/read_bw.json'"
 # kvflash IFA on the decode shapes (162 cases, well under the 90 s limit), with the fraction of
 # the read ceiling.
 ifa_bench() {
   local ceiling
   ceiling=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["read_gbps"])' \
     "$out/read_bw.json" 2>/dev/null) || ceiling=0
-  "$build/kvflash_gpu_ifa_bench" --ceiling "$ceiling" | tee "$out/ifa_bench.jsonl"
+  "$build/bench/kvflash_gpu_ifa_bench" --ceiling "$ceiling" | tee "$out/ifa_bench.jsonl"
 }
 step ifa_bench 90 ifa_bench
 
@@ -145,7 +147,7 @@ sfa_bench() {
     "$out/gemm_peak.json" 2>/dev/null || echo 0)
   read=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["read_gbps"])' \
     "$out/read_bw.json" 2>/dev/null || echo 0)
-  "$build/kvflash_gpu_sfa_bench" --iters 10 --peak-tflops "$peak" --read-gbps "$read" |
+  "$build/bench/kvflash_gpu_sfa_bench" --iters 10 --peak-tflops "$peak" --read-gbps "$read" |
     tee "$out/sfa_bench.jsonl"
 }
 step sfa_bench 90 sfa_bench

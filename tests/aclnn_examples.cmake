@@ -1,9 +1,10 @@
 # Drop-in checks of the aclnn-compatible API (included by tests/CMakeLists.txt):
 #   1. install this build into a scratch prefix (fixture),
 #   2. build every example program (examples/*.cpp, CANN-style programs, one or more per operator
-#      and version) against it with CANN 8.5's sample line of docs/api.md and run it (each example
-#      checks its own output against a double-precision computation and exits non-zero on a
-#      mismatch); the kvflash line, CANN's older -lopapi line and CANN's sample CMake file each on
+#      and version) against it with CANN 8.5's sample line of docs/api.md, and the C++ API
+#      programs (examples/cpp/*.cpp) with the pkg-config line, and run it (each example checks its
+#      own output against a double-precision computation and exits non-zero on a mismatch); the
+#      kvflash line, CANN's older -lopapi line and CANN's sample CMake file each on
 #      one example more,
 #   3. build the seed document's example program unchanged, with the kvflash and the CANN library
 #      names, and check its printed output (skipped when ../shared/seeds is absent),
@@ -47,6 +48,14 @@ foreach(example ${KVFLASH_ACLNN_EXAMPLES})
     FLAGS "${KVFLASH_EXAMPLE_FLAGS}")
 endforeach()
 set(KVFLASH_EXAMPLES_DIR ${PROJECT_SOURCE_DIR}/examples)
+# The C++ API programs (examples/cpp/*.cpp, C++20) build with the pkg-config line docs/api.md gives
+# a C++ API program.
+file(GLOB KVFLASH_CPP_EXAMPLES CONFIGURE_DEPENDS ${KVFLASH_EXAMPLES_DIR}/cpp/*.cpp)
+foreach(example ${KVFLASH_CPP_EXAMPLES})
+  get_filename_component(example_name ${example} NAME_WE)
+  kvflash_aclnn_program_test(example_cpp_${example_name} SRC ${example} LINK pkgconfig-cxx
+    FLAGS "-Wall -Wextra -Werror")
+endforeach()
 kvflash_aclnn_program_test(aclnn_example_ifa_v1_basic_kvflash SRC ${KVFLASH_EXAMPLES_DIR}/ifa_v1_basic.cpp
   LINK kvflash FLAGS "${KVFLASH_EXAMPLE_FLAGS}")
 kvflash_aclnn_program_test(aclnn_example_sfa_v1_cann_opapi SRC ${KVFLASH_EXAMPLES_DIR}/sfa_v1.cpp

@@ -97,7 +97,8 @@ struct FiaArgs {
   std::optional<TensorView> learnable_sink;            ///< (N,) fp16/bf16/fp32 (D8)
   /// aclnnFusedInferAttentionScoreV5's qStartIdx / kvStartIdx: where a split sequence's chunk
   /// starts, for a position encoding generated in the operator, which FIA does not have (only
-  /// pse_type 0). Must be absent or empty (docs/api.md, "FusedInferAttentionScore V5").
+  /// pse_type 0). Must be absent or empty (docs/api.md, "FusedInferAttentionScore and
+  /// PromptFlashAttention").
   std::optional<std::vector<int64_t>> q_start_idx, kv_start_idx;
 
   int64_t num_heads = 1;

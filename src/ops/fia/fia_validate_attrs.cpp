@@ -55,9 +55,9 @@ Status check_refused(const FiaArgs& a) {
   const char* names[] = {"antiquant_mode", "key_antiquant_mode", "value_antiquant_mode"};
   for (int i = 0; i < 3; ++i)
     if (modes[i] >= 2 && modes[i] <= 6) return refused(std::string(names[i]) + " " + str(modes[i]));
-  // V5's additions (docs/api.md, "FusedInferAttentionScore V5"): a position encoding generated in
-  // the operator (pseType 2/3 of FlashAttentionScore, where the start indices place a chunk of a
-  // split sequence) is not FIA's; the V5 document allows pseType 0 only.
+  // V5's additions (docs/api.md, "FusedInferAttentionScore and PromptFlashAttention"): a position
+  // encoding generated in the operator (pseType 2/3 of FlashAttentionScore, where the start
+  // indices place a chunk of a split sequence) is not FIA's; the V5 document allows pseType 0 only.
   for (const auto* idx : {&a.q_start_idx, &a.kv_start_idx})
     if (*idx && !(*idx)->empty())
       return invalid(std::string(idx == &a.q_start_idx ? "q_start_idx" : "kv_start_idx") +
