@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -177,6 +178,57 @@ INSTANTIATE_TEST_SUITE_P(Cases, AmxFiaEmulated, ::testing::ValuesIn(all_cases())
                          [](const ::testing::TestParamInfo<FiaCase>& info) {
                            return std::to_string(info.index) + "_" + info.param.test_name();
                          });
+
+// The tiles' fold (FiaTiles::fold_block) keeps the bits of the per-row fold: its exp equals vexp
+// and its 16-row reductions equal vreduce_max / vreduce_add for every input, bit for bit. Inputs:
+// a stride through all 2^32 patterns, the ranges around vexp's clamps and the subnormal results,
+// and the specials; rows with NaN, infinities and signed zeros for the reductions.
+TEST(AmxFiaExp, SameBitsAsVexp) {
+  if (cpu::detected_isa() < cpu::Isa::kAvx512Bf16) GTEST_SKIP() << "needs AVX512-BF16";
+  std::vector<float> x;
+  const auto bits = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 4093) x.push_back(bits(static_cast<uint32_t>(u)));
+  for (float lo : {-105.0f, -104.0f, -88.0f, -1.0f, 88.0f}) {
+    for (int i = 0; i < 20000; ++i) x.push_back(lo + static_cast<float>(i) * (2.0f / 20000));
+  }
+  for (float v : {0.0f, -0.0f, 1e-45f, -1e-45f, 89.0f, 89.5f, 88.72283f, -87.33654f, -103.97208f,
+                  -1e30f, 1e30f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                  -std::numeric_limits<float>::quiet_NaN(), bits(0x7fa00001u), bits(0xffc12345u)})
+    x.push_back(v);
+  while (x.size() % 16 != 0) x.push_back(0.5f);
+  std::vector<float> w(x.size()), ref(x.size());
+  fia_tiles_exps(x.data(), w.data(), ref.data(), static_cast<int64_t>(x.size()));
+  int64_t differ = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::memcmp(&w[i], &ref[i], 4) != 0 && ++differ <= 5) {
+      ADD_FAILURE() << "exp(" << x[i] << "): " << w[i] << " vs vexp " << ref[i];
+    }
+  }
+  EXPECT_EQ(differ, 0);
+
+  std::vector<float> rows(256);
+  uint32_t state = 12345;
+  for (int trial = 0; trial < 200; ++trial) {
+    for (float& v : rows) {
+      state = state * 1664525u + 1013904223u;
+      v = static_cast<float>(static_cast<int32_t>(state)) * 1e-7f;
+    }
+    // Specials in some rows, at varying lanes.
+    const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity(), -0.0f, bits(0x7fc01234u)};
+    for (int k = 0; k < trial % 6; ++k) rows[(trial * 37 + k * 53) % 256] = specials[(trial + k) % 5];
+    float mx[16], sm[16], rmx[16], rsm[16];
+    fia_tiles_reductions(rows.data(), mx, sm, rmx, rsm);
+    ASSERT_EQ(std::memcmp(mx, rmx, sizeof mx), 0) << "max, trial " << trial;
+    ASSERT_EQ(std::memcmp(sm, rsm, sizeof sm), 0) << "sum, trial " << trial;
+  }
+}
 
 class AmxFiaHardware : public ::testing::TestWithParam<FiaCase> {};
 

@@ -7,19 +7,24 @@
 //     count, and with tile passes of at most 3 heads instead of 16 (head blocking); the
 //     avx512bf16 kernels run beside them, for their worst err/tol;
 //   - Hardware: the cpu-amx entry's kernels on the CPU's tiles, skipped (with the reason) where the
-//     amx level is not detected.
+//     amx level is not detected;
+//   - the tile half's AVX-512 helpers directly: its probability packing bit for bit against
+//     cpu::amx::pack_probs (special values included), its score transpose element for element.
 // The kernels run the way a backend entry runs them (support/ifa_run.hpp, run_ifa_kernels), with
 // the kernel table chosen here rather than by the backend list. tests/nonfinite_test.cpp and
 // tests/ifa_determinism_test.cpp run the emulated engines too (support/ifa_run.hpp, ifa_paths).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "cpu/amx/amx_kernels-inl.h"
 #include "cpu/ifa/ifa_kernel.hpp"
 #include "cpu/ifa/ifa_kernel_isa.hpp"
 #include "cpu/isa.hpp"
@@ -28,6 +33,7 @@
 #include "support/ifa_cases.hpp"
 #include "support/ifa_emu_tiles.hpp"
 #include "support/ifa_run.hpp"
+#include "support/test_rng.hpp"
 
 namespace kvflash::testing {
 namespace {
@@ -165,6 +171,63 @@ INSTANTIATE_TEST_SUITE_P(WideGroups, AmxIfaHardware, ::testing::ValuesIn(wide_gr
                          [](const ::testing::TestParamInfo<IfaCase>& info) {
                            return info.param.test_name();
                          });
+
+// The tile half's AVX-512 probability packing against the scalar cpu::amx::pack_probs, bit for
+// bit, on every head and key count and piece count, with the values the split treats apart: +-0,
+// subnormals, values of 24 significand bits, ties of the last piece's rounding, +-inf and NaN.
+TEST(AmxIfaTileHelpers, PackProbsMatchesScalarBitForBit) {
+  if (cpu::detected_isa() < cpu::Isa::kAvx512) GTEST_SKIP() << "needs AVX-512";
+  TestRng rng(2026120501);
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1.0f,
+                            0x1.000002p-3f,
+                            0x1.0181p0f,
+                            0x1.01808p0f,
+                            0x1.fffffep127f,
+                            0x1p-149f,
+                            0x1.8p-130f,
+                            __builtin_inff(),
+                            -__builtin_inff(),
+                            __builtin_nanf(""),
+                            -__builtin_nanf("")};
+  constexpr int kStride = 40;
+  std::vector<float> p(16 * kStride);
+  for (int trial = 0; trial < 400; ++trial) {
+    for (float& x : p) {
+      const int64_t pick = rng.below(4);
+      x = pick == 0   ? specials[rng.below(sizeof(specials) / sizeof(float))]
+          : pick == 1 ? std::bit_cast<float>(static_cast<uint32_t>(rng.next()))
+                      : static_cast<float>(rng.uniform(-1.0, 1.0));
+    }
+    const int m = 1 + trial % 16, n = 1 + (trial * 7) % 32, pieces = 1 + trial % 3;
+    std::vector<uint16_t> want(cpu::amx::prob_pack_size(m, pieces));
+    std::vector<uint16_t> got(want.size(), 0xbeef);
+    cpu::amx::pack_probs(p.data(), kStride, m, n, pieces, want.data());
+    ifa_tiles_pack_probs(p.data(), kStride, m, n, pieces, got.data());
+    ASSERT_EQ(got, want) << "m " << m << " n " << n << " pieces " << pieces;
+  }
+}
+
+// The score transpose: row c of the output is column c of the 16 x 16 block, for rows [c0, c1)
+// only (the rest untouched).
+TEST(AmxIfaTileHelpers, Transpose16WritesTheAskedColumns) {
+  if (cpu::detected_isa() < cpu::Isa::kAvx512) GTEST_SKIP() << "needs AVX-512";
+  std::vector<float> in(16 * 20);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+  for (int c0 = 0; c0 < 16; c0 += 5) {
+    for (int c1 = c0; c1 <= 16; c1 += 3) {
+      std::vector<float> out(16 * 32, -1.0f);
+      ifa_tiles_transpose16(in.data(), 20, c0, c1, out.data(), 32);
+      for (int c = 0; c < 16; ++c) {
+        for (int r = 0; r < 32; ++r) {
+          const float want = c >= c0 && c < c1 && r < 16 ? in[r * 20 + c] : -1.0f;
+          ASSERT_EQ(out[c * 32 + r], want) << c0 << ".." << c1 << " row " << c << " col " << r;
+        }
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace kvflash::testing

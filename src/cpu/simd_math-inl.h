@@ -6,11 +6,11 @@
 //   }
 // so every ISA gets its own copy compiled with its own flags.
 
-/// e^x for every lane, within about 2 fp32 ulp of the exact value for normal results (subnormal
-/// results within about one subnormal ulp). exp(-inf) = 0, exp(NaN) = NaN, overflow gives +inf.
-/// Method (Cephes expf): x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7 polynomial, then the
-/// result is scaled by 2^n in two steps so n down to -150 (subnormal results) and up to 128 work.
-inline Vec vexp(Vec x) {
+/// vexp's argument reduction and polynomial: x (NaN taken as kExpLo) clamped to [kExpLo, kExpHi]
+/// = n ln2 + r with |r| <= ln2/2 and n integral in [-150, 128]; returns e^r and sets *n. vexp
+/// scales it by 2^n; a level with a one-instruction scaling can do that step itself and keep
+/// vexp's bits (src/cpu/fia/fia_tiles-inl.h, FiaTiles::exp_weights).
+inline Vec vexp_reduced(Vec x, Vec* n_out) {
   // Below kExpLo the result rounds to 0; above kExpHi it is +inf. Clamping keeps n in range, and
   // the true overflow then happens in the final multiplication.
   constexpr float kExpLo = -104.0f;
@@ -30,7 +30,19 @@ inline Vec vexp(Vec x) {
   y = vfma(y, r, vset1(4.1665795894e-2f));
   y = vfma(y, r, vset1(1.6666665459e-1f));
   y = vfma(y, r, vset1(5.0000001201e-1f));
-  y = vadd(vfma(y, r2, r), vset1(1.0f));
+  *n_out = n;
+  return vadd(vfma(y, r2, r), vset1(1.0f));
+}
+
+/// e^x for every lane, within about 2 fp32 ulp of the exact value for normal results (subnormal
+/// results within about one subnormal ulp). exp(-inf) = 0, exp(NaN) = NaN, overflow gives +inf.
+/// Method (Cephes expf): x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7 polynomial
+/// (vexp_reduced), then the result is scaled by 2^n in two steps so n down to -150 (subnormal
+/// results) and up to 128 work.
+inline Vec vexp(Vec x) {
+  constexpr float kExpLo = -104.0f;  // vexp_reduced's
+  Vec n;
+  Vec y = vexp_reduced(x, &n);
   // n in [-150, 128]: 2^n = 2^n1 * 2^n2 with both halves in [-75, 64], always normal.
   const Vec n1 = vround(vmul(n, vset1(0.5f)));
   const Vec n2 = vsub(n, n1);

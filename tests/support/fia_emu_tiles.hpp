@@ -5,11 +5,22 @@
 // cpu::detected_isa() is at least Isa::kAvx512Bf16.
 #pragma once
 
+#include <cstdint>
+
 #include "cpu/fia/fia_kernel.hpp"
 
 namespace kvflash::testing {
 
 /// The cpu-amx entry's FIA kernels with the tiles of the model.
 extern const cpu::FiaKernels kFiaKernelsEmuTiles;
+
+/// weights[i] = FiaTiles::exp_weights(x[i]) and ref[i] = vexp(x[i]) for i < n, n a multiple of 16
+/// (the tiles' fold's exp against the one it must equal bit for bit).
+void fia_tiles_exps(const float* x, float* weights, float* ref, int64_t n);
+
+/// The horizontal max and sum of 16 rows of 16 floats by FiaTiles::reduce16 (max, sum) and by
+/// vreduce_max / vreduce_add row by row (ref_max, ref_sum).
+void fia_tiles_reductions(const float* rows, float* max, float* sum, float* ref_max,
+                          float* ref_sum);
 
 }  // namespace kvflash::testing

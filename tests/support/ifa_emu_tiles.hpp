@@ -5,6 +5,9 @@
 // least Isa::kAvx512Bf16.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "cpu/ifa/ifa_kernel.hpp"
 
 namespace kvflash::testing {
@@ -16,5 +19,13 @@ extern const cpu::IfaKernels kIfaKernelsEmuTilesPvFma;
 /// Scores and P·V on the model's tiles with at most 3 query heads a tile pass (the entry takes
 /// 16): the same bits as kIfaKernelsEmuTiles when head blocking does not matter.
 extern const cpu::IfaKernels kIfaKernelsEmuTilesNarrow;
+
+/// The tile half's AVX-512 probability packing (pack_probs_avx512 in src/cpu/ifa/ifa_tiles-inl.h)
+/// and score transpose (transpose16_rows), as this unit compiles them, for direct checks against
+/// cpu::amx::pack_probs and a plain transpose. Need AVX-512 (Isa::kAvx512).
+void ifa_tiles_pack_probs(const float* p, ptrdiff_t p_stride, int m, int n, int pieces,
+                          uint16_t* out);
+void ifa_tiles_transpose16(const float* in, ptrdiff_t in_stride, int64_t c0, int64_t c1, float* out,
+                           ptrdiff_t out_stride);
 
 }  // namespace kvflash::testing

@@ -39,6 +39,15 @@ using Emu = body::ifa_detail::TileEngine<body::Tiles, kPv, kHeads>;
 const cpu::IfaKernels kIfaKernelsEmuTiles = {body::ifa_chunk_on<Emu<true>>, body::ifa_merge, false};
 const cpu::IfaKernels kIfaKernelsEmuTilesPvFma = {body::ifa_chunk_on<Emu<false>>, body::ifa_merge,
                                                   false};
+void ifa_tiles_pack_probs(const float* p, ptrdiff_t p_stride, int m, int n, int pieces,
+                          uint16_t* out) {
+  body::ifa_detail::pack_probs_avx512(p, p_stride, m, n, pieces, out);
+}
+void ifa_tiles_transpose16(const float* in, ptrdiff_t in_stride, int64_t c0, int64_t c1, float* out,
+                           ptrdiff_t out_stride) {
+  body::ifa_detail::transpose16_rows(in, in_stride, c0, c1, out, out_stride);
+}
+
 const cpu::IfaKernels kIfaKernelsEmuTilesNarrow = {body::ifa_chunk_on<Emu<true, 3>>,
                                                    body::ifa_merge, false};
 

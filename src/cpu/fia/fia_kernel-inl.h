@@ -4,8 +4,10 @@
 //
 // Matrix-engine seam. The bf16 path's two products (fia_qk_bf16_tile, fia_pv_bf16_tile) run on
 // the matrix engine when the translation unit defines KVFLASH_FIA_TILES (the AMX level:
-// fia_tiles-inl.h, FiaTiles) and the task's shape suits the tiles; everything else (staging,
-// packing, bands, softmax, output) stays the same code.
+// fia_tiles-inl.h, FiaTiles) and the task's shape suits the tiles. Without pse or mask, the key
+// tile's band and online-softmax fold go with the products, 16 rows at a time (FiaTiles::
+// whole_tile, fold_tile), with the same operations per row as below, so the same bits; staging,
+// packing, the other tiles' softmax and the output stay this code.
 
 // Register blocks: R score rows x C vectors (AVX-512 6x4 = 24 accumulators of 32 registers, with
 // room for the 4 key / value vectors and a broadcast; AVX2 4x2 = 8 of 16; scalar 4x2). Every
@@ -431,6 +433,15 @@ inline bool fia_bf16_dot_shape(const FiaParams& p) {
   return p.dtype == DType::kBFloat16 && !p.kv_int8 && p.head_dim % 2 == 0 && p.rope_dim % 2 == 0;
 }
 
+/// The visible positions of a key tile (first position j0, n positions) for the rows of a query
+/// tile (first query row i0, G heads a row, the batch's band): task row m sees [lo(m), hi(m)],
+/// empty when lo > hi; the same for a row's G heads (bands have no head dimension).
+struct FiaBand {
+  int64_t G, i0, band_lo, band_hi, j0, n;
+  int64_t lo(int64_t m) const { return std::max<int64_t>(0, i0 + m / G + band_lo - j0); }
+  int64_t hi(int64_t m) const { return std::min<int64_t>(n - 1, i0 + m / G + band_hi - j0); }
+};
+
 #ifdef KVFLASH_FIA_TILES
 #include "cpu/fia/fia_tiles-inl.h"
 #endif
@@ -584,6 +595,8 @@ inline void fia_task_body(const FiaParams& p, const FiaPointers& d, float* scrat
     // bf16 P·V for the rows that see the whole tile: a partial row sees a range of V, and V outside
     // it must never reach it (0 · NaN), which the fp32 path's per-row range ensures.
     const bool dot_rows = pv_dot && fa < fb;
+    const FiaBand band{G, i0, bt.band_lo, bt.band_hi, j0, n};
+    bool folded = false;  // the scores' band and fold done with them (FiaTiles::fold_tile)
     // Stage K (bf16 pairs, or K^T in fp32: d-major, so score rows are vector FMAs) and V rows in
     // fp32 (bf16 P·V: V packed as pairs after the loop); positions past n are 0.
     for (int64_t c = 0; c < Bk; ++c) {
@@ -629,7 +642,17 @@ inline void fia_task_body(const FiaParams& p, const FiaPointers& d, float* scrat
       fia_pack_keys_bf16(kp, krow, rrow, Dk, Dr);
       if (dot_rows) fia_pack_values_bf16(vp, vrow, Dv);
       if constexpr (kTiles) {
-        Mm::qk(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+        if (full && dot_rows && !p.has_pse) {  // the whole step, 16 rows at a time
+          Mm::whole_tile(qb, Dkt, kp, Dkt / 2, s, vp, Dv, acc, st, M, p.scale);
+          for (int64_t m = 0; m < M; ++m) cnt[m] += Bk;  // full: n == Bk, no mask
+          continue;
+        }
+        if (!p.has_pse && !p.has_mask) {  // scores, band and fold 16 rows at a time
+          Mm::fold_tile(qb, Dkt, kp, Dkt / 2, s, Dv, acc, st, M, p.scale, band);
+          folded = true;
+        } else {
+          Mm::qk(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+        }
       } else {
         fia_qk_bf16_tile(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
       }
@@ -640,11 +663,14 @@ inline void fia_task_body(const FiaParams& p, const FiaPointers& d, float* scrat
       const int64_t i = i0 + ii;
       // The row's visible range inside the tile, [lo, hi] (empty when lo > hi); the same for its
       // G heads (masks and bands have no head dimension).
-      const int64_t lo = std::max<int64_t>(0, i + bt.band_lo - j0);
-      const int64_t hi = std::min<int64_t>(n - 1, i + bt.band_hi - j0);
+      const int64_t lo = band.lo(ii * G), hi = band.hi(ii * G);
       for (int64_t g = 0; g < G; ++g) {
         const int64_t m = ii * G + g;
         float* sr = s + m * Bk;
+        if (folded) {  // no pse, no mask
+          if (hi >= lo) cnt[m] += hi - lo + 1;
+          continue;
+        }
         if (!full) {
           for (int64_t c = 0; c < Bk; ++c)
             if (c < lo || c > hi) sr[c] = kNegInf;

@@ -32,12 +32,15 @@ inline constexpr bool kPvOnTiles = true;
 #endif
 using Engine = ifa_detail::TileEngine<amx::HwTiles, kPvOnTiles>;
 
-// Where the tiles pay: bf16 KV from G = 8 query heads a kv head on. Measured on the first AMX
-// machine (docs/perf-log.md, "The AMX check"; 1 thread, warm caches, B = 8 x 4096, D = 128, tiles
-// time / vector time): bf16 G = 1 1.66, 2 1.38, 4 1.22, 6 1.01, 7 0.98, 8 0.88, 16 0.71; fp16 KV
-// 21-30 and int8 KV 6.6-11 at every G (their tile staging is scalar). Elsewhere the chunk runs
-// the vector body, the same code as the avx512bf16 entry's.
-inline constexpr int64_t kTileMinGroup = 8;
+// Where the tiles pay: bf16 KV from G = 5 query heads a kv head on. Measured on this AMX machine
+// (docs/perf-log.md, "IFA decode on AMX (2026-12-05)"; 2 threads, cold caches, B = 2, D = 128,
+// paged 128, best of 3-4 quiet runs, tiles ms / vector ms): G = 1 5.94 / 5.05, 2 2.99 / 2.90,
+// 4 3.75 / 3.75 (s8192; medians 4.15 / 3.88), 5 4.46 / 4.67 (s8192), 7 1.10 / 1.42,
+// 8 1.22 / 1.42, 16 0.88 / 1.18 (s4096 unless noted). fp16 and int8 KV stay on the vector body at
+// every G (their tile staging is scalar: 6.6-30 times slower on the first AMX machine,
+// docs/perf-log.md, "The AMX check"). Elsewhere the chunk runs the vector body, the same code as
+// the avx512bf16 entry's.
+inline constexpr int64_t kTileMinGroup = 5;
 void ifa_chunk_amx(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
                    const IfaSchedule& schedule, std::byte* base, int64_t task) {
   if (p.k.dtype == DType::kBFloat16 && p.group >= kTileMinGroup) {

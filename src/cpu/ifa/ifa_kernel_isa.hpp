@@ -20,7 +20,7 @@ extern const IfaKernels kIfaKernelsBf16;
 }  // namespace avx512
 namespace amx {
 /// The cpu-amx entry's kernels: scores and P·V on the matrix engine's tiles (ifa_tiles-inl.h)
-/// where they measured faster (bf16 KV, G >= 8), the AVX512-BF16 vector body elsewhere.
+/// where they measured faster (bf16 KV, G >= 5: kTileMinGroup), the AVX512-BF16 vector body elsewhere.
 extern const IfaKernels kIfaKernels;
 /// Every problem on the tiles (the hardware tests' engine).
 extern const IfaKernels kIfaKernelsAllTiles;

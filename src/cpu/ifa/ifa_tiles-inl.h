@@ -11,22 +11,154 @@
 //     paged cache breaks at block edges; rows of strided channels are first copied, unchanged, into
 //     a contiguous staging buffer), the group's queries packed once per task as the B operand in
 //     bf16 pieces that sum to them exactly (bf16 query 1 piece, fp16 2, int8 KV's scaled fp32 query
-//     3), so every product is exact and only the fp32 sums round (amx::scores);
-//   - the key-major score tile is transposed into s[g][i], and the vector body takes over: int8
-//     bias and exact_scores, scale, pse, mask and the online softmax fold (KvHeadWork::fold), so
-//     the non-finite rules are the other ISAs' (core/online_softmax.hpp);
+//     3), so every product is exact and only the fp32 sums round (amx::scores; a whole 32-row
+//     run of bf16 rows goes through scores_bf16_32, the same sums with two accumulators);
+//   - the key-major score tile is transposed into s[g][i] (transpose16_rows), and the vector
+//     body takes over: int8 bias and exact_scores, scale, pse, mask and the online softmax fold
+//     (KvHeadWork::fold), so the non-finite rules are the other ISAs' (core/online_softmax.hpp);
 //   - P·V (when the engine says so): V packed to VNNI pairs once per kv head (int8 widened to bf16
 //     exactly, fp16 in 2 exact pieces; the int8 scale and offset stay folded into the accumulator,
-//     KvHeadWork::finish), P in kProbPieces bf16 pieces (exact), accumulated on the tiles into the
-//     slot's fp32 accumulators; a block holding an infinite value runs on the vector FMAs instead
-//     (amx::pack_value_rows says why). Otherwise P·V is KvHeadWork::pv_block_at, the vector FMAs.
+//     KvHeadWork::finish), P in kProbPieces bf16 pieces (exact; pack_probs_avx512, amx::pack_probs
+//     bit for bit), accumulated on the tiles into the slot's fp32 accumulators; a block holding an
+//     infinite value runs on the vector FMAs instead (amx::pack_value_rows says why). Otherwise
+//     P·V is KvHeadWork::pv_block_at, the vector FMAs.
 // A group of G heads goes through passes of m = ceil(G / passes) heads; the last pass starts at
 // G - m, so it may repeat heads of the one before: their scores are not copied twice, and their
 // probability rows are zero in its P·V (adding +0.0 leaves an accumulator as it is; a NaN value
 // made those rows NaN already). A head's bits depend neither on the pass size nor on its place in a
 // pass (tdpbf16ps computes each element alike whatever the tile shape: docs/perf-log.md, round 3;
 // amx::scores sums in a fixed order), so neither the thread count nor the head blocking changes
-// them.
+// them. The next tile's K and V rows are prefetched a slice at a time between the tile steps of
+// this one (score_tile, pv_tile), never in one burst.
+
+// ---- AVX-512 helpers of the tile half (its units are built with the AMX flags, AVX-512BW and
+// AVX512-BF16 included) ----
+
+// The `pieces` (1..amx::kMaxPieces) bf16 pieces of 16 fp32 lanes, amx::split_to_bf16 lane for
+// lane: piece q in the low 16 bits of the 32-bit lanes of out[q].
+inline void split_lanes_to_bf16(__m512 x, int pieces, __m512i* out) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i exp_all = _mm512_set1_epi32(0x7f800000);
+  const __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+  const __mmask16 special = _mm512_cmpge_epu32_mask(a, exp_all);  // inf or NaN
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(a, exp_all);
+  __m512 rest = x;
+  for (int q = 0; q + 1 < pieces; ++q) {  // truncated leading pieces; the remainder stays exact
+    const __m512i r = _mm512_castps_si512(rest);
+    out[q] = _mm512_srli_epi32(r, 16);
+    rest = _mm512_sub_ps(
+        rest, _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(int32_t(0xffff0000u)))));
+  }
+  // The last piece rounded to nearest even (core::float_to_bf16 of a finite remainder).
+  const __m512i r = _mm512_castps_si512(rest);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(r, 16), _mm512_set1_epi32(1));
+  out[pieces - 1] =
+      _mm512_srli_epi32(_mm512_add_epi32(r, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  // inf and NaN: whole into the first piece (NaN made quiet), zero pieces after it.
+  for (int q = 1; q < pieces; ++q) out[q] = _mm512_maskz_mov_epi32(~special, out[q]);
+  const __m512i first = _mm512_mask_or_epi32(_mm512_srli_epi32(u, 16), nan,
+                                             _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  out[0] = _mm512_mask_mov_epi32(out[0], special, first);
+}
+
+// amx::pack_probs bit for bit, 16 keys at a time: P_i[k] at p + i * p_stride (k < n <= 32) in
+// `pieces` pieces, zero for keys k >= n.
+inline void pack_probs_avx512(const float* p, ptrdiff_t p_stride, int m, int n, int pieces,
+                              uint16_t* out) {
+  const __mmask16 lo_keys = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+  const __mmask16 hi_keys =
+      n >= 32 ? __mmask16(0xffff) : __mmask16(n > 16 ? (1u << (n - 16)) - 1 : 0);
+  __m512i lo[amx::kMaxPieces], hi[amx::kMaxPieces];
+  for (int i = 0; i < m; ++i) {
+    const float* row = p + i * p_stride;
+    split_lanes_to_bf16(_mm512_maskz_loadu_ps(lo_keys, row), pieces, lo);
+    split_lanes_to_bf16(_mm512_maskz_loadu_ps(hi_keys, row + 16), pieces, hi);
+    for (int q = 0; q < pieces; ++q) {
+      const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(lo[q])),
+                                              _mm512_cvtepi32_epi16(hi[q]), 1);
+      _mm512_storeu_si512(out + (q * m + i) * amx::kTileK, both);
+    }
+  }
+}
+
+// The 16 x 16 fp32 block at `in` (rows in_stride floats apart) transposed: out row c (c in
+// [c0, c1)) at out + c * out_stride holds column c of the block.
+inline void transpose16_rows(const float* in, ptrdiff_t in_stride, int64_t c0, int64_t c1,
+                             float* out, ptrdiff_t out_stride) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(in + i * in_stride);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int i = 0; i < 16; i += 8) {
+    for (int j = 0; j < 4; ++j) {
+      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+  }
+  for (int64_t c = c0; c < c1; ++c) _mm512_storeu_ps(out + c * out_stride, r[c]);
+}
+
+// amx::scores<Tiles, KvType::kBf16> with one query piece for 32 keys at one stride (K_j at
+// k + j * stride_bytes) and d a multiple of 32: the two 16-key accumulators share each load of the
+// query tile and their chains of tdpbf16ps interleave, so neither waits for the other's latency.
+// Each score sums the same products in the same order (chunk by chunk from zero), so the bits are
+// amx::scores'. st: 32 rows of amx::kMaxHeads floats.
+template <class Tiles, class Between>
+inline void scores_bf16_32(const std::byte* k, ptrdiff_t stride_bytes, int d, const uint16_t* qp,
+                           int m, float* st, Between between) {
+  Tiles::template zero<amx::kTileS0>();
+  Tiles::template zero<amx::kTileS1>();
+  const std::byte* k1 = k + amx::kTileRows * stride_bytes;
+  const ptrdiff_t q_tile = static_cast<ptrdiff_t>(amx::kTileRows) * 2 * m;  // elements
+  for (int c = 0; c < d / amx::kTileK; ++c) {
+    Tiles::template load<amx::kTileK0>(k + 2 * c * amx::kTileK, stride_bytes);
+    Tiles::template load<amx::kTileK1>(k1 + 2 * c * amx::kTileK, stride_bytes);
+    Tiles::template load<amx::kTileQ>(qp + c * q_tile, 4 * m);
+    Tiles::template dpbf16ps<amx::kTileS0, amx::kTileK0, amx::kTileQ>();
+    Tiles::template dpbf16ps<amx::kTileS1, amx::kTileK1, amx::kTileQ>();
+    between(c, d / amx::kTileK);
+  }
+  constexpr ptrdiff_t kRowBytes = amx::kMaxHeads * sizeof(float);
+  Tiles::template store<amx::kTileS0>(st, kRowBytes);
+  Tiles::template store<amx::kTileS1>(st + amx::kTileRows * amx::kMaxHeads, kRowBytes);
+}
+
+// amx::pv_accumulate with between(g, groups) called after each channel group's products (the
+// same tile operations in the same order, so the same bits).
+template <class Tiles, class Between>
+inline void pv_accumulate_between(const uint16_t* ppack, int m, int ppieces, const uint16_t* vpack,
+                                  int vpieces, int d, float* o, ptrdiff_t o_stride,
+                                  Between between) {
+  const int groups = amx::num_groups(d);
+  const ptrdiff_t o_bytes = o_stride * static_cast<ptrdiff_t>(sizeof(float));
+  for (int g = 0; g < groups; ++g) {
+    Tiles::template load<amx::kTileO>(o + 16 * g, o_bytes);
+    for (int vp = 0; vp < vpieces; ++vp) {
+      Tiles::template load<amx::kTileV>(
+          vpack + (static_cast<ptrdiff_t>(vp) * groups + g) * amx::kTileRows * amx::kTileK,
+          amx::kTileRowBytes);
+      for (int pp = 0; pp < ppieces; ++pp) {
+        Tiles::template load<amx::kTileP>(ppack + static_cast<ptrdiff_t>(pp) * m * amx::kTileK,
+                                          amx::kTileRowBytes);
+        Tiles::template dpbf16ps<amx::kTileO, amx::kTileP, amx::kTileV>();
+      }
+    }
+    Tiles::template store<amx::kTileO>(o + 16 * g, o_bytes);
+    between(g, groups);
+  }
+}
 
 /// The matrix engine for chunk_impl. Tiles: the tile operations (amx::HwTiles, or the tests'
 /// model); kPv: P·V on tiles (else on the vector FMAs); kHeads: the most query heads of one tile
@@ -90,6 +222,7 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
     passes_ = Engine::passes(group_);
     m_ = static_cast<int>(Engine::pass_heads(group_));
     pass_elems_ = amx::query_pack_size(m_, d_, kQueryPieces);
+    std::memset(st_, 0, sizeof(st_));  // the transpose reads whole 16-key blocks
     assert(static_cast<size_t>(num_kv * passes_) * pass_elems_ <= kQueryElems);
     for (int64_t k = 0; k < num_kv; ++k) {
       for (int64_t b = 0; b < passes_; ++b) {
@@ -103,9 +236,17 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
   void score_tile(int64_t k, const KvHeadWork<kKind>& w, const TileRows& rows,
                   float (*s)[kIfaTile]) {
     const int64_t n = rows.n;
-    for (int64_t i = 0; i < rows.n_next; ++i) {
-      prefetch_row(rows.k_next[i] + w.k_head_off_, w.k_bytes_);
-    }
+    // The next tile's K rows, a slice after each 32-channel step of scores_bf16_32 (spread out:
+    // issued all at once they fill the miss queues and stall the tile instructions behind them,
+    // measured 1.2-1.3 times slower: docs/perf-log.md, "IFA decode on AMX (2026-12-05)"); after
+    // the scores where another kernel scores the tile.
+    int64_t prefetched = 0;
+    const auto prefetch_slice = [&](int64_t step, int64_t steps) {
+      const int64_t upto = rows.n_next * (step + 1) / steps;
+      for (; prefetched < upto; ++prefetched) {
+        prefetch_row(rows.k_next[prefetched] + w.k_head_off_, w.k_bytes_);
+      }
+    };
     // Runs of rows a tile operand can take as they are: [start, start + len) at one stride.
     int64_t run_start[kIfaTile], run_len[kIfaTile];
     ptrdiff_t run_stride[kIfaTile];
@@ -135,13 +276,23 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
           k0 = kstage_;
           stride = d_;
         }
+        if (kKind == KvKind::kBf16 && run_len[r] == 2 * amx::kTileRows && d_ % amx::kTileK == 0) {
+          scores_bf16_32<Tiles>(static_cast<const std::byte*>(k0), stride * kEs, d_, qp, m_,
+                                st_ + j * amx::kMaxHeads, [&](int c, int chunks) {
+                                  if (b == 0 && runs == 1) prefetch_slice(c, chunks);
+                                });
+          continue;
+        }
         amx::scores<Tiles, kType>(k0, stride, static_cast<int>(run_len[r]), d_, qp, m_,
                                   kQueryPieces, st_ + j * amx::kMaxHeads, amx::kMaxHeads);
       }
+      prefetch_slice(0, 1);  // what the steps above left
+      // Key-major to s[g][j], 16 keys at a time: rows of st_ past n (zeros or an earlier tile's)
+      // land in s[g][n, 32), which KvHeadWork::fold pads and pack_probs_avx512 leaves out.
       const int64_t g0 = pass_start(b);
-      for (int64_t i = b * m_ - g0; i < m_; ++i) {
-        float* sg = s[g0 + i];
-        for (int64_t j = 0; j < n; ++j) sg[j] = st_[j * amx::kMaxHeads + i];
+      for (int64_t j = 0; j < n; j += amx::kTileRows) {
+        transpose16_rows(st_ + j * amx::kMaxHeads, amx::kMaxHeads, b * m_ - g0, m_, s[g0] + j,
+                         kIfaTile);
       }
     }
   }
@@ -150,9 +301,14 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
   // weights, KvHeadWork::fold). buf: KvHeadWork::pv_block_at's staging, for the FMA fallback.
   void pv_tile(const KvHeadWork<kKind>& w, const TileRows& rows, float (*s)[kIfaTile], float* buf) {
     const int n = static_cast<int>(rows.n);
-    for (int64_t i = 0; i < rows.n_next; ++i) {
-      prefetch_row(rows.v_next[i] + w.v_head_off_, w.v_bytes_);
-    }
+    // The next tile's V rows: a slice after each channel group of P·V (see score_tile).
+    int64_t prefetched = 0;
+    const auto prefetch_slice = [&](int64_t step, int64_t steps) {
+      const int64_t upto = rows.n_next * (step + 1) / steps;
+      for (; prefetched < upto; ++prefetched) {
+        prefetch_row(rows.v_next[prefetched] + w.v_head_off_, w.v_bytes_);
+      }
+    };
     bool finite;
     if (kKind == KvKind::kBf16 && w.v_sdim_ == 1) {
       const uint16_t* v[kIfaTile];
@@ -166,6 +322,7 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
       finite = amx::pack_value_rows<kType>(v, w.v_sdim_, n, d_, vpack_);
     }
     if (!finite) {
+      prefetch_slice(0, 1);
       for (int64_t i0 = 0; i0 < n; i0 += kPvRows) {
         w.pv_block_at(rows, i0, min_i64(kPvRows, n - i0), s, buf);
       }
@@ -173,16 +330,19 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
     }
     for (int64_t b = 0; b < passes_; ++b) {
       const int64_t g0 = pass_start(b);
-      amx::pack_probs(s[g0], kIfaTile, m_, n, kProbPieces, ppack_);
+      pack_probs_avx512(s[g0], kIfaTile, m_, n, kProbPieces, ppack_);
       // Heads the pass before accumulated already: zero weights.
       for (int64_t i = 0; i < b * m_ - g0; ++i) {
         for (int q = 0; q < kProbPieces; ++q) {
           std::memset(ppack_ + (q * m_ + i) * amx::kTileK, 0, amx::kTileRowBytes);
         }
       }
-      amx::pv_accumulate<Tiles>(ppack_, m_, kProbPieces, vpack_, amx::kv_pieces(kType), d_,
-                                w.slot_ + g0 * hf_, hf_);
+      pv_accumulate_between<Tiles>(ppack_, m_, kProbPieces, vpack_, amx::kv_pieces(kType), d_,
+                                   w.slot_ + g0 * hf_, hf_, [&](int g, int groups) {
+                                     if (b == 0) prefetch_slice(g, groups);
+                                   });
     }
+    prefetch_slice(0, 1);
   }
 
  private:
