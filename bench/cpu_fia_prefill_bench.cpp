@@ -1,10 +1,10 @@
 // Causal prefill through the CPU FIA kernel (src/cpu/fia/) at Llama-3-8B attention heads:
 // B = 1, N = 32, KV_N = 8, D = 128, bf16, BSND, sparse mode 3 with S1 = S2 (band j <= i).
 //   kvflash_cpu_fia_bench <tokens> <threads> [reps]
-// Prints the best time and the causal FLOP rate (4 * N * D * S * (S + 1) / 2 FLOPs), and the
-// machine's compute ceiling measured in the same run on the same threads (tools/bf16_peak.hpp: the
-// larger of the vdpbf16ps and fp32 FMA peaks) with the kernel's fraction of it. Compare with
-// bench/sdpa_causal.py (torch SDPA, is_causal=True) on the same threads.
+// Prints the best time and the causal FLOP rate (4 * N * D * S * (S + 1) / 2 FLOPs), and the row
+// against its roofline (tools/roofline.hpp: the read bandwidth and the vector compute ceiling,
+// measured in the same run on the same threads). Compare with bench/sdpa_causal.py (torch SDPA,
+// is_causal=True) on the same threads.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -15,7 +15,8 @@
 #include "core/half.hpp"
 #include "cpu/fia/fia_kernel.hpp"
 #include "cpu/isa.hpp"
-#include "tools/bf16_peak.hpp"
+#include "tools/membw.hpp"
+#include "tools/roofline.hpp"
 
 int main(int argc, char** argv) {
   using namespace kvflash;
@@ -53,13 +54,17 @@ int main(int argc, char** argv) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) best = std::min(best, s);
   }
-  const double flops = 4.0 * N * D * static_cast<double>(S) * (S + 1) / 2.0;
-  const double bf16 = tools::measure_bf16_peak_gflops(threads);
-  const double fma = tools::measure_fma_peak_gflops(threads);
-  const double peak = std::max(bf16, fma), gf = flops / best * 1e-9;
-  std::printf("fia prefill causal S=%lld threads=%d isa=%s: %.1f ms, %.1f GFLOP/s; peak bf16 %.1f "
-              "fma %.1f GFLOP/s: %.3f of peak\n",
-              static_cast<long long>(S), threads, cpu::isa_name(cpu::active_isa()), best * 1e3, gf,
-              bf16, fma, peak > 0 ? gf / peak : 0.0);
+  // The FLOPs and bytes `kvflash bench pfa:...` counts (tools/roofline.hpp, prefill_work): the
+  // visible pairs S (S + 1) / 2; Q, O, K and V once. cpu::fia_run is the vector kernel, so the
+  // ceiling is the vector one, measured now on the same threads.
+  const tools::Work work =
+      tools::prefill_work(static_cast<double>(S) * (S + 1) / 2.0, S, S, N, KVN, D, 2, 2);
+  const double bw = tools::measure_read_bandwidth_gbs(threads);
+  const tools::ComputePeaks peaks = tools::measure_compute_peaks(threads);
+  const tools::Ceiling ceiling = tools::compute_ceiling(tools::RowDtype::kBf16, false, peaks);
+  const tools::Roofline roof = tools::roofline(work, best * 1e3, bw, ceiling);
+  std::printf("fia prefill causal S=%lld threads=%d isa=%s: %.1f ms, %.1f GFLOP/s; %s\n",
+              static_cast<long long>(S), threads, cpu::isa_name(cpu::active_isa()), best * 1e3,
+              work.flops / best * 1e-9, tools::describe_roofline(roof, bw, ceiling).c_str());
   return 0;
 }

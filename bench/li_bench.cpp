@@ -2,17 +2,16 @@
 // `rows` decode rows (TND query, one row per request), each scoring `keys` cached tokens of a
 // PA_BSND cache of 128-token blocks (shuffled), 64 heads, D = 128, bf16 q / k / weights,
 // sparse_count 2048, sparse_mode 3, top-k included. Caches are cold: a 256 MiB buffer is read
-// between repetitions. The same run measures this machine's ceilings on the same threads:
-//   - read bandwidth: a streaming sum over a 1 GiB buffer;
-//   - compute peak: register-only loops of fp32 FMA (zmm) and vdpbf16ps (zmm), 16 chains;
-// and reports the key-byte bandwidth and the FLOP rate (2 * 64 * 128 per key and row) as fractions
-// of them. Not a test: run it by hand (README of bench/, docs/lightning_indexer.md).
+// between repetitions. The same run measures this machine's ceilings on the same threads
+// (tools/membw.hpp, tools/bf16_peak.hpp: read bandwidth, vdpbf16ps, fp32 FMA, AMX tdpbf16ps) and
+// reports the row against its roofline (tools/roofline.hpp, li_work: the bytes and FLOPs `kvflash
+// bench li:...` counts; the ceiling of the engine the isa argument runs on). Not a test: run it by
+// hand (README of bench/, docs/lightning_indexer.md).
 //
 //   kvflash_li_bench [rows=4] [keys=8192] [threads=1] [reps=5] [isa=best] [warm|cold] [small]
 //                    [next_n=1]
 // next_n=N: N query rows per request (MTP: the rows of a request read the same keys; rows must be
 // a multiple of N), rows / N requests.
-#include <immintrin.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -24,7 +23,6 @@
 #include <cstring>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cpu/isa.hpp"
@@ -32,6 +30,8 @@
 #include "cpu/thread_pool.hpp"
 #include "li_reference.hpp"
 #include "support/li_run.hpp"
+#include "membw.hpp"
+#include "roofline.hpp"
 
 namespace {
 
@@ -63,78 +63,6 @@ uint16_t rand_bf16() {
   uint32_t u;
   std::memcpy(&u, &x, 4);
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-// Streaming read of `bytes` on `threads` threads; returns GB/s (best of 7).
-double read_bandwidth(int threads, size_t bytes) {
-  std::vector<uint64_t> buf(bytes / 8);
-  for (size_t i = 0; i < buf.size(); ++i) buf[i] = i;
-  double best = 0;
-  for (int rep = 0; rep < 7; ++rep) {
-    std::vector<uint64_t> sums(threads);
-    const auto t0 = Clock::now();
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        const size_t n = buf.size() / threads, b = n * t;
-        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (size_t i = b; i + 4 <= b + n; i += 4) {
-          s0 += buf[i], s1 += buf[i + 1], s2 += buf[i + 2], s3 += buf[i + 3];
-        }
-        sums[t] = s0 + s1 + s2 + s3;
-      });
-    }
-    for (auto& th : pool) th.join();
-    const double s = seconds_since(t0);
-    if (std::accumulate(sums.begin(), sums.end(), uint64_t{0}) == 42) std::printf(" ");
-    best = std::max(best, static_cast<double>(bytes) / s / 1e9);
-  }
-  return best;
-}
-
-// Register-only peaks (GFLOP/s per thread x threads): 16 independent accumulator chains.
-__attribute__((target("avx512f,fma"), noinline)) float fma_loop(int64_t iters) {
-  __m512 a[16];
-  for (int i = 0; i < 16; ++i) a[i] = _mm512_set1_ps(0.001f * i);
-  const __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(0.0001f);
-  for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 16; ++i) a[i] = _mm512_fmadd_ps(a[i], x, y);
-  __m512 s = a[0];
-  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, a[i]);
-  float lanes[16];
-  _mm512_storeu_ps(lanes, s);
-  return lanes[0] + lanes[15];
-}
-__attribute__((target("avx512f,avx512bf16"), noinline)) float dpbf16_loop(int64_t iters) {
-  __m512 a[16];
-  for (int i = 0; i < 16; ++i) a[i] = _mm512_set1_ps(0.001f * i);
-  const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80);
-  const __m512bh y = (__m512bh)_mm512_set1_epi32(0x38003800);
-  for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 16; ++i) a[i] = _mm512_dpbf16_ps(a[i], x, y);
-  __m512 s = a[0];
-  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, a[i]);
-  float lanes[16];
-  _mm512_storeu_ps(lanes, s);
-  return lanes[0] + lanes[15];
-}
-// flops_per_iter: 16 instructions x (fma: 16 lanes x 2; dpbf16: 16 lanes x 4).
-double compute_peak(int threads, bool bf16) {
-  // Short repetitions, best of many: on a shared machine some of them run undisturbed.
-  const int64_t iters = 1'000'000;
-  double best = 0;
-  for (int rep = 0; rep < 41; ++rep) {
-    std::vector<float> sink(threads);
-    const auto t0 = Clock::now();
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] { sink[t] = bf16 ? dpbf16_loop(iters) : fma_loop(iters); });
-    for (auto& th : pool) th.join();
-    const double s = seconds_since(t0);
-    if (sink[0] == 42.0f) std::printf(" ");
-    best = std::max(best, threads * iters * 16.0 * (bf16 ? 64 : 32) / s / 1e9);
-  }
-  return best;
 }
 
 }  // namespace
@@ -235,22 +163,26 @@ int main(int argc, char** argv) {
   std::sort(cpu_times.begin(), cpu_times.end());
   // One thread: its CPU time (wall time minus preemption) when that is the smaller.
   const double t = threads == 1 ? std::min(times[0], cpu_times[0]) : times[0];
-  const double key_bytes = static_cast<double>(requests) * keys * kD * 2;
-  const double flops = 2.0 * rows * keys * kHeads * kD;
-  const double bw = read_bandwidth(threads, size_t{1} << 30);
-  const bool bf16_dot = isa >= cpu::Isa::kAvx512Bf16;
-  const double peak = isa >= cpu::Isa::kAvx512 ? compute_peak(threads, bf16_dot) : 0.0;
+  // The row's FLOPs and bytes, its ceiling and roofline: tools/roofline.hpp, as `kvflash bench
+  // li:...` reports them. The ceilings are measured on the same threads; those the isa argument
+  // keeps the kernel from (a lower isa than the machine's) do not count.
+  const tools::Work work = tools::li_work(requests, rows, keys, kHeads, 2);
+  const double bw = tools::measure_read_bandwidth_gbs(threads);
+  const tools::ComputePeaks peaks =
+      tools::usable_peaks(tools::measure_compute_peaks(threads), isa);
+  const tools::Ceiling ceiling =
+      tools::compute_ceiling(tools::RowDtype::kBf16, isa >= cpu::Isa::kAmx, peaks);
+  const tools::Roofline roof = tools::roofline(work, t * 1e3, bw, ceiling);
   std::printf(
       "li rows=%lld next_n=%lld keys=%lld heads=64 D=128 bf16 K=2048 PA128 threads=%d isa=%s: %.3f "
-      "ms (wall "
-      "min "
-      "%.3f, median %.3f), key bytes %.2f GB/s = %.3f of read bandwidth %.2f GB/s; %.1f GFLOP/s = "
-      "%.3f "
-      "of the %s peak %.1f GFLOP/s\n",
+      "ms (wall min %.3f, median %.3f), %.2f GB/s = %.3f of read bandwidth %.2f GB/s; %.1f GFLOP/s "
+      "= %.3f of the %s ceiling %.1f GFLOP/s\n  %s\n",
       static_cast<long long>(rows), static_cast<long long>(next_n), static_cast<long long>(keys),
       threads, cpu::isa_name(isa), t * 1e3, times[0] * 1e3, times[times.size() / 2] * 1e3,
-      key_bytes / t / 1e9, key_bytes / t / 1e9 / bw, bw, flops / t / 1e9,
-      peak > 0 ? flops / t / 1e9 / peak : 0.0, bf16_dot ? "vdpbf16ps" : "fp32 FMA", peak);
+      work.bytes / t / 1e9, work.bytes / t / 1e9 / bw, bw, work.flops / t / 1e9,
+      ceiling.gflops > 0 ? work.flops / t / 1e9 / ceiling.gflops : 0.0,
+      ceiling.engine.empty() ? "compute" : ceiling.engine.c_str(), ceiling.gflops,
+      tools::describe_roofline(roof, bw, ceiling).c_str());
   std::free(kmem);
   return 0;
 }

@@ -87,6 +87,11 @@ def median_ms(fn, iters, budget_s=1.5, flush_bytes=0):
 
 
 def kv_bytes(req):
+    """The bytes a peer's call moves, counted as kvflash's row counts them (tools/roofline.hpp:
+    K, V, the query and the output), so that GB/s compare; the K and V bytes of a 16-bit cache for
+    a row from before the roofline."""
+    if "bytes" in req:
+        return float(req["bytes"])
     return 2.0 * req["batch"] * req["kv_len"] * req["kv_heads"] * req["head_dim"] * 2
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The whole benchmark run of docs/perf-log.md: `kvflash bench` and its peers on the same shapes,
-interleaved problem by problem, with the machine's read bandwidth and bf16 dot-product peak
-measured at the start and at the end of the same run; one JSON that bench/report.py reads.
+interleaved problem by problem, with the machine's read bandwidth and compute peaks measured at the
+start and at the end of the same run (each row's roofline is judged against their mean,
+bench/roofline.py), and the ifa problems timed through the aclnn C API as well (`kvflash bench
+--capi`, unless --no-capi); one JSON that bench/report.py reads.
 
     python3 bench/peers.py --kvflash build/release/kvflash --sweep default --threads 2 \\
         --out bench/runs/RUN.json
@@ -27,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import roofline
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -98,6 +102,9 @@ def main():
                          "peers follow the flush_bytes of kvflash's rows)")
     ap.add_argument("--no-bandwidth", action="store_true",
                     help="skip the probes (read bandwidth, compute peaks): smoke tests only")
+    ap.add_argument("--no-capi", action="store_true",
+                    help="do not time the ifa problems through the aclnn C API as well (kvflash "
+                         "bench --capi: the C API path alternated with the C++ call, per row)")
     args = ap.parse_args()
 
     listing = [args.kvflash, "bench", "--list", *args.problems]
@@ -135,8 +142,10 @@ def main():
             left = f", about {elapsed / i * (len(problems) - i):.0f} s left" if i else ""
             print(f"peers.py {i + 1}/{len(problems)} ({elapsed:.0f} s so far{left}): {problem}",
                   file=sys.stderr, flush=True)
+            capi = [] if args.no_capi else ["--capi"]
             run, ok, out = kvflash_json(
-                args.kvflash, [problem, *common, "--iters", str(args.iters), "--no-bandwidth"], tmp)
+                args.kvflash,
+                [problem, *common, *capi, "--iters", str(args.iters), "--no-bandwidth"], tmp)
             if not ok:
                 print(out, file=sys.stderr)
             all_passed &= ok
@@ -154,9 +163,14 @@ def main():
     probes = [probe_start, probe_end]
     bw = sum(r["read_bandwidth_gbs"] for r in probes) / 2
     peak = sum(r.get("compute_peak_gflops", r["bf16_peak_gflops"]) for r in probes) / 2
+    ceilings = {k: sum(r.get(k, 0.0) for r in probes) / 2
+                for k in ("read_bandwidth_gbs", "bf16_peak_gflops", "fma_peak_gflops",
+                          "amx_peak_gflops")}
     for row in results:  # fractions of the run's ceilings (mean of the two probes)
         row["bw_fraction"] = row["gbs"] / bw if bw > 0 else 0.0
-        row["peak_fraction"] = row["gflops"] / peak if peak > 0 else 0.0
+        # Each row's roofline against them (bench/roofline.py, tools/roofline.hpp's rule).
+        if not roofline.judge(row, ceilings):
+            row["peak_fraction"] = row["gflops"] / peak if peak > 0 else 0.0
     try:
         load = os.getloadavg()
     except OSError:

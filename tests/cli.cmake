@@ -5,13 +5,12 @@ if(NOT TARGET kvflash_cli)  # KVFLASH_BUILD_TOOLS=OFF
 endif()
 # One run of the demo's quick mode, checked three ways in the order it prints them (one regular
 # expression: CTest passes a test when any one of several matches): the SFA step (128 heads) gives
-# the fraction of the ceiling that binds it (measured, hence no --no-bandwidth): the compute peak
-# of the units it runs on, or the read bandwidth where the matrix engine's peak makes memory the
-# bound; the DSA step times both halves with their shares and fp64-checks the indexer and SFA;
-# every sample check passed.
+# its roofline (measured, hence no --no-bandwidth): its bound, memory or the compute engine SFA
+# runs on, and its fraction of it; the DSA step times both halves with their shares, gives the
+# indexer's roofline and fp64-checks the indexer and SFA; every sample check passed.
 add_test(NAME cli_demo_quick COMMAND kvflash_cli demo --quick --iters 1)
 set_tests_properties(cli_demo_quick PROPERTIES
-  PASS_REGULAR_EXPRESSION "\nsfa  deepseek-v3.2 [^\n]*GB/s \\([0-9]+% of (the compute peak: compute|read bw: memory)-bound\\)\n.*\ndsa  deepseek-v3.2 decode step [^\n]*indexer N=64 top-2048 [^\n]*%[^\n]*SFA N=128 [^\n]*per layer[^\n]*\n[^\n]*PASSED\n[^\n]*SFA over the indexer's selection[^\n]*PASSED\n.*\ndemo: all sample checks passed"
+  PASS_REGULAR_EXPRESSION "\nsfa  deepseek-v3.2 [^\n]*GB/s\n     intensity [0-9.]+ FLOP/B; roofline [^\n]*\\((memory|amx|vdpbf16ps|fma)-bound: [^\n]*: [0-9.]+ of the roofline\n.*\ndsa  deepseek-v3.2 decode step [^\n]*indexer N=64 top-2048 [^\n]*%[^\n]*SFA N=128 [^\n]*per layer[^\n]*\n     indexer: intensity [^\n]* of the roofline\n[^\n]*PASSED\n[^\n]*SFA over the indexer's selection[^\n]*PASSED\n.*\ndemo: all sample checks passed"
   FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 600 LABELS cli)
 add_test(NAME cli_ifa_contiguous_check
   COMMAND kvflash_cli ifa --lengths 1 77 300 --heads 8 --kv-heads 2 --dim 64 --block-size 0 --iters 1
@@ -46,13 +45,13 @@ add_test(NAME cli_ifa_cold_rows_and_legend
   COMMAND kvflash_cli ifa --lengths 64 90 --heads 4 --kv-heads 2 --dim 64 --block-size 0 --iters 3
           --check --no-bandwidth)
 set_tests_properties(cli_ifa_cold_rows_and_legend PROPERTIES
-  PASS_REGULAR_EXPRESSION "time: the median of 3 timed calls[^\n]*p10-p90[^\n]*\n[^\n]*cold caches: [0-9]+ MiB[^\n]*\n.*worst err/tol: the largest[^\n]*\n[^\n]*same bits alone as in batch: [^\n]*\nifa [^\n]*  median [0-9.]+ ms/call \\(p10-p90 [0-9.]+-[0-9.]+\\)  KV"
+  PASS_REGULAR_EXPRESSION "time: the median of 3 timed calls[^\n]*p10-p90[^\n]*\n[^\n]*cold caches: [0-9]+ MiB[^\n]*\n.*worst err/tol: the largest[^\n]*\n[^\n]*same bits alone as in batch: [^\n]*\nifa [^\n]*  median [0-9.]+ ms/call \\(p10-p90 [0-9.]+-[0-9.]+\\)  bytes [0-9. ]+ MB"
   FAIL_REGULAR_EXPRESSION "FAILED|warm caches" TIMEOUT 120 LABELS cli)
 add_test(NAME cli_ifa_warm_rows_say_so
   COMMAND kvflash_cli ifa --lengths 64 --heads 4 --kv-heads 2 --dim 64 --block-size 0 --iters 3
           --warm-cache --no-bandwidth)
 set_tests_properties(cli_ifa_warm_rows_say_so PROPERTIES
-  PASS_REGULAR_EXPRESSION "warm caches \\(--warm-cache\\)[^\n]*\n.*\nifa [^\n]*median [0-9.]+ ms/call \\(p10-p90 [0-9.]+-[0-9.]+, warm caches\\)  KV"
+  PASS_REGULAR_EXPRESSION "warm caches \\(--warm-cache\\)[^\n]*\n.*\nifa [^\n]*median [0-9.]+ ms/call \\(p10-p90 [0-9.]+-[0-9.]+, warm caches\\)  bytes [0-9. ]+ MB"
   FAIL_REGULAR_EXPRESSION "cold caches" TIMEOUT 120 LABELS cli)
 # The help names every operator the program runs.
 add_test(NAME cli_help_names_every_operator COMMAND kvflash_cli --help)
@@ -65,7 +64,7 @@ set_tests_properties(cli_bench_help_names_every_operator PROPERTIES
 # `kvflash info` reports the compute peaks `bench` and `demo` judge rows against.
 add_test(NAME cli_info_compute_peaks COMMAND kvflash_cli info)
 set_tests_properties(cli_info_compute_peaks PROPERTIES
-  PASS_REGULAR_EXPRESSION "machine read bandwidth \\(measured[^\n]*\ncompute peak \\(measured, [0-9]+ threads\\): [0-9]+ GFLOP/s, the faster of[^\n]*\nmatrix engine peak"
+  PASS_REGULAR_EXPRESSION "machine read bandwidth \\(measured[^\n]*\ncompute peak \\(measured, [0-9]+ threads\\): [0-9]+ GFLOP/s, the faster of[^\n]*\nmatrix engine peak[^\n]*\nroofline ceilings [^\n]*: memory [0-9.]+ GB/s read[^\n]*\n  on [^\n]*: bf16 (amx|vdpbf16ps|fma) [0-9]+ GFLOP/s \\(ridge [0-9.]+\\); fp16 (amx/2|vdpbf16ps/2|fma) [0-9]+ GFLOP/s"
   TIMEOUT 120 LABELS cli)
 # `kvflash info` reports the version of the library it runs.
 add_test(NAME cli_info_version COMMAND kvflash_cli info --no-bandwidth)
@@ -210,7 +209,7 @@ if(Python3_Interpreter_FOUND)
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py
             ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_tiny.json)
   set_tests_properties(cli_bench_report PROPERTIES FIXTURES_REQUIRED bench_json
-    PASS_REGULAR_EXPRESSION "\\| `ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32` \\| [0-9.]+ \\| [0-9.]+ \\| - \\| passed \\|"
+    PASS_REGULAR_EXPRESSION "\\| `ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32` \\| [0-9.]+ \\| [0-9.]+ \\| - \\| - \\| - \\| - \\| passed \\|"
     TIMEOUT 60 LABELS cli)
   add_test(NAME cli_bench_peers_quick
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/peers.py --kvflash $<TARGET_FILE:kvflash_cli>
@@ -236,7 +235,64 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME cli_bench_report_beside
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py ${peer_run} --beside ${peer_run})
   set_tests_properties(cli_bench_report_beside PROPERTIES
-    PASS_REGULAR_EXPRESSION "\\| problem \\| vllm isa \\| sglang isa \\| 1t#1 of ceiling \\| 1t#1 vs sdpa \\| 1t#1 vs vllm \\| 1t#1 vs sglang \\| 1t#2 of ceiling"
+    PASS_REGULAR_EXPRESSION "\\| problem \\| vllm isa \\| sglang isa \\| 1t#1 of roofline \\| 1t#1 vs sdpa \\| 1t#1 vs vllm \\| 1t#1 vs sglang \\| 1t#2 of roofline.*`sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16` \\| [^\n]* \\| [0-9.]+ compute \\|"
+    TIMEOUT 60 LABELS cli)
+  # The roofline (docs/perf.md, "Roofline"): bench/roofline.py on cases worked out by hand; a run
+  # with its ceilings measured gives every operator's row its roofline (text and JSON), which
+  # bench/roofline.py recomputes to the same figures, and report.py shows per row and as headlines.
+  add_test(NAME cli_bench_roofline_formulas
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/bench_roofline_check.py formulas)
+  set_tests_properties(cli_bench_roofline_formulas PROPERTIES TIMEOUT 60 LABELS cli)
+  add_test(NAME cli_bench_roofline
+    COMMAND kvflash_cli bench ifa:b1,s4096,n8,kvn2,d64,kv=fp16,paged=32
+            ifa:b2,s1024,n8,kvn2,d64,kv=int8,paged=32 sfa:b1,topk256,s1024,n16,blk1,paged=64,kv=bf16
+            li:b2,s2048,n16,topk64,next2,paged=64,kv=bf16 pfa:q128,n4,kvn2,d64
+            kvcache:t300,kvn2,d64,paged=16 --iters 1 --warm-cache
+            --json ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_roofline.json)
+  set_tests_properties(cli_bench_roofline PROPERTIES FIXTURES_SETUP bench_roofline_json
+    PASS_REGULAR_EXPRESSION "roofline ceilings[^\n]*memory [0-9.]+ GB/s read.*bench \\[1/6\\].*\n     intensity [0-9.]+ FLOP/B; roofline [0-9.e-]+ ms \\([a-z0-9/]+-bound: [^)]*\\): [0-9.]+ of the roofline\n.*all problems ran and passed"
+    FAIL_REGULAR_EXPRESSION "FAILED" TIMEOUT 180 LABELS cli)
+  add_test(NAME cli_bench_roofline_agrees
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/bench_roofline_check.py agrees
+            ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_roofline.json)
+  set_tests_properties(cli_bench_roofline_agrees PROPERTIES FIXTURES_REQUIRED bench_roofline_json
+    PASS_REGULAR_EXPRESSION "6 rows \\(ifa, kvcache, li, pfa, sfa\\) carry their roofline"
+    TIMEOUT 60 LABELS cli)
+  add_test(NAME cli_bench_report_roofline
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py
+            ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_roofline.json)
+  set_tests_properties(cli_bench_report_roofline PROPERTIES FIXTURES_REQUIRED bench_roofline_json
+    PASS_REGULAR_EXPRESSION "- IFA fp16 KV, G=4, >= 4k tokens: [0-9.]+ - [0-9.]+ \\(median [0-9.]+, n=1\\) of the roofline \\([a-z0-9/]+-bound\\).*\\| `ifa:b2,s1024,n8,kvn2,d64,kv=int8,paged=32` \\| [0-9.]+ \\| [0-9.]+ \\| [0-9.]+ \\| 7.94 \\| [a-z0-9/]+ \\| [0-9.]+ \\| passed \\|.*Indexer and prefill.*`pfa:q128,n4,kvn2,d64` \\| [^\n]*\\| passed \\|.*KV cache writes"
+    TIMEOUT 60 LABELS cli)
+  # A run recorded before the roofline (the 2026-12-05 AMX sweep): report.py derives each row's
+  # roofline from its GFLOP/s, bytes and peak_fraction, and says so.
+  add_test(NAME cli_bench_report_derived_roofline
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py
+            ${PROJECT_SOURCE_DIR}/bench/runs/2026-12-05-amx/sweep-amx-2t.json)
+  set_tests_properties(cli_bench_report_derived_roofline PROPERTIES
+    PASS_REGULAR_EXPRESSION "rows recorded without their roofline: derived.*- IFA bf16 KV, G=4, >= 4k tokens: [0-9.]+ - [0-9.]+ \\(median [0-9.]+, n=12\\) of the roofline \\(memory-bound\\).*\\| `sfa:b4,topk2048,s8192,n128,blk1,paged=64,kv=bf16` \\| 4.321 \\| 528 \\| 1.12 \\| 2.4 \\| 0.08 \\| 216 \\| compute \\| 1.12 \\|"
+    TIMEOUT 60 LABELS cli)
+  # The C API path (kvflash bench --capi): aclnnIncreFlashAttentionV4 with a stream, alternated
+  # with the C++ call, per ifa row (paged, contiguous, int8); _npu_paged_attention's call has no
+  # aclnn form and says so; the JSON's fields and report.py's column and headline.
+  add_test(NAME cli_bench_capi
+    COMMAND kvflash_cli bench --capi ifa:b2,s64,n4,kvn2,d64,kv=fp16,paged=32
+            ifa:b2,s64,n4,kvn2,d64,kv=bf16,paged=0 ifa:b1,s64,n4,kvn2,d64,kv=int8,paged=32,layout=bnsd
+            ifa:b2,s300,n8,kvn2,d64,kv=fp16,paged=32,layout=atb --iters 2 --no-bandwidth
+            --json ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_capi.json)
+  set_tests_properties(cli_bench_capi PROPERTIES FIXTURES_SETUP bench_capi_json
+    PASS_REGULAR_EXPRESSION "C API \\+ stream \\(GetWorkspaceSize, aclrtMalloc, launch, synchronize\\): median [0-9.]+ ms/call \\(p10-p90 [0-9.]+-[0-9.]+\\); C API / C\\+\\+ [0-9.]+.*C API path: not timed: _npu_paged_attention's call \\(blocks_may_repeat\\) has no aclnn form.*all problems ran and passed"
+    FAIL_REGULAR_EXPRESSION "FAILED|C API call failed" TIMEOUT 120 LABELS cli)
+  add_test(NAME cli_bench_capi_json
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/bench_roofline_check.py capi
+            ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_capi.json)
+  set_tests_properties(cli_bench_capi_json PROPERTIES FIXTURES_REQUIRED bench_capi_json
+    PASS_REGULAR_EXPRESSION "3 rows timed through the C API" TIMEOUT 60 LABELS cli)
+  add_test(NAME cli_bench_report_capi
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/report.py
+            ${CMAKE_CURRENT_BINARY_DIR}/cli_bench_capi.json)
+  set_tests_properties(cli_bench_report_capi PROPERTIES FIXTURES_REQUIRED bench_capi_json
+    PASS_REGULAR_EXPRESSION "- C API path / C\\+\\+ API, per ifa row: [0-9.]+ - [0-9.]+ \\(median [0-9.]+, n=3\\).*\\| of roofline \\| C API / C\\+\\+ \\| check \\|.*`ifa:b2,s300,n8,kvn2,d64,kv=fp16,paged=32,layout=atb` \\|[^\n]*\\| n/a \\| passed \\|"
     TIMEOUT 60 LABELS cli)
 endif()
 add_test(NAME cli_bench_bad_problem COMMAND kvflash_cli bench ifa:b2,q5 --no-bandwidth)

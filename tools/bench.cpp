@@ -14,6 +14,7 @@
 #include "ifa_workload.hpp"
 #include "kv_cache_workload.hpp"
 #include "li_workload.hpp"
+#include "roofline.hpp"
 #include "tile_entries.hpp"
 
 namespace kvflash::tools {
@@ -26,8 +27,12 @@ struct Row {
   long long batch = 0, kv_len = 0, heads = 0, kv_heads = 0, head_dim = 0, paged = 0;
   long long top_k = 0, sparse_block = 0;
   CallTimes times;  ///< per call: median (ms_per_call in the JSON and CSV), p10, p90
-  double bytes = 0, gbs = 0, gflops = 0;
-  double ceiling = 0;  ///< the compute peak of the units the kernel runs on (0: not measured)
+  double bytes = 0, flops = 0, gbs = 0, gflops = 0;  ///< bytes and flops: roofline.hpp's Work
+  bool on_tiles = false;  ///< its operator's entry is cpu-amx (tile_entries.hpp)
+  Ceiling ceiling;  ///< of the row's dtype on the engine its operator runs on (compute_ceiling)
+  Roofline roof;    ///< the row against min(read bandwidth, ceiling / intensity)
+  CallTimes capi;   ///< ifa with --capi: the C API path, alternated with the C++ call (runs 0: not)
+  std::string capi_note;  ///< why the C API path was not timed
   bool passed = false;
 };
 
@@ -48,10 +53,13 @@ Row ifa_row(const BenchProblem& p, const IfaWorkloadResult& r) {
   row.head_dim = s.head_dim;
   row.paged = s.block_size;
   row.times = r.times;
-  row.bytes = r.kv_bytes;
+  row.bytes = r.bytes;
+  row.flops = r.flops;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
   row.passed = r.passed;
+  row.capi = r.capi_times;
+  row.capi_note = r.capi_note;
   return row;
 }
 
@@ -72,6 +80,7 @@ Row sfa_row(const BenchProblem& p, const SfaWorkloadResult& r) {
   row.sparse_block = s.sparse_block_size;
   row.times = r.times;
   row.bytes = r.gathered_bytes;
+  row.flops = r.flops;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
   row.passed = r.passed;
@@ -83,7 +92,7 @@ Row fia_row(const BenchProblem& p, const FiaWorkloadResult& r) {
   Row row;
   row.problem = p.name;
   row.op = s.prompt ? "pfa" : "fia";
-  row.kv_dtype = dtype_name(s.dtype);
+  row.kv_dtype = s.kv_int8 == 1 ? "int8" : s.kv_int8 == 2 ? "int8t" : dtype_name(s.dtype);
   row.layout = s.block_size == 0 ? "contiguous" : "bsnd";
   row.batch = s.batch;
   row.kv_len = s.kv();
@@ -93,6 +102,7 @@ Row fia_row(const BenchProblem& p, const FiaWorkloadResult& r) {
   row.paged = s.block_size;
   row.times = r.times;
   row.bytes = r.bytes;
+  row.flops = r.flops;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
   row.passed = r.passed;
@@ -115,6 +125,7 @@ Row li_row(const BenchProblem& p, const LiWorkloadResult& r) {
   row.top_k = s.top_k;
   row.times = r.times;
   row.bytes = r.key_bytes;
+  row.flops = r.flops;
   row.gbs = r.gbs;
   row.gflops = r.gflops;
   row.passed = r.passed;
@@ -152,9 +163,14 @@ int threads_of(const CliOptions& o) {
   return o.demo.num_threads ? o.demo.num_threads : cpu::default_num_threads();
 }
 
-bool write_json(const CliOptions& o, const DemoOptions& d, double bw, const ComputePeaks& peaks,
+// The run's ceilings, the same keys in the JSON header and on every CSV line.
+struct RunCeilings {
+  double bw;
+  const ComputePeaks& peaks;
+};
+
+bool write_json(const CliOptions& o, const DemoOptions& d, const RunCeilings& c,
                 const std::vector<Row>& rows) {
-  const double peak = peaks.compute();
   std::FILE* f = std::fopen(o.bench_json.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "kvflash bench: cannot write %s\n", o.bench_json.c_str());
@@ -163,10 +179,10 @@ bool write_json(const CliOptions& o, const DemoOptions& d, double bw, const Comp
   std::fprintf(f, "{\n  \"isa\": \"%s\",\n  \"threads\": %d,\n  \"iterations\": %d,\n",
                cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations);
   std::fprintf(f,
-               "  \"read_bandwidth_gbs\": %.3f,\n  \"bf16_peak_gflops\": %.3f,\n  "
-               "\"fma_peak_gflops\": %.3f,\n  \"compute_peak_gflops\": %.3f,\n"
-               "  \"amx_peak_gflops\": %.3f,\n",
-               bw, peaks.bf16, peaks.fma, peak, peaks.amx);
+               "  \"read_bandwidth_gbs\": %.6f,\n  \"bf16_peak_gflops\": %.6f,\n  "
+               "\"fma_peak_gflops\": %.6f,\n  \"compute_peak_gflops\": %.6f,\n"
+               "  \"amx_peak_gflops\": %.6f,\n",
+               c.bw, c.peaks.bf16, c.peaks.fma, c.peaks.compute(), c.peaks.amx);
   std::fprintf(f, "  \"cache\": \"%s\",\n  \"flush_bytes\": %zu,\n",
                d.flush_bytes ? "cold" : "warm", d.flush_bytes);
   // ms_per_call is the median of the timed calls; ms_p10 / ms_p90 their spread.
@@ -179,23 +195,29 @@ bool write_json(const CliOptions& o, const DemoOptions& d, double bw, const Comp
                  "\"kv_dtype\": \"%s\", \"paged\": %lld, \"layout\": \"%s\", \"heads\": %lld, "
                  "\"kv_heads\": %lld, \"head_dim\": %lld, \"top_k\": %lld, \"sparse_block\": %lld, "
                  "\"ms_per_call\": %.6f, \"ms_p10\": %.6f, \"ms_p90\": %.6f, \"bytes\": %.0f, "
-                 "\"gbs\": %.4f, \"gflops\": %.4f, "
-                 "\"bw_fraction\": %.4f, \"peak_fraction\": %.4f, \"check_passed\": %s, "
-                 "\"flush_bytes\": %zu}",
+                 "\"flops\": %.0f, \"gbs\": %.4f, \"gflops\": %.4f, "
+                 "\"bw_fraction\": %.4f, \"peak_fraction\": %.4f, \"intensity\": %.6g, "
+                 "\"on_tiles\": %s, \"ceiling_engine\": %s, \"ceiling_gflops\": %.6f, "
+                 "\"roofline_ms\": %.6f, \"bound\": %s, \"roofline_fraction\": %.4f, "
+                 "\"capi_ms_per_call\": %.6f, \"capi_ms_p10\": %.6f, \"capi_ms_p90\": %.6f, "
+                 "\"capi_ratio\": %.4f, \"capi_note\": %s, "
+                 "\"check_passed\": %s, \"flush_bytes\": %zu}",
                  i ? "," : "", json_string(r.problem).c_str(), r.op.c_str(), r.batch, r.kv_len,
                  r.kv_dtype.c_str(), r.paged, r.layout.c_str(), r.heads, r.kv_heads, r.head_dim,
                  r.top_k, r.sparse_block, r.times.median_ms, r.times.p10_ms, r.times.p90_ms,
-                 r.bytes, r.gbs, r.gflops, bw > 0 ? r.gbs / bw : 0.0,
-                 r.ceiling > 0 ? r.gflops / r.ceiling : 0.0, r.passed ? "true" : "false",
-                 d.flush_bytes);
+                 r.bytes, r.flops, r.gbs, r.gflops, c.bw > 0 ? r.gbs / c.bw : 0.0,
+                 r.ceiling.gflops > 0 ? r.gflops / r.ceiling.gflops : 0.0, r.roof.intensity,
+                 r.on_tiles ? "true" : "false", json_string(r.ceiling.engine).c_str(),
+                 r.ceiling.gflops, r.roof.ms, json_string(r.roof.bound).c_str(), r.roof.fraction,
+                 r.capi.median_ms, r.capi.p10_ms, r.capi.p90_ms,
+                 r.capi.runs > 0 ? r.capi.median_ms / r.times.median_ms : 0.0,
+                 json_string(r.capi_note).c_str(), r.passed ? "true" : "false", d.flush_bytes);
   }
   std::fprintf(f, "\n  ]\n}\n");
   return std::fclose(f) == 0;
 }
 
-bool write_csv(const CliOptions& o, double bw, const ComputePeaks& peaks,
-               const std::vector<Row>& rows) {
-  const double peak = peaks.compute();
+bool write_csv(const CliOptions& o, const RunCeilings& c, const std::vector<Row>& rows) {
   std::FILE* f = std::fopen(o.bench_csv.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "kvflash bench: cannot write %s\n", o.bench_csv.c_str());
@@ -204,22 +226,41 @@ bool write_csv(const CliOptions& o, double bw, const ComputePeaks& peaks,
   // The run's settings repeat on every row so that a row read alone still says what it measured.
   std::fprintf(f,
                "problem,op,batch,kv_len,kv_dtype,paged,layout,heads,kv_heads,head_dim,top_k,"
-               "sparse_block,ms_per_call,ms_p10,ms_p90,bytes,gbs,gflops,bw_fraction,peak_fraction,"
-               "check_passed,isa,threads,iterations,read_bandwidth_gbs,bf16_peak_gflops,"
-               "fma_peak_gflops,compute_peak_gflops,amx_peak_gflops\n");
+               "sparse_block,ms_per_call,ms_p10,ms_p90,bytes,flops,gbs,gflops,bw_fraction,"
+               "peak_fraction,intensity,on_tiles,ceiling_engine,ceiling_gflops,roofline_ms,bound,"
+               "roofline_fraction,capi_ms_per_call,capi_ratio,check_passed,isa,threads,iterations,"
+               "read_bandwidth_gbs,"
+               "bf16_peak_gflops,fma_peak_gflops,compute_peak_gflops,amx_peak_gflops\n");
   for (const Row& r : rows) {
-    // Problem strings hold commas: quoted (they hold no quotes: the parser refuses them).
+    // Problem strings hold commas: quoted (they hold no quotes: the parser refuses them); so do
+    // the engine names ("amx/2" has none, but the quoting costs nothing).
     std::fprintf(f,
-                 "\"%s\",%s,%lld,%lld,%s,%lld,%s,%lld,%lld,%lld,%lld,%lld,%.6f,%.6f,%.6f,%.0f,%.4f,"
-                 "%.4f,%.4f,%.4f,%s,%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                 "\"%s\",%s,%lld,%lld,%s,%lld,%s,%lld,%lld,%lld,%lld,%lld,%.6f,%.6f,%.6f,%.0f,%.0f,"
+                 "%.4f,%.4f,%.4f,%.4f,%.6g,%s,\"%s\",%.3f,%.6f,\"%s\",%.4f,%.6f,%.4f,%s,%s,%d,%d,"
+                 "%.3f,%.3f,%.3f,%.3f,%.3f\n",
                  r.problem.c_str(), r.op.c_str(), r.batch, r.kv_len, r.kv_dtype.c_str(), r.paged,
                  r.layout.c_str(), r.heads, r.kv_heads, r.head_dim, r.top_k, r.sparse_block,
-                 r.times.median_ms, r.times.p10_ms, r.times.p90_ms, r.bytes, r.gbs, r.gflops,
-                 bw > 0 ? r.gbs / bw : 0.0, r.ceiling > 0 ? r.gflops / r.ceiling : 0.0,
-                 r.passed ? "true" : "false", cpu::isa_name(cpu::active_isa()), threads_of(o),
-                 o.demo.iterations, bw, peaks.bf16, peaks.fma, peak, peaks.amx);
+                 r.times.median_ms, r.times.p10_ms, r.times.p90_ms, r.bytes, r.flops, r.gbs,
+                 r.gflops, c.bw > 0 ? r.gbs / c.bw : 0.0,
+                 r.ceiling.gflops > 0 ? r.gflops / r.ceiling.gflops : 0.0, r.roof.intensity,
+                 r.on_tiles ? "true" : "false", r.ceiling.engine.c_str(), r.ceiling.gflops,
+                 r.roof.ms, r.roof.bound.c_str(), r.roof.fraction, r.capi.median_ms,
+                 r.capi.runs > 0 ? r.capi.median_ms / r.times.median_ms : 0.0,
+                 r.passed ? "true" : "false",
+                 cpu::isa_name(cpu::active_isa()), threads_of(o), o.demo.iterations, c.bw,
+                 c.peaks.bf16, c.peaks.fma, c.peaks.compute(), c.peaks.amx);
   }
   return std::fclose(f) == 0;
+}
+
+// Fills the row's ceiling and roofline (roofline.hpp) and prints the roofline line under the
+// workload's own lines.
+void judge(Row* row, bool on_tiles, const RunCeilings& c) {
+  row->on_tiles = on_tiles;
+  if (row->flops > 0) row->ceiling = compute_ceiling(row_dtype(row->kv_dtype), on_tiles, c.peaks);
+  row->roof = roofline({row->flops, row->bytes}, row->times.median_ms, c.bw, row->ceiling);
+  if (row->roof.valid)
+    std::printf("     %s\n", describe_roofline(row->roof, c.bw, row->ceiling).c_str());
 }
 
 }  // namespace
@@ -231,10 +272,9 @@ bool list_bench(const CliOptions& o) {
 
 bool run_bench(const CliOptions& o, double read_bandwidth_gbs, const ComputePeaks& peaks) {
   const DemoOptions& options = o.demo;
-  // A row's compute ceiling is the peak of the units its operator's entry runs on.
+  // A row's compute ceiling is that of its dtype on the engine its operator's entry runs on.
   const TileEntries tiles = tile_entries();
-  const double ifa_ceiling = peaks.ceiling(tiles.ifa), sfa_ceiling = peaks.ceiling(tiles.sfa);
-  const double li_ceiling = peaks.ceiling(tiles.li), fia_ceiling = peaks.ceiling(tiles.fia);
+  const RunCeilings ceilings{read_bandwidth_gbs, peaks};
   std::vector<Row> rows;
   bool ok = true;
   const auto start = std::chrono::steady_clock::now();
@@ -259,43 +299,42 @@ bool run_bench(const CliOptions& o, double read_bandwidth_gbs, const ComputePeak
         IfaWorkloadResult r;
         ok = run_ifa_workload(p.ifa, options, read_bandwidth_gbs, /*check_sample=*/true, &r) && ok;
         rows.push_back(ifa_row(p, r));
-        rows.back().ceiling = ifa_ceiling;
+        judge(&rows.back(), tiles.ifa, ceilings);
         break;
       }
       case BenchOp::kFia: {
         FiaWorkloadResult r;
         ok = run_fia_workload(p.fia, options, &r) && ok;
-        if (fia_ceiling > 0) std::printf("     %.2f of the compute peak\n", r.gflops / fia_ceiling);
         rows.push_back(fia_row(p, r));
-        rows.back().ceiling = fia_ceiling;
+        judge(&rows.back(), tiles.fia, ceilings);
         break;
       }
       case BenchOp::kKvCache: {
         KvCacheWorkloadResult r;
         ok = run_kv_cache_workload(p.kv_cache, options, read_bandwidth_gbs, &r) && ok;
         rows.push_back(kv_cache_row(p, r));
+        judge(&rows.back(), false, ceilings);
         break;
       }
       case BenchOp::kLi: {
         LiWorkloadResult r;
-        ok = run_li_workload(p.li, options, read_bandwidth_gbs, li_ceiling, &r) && ok;
+        ok = run_li_workload(p.li, options, read_bandwidth_gbs, &r) && ok;
         rows.push_back(li_row(p, r));
-        rows.back().ceiling = li_ceiling;
+        judge(&rows.back(), tiles.li, ceilings);
         break;
       }
       case BenchOp::kSfa: {
         SfaWorkloadResult r;
         ok = run_sfa_workload(p.sfa, options, read_bandwidth_gbs, &r) && ok;
-        if (sfa_ceiling > 0) std::printf("     %.2f of the compute peak\n", r.gflops / sfa_ceiling);
         rows.push_back(sfa_row(p, r));
-        rows.back().ceiling = sfa_ceiling;
+        judge(&rows.back(), tiles.sfa, ceilings);
         break;
       }
     }
     std::fflush(stdout);
   }
-  if (!o.bench_json.empty()) ok = write_json(o, options, read_bandwidth_gbs, peaks, rows) && ok;
-  if (!o.bench_csv.empty()) ok = write_csv(o, read_bandwidth_gbs, peaks, rows) && ok;
+  if (!o.bench_json.empty()) ok = write_json(o, options, ceilings, rows) && ok;
+  if (!o.bench_csv.empty()) ok = write_csv(o, ceilings, rows) && ok;
   std::printf("bench: %s\n",
               ok ? n ? "all problems ran and passed their checks" : "probes only (no problem given)"
                  : "FAILED");

@@ -184,10 +184,12 @@ bool run_fia_workload(const FiaWorkloadShape& shape, const DemoOptions& options,
   for (int64_t r = 0; r < R; ++r) pairs += visible_pairs(qs[r], ks[r], shape.sparse_mode);
   FiaWorkloadResult& res = *result;
   res.times = times;
-  res.gflops = 4.0 * pairs * shape.num_heads * shape.head_dim / seconds / 1e9;
-  const double kv_es = w.int8() ? 1.0 : 2.0;
-  res.bytes = 2.0 * 2.0 * static_cast<double>(w.query.size()) +
-              2.0 * kv_es * static_cast<double>(kv_total * w.kv_row());
+  // The FLOPs and bytes of tools/roofline.hpp: the visible pairs; Q, O, and K, V once.
+  const Work work = prefill_work(pairs, T, kv_total, shape.num_heads, shape.num_kv_heads,
+                                 shape.head_dim, w.int8() ? 1 : 2, 2);
+  res.flops = work.flops;
+  res.gflops = work.flops / seconds / 1e9;
+  res.bytes = work.bytes;
   res.gbs = res.bytes / seconds / 1e9;
   const char* kv_name = shape.kv_int8 == 1 ? "int8/ch" : shape.kv_int8 == 2 ? "int8/tok" : "";
   std::printf(

@@ -9,6 +9,7 @@
 
 #include "demo.hpp"
 #include "kvflash/tensor.hpp"
+#include "roofline.hpp"
 #include "timing.hpp"
 
 namespace kvflash::tools {
@@ -46,8 +47,9 @@ struct FiaWorkloadShape {
 
 struct FiaWorkloadResult {
   CallTimes times;  ///< per call: median, p10, p90 (ms)
-  double gflops = 0;       ///< 4 * visible (row, key) pairs * N * D / median time
-  double bytes = 0;        ///< Q, K, V read once, the output written
+  double flops = 0;   ///< prefill_work (roofline.hpp): 4 * visible (row, key) pairs * N * D
+  double gflops = 0;  ///< flops / median time
+  double bytes = 0;   ///< prefill_work: Q, K, V read once, the output written
   double gbs = 0;
   bool passed = false;
 };

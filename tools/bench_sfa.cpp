@@ -165,16 +165,13 @@ bool run_sfa_workload(const SfaWorkloadShape& shape, const DemoOptions& options,
 
   int64_t selected = 0;
   for (int64_t i = 0; i < shape.batch; ++i) selected += selected_tokens(w, i);
-  // Gathered bytes: every selected latent + rope row once per sequence (the heads share it; a
-  // kernel that re-reads it per head reads cache, not memory), the queries in, the output out.
-  const double elem = 2.0;
-  const double bytes = elem * (static_cast<double>(selected) * (kLatentDim + kRopeDim) +
-                               shape.batch * shape.num_heads * (2 * kLatentDim + kRopeDim));
-  // QK over 576 dims and PV over 512, 2 FLOP per multiply-add, for every head.
-  const double flops =
-      2.0 * static_cast<double>(selected) * shape.num_heads * (kLatentDim + kRopeDim + kLatentDim);
+  // The FLOPs and bytes of tools/roofline.hpp (sfa_work): the gathered rows once per sequence
+  // (the heads share them; a kernel that re-reads one per head reads cache, not memory), the
+  // queries in, the output out; QK over 576 dims and PV over 512 for every head.
+  const Work work = sfa_work(selected, shape.batch, shape.num_heads, 2);
   SfaWorkloadResult& res = *result;
-  res = {times, bytes, bytes / seconds / 1e9, flops / seconds / 1e9, false};
+  res = {times, work.bytes, work.flops, work.bytes / seconds / 1e9, work.flops / seconds / 1e9,
+         false};
   std::printf(
       "sfa  %s  %s %s  B=%lld N=%lld top-k=%lld sbs=%lld S=%lld  %s  %7.1f GFLOP/s  "
       "%6.2f GB/s gathered",

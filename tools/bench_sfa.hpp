@@ -9,6 +9,7 @@
 
 #include "demo.hpp"
 #include "kvflash/tensor.hpp"
+#include "roofline.hpp"
 #include "timing.hpp"
 
 namespace kvflash::tools {
@@ -29,9 +30,10 @@ struct SfaWorkloadShape {
 /// What one timed SFA workload measured (for `kvflash bench --json/--csv`).
 struct SfaWorkloadResult {
   CallTimes times;  ///< per call: median, p10, p90 (ms)
-  double gathered_bytes = 0;  ///< selected latent + rope rows (once per sequence), q in, out
+  double gathered_bytes = 0;  ///< sfa_work (roofline.hpp): selected rows once per sequence, q, out
+  double flops = 0;           ///< sfa_work: 2 * selected * N * (512 + 64 + 512)
   double gbs = 0;             ///< gathered_bytes / median time
-  double gflops = 0;          ///< 2 * selected * N * (512 + 64 + 512) / median time
+  double gflops = 0;          ///< flops / median time
   bool passed = false;
 };
 

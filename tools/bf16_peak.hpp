@@ -17,17 +17,16 @@ double measure_fma_peak_gflops(int num_threads);
 
 /// GFLOP/s of a register-only loop of AMX tdpbf16ps on full 16 x 16 x 32 tiles (cpu::amx::peak_loop:
 /// 16,384 FLOP each) on num_threads workers; 0 below the amx level (KVFLASH_MAX_ISA caps it like
-/// the kernels). The ceiling of the rows whose operator runs its cpu-amx entry (tile_entries.hpp).
+/// the kernels). The ceiling of the rows whose operator runs its cpu-amx entry (tile_entries.hpp,
+/// roofline.hpp's compute_ceiling).
 double measure_amx_peak_gflops(int num_threads);
 
 /// The compute ceilings of one run, measured together (`kvflash info`, `demo`, `bench`).
 struct ComputePeaks {
   double bf16 = 0, fma = 0, amx = 0;  ///< GFLOP/s; 0 where the loop cannot run
-  /// A vector kernel's ceiling: the faster of the bf16 dot and fp32 FMA loops.
+  /// The faster of the bf16 dot and fp32 FMA loops (the JSON's compute_peak_gflops); a row's
+  /// own ceiling, per dtype and engine, is roofline.hpp's compute_ceiling.
   double compute() const { return bf16 > fma ? bf16 : fma; }
-  /// The ceiling of a compute-bound row: the matrix engine's for an operator on its cpu-amx
-  /// entry (tile_entries.hpp), else the vector one.
-  double ceiling(bool on_tiles) const { return on_tiles && amx > 0 ? amx : compute(); }
 };
 
 /// All three loops on num_threads workers (0 = library default).

@@ -92,6 +92,9 @@ int parse(int argc, const char* const* argv, CliOptions* o, std::ostream& out, s
   bench_cmd->add_flag("--no-bandwidth", skip_bandwidth,
                       "skip the memory read-bandwidth measurement");
   bench_cmd->add_flag("--warm-cache", warm_cache, warm_help);
+  bench_cmd->add_flag("--capi", demo.capi,
+                      "also time each ifa problem through the aclnn C API (GetWorkspaceSize, "
+                      "aclrtMalloc, launch on a stream, synchronize), alternated with the C++ call");
 
   CLI::App* info_cmd = app.add_subcommand(
       "info", "Show the version, ISA, threads, measured read bandwidth and compute peaks");

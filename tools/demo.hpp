@@ -3,6 +3,8 @@
 
 #include <cstddef>
 
+#include "roofline.hpp"
+
 namespace kvflash::tools {
 
 struct DemoOptions {
@@ -14,6 +16,9 @@ struct DemoOptions {
   /// row then says.
   size_t flush_bytes = 0;
   bool warm() const { return flush_bytes == 0; }
+  /// `bench --capi`: time each IFA call also through the aclnn C API (tools/capi_ifa.hpp),
+  /// alternated run by run with the C++ call.
+  bool capi = false;
 };
 
 /// The legend printed once before the rows of `kvflash demo`, `ifa` and `bench`: what a row's
@@ -25,26 +30,21 @@ void print_legend(const DemoOptions& options);
 /// Returns true when the sample check passed.
 bool run_ifa_demo(const DemoOptions& options, bool int8_kv, double read_bandwidth_gbs);
 
-/// DeepSeek-V3.2 sparse MLA decode step. Its line gives the achieved fraction of the ceiling that
-/// binds it: the compute peak when the step needs more time at compute_peak_gflops than at
-/// read_bandwidth_gbs (128 heads share each selected row: it is on vector units), else the read
-/// bandwidth (0 = not measured). compute_peak_gflops is the peak of the units SFA runs on here
-/// (ComputePeaks::ceiling). Returns true when the sample check passed.
-bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs,
-                  double compute_peak_gflops);
+/// DeepSeek-V3.2 sparse MLA decode step. Its line gives the step against its roofline
+/// (roofline.hpp: sfa_work, the read bandwidth and `ceiling`, the bf16 compute ceiling of the
+/// engine SFA runs on here; 0 = not measured). Returns true when the sample check passed.
+bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs, const Ceiling& ceiling);
 
 /// The whole DeepSeek-V3.2 sparse-attention step (lightning indexer, then SFA over its selection),
 /// each half timed, checked against fp64 end to end (tools/demo_dsa.cpp); the indexer's line
-/// gives its fraction of compute_peak_gflops, the peak of the units it runs on. Returns true when
-/// the checks passed.
-bool run_dsa_demo(const DemoOptions& options, double read_bandwidth_gbs,
-                  double compute_peak_gflops);
+/// gives it against its roofline (li_work, `ceiling`: the bf16 ceiling of the engine it runs on).
+/// Returns true when the checks passed.
+bool run_dsa_demo(const DemoOptions& options, double read_bandwidth_gbs, const Ceiling& ceiling);
 
 /// Llama-3-8B prefill then decode through FusedInferAttentionScore on one paged cache: a prompt
-/// (TND, sparse_mode 3) and a few decode steps, each checked against fp64, timed against the
-/// compute peak of the units FIA runs on (prefill) and the read bandwidth (decode; 0 = not
-/// measured). Returns true when every check passed.
-bool run_fia_demo(const DemoOptions& options, double read_bandwidth_gbs,
-                  double compute_peak_gflops);
+/// (TND, sparse_mode 3) and a few decode steps, each checked against fp64, the prefill timed
+/// against its roofline (prefill_work, `ceiling`: the bf16 ceiling of the engine FIA runs on) and
+/// the decode against the read bandwidth (0 = not measured). Returns true when every check passed.
+bool run_fia_demo(const DemoOptions& options, double read_bandwidth_gbs, const Ceiling& ceiling);
 
 }  // namespace kvflash::tools

@@ -97,7 +97,7 @@ void check_sfa_row(const LiWorkload& li, const SfaHalf& h, int64_t r, int num_th
 }  // namespace
 
 bool run_dsa_demo(const DemoOptions& options, double read_bandwidth_gbs,
-                  double compute_peak_gflops) {
+                  const Ceiling& ceiling) {
   LiWorkloadShape shape;
   shape.name = "deepseek-v3.2";
   shape.batch = options.quick ? 2 : 4;
@@ -133,7 +133,9 @@ bool run_dsa_demo(const DemoOptions& options, double read_bandwidth_gbs,
     return false;
   }
   const double rows = static_cast<double>(li->rows());
-  const double li_flops = 2.0 * rows * static_cast<double>(shape.kv_len) * shape.num_heads * 128;
+  // The indexer's FLOPs and bytes (tools/roofline.hpp, li_work), as `kvflash bench li:...`.
+  const Work li_w = li_work(shape.batch, li->rows(), shape.kv_len, shape.num_heads, 2);
+  const double li_flops = li_w.flops;
   const double sfa_flops = 2.0 * rows * shape.top_k * kHeads * (kLatent + kRope + kLatent);
   const double total = li_s + sfa_s;
   std::printf(
@@ -145,15 +147,10 @@ bool run_dsa_demo(const DemoOptions& options, double read_bandwidth_gbs,
       describe(li_t, options.warm()).c_str(), 100.0 * li_s / total, li_flops / li_s / 1e9,
       static_cast<long long>(kHeads), describe(sfa_t, options.warm()).c_str(),
       100.0 * sfa_s / total, sfa_flops / sfa_s / 1e9, total * 1e3);
-  if (compute_peak_gflops > 0)
-    std::printf(" (indexer at %.0f%% of the compute peak)",
-                100.0 * li_flops / li_s / 1e9 / compute_peak_gflops);
-  if (read_bandwidth_gbs > 0) {
-    const double key_bytes = 2.0 * shape.batch * shape.kv_len * 128;
-    std::printf(" (indexer keys at %.0f%% of read bw)",
-                100.0 * key_bytes / li_s / 1e9 / read_bandwidth_gbs);
-  }
   std::printf("\n");
+  const Roofline roof = roofline(li_w, li_t.median_ms, read_bandwidth_gbs, ceiling);
+  if (roof.valid)
+    std::printf("     indexer: %s\n", describe_roofline(roof, read_bandwidth_gbs, ceiling).c_str());
 
   std::vector<int64_t> sample = {0};
   if (shape.batch > 1) sample.push_back(shape.batch - 1);

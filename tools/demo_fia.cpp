@@ -62,7 +62,7 @@ void check_rows(const FiaArgs& a, const uint16_t* out, SampleCheck* check) {
 }  // namespace
 
 bool run_fia_demo(const DemoOptions& options, double read_bandwidth_gbs,
-                  double compute_peak_gflops) {
+                  const Ceiling& ceiling) {
   const int64_t prompt = options.quick ? 256 : 2048;
   Layer L;
   Rng rng(2048);
@@ -95,16 +95,18 @@ bool run_fia_demo(const DemoOptions& options, double read_bandwidth_gbs,
     std::printf("fia demo: prefill failed: %s\n", last_error_message());
     return false;
   }
+  // The FLOPs and bytes of tools/roofline.hpp (prefill_work), as `kvflash bench fia:...` counts.
   const double pairs = static_cast<double>(prompt) * static_cast<double>(prompt + 1) / 2;
-  const double gflops = 4.0 * pairs * kN * kD / sec / 1e9;
+  const Work work = prefill_work(pairs, prompt, prompt, kN, kKvN, kD, 2, 2);
+  const double gflops = work.flops / sec / 1e9;
   std::printf(
       "fia  Llama-3-8B prefill  bf16 TND paged bs=%lld  %lld tokens causal  %s of %d run%s  "
       "%7.1f GFLOP/s",
       static_cast<long long>(kBlock), static_cast<long long>(prompt),
       describe(pre_t, options.warm()).c_str(), pre_t.runs, pre_t.runs == 1 ? "" : "s", gflops);
-  if (compute_peak_gflops > 0)
-    std::printf(" (%.2f of the compute peak)", gflops / compute_peak_gflops);
   std::printf("\n");
+  const Roofline roof = roofline(work, sec * 1e3, read_bandwidth_gbs, ceiling);
+  if (roof.valid) std::printf("     %s\n", describe_roofline(roof, read_bandwidth_gbs, ceiling).c_str());
   // Check: the last kCheckRows prompt rows alone (mode 3 gives them the same band).
   SampleCheck check;
   const int64_t rows = std::min(kCheckRows, prompt);

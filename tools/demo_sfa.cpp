@@ -105,7 +105,7 @@ SfaWorkload make_workload(bool quick) {
 }  // namespace
 
 bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs,
-                  double compute_peak_gflops) {
+                  const Ceiling& ceiling) {
   const SfaWorkload w = make_workload(options.quick);
   std::vector<int64_t> all(w.batch());
   std::iota(all.begin(), all.end(), 0);
@@ -154,29 +154,17 @@ bool run_sfa_demo(const DemoOptions& options, double read_bandwidth_gbs,
 
   int64_t selected = 0;
   for (int64_t i = 0; i < w.batch(); ++i) selected += std::min<int64_t>(kTopK, w.kv_lengths[i]);
-  // Bytes: every selected latent+rope row once (shared by the 128 heads), queries in, output out.
-  const double bytes = 2.0 * (selected * (kLatentDim + kRopeDim) +
-                              w.batch() * kNumHeads * (2 * kLatentDim + kRopeDim));
-  const double flops = 2.0 * selected * kNumHeads * (kLatentDim + kRopeDim + kLatentDim);
+  // The FLOPs and bytes of tools/roofline.hpp (sfa_work), as `kvflash bench sfa:...` counts them.
+  const Work work = sfa_work(selected, w.batch(), kNumHeads, 2);
   std::printf(
       "sfa  deepseek-v3.2 decode  bf16 paged bs=%lld  B=%lld N=%lld top-k=%lld  %s  "
-      "%6.1f GFLOP/s  %6.2f GB/s",
+      "%6.1f GFLOP/s  %6.2f GB/s\n",
       static_cast<long long>(kBlockSize), static_cast<long long>(w.batch()),
       static_cast<long long>(kNumHeads), static_cast<long long>(kTopK),
       describe(times, options.warm(), "/call").c_str(),
-      flops / seconds / 1e9, bytes / seconds / 1e9);
-  // The bound that applies: the larger of the times the step needs at the compute peak and at the
-  // read bandwidth (a ceiling not measured is left out).
-  const double compute_s = compute_peak_gflops > 0 ? flops / (compute_peak_gflops * 1e9) : 0.0;
-  const double memory_s = read_bandwidth_gbs > 0 ? bytes / (read_bandwidth_gbs * 1e9) : 0.0;
-  if (compute_s > 0 && compute_s >= memory_s) {
-    std::printf(" (%.0f%% of the compute peak: compute-bound)",
-                100.0 * flops / seconds / 1e9 / compute_peak_gflops);
-  } else if (memory_s > 0) {
-    std::printf(" (%.0f%% of read bw: memory-bound)",
-                100.0 * bytes / seconds / 1e9 / read_bandwidth_gbs);
-  }
-  std::printf("\n");
+      work.flops / seconds / 1e9, work.bytes / seconds / 1e9);
+  const Roofline roof = roofline(work, times.median_ms, read_bandwidth_gbs, ceiling);
+  if (roof.valid) std::printf("     %s\n", describe_roofline(roof, read_bandwidth_gbs, ceiling).c_str());
   check.print("2 sequences");
   return check.passed();
 }

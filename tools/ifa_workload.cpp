@@ -6,7 +6,9 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <tuple>
 
+#include "capi_ifa.hpp"
 #include "demo_util.hpp"
 #include "ifa_reference.hpp"
 #include "kvflash/ifa.hpp"
@@ -182,9 +184,24 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
   }
   std::vector<std::byte> ws(plan->workspace_size());
   Status st = Status::kSuccess;
-  const CallTimes times =
-      time_calls(2, options.iterations, [&] { st = plan->run(args, ws.data(), ws.size()); },
-                 flush_before(options));
+  const auto cpp_call = [&] { st = plan->run(args, ws.data(), ws.size()); };
+  // --capi: the C API path on the same tensors, alternated with the C++ call run by run.
+  std::string capi_note = options.capi ? "" : "not timed (bench --capi)";
+  std::unique_ptr<CapiIfaCall> capi = options.capi ? CapiIfaCall::create(args, &capi_note) : nullptr;
+  CallTimes times, capi_times;
+  if (capi) {
+    bool capi_ok = true;
+    std::string capi_error;
+    std::tie(capi_times, times) = time_alternated(
+        2, options.iterations, [&] { capi_ok = capi->run(&capi_error) && capi_ok; }, cpp_call,
+        flush_before(options));
+    if (!capi_ok) {
+      std::printf("%s: the C API call failed: %s\n", shape.name.c_str(), capi_error.c_str());
+      return false;
+    }
+  } else {
+    times = time_calls(2, options.iterations, cpp_call, flush_before(options));
+  }
   const double seconds = times.median_seconds();
   if (st != Status::kSuccess) {
     std::printf("%s: run failed: %s\n", shape.name.c_str(), last_error_message());
@@ -192,12 +209,14 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
   }
 
   const int64_t tokens = std::accumulate(shape.lengths.begin(), shape.lengths.end(), int64_t{0});
-  const double kv_bytes =
-      2.0 * tokens * w.kv_row() * static_cast<double>(dtype_size(shape.kv_dtype));
-  const double flops = 4.0 * tokens * w.q_row();  // QK and PV, 2 FLOP per multiply-add
-  const double gbs = kv_bytes / seconds / 1e9;
+  // The bytes and FLOPs of tools/roofline.hpp: K and V, the query and the output (bf16 or fp16).
+  const Work work =
+      ifa_decode_work(tokens, w.batch(), shape.num_heads, shape.num_kv_heads, shape.head_dim,
+                      static_cast<int>(dtype_size(shape.kv_dtype)), 2);
+  const double bytes = work.bytes, flops = work.flops;
+  const double gbs = bytes / seconds / 1e9;
   std::printf(
-      "ifa  %s  kv=%s %s  B=%lld N=%lld KV_N=%lld D=%lld tokens=%lld  %s  KV %7.1f MB  "
+      "ifa  %s  kv=%s %s  B=%lld N=%lld KV_N=%lld D=%lld tokens=%lld  %s  bytes %7.1f MB  "
       "%6.1f GB/s",
       shape.name.c_str(), dtype_name(shape.kv_dtype),
       w.is_paged() ? ("paged bs=" + std::to_string(shape.block_size) +
@@ -207,12 +226,21 @@ bool run_ifa_workload(const IfaWorkloadShape& shape, const DemoOptions& options,
       static_cast<long long>(w.batch()), static_cast<long long>(shape.num_heads),
       static_cast<long long>(shape.num_kv_heads), static_cast<long long>(shape.head_dim),
       static_cast<long long>(tokens), describe(times, options.warm(), "/call").c_str(),
-      kv_bytes / 1e6, gbs);
+      bytes / 1e6, gbs);
   if (read_bandwidth_gbs > 0) std::printf(" (%.0f%% of read bw)", 100.0 * gbs / read_bandwidth_gbs);
   std::printf("  %6.1f GFLOP/s\n", flops / seconds / 1e9);
+  if (capi) {
+    std::printf("     C API + stream (GetWorkspaceSize, aclrtMalloc, launch, synchronize): %s; "
+                "C API / C++ %.3f\n",
+                describe(capi_times, options.warm(), "/call").c_str(),
+                capi_times.median_ms / times.median_ms);
+  } else if (options.capi) {
+    std::printf("     C API path: not timed: %s\n", capi_note.c_str());
+  }
   IfaWorkloadResult unused;
   IfaWorkloadResult& res = result ? *result : unused;
-  res = {times, kv_bytes, gbs, flops / seconds / 1e9, check_sample, false};
+  res = {times, bytes, flops, gbs, flops / seconds / 1e9, check_sample, false, capi_times,
+         capi_note};
   if (!check_sample) return true;
 
   // Sample check: the first, the longest and the shortest sequence, run on their own (which must

@@ -9,6 +9,7 @@
 
 #include "demo.hpp"
 #include "kvflash/tensor.hpp"
+#include "roofline.hpp"
 #include "timing.hpp"
 
 namespace kvflash::tools {
@@ -36,10 +37,15 @@ struct IfaWorkloadShape {
 /// What one timed workload measured (for `kvflash bench --json`).
 struct IfaWorkloadResult {
   CallTimes times;  ///< per call: median, p10, p90 (ms)
-  double kv_bytes = 0;     ///< K and V bytes one call reads
-  double gbs = 0;          ///< kv_bytes / median time
-  double gflops = 0;       ///< 4 * tokens * N * D / median time
+  double bytes = 0;   ///< ifa_decode_work (roofline.hpp): K, V, query and output bytes
+  double flops = 0;   ///< ifa_decode_work: 4 * tokens * N * D
+  double gbs = 0;     ///< bytes / median time
+  double gflops = 0;  ///< flops / median time
   bool checked = false, passed = false;
+  /// DemoOptions::capi: the same call through the aclnn C API, timed alternately with the C++
+  /// call (runs == 0: not timed, capi_note says why).
+  CallTimes capi_times;
+  std::string capi_note;
 };
 
 /// Builds, times (median) and checks the workload; prints two lines. Returns the check's verdict

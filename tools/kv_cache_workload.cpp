@@ -9,6 +9,7 @@
 #include "demo_util.hpp"
 #include "kv_cache_reference.hpp"
 #include "kvflash/kv_cache.hpp"
+#include "roofline.hpp"
 
 namespace kvflash::tools {
 
@@ -67,7 +68,7 @@ bool run_kv_cache_workload(const KvCacheWorkloadShape& s, const DemoOptions& opt
     std::printf("%s: run failed: %s\n", s.name.c_str(), last_error_message());
     return false;
   }
-  const double bytes = 4.0 * static_cast<double>(t * row * elem) + 4.0 * static_cast<double>(t);
+  const double bytes = kv_cache_work(t, row * static_cast<int64_t>(elem)).bytes;  // roofline.hpp
   const double gbs = bytes / seconds / 1e9;
   std::printf(
       "kvcache  %s  %s T=%lld KV_N=%lld D=%lld bs=%lld %s  %s  %7.1f MB  "

@@ -24,8 +24,13 @@ void print_legend(const DemoOptions& options) {
         static_cast<double>(options.flush_bytes) / (1 << 20));
   }
   std::printf(
-      "  GB/s: the bytes a call must read (KV cache, selected rows or keys) / median time; \"of "
-      "read bw\": against the read bandwidth measured above\n");
+      "  GB/s: the bytes a call must move (KV cache, selected rows or keys, query and output: "
+      "tools/roofline.hpp) / median time; \"of read bw\": against the read bandwidth measured "
+      "above\n");
+  std::printf(
+      "  roofline (bench): intensity = FLOPs / bytes; roofline = the fastest call the machine "
+      "allows, max(bytes / read bandwidth, FLOPs / the compute ceiling of the row's dtype on its "
+      "engine), its bound (memory or the engine) and the row's fraction of it (docs/perf.md)\n");
   std::printf(
       "  sample check: chosen sequences run again as a batch of their own and compared with the "
       "double-precision reference\n"

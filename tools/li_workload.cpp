@@ -137,8 +137,7 @@ bool check_li_sample(const LiWorkload& w, const std::vector<int64_t>& requests, 
 }
 
 bool run_li_workload(const LiWorkloadShape& shape, const DemoOptions& options,
-                     double read_bandwidth_gbs, double compute_peak_gflops,
-                     LiWorkloadResult* result) {
+                     double read_bandwidth_gbs, LiWorkloadResult* result) {
   auto w = std::make_unique<LiWorkload>();
   make_li_workload(shape, w.get());
   w->args.num_threads = options.num_threads;
@@ -157,13 +156,12 @@ bool run_li_workload(const LiWorkloadShape& shape, const DemoOptions& options,
     std::printf("%s: run failed: %s\n", shape.name.c_str(), last_error_message());
     return false;
   }
-  const double rows = static_cast<double>(w->rows());
-  // Keys read once per request (its next_n rows share them), queries and weights.
-  const double bytes = 2.0 * (static_cast<double>(shape.batch) * shape.kv_len * kD +
-                              rows * shape.num_heads * (kD + 1));
-  const double flops = 2.0 * rows * static_cast<double>(shape.kv_len) * shape.num_heads * kD;
+  // The FLOPs and bytes of tools/roofline.hpp (li_work): the keys once per request (its next_n
+  // rows share them), queries and weights.
+  const Work work = li_work(shape.batch, w->rows(), shape.kv_len, shape.num_heads, 2);
   LiWorkloadResult& res = *result;
-  res = {times, bytes, bytes / seconds / 1e9, flops / seconds / 1e9, false};
+  res = {times, work.bytes, work.flops, work.bytes / seconds / 1e9, work.flops / seconds / 1e9,
+         false};
   std::printf(
       "li   %s  %s paged bs=%lld  B=%lld next_n=%lld N=%lld S=%lld top-k=%lld  %s  "
       "%7.1f GFLOP/s  %6.2f GB/s keys",
@@ -173,8 +171,6 @@ bool run_li_workload(const LiWorkloadShape& shape, const DemoOptions& options,
       static_cast<long long>(shape.top_k), describe(times, options.warm(), "/call").c_str(),
       res.gflops,
       res.gbs);
-  if (compute_peak_gflops > 0)
-    std::printf(" (%.0f%% of compute peak)", 100.0 * res.gflops / compute_peak_gflops);
   if (read_bandwidth_gbs > 0)
     std::printf(" (%.0f%% of read bw)", 100.0 * res.gbs / read_bandwidth_gbs);
   std::printf("\n");

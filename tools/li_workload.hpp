@@ -11,6 +11,7 @@
 #include "demo.hpp"
 #include "kvflash/li.hpp"
 #include "kvflash/tensor.hpp"
+#include "roofline.hpp"
 #include "timing.hpp"
 
 namespace kvflash::tools {
@@ -51,16 +52,16 @@ bool check_li_sample(const LiWorkload& w, const std::vector<int64_t>& requests, 
 /// What one timed indexer workload measured (for `kvflash bench --json/--csv`).
 struct LiWorkloadResult {
   CallTimes times;  ///< per call: median, p10, p90 (ms)
-  double key_bytes = 0;    ///< the keys every row reads (once per request), weights and queries
-  double gbs = 0;          ///< key_bytes / median time
-  double gflops = 0;       ///< 2 * rows * keys * N * 128 / median time
+  double key_bytes = 0;  ///< li_work (roofline.hpp): the keys once per request, weights, queries
+  double flops = 0;      ///< li_work: 2 * rows * keys * N * 128
+  double gbs = 0;        ///< key_bytes / median time
+  double gflops = 0;     ///< flops / median time
   bool passed = false;
 };
 
 /// Builds, times (median after one warm-up) and checks (first and last request) the workload;
 /// prints two lines. Returns the check's verdict; fills *result.
 bool run_li_workload(const LiWorkloadShape& shape, const DemoOptions& options,
-                     double read_bandwidth_gbs, double compute_peak_gflops,
-                     LiWorkloadResult* result);
+                     double read_bandwidth_gbs, LiWorkloadResult* result);
 
 }  // namespace kvflash::tools

@@ -22,6 +22,7 @@
 #include "ifa_workload.hpp"
 #include "kvflash/version.h"
 #include "membw.hpp"
+#include "roofline.hpp"
 #include "tile_entries.hpp"
 
 namespace {
@@ -50,6 +51,7 @@ int run(const kvflash::tools::CliOptions& given) {
   if (!o.skip_bandwidth && o.command != tools::CliCommand::kIfa) {
     peaks = tools::measure_compute_peaks(demo.num_threads);
     tools::print_compute_peaks(peaks, threads);
+    tools::print_roofline_ceilings(bw, peaks, tools::tile_entries());
   }
   if (o.command == tools::CliCommand::kInfo) return 0;
   const bool rows = o.command != tools::CliCommand::kBench || !o.bench.empty();
@@ -58,13 +60,16 @@ int run(const kvflash::tools::CliOptions& given) {
   if (o.command == tools::CliCommand::kIfa)
     return tools::run_ifa_workload(o.ifa, demo, bw, o.check) ? 0 : 1;
 
-  // Each compute-bound row is judged against the peak of the units its operator runs on.
+  // Each row is judged against its roofline: the bf16 ceiling of the engine its operator runs on.
   const tools::TileEntries tiles = tools::tile_entries();
   bool ok = tools::run_ifa_demo(demo, /*int8_kv=*/false, bw);
   ok = tools::run_ifa_demo(demo, /*int8_kv=*/true, bw) && ok;
-  ok = tools::run_sfa_demo(demo, bw, peaks.ceiling(tiles.sfa)) && ok;
-  ok = tools::run_dsa_demo(demo, bw, peaks.ceiling(tiles.li)) && ok;
-  ok = tools::run_fia_demo(demo, bw, peaks.ceiling(tiles.fia)) && ok;
+  const auto bf16 = [&](bool on_tiles) {
+    return tools::compute_ceiling(tools::RowDtype::kBf16, on_tiles, peaks);
+  };
+  ok = tools::run_sfa_demo(demo, bw, bf16(tiles.sfa)) && ok;
+  ok = tools::run_dsa_demo(demo, bw, bf16(tiles.li)) && ok;
+  ok = tools::run_fia_demo(demo, bw, bf16(tiles.fia)) && ok;
   std::printf("demo: %s\n", ok ? "all sample checks passed" : "SAMPLE CHECK FAILED");
   return ok ? 0 : 1;
 }

@@ -1,6 +1,6 @@
 // Which operators' host plans run on the matrix engine on this machine: the CPU entry the dispatch
 // picks (src/backends/lists.cpp) is cpu-amx. Their compute-bound rows are judged against the AMX
-// peak (ComputePeaks::ceiling), the other rows against the vector peak.
+// peak (roofline.hpp, compute_ceiling), the other rows against the vector peaks.
 #pragma once
 
 #include <string>

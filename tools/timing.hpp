@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kvflash::tools {
@@ -22,6 +23,22 @@ struct CallTimes {
   double median_seconds() const { return median_ms * 1e-3; }
 };
 
+/// The median and spread of runs timed in milliseconds.
+inline CallTimes times_of(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  const auto rank = [&](double q) {
+    return ms[static_cast<size_t>(std::lround(q * static_cast<double>(ms.size() - 1)))];
+  };
+  return {ms[ms.size() / 2], rank(0.1), rank(0.9), static_cast<int>(ms.size())};
+}
+
+/// Milliseconds one run of fn takes.
+inline double time_one(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 /// fn timed over `iters` runs after `warmup` untimed ones; `before`, when given, runs untimed
 /// before each timed run.
 inline CallTimes time_calls(int warmup, int iters, const std::function<void()>& fn,
@@ -30,16 +47,26 @@ inline CallTimes time_calls(int warmup, int iters, const std::function<void()>& 
   std::vector<double> ms;
   for (int i = 0; i < std::max(iters, 1); ++i) {
     if (before) before();
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    ms.push_back(time_one(fn));
   }
-  std::sort(ms.begin(), ms.end());
-  const auto rank = [&](double q) {
-    return ms[static_cast<size_t>(std::lround(q * static_cast<double>(ms.size() - 1)))];
-  };
-  return {ms[ms.size() / 2], rank(0.1), rank(0.9), static_cast<int>(ms.size())};
+  return times_of(std::move(ms));
+}
+
+/// Two ways of making the same call (`kvflash bench --capi`: the C API path and IfaPlan::run),
+/// timed alternately run by run, so that whatever else the machine does falls on both alike:
+/// `warmup` untimed runs of each, then `iters` timed runs of each, `before` ahead of every one.
+inline std::pair<CallTimes, CallTimes> time_alternated(
+    int warmup, int iters, const std::function<void()>& a, const std::function<void()>& b,
+    const std::function<void()>& before = nullptr) {
+  for (int i = 0; i < warmup; ++i) a(), b();
+  std::vector<double> ms_a, ms_b;
+  for (int i = 0; i < std::max(iters, 1); ++i) {
+    if (before) before();
+    ms_a.push_back(time_one(a));
+    if (before) before();
+    ms_b.push_back(time_one(b));
+  }
+  return {times_of(std::move(ms_a)), times_of(std::move(ms_b))};
 }
 
 /// The mean of several calls' statistics (the FIA demo's decode steps: one call per step).
