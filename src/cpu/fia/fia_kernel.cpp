@@ -58,10 +58,12 @@ int64_t split_chunks(const FiaParams& p, const FiaBatch& bt) {
   return l / kFiaSplitTiles - f / kFiaSplitTiles + 1;
 }
 
-// The key tiles (batch, KV head)s of bt pack (FiaPackedKv): every tile some query tile of the batch
-// visits, [*first, *first + *count) (bands move right with the row, so their union is one range).
-// None (count 0) for a batch of fewer than two query tiles: its tiles are visited once per KV
-// head, by one task, and packing them ahead would only move that work.
+// The key tiles the (batch, KV head)s of bt pack (FiaPackedKv): every tile some query tile of the
+// batch visits, [*first, *first + *count) (bands move right with the row, so their union is one
+// range). None (count 0) unless its query tiles visit a tile twice on average: a batch of one
+// query tile visits each once, and where packing ahead saves less than that (two query tiles over
+// a causal diagonal: 3 visits of 2 tiles) the packing pass's extra wait cost more than it saved
+// (docs/perf-log.md, "FIA prefill on AMX tiles (2026-12-05)", packed K/V).
 void packed_range(const FiaParams& p, const FiaBatch& bt, int64_t* first, int64_t* count) {
   const int64_t tq = fia_query_tile(group(p));
   *first = 0, *count = 0;
@@ -69,8 +71,15 @@ void packed_range(const FiaParams& p, const FiaBatch& bt, int64_t* first, int64_
   const int64_t jlo = std::max<int64_t>(0, bt.band_lo);
   const int64_t jhi = std::min<int64_t>(bt.kv_len - 1, (bt.q_rows - 1) + bt.band_hi);
   if (jlo > jhi) return;
-  *first = jlo / kFiaKeyTile;
-  *count = jhi / kFiaKeyTile - *first + 1;
+  const int64_t f = jlo / kFiaKeyTile, n = jhi / kFiaKeyTile - f + 1;
+  int64_t visits = 0;
+  for (int64_t qt = 0; qt * tq < bt.q_rows && visits < 2 * n; ++qt) {
+    int64_t a = 0, z = 0;
+    tile_range(p, bt, qt, &a, &z);
+    visits += std::max<int64_t>(0, z - a + 1);
+  }
+  if (visits < 2 * n) return;
+  *first = f, *count = n;
 }
 
 // Bytes of one packed key tile of p.
@@ -78,20 +87,20 @@ size_t packed_tile_bytes(const FiaParams& p) {
   return static_cast<size_t>(fia_packed_tile_elems(p)) * sizeof(uint16_t);
 }
 
-// The packed-tile bytes the plan reserves: every (batch, KV head) with two or more query tiles and
-// no more than kFiaPackedKvMaxBytes of tiles, all its key tiles (a bound on the run's range),
-// together at most kFiaPackedKvMaxBytes; none off the bf16 path. Every product is checked
-// against the maximum first, so none overflows.
+// The packed-tile bytes the plan reserves: the packed ranges (packed_range) of the plan's batches
+// for every KV head, but for a (batch, KV head) whose range alone takes more than
+// kFiaPackedKvMaxBytes, together at most kFiaPackedKvMaxBytes; none off the bf16 path. Each
+// product is bounded by the maximum before it is taken, so none overflows. (A run whose batches
+// differ, by left padding read at run time, packs what fits in the workspace it is given.)
 size_t packed_bound(const FiaParams& p) {
   if (!scalar::fia_bf16_dot_shape_entry(p)) return 0;
-  const int64_t tq = fia_query_tile(group(p));
   const size_t tile = packed_tile_bytes(p);
   size_t total = 0;
   for (int64_t b = 0; b < p.batch && total < kFiaPackedKvMaxBytes; ++b) {
-    const FiaBatch& bt = p.batches[b];
-    if (bt.q_rows <= tq || bt.kv_len <= 0) continue;
-    const auto tiles = static_cast<size_t>((bt.kv_len + kFiaKeyTile - 1) / kFiaKeyTile);
-    if (tiles > kFiaPackedKvMaxBytes / tile) continue;  // one KV head alone takes more
+    int64_t first = 0, count = 0;
+    packed_range(p, p.batches[b], &first, &count);
+    const auto tiles = static_cast<size_t>(count);
+    if (tiles == 0 || tiles > kFiaPackedKvMaxBytes / tile) continue;
     total += std::min(tiles * tile * static_cast<size_t>(p.num_kv_heads), kFiaPackedKvMaxBytes);
   }
   return std::min(total, kFiaPackedKvMaxBytes);

@@ -114,9 +114,9 @@ struct FiaKernels {
 const FiaKernels& fia_kernels_for(Isa isa);
 
 /// Bytes of workspace fia_run needs for p: a function of p only (never of threads or ISA). With
-/// bf16 inputs on the dot-product shape (fia_bf16_dot_shape) it includes the packed key tiles of
-/// every (batch, KV head) with two or more query tiles, all its key tiles, up to
-/// kFiaPackedKvMaxBytes.
+/// bf16 inputs on the dot-product shape (fia_bf16_dot_shape) it includes the packed key tiles
+/// (FiaPackedKv) of every (batch, KV head) whose query tiles visit its key tiles twice on average,
+/// up to kFiaPackedKvMaxBytes.
 size_t fia_workspace_size(const FiaParams& p);
 
 /// Runs kernels k on up to num_threads threads (0: the library default). Never allocates;
