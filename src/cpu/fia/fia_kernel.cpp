@@ -60,10 +60,10 @@ int64_t split_chunks(const FiaParams& p, const FiaBatch& bt) {
 
 // The key tiles the (batch, KV head)s of bt pack (FiaPackedKv): every tile some query tile of the
 // batch visits, [*first, *first + *count) (bands move right with the row, so their union is one
-// range). None (count 0) unless its query tiles visit a tile twice on average: a batch of one
-// query tile visits each once, and where packing ahead saves less than that (two query tiles over
-// a causal diagonal: 3 visits of 2 tiles) the packing pass's extra wait cost more than it saved
-// (docs/perf-log.md, "FIA prefill on AMX tiles (2026-12-05)", packed K/V).
+// range). None (count 0) unless its query tiles visit a tile more than twice on average: a batch
+// of one query tile visits each once, and where packing ahead saves less (a causal prompt of two
+// or three query tiles: 3 visits of 2 tiles, 6 of 3) the packing pass and its wait cost as much
+// as they save or more (docs/perf-log.md, "FIA prefill on AMX tiles (2026-12-05)", packed K/V).
 void packed_range(const FiaParams& p, const FiaBatch& bt, int64_t* first, int64_t* count) {
   const int64_t tq = fia_query_tile(group(p));
   *first = 0, *count = 0;
@@ -73,12 +73,12 @@ void packed_range(const FiaParams& p, const FiaBatch& bt, int64_t* first, int64_
   if (jlo > jhi) return;
   const int64_t f = jlo / kFiaKeyTile, n = jhi / kFiaKeyTile - f + 1;
   int64_t visits = 0;
-  for (int64_t qt = 0; qt * tq < bt.q_rows && visits < 2 * n; ++qt) {
+  for (int64_t qt = 0; qt * tq < bt.q_rows && visits <= 2 * n; ++qt) {
     int64_t a = 0, z = 0;
     tile_range(p, bt, qt, &a, &z);
     visits += std::max<int64_t>(0, z - a + 1);
   }
-  if (visits < 2 * n) return;
+  if (visits <= 2 * n) return;
   *first = f, *count = n;
 }
 

@@ -115,8 +115,8 @@ const FiaKernels& fia_kernels_for(Isa isa);
 
 /// Bytes of workspace fia_run needs for p: a function of p only (never of threads or ISA). With
 /// bf16 inputs on the dot-product shape (fia_bf16_dot_shape) it includes the packed key tiles
-/// (FiaPackedKv) of every (batch, KV head) whose query tiles visit its key tiles twice on average,
-/// up to kFiaPackedKvMaxBytes.
+/// (FiaPackedKv) of every (batch, KV head) whose query tiles visit its key tiles more than twice
+/// on average, up to kFiaPackedKvMaxBytes.
 size_t fia_workspace_size(const FiaParams& p);
 
 /// Runs kernels k on up to num_threads threads (0: the library default). Never allocates;
