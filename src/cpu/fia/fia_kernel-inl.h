@@ -463,11 +463,14 @@ inline void fia_pack_tile_bf16(const FiaParams& p, const FiaPointers& d, int64_t
     krow[c] = rrow[c] = vrow[c] = nullptr;
     if (c >= n) continue;
     int64_t kx = 0, rx = 0, vx = 0;
-    krow[c] = static_cast<const uint16_t*>(fia_kv_row(p, d, bt, b, FiaKv::kKey, n2, j0 + c, &kx)) + kx;
+    krow[c] =
+        static_cast<const uint16_t*>(fia_kv_row(p, d, bt, b, FiaKv::kKey, n2, j0 + c, &kx)) + kx;
     if (Dr)
-      rrow[c] = static_cast<const uint16_t*>(
-                    fia_kv_row(p, d, bt, b, FiaKv::kKeyRope, n2, j0 + c, &rx)) + rx;
-    vrow[c] = static_cast<const uint16_t*>(fia_kv_row(p, d, bt, b, FiaKv::kValue, n2, j0 + c, &vx)) + vx;
+      rrow[c] =
+          static_cast<const uint16_t*>(fia_kv_row(p, d, bt, b, FiaKv::kKeyRope, n2, j0 + c, &rx)) +
+          rx;
+    vrow[c] =
+        static_cast<const uint16_t*>(fia_kv_row(p, d, bt, b, FiaKv::kValue, n2, j0 + c, &vx)) + vx;
   }
   fia_pack_keys_bf16(dst, krow, rrow, Dk, Dr);
   if (n == Bk) fia_pack_values_bf16(dst + (Dk + Dr) * Bk, vrow, Dv);

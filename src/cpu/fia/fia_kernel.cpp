@@ -314,8 +314,9 @@ void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t w
   const FiaMergeFn merge = k.merge;
   const int threads =
       std::min(num_threads > 0 ? num_threads : default_num_threads(), kFiaMaxParticipants);
-  const Run run{&p,  &d, tasks, merges, slots, scratch, lay.stride, fn, merge,
-                capacity > 0 ? units : nullptr, k.pack_bf16};
+  const Run run{&p,         &d,         tasks, merges, slots,
+                scratch,    lay.stride, fn,    merge,  capacity > 0 ? units : nullptr,
+                k.pack_bf16};
   // Wave by wave: a parallel pass packs the wave's tiles, then its tasks read them. The lambdas
   // capture one pointer, so std::function keeps them inline (no allocation).
   int64_t task0 = 0;
@@ -333,9 +334,10 @@ void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t w
         // The unit of `item`: the last of the wave whose first item is at most item (a packed
         // one: an unpacked unit's first item is the next packed unit's, or past the wave's).
         const PackUnit* us = v->run->units;
-        const PackUnit* u = std::upper_bound(us + v->u0, us + v->u1, item,
-                                             [](int64_t x, const PackUnit& y) { return x < y.item0; }) -
-                            1;
+        const PackUnit* u =
+            std::upper_bound(us + v->u0, us + v->u1, item,
+                             [](int64_t x, const PackUnit& y) { return x < y.item0; }) -
+            1;
         const int64_t unit = u - us, kvn = v->run->p->num_kv_heads, tile = item - u->item0;
         v->run->pack(*v->run->p, *v->run->d, unit / kvn, unit % kvn, u->kv.first + tile,
                      v->packed + u->at + tile * fia_packed_tile_elems(*v->run->p));

@@ -31,7 +31,7 @@ void fia_task_entry(const FiaParams& p, const FiaPointers& d, float* scratch, in
 
 void fia_task_tiles_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot,
-                    const FiaPackedKv* kv) {
+                          const FiaPackedKv* kv) {
   fia_task_tiles<amx::HwTiles>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
 }
 
@@ -49,6 +49,5 @@ void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, i
 namespace kvflash::cpu::amx {
 const FiaKernels kFiaKernels = {avx512::amx_fia::fia_task_entry,
                                 avx512::amx_fia::fia_task_tiles_entry,
-                                avx512::amx_fia::fia_merge_entry,
-                                avx512::amx_fia::fia_pack_entry};
+                                avx512::amx_fia::fia_merge_entry, avx512::amx_fia::fia_pack_entry};
 }  // namespace kvflash::cpu::amx

@@ -31,7 +31,7 @@ void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, i
 
 void fia_task_bf16_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
                          int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot,
-                    const FiaPackedKv* kv) {
+                         const FiaPackedKv* kv) {
   fia_task_body<true>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
 }
 void fia_pack_bf16_entry(const FiaParams& p, const FiaPointers& d, int64_t b, int64_t n2, int64_t t,

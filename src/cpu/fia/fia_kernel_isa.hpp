@@ -9,11 +9,11 @@
 
 namespace kvflash::cpu {
 
-#define KVFLASH_FIA_ENTRIES                                                                        \
-  void fia_task_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2, \
-                      int64_t qt, int64_t t_first, int64_t t_last, float* slot,                    \
-                      const FiaPackedKv* kv);                                                      \
-  void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,            \
+#define KVFLASH_FIA_ENTRIES                                                                 \
+  void fia_task_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,  \
+                      int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot, \
+                      const FiaPackedKv* kv);                                               \
+  void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, \
                        int64_t n2, int64_t qt, int64_t chunks, const float* slots);
 namespace scalar {
 KVFLASH_FIA_ENTRIES
