@@ -63,7 +63,7 @@ inline constexpr int64_t kFiaSplitTiles = 8;
 inline int64_t fia_query_tile(int64_t g) { return g >= kFiaTileRows ? 1 : kFiaTileRows / g; }
 
 /// Bytes of workspace the packed key tiles (FiaPackedKv) may take at most: 16 MiB holds a KV
-/// head's K and V of 16k positions at Dk = Dv = 128 (512 bytes a position). fia_run packs the
+/// head's K and V of 32k positions at Dk = Dv = 128 (512 bytes a position). fia_run packs the
 /// (batch, KV head)s that fit in waves of at most this much; one that alone takes more is not
 /// packed (its tasks pack each key tile themselves, as without this).
 inline constexpr size_t kFiaPackedKvMaxBytes = size_t{16} << 20;
