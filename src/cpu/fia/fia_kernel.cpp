@@ -141,19 +141,20 @@ Counts count(const FiaParams& p, bool bound = false) {
   return c;
 }
 
-// The workspace of a run with c's tasks, merges and slots: one arena layout (its size with the
-// plan's bound counts, its regions with the run's, which never exceed them), then one scratch
-// row of `stride` bytes per participant.
-// The packing of one (batch, KV head): its tiles (kv; none: count 0), at element `at` of the
-// packed region, its wave and its first item in the wave's packing pass. Along the table waves
-// and, within a wave, first items never decrease (an unpacked unit takes the next item, and none).
+// The packing of one (batch, KV head): its tiles (kv; not packed: count 0), at element `at` of
+// the packed region, its wave and its first item in the wave's packing pass. Along the table,
+// waves never decrease, nor first items within a wave (an unpacked unit gets the first item of
+// the next packed one and packs none).
 struct PackUnit {
   FiaPackedKv kv;
   int64_t at, wave, item0;
 };
 
-// Then, on the bf16 path, one PackUnit per (batch, KV head) and the packed tiles (packed bytes,
-// the last region, so a run's regions before it never pass the plan's).
+// The workspace of a run with c's tasks, merges and slots: one arena layout (its size with the
+// plan's bound counts, its regions with the run's, which never exceed them), then one scratch
+// row of `stride` bytes per participant, then, on the bf16 path, one PackUnit per (batch, KV
+// head) and the packed tiles (packed_bytes; the last region, so a run's regions before it never
+// pass the plan's).
 struct Layout {
   size_t tasks, merges, slots, scratch, stride, units, packed, bytes;
 };
@@ -231,8 +232,8 @@ void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t w
   const Layout lay = layout(p, c, 0);
   const FiaTaskFn fn =
       k.task_bf16 != nullptr && scalar::fia_bf16_dot_shape_entry(p) ? k.task_bf16 : k.task;
-  // The packed tiles take what the workspace holds past the other regions (the caller sized it
-  // with fia_workspace_size(p): at least this run's packed bound), at most kFiaPackedKvMaxBytes.
+  // The packed tiles take what the workspace holds past the other regions (fia_workspace_size
+  // reserved the plan's packed_bound there), at most kFiaPackedKvMaxBytes.
   const size_t used = static_cast<size_t>(ws - static_cast<std::byte*>(workspace)) + lay.packed;
   const bool packs = k.task_bf16 != nullptr && fn == k.task_bf16 && k.pack_bf16 != nullptr;
   const size_t capacity =
