@@ -129,6 +129,52 @@ TEST(FiaKernel, DeterministicAcrossThreadsAndBatchComposition) {
   EXPECT_GE(checked, 3);
 }
 
+// The bf16 path's key tiles packed once per (batch, KV head) (FiaPackedKv) give the bits the
+// tasks' own packing gives: a workspace of fia_workspace_size packs every eligible unit in one
+// wave; smaller ones (fia_run packs into what is left past the other regions) pack in two waves,
+// leave units that do not fit unpacked, or pack nothing. Three batches, the middle one a single
+// query tile (never packed), causal and a sliding window (packed ranges not starting at tile 0),
+// at every ISA with the bf16 path here (avx512bf16: vdpbf16ps; amx: the tiles).
+TEST(FiaKernel, PackedKeyTilesKeepTheBits) {
+  constexpr size_t kTile = 64 * (128 + 128) * 2;  // one packed key tile, Dk = Dv = 128
+  int checked = 0;
+  for (int64_t mode : {3, 4}) {
+    FiaCase c;
+    c.layout = FiaLayout::kBsnd;
+    c.q_dtype = c.kv_dtype = c.out_dtype = DType::kBFloat16;
+    c.num_heads = 8, c.num_kv_heads = 2, c.head_dim = 128;  // G = 4: 64-row query tiles
+    c.q_lens = {300, 10, 600}, c.kv_lens = {700, 200, 900};
+    c.sparse_mode = mode, c.mask = FiaMask::kCompressed;
+    if (mode == 4) c.pre_tokens = 150, c.next_tokens = 0;
+    FiaCaseData data(c);
+    const FiaBound bd = bind(c, data.call());
+    const size_t full = cpu::fia_workspace_size(bd.p);
+    // Packed units: batches 0 and 2 (11 and 15 key tiles) x 2 KV heads, at most 52 tiles.
+    ASSERT_GT(full, 52 * kTile) << c.name();
+    for (cpu::Isa isa : isas_to_test()) {
+      if (isa < cpu::Isa::kAvx512Bf16) continue;
+      ScopedIsaCap cap(isa);
+      std::vector<std::byte> want;
+      for (size_t less : {size_t{0}, 20 * kTile, 40 * kTile, 52 * kTile}) {
+        SCOPED_TRACE(std::string("isa=") + cpu::isa_name(isa) + " workspace " +
+                     std::to_string(full - less) + " of " + std::to_string(full));
+        WorkspaceBuffer ws(full - less);
+        data.poison_outputs();
+        cpu::fia_run(bd.p, bd.d, ws.data(), ws.size(), 2);
+        if (want.empty()) {
+          const reference::FiaReference ref = reference::fia_reference(data.call());
+          ASSERT_TRUE(compare_fia_output(c.name(), data.call(), ref, nullptr, false));
+          want = bytes_of(data.call().attention_out);
+        } else {
+          ASSERT_EQ(bytes_of(data.call().attention_out), want) << c.name();
+        }
+      }
+      ++checked;
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no AVX512-BF16 here: the bf16 path does not run";
+}
+
 // Prints the worst err/bound per output dtype over the whole run, and the coverage.
 class WorstReport : public ::testing::Environment {
  public:

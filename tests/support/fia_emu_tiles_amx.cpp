@@ -23,14 +23,19 @@ namespace kvflash::cpu::avx512::amx_fia_emu {
 #include "cpu/fia/fia_kernel-inl.h"
 // clang-format on
 
-void task(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2, int64_t qt,
-          int64_t t_first, int64_t t_last, float* slot) {
-  fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+void task(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
+          int64_t qt, int64_t t_first, int64_t t_last, float* slot, const FiaPackedKv* kv) {
+  fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
 }
 
 void task_tiles(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
-                int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
-  fia_task_tiles<testing::EmuTiles>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+                int64_t qt, int64_t t_first, int64_t t_last, float* slot, const FiaPackedKv* kv) {
+  fia_task_tiles<testing::EmuTiles>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
+}
+
+void pack(const FiaParams& p, const FiaPointers& d, int64_t b, int64_t n2, int64_t t,
+          uint16_t* dst) {
+  fia_pack_tile_bf16(p, d, b, n2, t, dst);
 }
 
 void merge(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2, int64_t qt,
@@ -62,7 +67,7 @@ void reductions(const float* rows, float* max, float* sum, float* ref_max, float
 
 namespace kvflash::testing {
 namespace body = cpu::avx512::amx_fia_emu;
-const cpu::FiaKernels kFiaKernelsEmuTiles = {body::task, body::task_tiles, body::merge};
+const cpu::FiaKernels kFiaKernelsEmuTiles = {body::task, body::task_tiles, body::merge, body::pack};
 
 void fia_tiles_exps(const float* x, float* weights, float* ref, int64_t n) {
   body::exps(x, weights, ref, n);

@@ -446,6 +446,37 @@ struct FiaBand {
 #include "cpu/fia/fia_tiles-inl.h"
 #endif
 
+#ifdef KVFLASH_FIA_BF16_DOT
+/// Key tile t of (batch b, KV head n2) packed for the bf16 path into dst, the FiaPackedKv layout:
+/// its keys as fia_task_body packs them (positions past the tile 0), then, for a whole tile, its
+/// values. The same rows through the same packing functions as the task's own packing, so the
+/// same operands.
+inline void fia_pack_tile_bf16(const FiaParams& p, const FiaPointers& d, int64_t b, int64_t n2,
+                               int64_t t, uint16_t* dst) {
+  const FiaBatch& bt = p.batches[b];
+  const int64_t Dk = p.head_dim, Dr = p.rope_dim, Dv = p.value_dim, Bk = kFiaKeyTile;
+  const int64_t j0 = t * Bk, n = std::min(Bk, bt.kv_len - j0);
+  const uint16_t* krow[kFiaKeyTile];
+  const uint16_t* rrow[kFiaKeyTile];
+  const uint16_t* vrow[kFiaKeyTile];
+  for (int64_t c = 0; c < Bk; ++c) {
+    krow[c] = rrow[c] = vrow[c] = nullptr;
+    if (c >= n) continue;
+    int64_t kx = 0, rx = 0, vx = 0;
+    krow[c] =
+        static_cast<const uint16_t*>(fia_kv_row(p, d, bt, b, FiaKv::kKey, n2, j0 + c, &kx)) + kx;
+    if (Dr)
+      rrow[c] =
+          static_cast<const uint16_t*>(fia_kv_row(p, d, bt, b, FiaKv::kKeyRope, n2, j0 + c, &rx)) +
+          rx;
+    vrow[c] =
+        static_cast<const uint16_t*>(fia_kv_row(p, d, bt, b, FiaKv::kValue, n2, j0 + c, &vx)) + vx;
+  }
+  fia_pack_keys_bf16(dst, krow, rrow, Dk, Dr);
+  if (n == Bk) fia_pack_values_bf16(dst + (Dk + Dr) * Bk, vrow, Dv);
+}
+#endif
+
 /// Rows of a task's score and accumulator buffers: the query tile's rows x heads, rounded up to
 /// whole tiles of 16 rows (the matrix engine takes rows 16 at a time; fia_tiles-inl.h).
 inline int64_t fia_task_rows(int64_t G) { return (fia_query_tile(G) * G + 15) / 16 * 16; }
@@ -517,10 +548,12 @@ inline void fia_finish_row(const FiaParams& p, const FiaPointers& d, const FiaBa
 /// written; else each row's (max, sum, count, acc) goes to slot row m (split-KV, fia_merge).
 /// `scratch` is fia_scratch_floats floats, 64-byte aligned. kDot: the AVX512-BF16 score path;
 /// Mm: its products on the matrix engine (FiaTiles, whose shape(p) the caller checked and whose
-/// Scope it holds), void for none.
+/// Scope it holds), void for none. kv: the key tiles packed by fia_run's packing pass (kDot
+/// only; null or a tile outside it: packed here, into the scratch).
 template <bool kDot, class Mm = void>
 inline void fia_task_body(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
-                          int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
+                          int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot,
+                          [[maybe_unused]] const FiaPackedKv* kv) {
   const FiaBatch& bt = p.batches[b];
   const int64_t G = p.num_heads / p.num_kv_heads, Tq = fia_query_tile(G);
   const int64_t i0 = qt * Tq, i1 = std::min(bt.q_rows, i0 + Tq), nq = i1 - i0, M = nq * G;
@@ -597,9 +630,19 @@ inline void fia_task_body(const FiaParams& p, const FiaPointers& d, float* scrat
     const bool dot_rows = pv_dot && fa < fb;
     const FiaBand band{G, i0, bt.band_lo, bt.band_hi, j0, n};
     bool folded = false;  // the scores' band and fold done with them (FiaTiles::fold_tile)
+    // The packed operands: the packing pass's (kv), else this task's scratch (packed below).
+    [[maybe_unused]] const bool prepacked =
+        kDot && kv != nullptr && t >= kv->first && t < kv->first + kv->count;
+    [[maybe_unused]] const uint16_t* kpt = kp;
+    [[maybe_unused]] const uint16_t* vpt = vp;
+    if (prepacked) {
+      kpt = kv->tiles + (t - kv->first) * fia_packed_tile_elems(p);
+      vpt = kpt + Dkt * Bk;
+    }
     // Stage K (bf16 pairs, or K^T in fp32: d-major, so score rows are vector FMAs) and V rows in
-    // fp32 (bf16 P·V: V packed as pairs after the loop); positions past n are 0.
-    for (int64_t c = 0; c < Bk; ++c) {
+    // fp32 (bf16 P·V: V packed as pairs after the loop); positions past n are 0. Nothing to stage
+    // for a prepacked tile every row takes whole with bf16 P·V.
+    for (int64_t c = 0; !(prepacked && full && dot_rows) && c < Bk; ++c) {
       const int64_t j = j0 + c;
       if (c >= n) {
         if constexpr (kDot) {
@@ -639,22 +682,24 @@ inline void fia_task_body(const FiaParams& p, const FiaPointers& d, float* scrat
     }
 #ifdef KVFLASH_FIA_BF16_DOT
     if constexpr (kDot) {
-      fia_pack_keys_bf16(kp, krow, rrow, Dk, Dr);
-      if (dot_rows) fia_pack_values_bf16(vp, vrow, Dv);
+      if (!prepacked) {
+        fia_pack_keys_bf16(kp, krow, rrow, Dk, Dr);
+        if (dot_rows) fia_pack_values_bf16(vp, vrow, Dv);
+      }
       if constexpr (kTiles) {
         if (full && dot_rows && !p.has_pse) {  // the whole step, 16 rows at a time
-          Mm::whole_tile(qb, Dkt, kp, Dkt / 2, s, vp, Dv, acc, st, M, p.scale);
+          Mm::whole_tile(qb, Dkt, kpt, Dkt / 2, s, vpt, Dv, acc, st, M, p.scale);
           for (int64_t m = 0; m < M; ++m) cnt[m] += Bk;  // full: n == Bk, no mask
           continue;
         }
         if (!p.has_pse && !p.has_mask) {  // scores, band and fold 16 rows at a time
-          Mm::fold_tile(qb, Dkt, kp, Dkt / 2, s, Dv, acc, st, M, p.scale, band);
+          Mm::fold_tile(qb, Dkt, kpt, Dkt / 2, s, Dv, acc, st, M, p.scale, band);
           folded = true;
         } else {
-          Mm::qk(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+          Mm::qk(qb, Dkt, kpt, Dkt / 2, s, Bk, M, p.scale);
         }
       } else {
-        fia_qk_bf16_tile(qb, Dkt, kp, Dkt / 2, s, Bk, M, p.scale);
+        fia_qk_bf16_tile(qb, Dkt, kpt, Dkt / 2, s, Bk, M, p.scale);
       }
     }
 #endif
@@ -713,9 +758,9 @@ inline void fia_task_body(const FiaParams& p, const FiaPointers& d, float* scrat
       const int64_t Md = (fb - fa) * G;
       fia_round_p_bf16(sd, Md);
       if constexpr (kTiles) {
-        Mm::pv(reinterpret_cast<const uint16_t*>(sd), 2 * Bk, vp, Dv, ad, Md);
+        Mm::pv(reinterpret_cast<const uint16_t*>(sd), 2 * Bk, vpt, Dv, ad, Md);
       } else {
-        fia_pv_bf16_tile(reinterpret_cast<const uint16_t*>(sd), 2 * Bk, vp, Dv, ad, Md);
+        fia_pv_bf16_tile(reinterpret_cast<const uint16_t*>(sd), 2 * Bk, vpt, Dv, ad, Md);
       }
       continue;
     }
@@ -741,14 +786,15 @@ inline void fia_task_body(const FiaParams& p, const FiaPointers& d, float* scrat
 /// else on vdpbf16ps.
 template <class Tiles>
 inline void fia_task_tiles(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
-                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
+                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot,
+                           const FiaPackedKv* kv) {
   using Engine = FiaTiles<Tiles>;
   if (!Engine::shape(p)) {
-    fia_task_body<true>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+    fia_task_body<true>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
     return;
   }
   typename Engine::Scope tiles;
-  fia_task_body<true, Engine>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+  fia_task_body<true, Engine>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
 }
 #endif
 

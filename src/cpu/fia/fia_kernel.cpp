@@ -24,6 +24,7 @@ struct FiaTask {
   int64_t b, n2, qt;
   int64_t t_first, t_last;  ///< key tiles (split chunk), or 0 / INT64_MAX
   int64_t slot;             ///< first float of its merge slot rows, or -1: rows finished
+  int64_t wave;             ///< the packing wave whose packed tiles it reads (0 when none)
 };
 
 struct FiaMergeUnit {
@@ -55,6 +56,54 @@ int64_t split_chunks(const FiaParams& p, const FiaBatch& bt) {
   int64_t f = 0, l = 0;
   tile_range(p, bt, 0, &f, &l);
   return l / kFiaSplitTiles - f / kFiaSplitTiles + 1;
+}
+
+// The key tiles the (batch, KV head)s of bt pack (FiaPackedKv): every tile some query tile of the
+// batch visits, [*first, *first + *count) (bands move right with the row, so their union is one
+// range). None (count 0) unless its query tiles visit a tile more than twice on average: a batch
+// of one query tile visits each once, and where packing ahead saves less (a causal prompt of two
+// or three query tiles: 3 visits of 2 tiles, 6 of 3) the packing pass and its wait cost as much
+// as they save or more (docs/perf-log.md, "FIA prefill on AMX tiles (2026-12-05)", packed K/V).
+void packed_range(const FiaParams& p, const FiaBatch& bt, int64_t* first, int64_t* count) {
+  const int64_t tq = fia_query_tile(group(p));
+  *first = 0, *count = 0;
+  if (bt.q_rows <= tq || bt.kv_len <= 0) return;
+  const int64_t jlo = std::max<int64_t>(0, bt.band_lo);
+  const int64_t jhi = std::min<int64_t>(bt.kv_len - 1, (bt.q_rows - 1) + bt.band_hi);
+  if (jlo > jhi) return;
+  const int64_t f = jlo / kFiaKeyTile, n = jhi / kFiaKeyTile - f + 1;
+  int64_t visits = 0;
+  for (int64_t qt = 0; qt * tq < bt.q_rows && visits <= 2 * n; ++qt) {
+    int64_t a = 0, z = 0;
+    tile_range(p, bt, qt, &a, &z);
+    visits += std::max<int64_t>(0, z - a + 1);
+  }
+  if (visits <= 2 * n) return;
+  *first = f, *count = n;
+}
+
+// Bytes of one packed key tile of p.
+size_t packed_tile_bytes(const FiaParams& p) {
+  return static_cast<size_t>(fia_packed_tile_elems(p)) * sizeof(uint16_t);
+}
+
+// The packed-tile bytes the plan reserves: the packed ranges (packed_range) of the plan's batches
+// for every KV head, but for a (batch, KV head) whose range alone takes more than
+// kFiaPackedKvMaxBytes, together at most kFiaPackedKvMaxBytes; none off the bf16 path. Each
+// product is bounded by the maximum before it is taken, so none overflows. (A run whose batches
+// differ, by left padding read at run time, packs what fits in the workspace it is given.)
+size_t packed_bound(const FiaParams& p) {
+  if (!scalar::fia_bf16_dot_shape_entry(p)) return 0;
+  const size_t tile = packed_tile_bytes(p);
+  size_t total = 0;
+  for (int64_t b = 0; b < p.batch && total < kFiaPackedKvMaxBytes; ++b) {
+    int64_t first = 0, count = 0;
+    packed_range(p, p.batches[b], &first, &count);
+    const auto tiles = static_cast<size_t>(count);
+    if (tiles == 0 || tiles > kFiaPackedKvMaxBytes / tile) continue;
+    total += std::min(tiles * tile * static_cast<size_t>(p.num_kv_heads), kFiaPackedKvMaxBytes);
+  }
+  return std::min(total, kFiaPackedKvMaxBytes);
 }
 
 struct Counts {
@@ -92,14 +141,25 @@ Counts count(const FiaParams& p, bool bound = false) {
   return c;
 }
 
-// The workspace of a run with c's tasks, merges and slots: one arena layout (its size with the
-// plan's bound counts, its regions with the run's, which never exceed them), then one scratch
-// row of `stride` bytes per participant.
-struct Layout {
-  size_t tasks, merges, slots, scratch, stride, bytes;
+// The packing of one (batch, KV head): its tiles (kv; not packed: count 0), at element `at` of
+// the packed region, its wave and its first item in the wave's packing pass. Along the table,
+// waves never decrease, nor first items within a wave (an unpacked unit gets the first item of
+// the next packed one and packs none).
+struct PackUnit {
+  FiaPackedKv kv;
+  int64_t at, wave, item0;
 };
 
-Layout layout(const FiaParams& p, const Counts& c) {
+// The workspace of a run with c's tasks, merges and slots: one arena layout (its size with the
+// plan's bound counts, its regions with the run's, which never exceed them), then one scratch
+// row of `stride` bytes per participant, then, on the bf16 path, one PackUnit per (batch, KV
+// head) and the packed tiles (packed_bytes; the last region, so a run's regions before it never
+// pass the plan's).
+struct Layout {
+  size_t tasks, merges, slots, scratch, stride, units, packed, bytes;
+};
+
+Layout layout(const FiaParams& p, const Counts& c, size_t packed_bytes) {
   core::WorkspaceArena arena(kAlign);
   Layout l{};
   l.tasks = arena.take_array<FiaTask>(static_cast<size_t>(c.tasks));
@@ -108,6 +168,9 @@ Layout layout(const FiaParams& p, const Counts& c) {
   l.stride = core::round_up(
       static_cast<size_t>(scalar::fia_scratch_floats_entry(p)) * sizeof(float), kAlign);
   l.scratch = arena.take(static_cast<size_t>(kFiaMaxParticipants) * l.stride);
+  const bool packs = scalar::fia_bf16_dot_shape_entry(p);
+  l.units = arena.take_array<PackUnit>(packs ? static_cast<size_t>(p.batch * p.num_kv_heads) : 0);
+  l.packed = arena.take(packed_bytes);
   l.bytes = arena.bytes();
   return l;
 }
@@ -122,11 +185,24 @@ struct Run {
   size_t stride;
   FiaTaskFn fn;
   FiaMergeFn merge;
+  const PackUnit* units;  ///< per (batch, KV head), or null: nothing packed
+  FiaPackFn pack;
+};
+
+// One wave: its packing items (the tiles of the packed units among units[u0, u1), `items` in all)
+// and its tasks, tasks[task0, task0 + tasks).
+struct Wave {
+  const Run* run;
+  uint16_t* packed;
+  int64_t u0, u1, items;
+  int64_t task0, tasks;
 };
 
 }  // namespace
 
-size_t fia_workspace_size(const FiaParams& p) { return layout(p, count(p, true)).bytes; }
+size_t fia_workspace_size(const FiaParams& p) {
+  return layout(p, count(p, true), packed_bound(p)).bytes;
+}
 
 const FiaKernels& fia_kernels_for(Isa isa) {
   switch (isa) {
@@ -151,10 +227,17 @@ void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t w
 
 void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t workspace_size,
              int num_threads, const FiaKernels& k) {
-  (void)workspace_size;  // the caller sized it with fia_workspace_size(p)
   std::byte* const ws = core::align_base(workspace, kAlign);
   const Counts c = count(p);
-  const Layout lay = layout(p, c);
+  const Layout lay = layout(p, c, 0);
+  const FiaTaskFn fn =
+      k.task_bf16 != nullptr && scalar::fia_bf16_dot_shape_entry(p) ? k.task_bf16 : k.task;
+  // The packed tiles take what the workspace holds past the other regions (fia_workspace_size
+  // reserved the plan's packed_bound there), at most kFiaPackedKvMaxBytes.
+  const size_t used = static_cast<size_t>(ws - static_cast<std::byte*>(workspace)) + lay.packed;
+  const bool packs = k.task_bf16 != nullptr && fn == k.task_bf16 && k.pack_bf16 != nullptr;
+  const size_t capacity =
+      packs && workspace_size > used ? std::min(workspace_size - used, kFiaPackedKvMaxBytes) : 0;
   auto* tasks = reinterpret_cast<FiaTask*>(ws + lay.tasks);
   auto* merges = reinterpret_cast<FiaMergeUnit*>(ws + lay.merges);
   auto* slots = reinterpret_cast<float*>(ws + lay.slots);
@@ -174,7 +257,7 @@ void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t w
         for (int64_t x = 0; x < ch; ++x) {
           const int64_t c0 = (f / kFiaSplitTiles + x) * kFiaSplitTiles;
           const int64_t t0 = std::max(f, c0), t1 = std::min(l, c0 + kFiaSplitTiles - 1);
-          tasks[nt++] = {t1 - t0 + 1, b, n2, 0, t0, t1, slot};
+          tasks[nt++] = {t1 - t0 + 1, b, n2, 0, t0, t1, slot, 0};
           slot += rows * rowf;
         }
       }
@@ -185,13 +268,43 @@ void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t w
       int64_t f = 0, l = 0;
       tile_range(p, bt, qt, &f, &l);
       for (int64_t n2 = 0; n2 < p.num_kv_heads; ++n2)
-        tasks[nt++] = {l - f + 1, b, n2, qt, 0, INT64_MAX, -1};
+        tasks[nt++] = {l - f + 1, b, n2, qt, 0, INT64_MAX, -1, 0};
     }
+  }
+  // The packing waves: the (batch, KV head)s in table order, each wave's tiles at most `capacity`
+  // bytes (reused by the next wave); a unit whose tiles alone take more is not packed.
+  auto* units = reinterpret_cast<PackUnit*>(ws + lay.units);
+  auto* const packed = reinterpret_cast<uint16_t*>(ws + lay.packed);
+  const size_t tile_bytes = packed_tile_bytes(p);
+  int64_t waves = 1;
+  if (capacity > 0) {
+    size_t at = 0;
+    int64_t item = 0;
+    for (int64_t b = 0; b < p.batch; ++b) {
+      int64_t first = 0, count = 0;
+      packed_range(p, p.batches[b], &first, &count);
+      const bool fits = count > 0 && static_cast<size_t>(count) <= capacity / tile_bytes;
+      for (int64_t n2 = 0; n2 < p.num_kv_heads; ++n2) {
+        PackUnit& u = units[b * p.num_kv_heads + n2];
+        if (!fits) {
+          u = {{nullptr, 0, 0}, 0, waves - 1, item};
+          continue;
+        }
+        const size_t bytes = static_cast<size_t>(count) * tile_bytes;
+        if (at + bytes > capacity) ++waves, at = 0, item = 0;
+        const auto e = static_cast<int64_t>(at / sizeof(uint16_t));
+        u = {{packed + e, first, count}, e, waves - 1, item};
+        at += bytes, item += count;
+      }
+    }
+    for (int64_t x = 0; x < c.tasks; ++x)
+      tasks[x].wave = units[tasks[x].b * p.num_kv_heads + tasks[x].n2].wave;
   }
   // Longest first: with one-at-a-time claiming this balances causal work (late query tiles see
   // many key tiles). The order never changes a result: each row (or split chunk) is computed
   // inside one task.
   std::sort(tasks, tasks + c.tasks, [](const FiaTask& x, const FiaTask& y) {
+    if (x.wave != y.wave) return x.wave < y.wave;
     if (x.cost != y.cost) return x.cost > y.cost;
     if (x.b != y.b) return x.b < y.b;
     if (x.qt != y.qt) return x.qt < y.qt;
@@ -199,18 +312,50 @@ void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t w
     return x.t_first < y.t_first;
   });
 
-  const FiaTaskFn fn =
-      k.task_bf16 != nullptr && scalar::fia_bf16_dot_shape_entry(p) ? k.task_bf16 : k.task;
   const FiaMergeFn merge = k.merge;
   const int threads =
       std::min(num_threads > 0 ? num_threads : default_num_threads(), kFiaMaxParticipants);
-  const Run run{&p, &d, tasks, merges, slots, scratch, lay.stride, fn, merge};
-  // The lambdas capture one pointer, so std::function keeps them inline (no allocation).
-  parallel_for(c.tasks, threads, [r = &run](int64_t task, int worker) {
-    const FiaTask& t = r->tasks[task];
-    r->fn(*r->p, *r->d, reinterpret_cast<float*>(r->scratch + worker * r->stride), t.b, t.n2, t.qt,
-          t.t_first, t.t_last, t.slot < 0 ? nullptr : r->slots + t.slot);
-  });
+  const Run run{&p,         &d,         tasks, merges, slots,
+                scratch,    lay.stride, fn,    merge,  capacity > 0 ? units : nullptr,
+                k.pack_bf16};
+  // Wave by wave: a parallel pass packs the wave's tiles, then its tasks read them. The lambdas
+  // capture one pointer, so std::function keeps them inline (no allocation).
+  int64_t task0 = 0;
+  for (int64_t w = 0; w < waves; ++w) {
+    Wave wv{&run, packed, 0, 0, 0, task0, 0};
+    while (task0 + wv.tasks < c.tasks && tasks[task0 + wv.tasks].wave == w) ++wv.tasks;
+    task0 += wv.tasks;
+    if (run.units != nullptr) {
+      // The wave's units: consecutive in the table (waves never decrease along it).
+      const int64_t U = p.batch * p.num_kv_heads;
+      while (wv.u0 < U && units[wv.u0].wave < w) ++wv.u0;
+      for (wv.u1 = wv.u0; wv.u1 < U && units[wv.u1].wave == w; ++wv.u1)
+        wv.items = std::max(wv.items, units[wv.u1].item0 + units[wv.u1].kv.count);
+      parallel_for(wv.items, threads, [v = &wv](int64_t item, int) {
+        // The unit of `item`: the last of the wave whose first item is at most item (a packed
+        // one: an unpacked unit's first item is the next packed unit's, or past the wave's).
+        const PackUnit* us = v->run->units;
+        const PackUnit* u =
+            std::upper_bound(us + v->u0, us + v->u1, item,
+                             [](int64_t x, const PackUnit& y) { return x < y.item0; }) -
+            1;
+        const int64_t unit = u - us, kvn = v->run->p->num_kv_heads, tile = item - u->item0;
+        v->run->pack(*v->run->p, *v->run->d, unit / kvn, unit % kvn, u->kv.first + tile,
+                     v->packed + u->at + tile * fia_packed_tile_elems(*v->run->p));
+      });
+    }
+    parallel_for(wv.tasks, threads, [v = &wv](int64_t task, int worker) {
+      const Run* r = v->run;
+      const FiaTask& t = r->tasks[v->task0 + task];
+      const FiaPackedKv* kv = nullptr;
+      if (r->units != nullptr) {
+        const PackUnit& u = r->units[t.b * r->p->num_kv_heads + t.n2];
+        if (u.kv.count > 0) kv = &u.kv;
+      }
+      r->fn(*r->p, *r->d, reinterpret_cast<float*>(r->scratch + worker * r->stride), t.b, t.n2,
+            t.qt, t.t_first, t.t_last, t.slot < 0 ? nullptr : r->slots + t.slot, kv);
+    });
+  }
   if (c.merges > 0) {
     parallel_for(c.merges, threads, [r = &run](int64_t unit, int worker) {
       const FiaMergeUnit& m = r->merges[unit];

@@ -62,10 +62,38 @@ inline constexpr int64_t kFiaSplitTiles = 8;
 /// Query rows per query tile for group size g: max(1, kFiaTileRows / g).
 inline int64_t fia_query_tile(int64_t g) { return g >= kFiaTileRows ? 1 : kFiaTileRows / g; }
 
+/// Bytes of workspace the packed key tiles (FiaPackedKv) may take at most: 16 MiB holds a KV
+/// head's K and V of 32k positions at Dk = Dv = 128 (512 bytes a position). fia_run packs the
+/// (batch, KV head)s that fit in waves of at most this much; one that alone takes more is not
+/// packed (its tasks pack each key tile themselves, as without this).
+inline constexpr size_t kFiaPackedKvMaxBytes = size_t{16} << 20;
+
+/// The key tiles of one (batch, KV head) packed once for all its query tiles by the bf16 path
+/// (fia_run's packing pass, FiaKernels::pack_bf16), so its tasks do not pack them again: key tile
+/// t in [first, first + count) at tiles + (t - first) * 64 · (Dk + Dr + Dv) elements, its keys as
+/// fia_pack_keys_bf16 packs them ((Dk + Dr) · 64 elements, positions past the tile 0), then, for
+/// a whole tile, its values as fia_pack_values_bf16 packs them (Dv · 64).
+struct FiaPackedKv {
+  const uint16_t* tiles;
+  int64_t first, count;
+};
+
+/// Elements (uint16_t) of one packed key tile of p.
+inline int64_t fia_packed_tile_elems(const FiaParams& p) {
+  return kFiaKeyTile * (p.head_dim + p.rope_dim + p.value_dim);
+}
+
 /// One task (batch b, KV head n2, query tile qt) over its key tiles in [t_first, t_last], with
 /// `scratch` of fia_scratch_floats(p) floats; slot null: rows finished, else split-KV partials.
+/// kv: the (batch, KV head)'s packed key tiles (read by the bf16 path only), or null: the task
+/// packs the tiles it visits itself.
 using FiaTaskFn = void (*)(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
-                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot);
+                           int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot,
+                           const FiaPackedKv* kv);
+/// Packs key tile t of (batch b, KV head n2) into dst (fia_packed_tile_elems(p) elements), the
+/// FiaPackedKv layout.
+using FiaPackFn = void (*)(const FiaParams& p, const FiaPointers& d, int64_t b, int64_t n2,
+                           int64_t t, uint16_t* dst);
 /// The merge of a split task's `chunks` slots (fia_merge in fia_kernel-inl.h).
 using FiaMergeFn = void (*)(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
                             int64_t n2, int64_t qt, int64_t chunks, const float* slots);
@@ -78,16 +106,23 @@ struct FiaKernels {
   /// The task with AVX512-BF16 scores, used where fia_bf16_dot_shape(p) holds; null: none.
   FiaTaskFn task_bf16;
   FiaMergeFn merge;
+  /// The packing pass of task_bf16's key tiles (FiaPackedKv); null with task_bf16.
+  FiaPackFn pack_bf16;
 };
 
 /// The table of an ISA level.
 const FiaKernels& fia_kernels_for(Isa isa);
 
-/// Bytes of workspace fia_run needs for p: a function of p only (never of threads or ISA).
+/// Bytes of workspace fia_run needs for p: a function of p only (never of threads or ISA). With
+/// bf16 inputs on the dot-product shape (fia_bf16_dot_shape) it includes the packed key tiles
+/// (FiaPackedKv) of every (batch, KV head) whose query tiles visit its key tiles more than twice
+/// on average, up to kFiaPackedKvMaxBytes.
 size_t fia_workspace_size(const FiaParams& p);
 
 /// Runs kernels k on up to num_threads threads (0: the library default). Never allocates;
-/// `workspace` must hold fia_workspace_size(p) bytes, any alignment.
+/// `workspace` must hold fia_workspace_size(p) bytes, any alignment. The packed key tiles take what
+/// workspace_size leaves after the other regions (at most kFiaPackedKvMaxBytes): less makes the
+/// packing pass run in more waves, or leaves (batch, KV head)s unpacked; the bits never change.
 void fia_run(const FiaParams& p, const FiaPointers& d, void* workspace, size_t workspace_size,
              int num_threads, const FiaKernels& k);
 

@@ -24,13 +24,20 @@ namespace kvflash::cpu::avx512::amx_fia {
 // clang-format on
 
 void fia_task_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
-                    int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
-  fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+                    int64_t qt, int64_t t_first, int64_t t_last, float* slot,
+                    const FiaPackedKv* kv) {
+  fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
 }
 
 void fia_task_tiles_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
-                          int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
-  fia_task_tiles<amx::HwTiles>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+                          int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot,
+                          const FiaPackedKv* kv) {
+  fia_task_tiles<amx::HwTiles>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
+}
+
+void fia_pack_entry(const FiaParams& p, const FiaPointers& d, int64_t b, int64_t n2, int64_t t,
+                    uint16_t* dst) {
+  fia_pack_tile_bf16(p, d, b, n2, t, dst);
 }
 
 void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
@@ -42,5 +49,5 @@ void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, i
 namespace kvflash::cpu::amx {
 const FiaKernels kFiaKernels = {avx512::amx_fia::fia_task_entry,
                                 avx512::amx_fia::fia_task_tiles_entry,
-                                avx512::amx_fia::fia_merge_entry};
+                                avx512::amx_fia::fia_merge_entry, avx512::amx_fia::fia_pack_entry};
 }  // namespace kvflash::cpu::amx

@@ -17,13 +17,14 @@ namespace kvflash::cpu::avx2 {
 // clang-format on
 
 void fia_task_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
-                    int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
-  fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+                    int64_t qt, int64_t t_first, int64_t t_last, float* slot,
+                    const FiaPackedKv* kv) {
+  fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
 }
 
 void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
                      int64_t qt, int64_t chunks, const float* slots) {
   fia_merge(p, d, scratch, b, n2, qt, chunks, slots);
 }
-const FiaKernels kFiaKernels = {fia_task_entry, nullptr, fia_merge_entry};
+const FiaKernels kFiaKernels = {fia_task_entry, nullptr, fia_merge_entry, nullptr};
 }  // namespace kvflash::cpu::avx2

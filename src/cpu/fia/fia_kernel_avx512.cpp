@@ -19,8 +19,9 @@ namespace kvflash::cpu::avx512 {
 // clang-format on
 
 void fia_task_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
-                    int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
-  fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+                    int64_t qt, int64_t t_first, int64_t t_last, float* slot,
+                    const FiaPackedKv* kv) {
+  fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
 }
 
 void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
@@ -29,9 +30,15 @@ void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, i
 }
 
 void fia_task_bf16_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
-                         int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
-  fia_task_body<true>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+                         int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot,
+                         const FiaPackedKv* kv) {
+  fia_task_body<true>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
 }
-const FiaKernels kFiaKernels = {fia_task_entry, nullptr, fia_merge_entry};
-const FiaKernels kFiaKernelsBf16 = {fia_task_entry, fia_task_bf16_entry, fia_merge_entry};
+void fia_pack_bf16_entry(const FiaParams& p, const FiaPointers& d, int64_t b, int64_t n2, int64_t t,
+                         uint16_t* dst) {
+  fia_pack_tile_bf16(p, d, b, n2, t, dst);
+}
+const FiaKernels kFiaKernels = {fia_task_entry, nullptr, fia_merge_entry, nullptr};
+const FiaKernels kFiaKernelsBf16 = {fia_task_entry, fia_task_bf16_entry, fia_merge_entry,
+                                    fia_pack_bf16_entry};
 }  // namespace kvflash::cpu::avx512

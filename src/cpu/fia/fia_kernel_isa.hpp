@@ -9,10 +9,11 @@
 
 namespace kvflash::cpu {
 
-#define KVFLASH_FIA_ENTRIES                                                                        \
-  void fia_task_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2, \
-                      int64_t qt, int64_t t_first, int64_t t_last, float* slot);                   \
-  void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,            \
+#define KVFLASH_FIA_ENTRIES                                                                 \
+  void fia_task_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,  \
+                      int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot, \
+                      const FiaPackedKv* kv);                                               \
+  void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, \
                        int64_t n2, int64_t qt, int64_t chunks, const float* slots);
 namespace scalar {
 KVFLASH_FIA_ENTRIES
@@ -37,7 +38,11 @@ extern const FiaKernels kFiaKernels;
 extern const FiaKernels kFiaKernelsBf16;
 /// The task with AVX512-BF16 scores (avx512bf16 level, fia_bf16_dot_shape(p) only).
 void fia_task_bf16_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
-                         int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot);
+                         int64_t n2, int64_t qt, int64_t t_first, int64_t t_last, float* slot,
+                         const FiaPackedKv* kv);
+/// Packs a key tile for the bf16 task (FiaPackFn, fia_pack_tile_bf16).
+void fia_pack_bf16_entry(const FiaParams& p, const FiaPointers& d, int64_t b, int64_t n2, int64_t t,
+                         uint16_t* dst);
 }  // namespace avx512
 namespace amx {
 /// The avx512bf16 kernels with the bf16 path's products on the matrix engine where the shape

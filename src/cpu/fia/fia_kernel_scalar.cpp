@@ -17,8 +17,9 @@ namespace kvflash::cpu::scalar {
 // clang-format on
 
 void fia_task_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
-                    int64_t qt, int64_t t_first, int64_t t_last, float* slot) {
-  fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot);
+                    int64_t qt, int64_t t_first, int64_t t_last, float* slot,
+                    const FiaPackedKv* kv) {
+  fia_task_body<false>(p, d, scratch, b, n2, qt, t_first, t_last, slot, kv);
 }
 
 void fia_merge_entry(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b, int64_t n2,
@@ -35,5 +36,5 @@ void fia_pad_rows_entry(const FiaParams& p, const FiaPointers& d, float* scratch
 }
 
 bool fia_bf16_dot_shape_entry(const FiaParams& p) { return fia_bf16_dot_shape(p); }
-const FiaKernels kFiaKernels = {fia_task_entry, nullptr, fia_merge_entry};
+const FiaKernels kFiaKernels = {fia_task_entry, nullptr, fia_merge_entry, nullptr};
 }  // namespace kvflash::cpu::scalar

@@ -17,6 +17,8 @@ using core::str;
 
 // Sizes the workspace derives from (tasks, split slots, per-row state) are bounded before
 // anything is sized: sum_b rows_b * N * (key tiles_b + 1) * (Dv + 64) floats must fit 2^62 bytes.
+// The prefill kernel's packed key tiles add at most cpu::kFiaPackedKvMaxBytes and one small
+// record per batch and KV head (fewer bytes than that sum's), so the total stays far below 2^64.
 Status check_size(const FiaShape& s) {
   int64_t total = 0;
   for (int64_t b = 0; b < s.B; ++b) {
