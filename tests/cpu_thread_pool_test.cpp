@@ -176,8 +176,11 @@ TEST(ThreadPool, WorkersAreNamed) {
 #endif
 
 TEST(ThreadPool, ForkedChildGetsAPoolOfItsOwn) {
-#ifdef KVFLASH_UNDER_TSAN
-  GTEST_SKIP() << "fork of a multithreaded process under ThreadSanitizer";
+#if defined(KVFLASH_UNDER_TSAN) || defined(__SANITIZE_ADDRESS__)
+  // Under the sanitizers the child's first allocation can wait forever on a runtime lock that a
+  // parent thread held at fork (clang 14's ASan: 32 of 40 runs hung on the 2-core Xeon,
+  // 2026-12-05); the plain ci build runs this test.
+  GTEST_SKIP() << "fork of a multithreaded process under a sanitizer";
 #else
   // The pool's workers are started here; the child has none of them, and the loop below (two
   // tasks that wait for each other) completes only if the child starts workers of its own.
