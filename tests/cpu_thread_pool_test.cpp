@@ -245,9 +245,9 @@ TEST(ThreadPool, ForkedChildGetsAPoolOfItsOwn) {
   // the new workers may still be starting up. clang 14's AddressSanitizer does not lock its
   // allocator around fork (LLVM 18's runtime does: llvm/llvm-project pull request 75290), so a
   // worker inside the runtime's thread start-up at that moment (it allocates and frees there) can
-  // leave an allocator lock held in the child, whose next thread then blocks on it forever; any
-  // two threads of any program do the same (docs/testing.md, "Fork under ASan"). Under ASan the
-  // parent therefore forks only once its workers are past their start-up.
+  // leave an allocator lock held in the child, whose next thread then blocks on it forever. A
+  // program without kvflash hangs the same way (docs/testing.md, "Fork under ASan"). Under ASan
+  // the parent therefore forks only once its workers are past their start-up.
   parallel_for(8, 4, [](int64_t, int) {});
   if (kvflash::testing::kAddressSanitizer) {
     ASSERT_TRUE(run_with_every_worker_inside(4));
