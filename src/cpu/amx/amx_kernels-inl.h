@@ -352,4 +352,46 @@ void pv_accumulate(const uint16_t* ppack, int m, int ppieces, const uint16_t* vp
   }
 }
 
+/// pv_accumulate of m = kMaxHeads heads over `blocks` consecutive blocks of 32 keys (block k's
+/// probabilities at ppack + k * prob_pack_size(kMaxHeads, kMaxPieces), kMaxPieces pieces; its bf16
+/// values, one piece, at vpack + k * value_pack_size(d, KvType::kBf16)), d a multiple of 32.
+/// Needs decode_palette(kMaxHeads) loaded: at that head count every tile has the shape 16 x 64
+/// bytes, so two channel groups accumulate at once (kTileO, and kTileS0 with its value operand in
+/// kTileK0) and the three probability pieces stay loaded (kTileP, kTileS1, kTileQ) for both: the
+/// two chains of tdpbf16ps interleave, and each output tile is loaded and stored once for all
+/// blocks instead of once a block. Every element sums the same products in the same order as
+/// pv_accumulate block after block (block, then piece), so the bits are the same.
+template <class Ops>
+void pv_accumulate_heads16(const uint16_t* ppack, int blocks, const uint16_t* vpack, int d,
+                           float* o, ptrdiff_t o_stride) {
+  static_assert(kMaxPieces == 3, "one probability tile per piece");
+  const int groups = num_groups(d);
+  const ptrdiff_t pblock = static_cast<ptrdiff_t>(prob_pack_size(kMaxHeads, kMaxPieces));
+  const ptrdiff_t vblock = static_cast<ptrdiff_t>(value_pack_size(d, KvType::kBf16));
+  const ptrdiff_t piece = static_cast<ptrdiff_t>(kMaxHeads) * kTileK;
+  const ptrdiff_t vgroup = static_cast<ptrdiff_t>(kTileRows) * kTileK;
+  const ptrdiff_t o_bytes = o_stride * static_cast<ptrdiff_t>(sizeof(float));
+  for (int g = 0; g < groups; g += 2) {
+    Ops::template load<kTileO>(o + 16 * g, o_bytes);
+    Ops::template load<kTileS0>(o + 16 * (g + 1), o_bytes);
+    for (int k = 0; k < blocks; ++k) {
+      const uint16_t* p = ppack + k * pblock;
+      const uint16_t* v = vpack + k * vblock + g * vgroup;
+      Ops::template load<kTileV>(v, kTileRowBytes);
+      Ops::template load<kTileK0>(v + vgroup, kTileRowBytes);
+      Ops::template load<kTileP>(p, kTileRowBytes);
+      Ops::template load<kTileS1>(p + piece, kTileRowBytes);
+      Ops::template load<kTileQ>(p + 2 * piece, kTileRowBytes);
+      Ops::template dpbf16ps<kTileO, kTileP, kTileV>();
+      Ops::template dpbf16ps<kTileS0, kTileP, kTileK0>();
+      Ops::template dpbf16ps<kTileO, kTileS1, kTileV>();
+      Ops::template dpbf16ps<kTileS0, kTileS1, kTileK0>();
+      Ops::template dpbf16ps<kTileO, kTileQ, kTileV>();
+      Ops::template dpbf16ps<kTileS0, kTileQ, kTileK0>();
+    }
+    Ops::template store<kTileO>(o + 16 * g, o_bytes);
+    Ops::template store<kTileS0>(o + 16 * (g + 1), o_bytes);
+  }
+}
+
 }  // namespace kvflash::cpu::amx

@@ -274,6 +274,7 @@ class TileTask {
   void init(const SfaProblem&, int64_t, const Scratch&) {}
 };
 #ifdef KVFLASH_SFA_TILES
+#include "cpu/amx/amx_avx512-inl.h"
 #include "cpu/sfa/sfa_tiles-inl.h"
 #endif
 

@@ -75,6 +75,12 @@ class TileTask<TileEngine<Tiles, kHeads>> {
       static_cast<size_t>(Engine::max_packed_heads()) *
       kvflash::cpu::amx::query_pack_size(1, static_cast<int>(kQk), 2);
   static_assert(kTile % kPvKeys == 0);
+  // pv_tile16 packs every block's bf16 values at once into the scratch's vt.
+  static_assert(kTile / kPvKeys *
+                    kvflash::cpu::amx::value_pack_size(static_cast<int>(kNope),
+                                                       kvflash::cpu::amx::KvType::kBf16) *
+                    2 <=
+                kTile * kNope * 4);
   // The scratch's kt (kSfaTile x 576 fp32) holds the two bf16 planes of a tile's fp16 rows, and
   // its vt (kSfaTile x 512 fp32) one block's packed values followed by the fp32 rows of a block
   // that falls back to the FMAs.
@@ -94,6 +100,7 @@ class TileTask<TileEngine<Tiles, kHeads>> {
     passes_ = Engine::passes(nh);
     m_ = static_cast<int>(Engine::pass_heads(nh));
     pass_elems_ = kvflash::cpu::amx::query_pack_size(m_, static_cast<int>(kQk), pieces_);
+    std::memset(st_, 0, sizeof(st_));  // the transpose reads whole 16-key blocks
     for (int64_t b = 0; b < passes_; ++b) {
       kvflash::cpu::amx::pack_query_f32(w.q + pass_start(b) * kQk, kQk, m_, static_cast<int>(kQk),
                                         pieces_, qpack(b));
@@ -121,33 +128,99 @@ class TileTask<TileEngine<Tiles, kHeads>> {
     v_sdim_ = d.v_is_k ? p.k.s_dim : p.v.s_dim;
   }
 
-  // Scores of every head against the n gathered rows into w.s (scaled), pass by pass.
+  // Scores of every head against the n gathered rows into w.s (scaled), pass by pass. bf16 rows
+  // go 32 keys at a time through amx_avx512-inl.h's scores_bf16_32 (amx::scores' bits, two
+  // interleaved accumulator chains).
   void scores(const SfaProblem& p, int64_t, int64_t n, const Scratch& w) {
     const uint16_t* hi = reinterpret_cast<const uint16_t*>(w.kt);
     const uint16_t* lo = hi + kTile * kQk;
-    constexpr int kStS = kvflash::cpu::amx::kMaxHeads;
+    constexpr int kStS = amx::kMaxHeads;
+    static_assert(kQk % amx::kTileK == 0);
     const int kn = static_cast<int>(n);
+    const int64_t pairs = n / (2 * amx::kTileRows);
     for (int64_t b = 0; b < passes_; ++b) {
       if (fp16_) {
-        kvflash::cpu::amx::scores_split<Tiles>(hi, lo, kQk, kn, static_cast<int>(kQk), qpack(b), m_,
-                                               pieces_, st_, kStS);
+        amx::scores_split<Tiles>(hi, lo, kQk, kn, static_cast<int>(kQk), qpack(b), m_, pieces_,
+                                 st_, kStS);
       } else {
-        kvflash::cpu::amx::scores<Tiles, kvflash::cpu::amx::KvType::kBf16>(
-            hi, kQk, kn, static_cast<int>(kQk), qpack(b), m_, pieces_, st_, kStS);
+        for (int64_t j2 = 0; j2 < pairs; ++j2) {
+          const int64_t j = j2 * 2 * amx::kTileRows;
+          scores_bf16_32<Tiles>(reinterpret_cast<const std::byte*>(hi + j * kQk), kQk * 2,
+                                static_cast<int>(kQk), qpack(b), m_, st_ + j * kStS,
+                                [](int, int) {});
+        }
+        const int64_t done = pairs * 2 * amx::kTileRows;
+        if (done < n) {
+          amx::scores<Tiles, amx::KvType::kBf16>(hi + done * kQk, kQk, kn - static_cast<int>(done),
+                                                 static_cast<int>(kQk), qpack(b), m_, pieces_,
+                                                 st_ + done * kStS, kStS);
+        }
       }
+      // Key-major to s[h][t], 16 keys at a time, then scaled (the same product as element by
+      // element). Rows of st_ past n (zeros or an earlier tile's) land in s[h][n, 16 ceil(n/16)),
+      // which fold_tile pads with -inf before anything reads them.
       const int64_t g0 = pass_start(b);
+      const int64_t padded = (n + amx::kTileRows - 1) / amx::kTileRows * amx::kTileRows;
+      for (int64_t j = 0; j < n; j += amx::kTileRows) {
+        transpose16_rows(st_ + j * kStS, kStS, b * m_ - g0, m_, w.s + g0 * kTile + j, kTile);
+      }
+      const __m512 scale = _mm512_set1_ps(p.scale);
       for (int64_t i = b * m_ - g0; i < m_; ++i) {
         float* s = w.s + (g0 + i) * kTile;
-        for (int64_t t = 0; t < n; ++t) s[t] = st_[t * kStS + i] * p.scale;
+        for (int64_t t = 0; t < padded; t += 16) {
+          _mm512_storeu_ps(s + t, _mm512_mul_ps(_mm512_loadu_ps(s + t), scale));
+        }
       }
     }
   }
 
-  // acc[h] += sum over the tile's n rows of P[h][t] * V_t for every head (P: w.s after fold_tile),
-  // one block of kPvKeys rows at a time.
-  void pv(const SfaProblem& p, const SfaData&, int64_t, int64_t nh, const int64_t*, int64_t n,
-          const Scratch& w) {
-    namespace amx = kvflash::cpu::amx;
+  // acc[h] += sum over the tile's n rows of P[h][t] * V_t for every head (P: w.s after fold_tile).
+  // Passes of 16 heads with bf16 values take the whole tile at once (pv_tile16); otherwise one
+  // block of kPvKeys rows at a time.
+  void pv(const SfaProblem& p, const SfaData& d, int64_t b, int64_t nh, const int64_t* pos,
+          int64_t n, const Scratch& w) {
+    if (!fp16_ && m_ == amx::kMaxHeads && pv_tile16(n, w)) return;
+    pv_blocks(p, d, b, nh, pos, n, w);
+  }
+
+  // pv for passes of amx::kMaxHeads heads and bf16 values: every block of the tile packed once
+  // (values, then each pass's probabilities) and accumulated by amx::pv_accumulate_heads16 (the
+  // same bits as pv_blocks). false, with nothing accumulated, when a block holds an infinite value
+  // or its values are not contiguous: pv_blocks then runs the tile.
+  bool pv_tile16(int64_t n, const Scratch& w) {
+    if (v_sdim_ != 1) return false;
+    constexpr size_t kVBlock = amx::value_pack_size(static_cast<int>(kNope), amx::KvType::kBf16);
+    constexpr size_t kPBlock = amx::prob_pack_size(amx::kMaxHeads, kProbPieces);
+    uint16_t* vpack = reinterpret_cast<uint16_t*>(w.vt);
+    const int blocks = static_cast<int>((n + kPvKeys - 1) / kPvKeys);
+    for (int k = 0; k < blocks; ++k) {
+      const int64_t k0 = k * kPvKeys;
+      const int nb = static_cast<int>(n - k0 < kPvKeys ? n - k0 : kPvKeys);
+      const uint16_t* rows[kPvKeys];
+      for (int i = 0; i < nb; ++i) rows[i] = static_cast<const uint16_t*>(vrow_[k0 + i]);
+      if (!amx::pack_value_rows_bf16_avx512(rows, nb, static_cast<int>(kNope),
+                                            vpack + k * kVBlock)) {
+        return false;
+      }
+    }
+    for (int64_t b = 0; b < passes_; ++b) {
+      const int64_t g0 = pass_start(b);
+      for (int k = 0; k < blocks; ++k) {
+        const int64_t k0 = k * kPvKeys;
+        const int nb = static_cast<int>(n - k0 < kPvKeys ? n - k0 : kPvKeys);
+        uint16_t* pk = ppack_ + k * kPBlock;
+        pack_probs_avx512(w.s + g0 * kTile + k0, kTile, m_, nb, kProbPieces, pk);
+        zero_repeated_heads(b, g0, pk);
+      }
+      amx::pv_accumulate_heads16<Tiles>(ppack_, blocks, vpack, static_cast<int>(kNope),
+                                        w.acc + g0 * kNope, kNope);
+    }
+    return true;
+  }
+
+  // pv one block of kPvKeys rows at a time.
+  void pv_blocks(const SfaProblem& p, const SfaData&, int64_t, int64_t nh, const int64_t*,
+                 int64_t n, const Scratch& w) {
     uint16_t* vpack = reinterpret_cast<uint16_t*>(w.vt);
     float* vf = w.vt + amx::value_pack_size(static_cast<int>(kNope), amx::KvType::kFp16) / 2;
     const amx::KvType vt = fp16_ ? amx::KvType::kFp16 : amx::KvType::kBf16;
@@ -174,13 +247,8 @@ class TileTask<TileEngine<Tiles, kHeads>> {
       }
       for (int64_t b = 0; b < passes_; ++b) {
         const int64_t g0 = pass_start(b);
-        amx::pack_probs(w.s + g0 * kTile + k0, kTile, m_, nb, kProbPieces, ppack_);
-        // Heads the pass before accumulated already: zero weights.
-        for (int64_t i = 0; i < b * m_ - g0; ++i) {
-          for (int q = 0; q < kProbPieces; ++q) {
-            std::memset(ppack_ + (q * m_ + i) * amx::kTileK, 0, amx::kTileRowBytes);
-          }
-        }
+        pack_probs_avx512(w.s + g0 * kTile + k0, kTile, m_, nb, kProbPieces, ppack_);
+        zero_repeated_heads(b, g0, ppack_);
         amx::pv_accumulate<Tiles>(ppack_, m_, kProbPieces, vpack, amx::kv_pieces(vt),
                                   static_cast<int>(kNope), w.acc + g0 * kNope, kNope);
       }
@@ -188,6 +256,15 @@ class TileTask<TileEngine<Tiles, kHeads>> {
   }
 
  private:
+  // Heads of pass b (first head g0) that the pass before accumulated already: zero weights in the
+  // packed probabilities pk of one block.
+  void zero_repeated_heads(int64_t b, int64_t g0, uint16_t* pk) const {
+    for (int64_t i = 0; i < b * m_ - g0; ++i) {
+      for (int q = 0; q < kProbPieces; ++q) {
+        std::memset(pk + (q * m_ + i) * amx::kTileK, 0, amx::kTileRowBytes);
+      }
+    }
+  }
   // The first head of pass b (the last pass ends at the task's last head).
   int64_t pass_start(int64_t b) const { return b * m_ < nh_ - m_ ? b * m_ : nh_ - m_; }
   uint16_t* qpack(int64_t b) { return qpack_ + static_cast<size_t>(b) * pass_elems_; }
@@ -217,7 +294,8 @@ class TileTask<TileEngine<Tiles, kHeads>> {
   size_t pass_elems_ = 0;
   const void* vrow_[kvflash::cpu::kSfaTile];
   alignas(64) float st_[kvflash::cpu::kSfaTile * kvflash::cpu::amx::kMaxHeads];  // key-major
-  alignas(64)
-      uint16_t ppack_[kvflash::cpu::amx::prob_pack_size(kvflash::cpu::amx::kMaxHeads, kProbPieces)];
+  // One block's packed probabilities per kPvKeys keys of the tile (pv_tile16 packs them all).
+  alignas(64) uint16_t ppack_[kTile / kPvKeys * kvflash::cpu::amx::prob_pack_size(
+                                                     kvflash::cpu::amx::kMaxHeads, kProbPieces)];
   alignas(64) uint16_t qpack_[kQueryElems];
 };
