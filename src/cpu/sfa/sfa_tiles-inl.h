@@ -109,23 +109,78 @@ class TileTask<TileEngine<Tiles, kHeads>> {
 
   // Gathers the n selected positions' K rows (latent then rope) as bf16 rows of 576 channels in
   // w.kt (fp16: split into the planes hi, lo) and notes their V rows, prefetching the rows of the
-  // next tile (next, n_next of them) as gather_tile does.
+  // next tile (next, n_next of them) as gather_tile does. A task of one pass over bf16 rows of
+  // contiguous channels copies nothing here: its scores read each row once, so they stage the
+  // rows a 16 x 32-channel block at a time (score_rows_direct) instead of copying all 64 rows
+  // (72 KiB, more than L1) to read them back.
   void gather(const SfaProblem& p, const SfaData& d, int64_t b, const int64_t* pos, int64_t n,
               const int64_t* next, int64_t n_next, const Scratch& w) {
     const int64_t rows = n > n_next ? n : n_next;
     uint16_t* hi = reinterpret_cast<uint16_t*>(w.kt);
     uint16_t* lo = hi + kTile * kQk;
+    direct_ = !fp16_ && passes_ == 1 && p.k.s_dim == 1 && p.k_rope.s_dim == 1;
     for (int64_t t = 0; t < rows; ++t) {
       if (t < n_next) prefetch_position(p, d, b, next[t]);
       if (t >= n) continue;
       const int64_t j = pos[t];
       const void* k = kv_row(p, d, d.k, p.k, b, j);
-      copy_row(k, p.k.s_dim, kNope, hi + t * kQk, lo + t * kQk);
-      copy_row(kv_row(p, d, d.k_rope, p.k_rope, b, j), p.k_rope.s_dim, kRope, hi + t * kQk + kNope,
-               lo + t * kQk + kNope);
+      const void* rope = kv_row(p, d, d.k_rope, p.k_rope, b, j);
+      if (direct_) {
+        krow_[t] = static_cast<const uint16_t*>(k);
+        rrow_[t] = static_cast<const uint16_t*>(rope);
+      } else {
+        copy_row(k, p.k.s_dim, kNope, hi + t * kQk, lo + t * kQk);
+        copy_row(rope, p.k_rope.s_dim, kRope, hi + t * kQk + kNope, lo + t * kQk + kNope);
+      }
       vrow_[t] = d.v_is_k ? k : kv_row(p, d, d.v, p.v, b, j);
     }
     v_sdim_ = d.v_is_k ? p.k.s_dim : p.v.s_dim;
+  }
+
+  // Channels [32c, 32c + 32) of keys [j0, j0 + rows) (krow_, rrow_) into a 16 x 32 bf16 staging
+  // tile, zero rows past `rows` (their scores land past n, where fold_tile pads).
+  void stage_rows(int64_t j0, int64_t rows, int c, uint16_t* stage) const {
+    constexpr int kLatentChunks = static_cast<int>(kNope / amx::kTileK);
+    for (int64_t r = 0; r < amx::kTileRows; ++r) {
+      __m512i x = _mm512_setzero_si512();
+      if (r < rows) {
+        x = _mm512_loadu_si512(c < kLatentChunks ? krow_[j0 + r] + c * amx::kTileK
+                                                 : rrow_[j0 + r] + (c - kLatentChunks) * amx::kTileK);
+      }
+      _mm512_store_si512(stage + r * amx::kTileK, x);
+    }
+  }
+
+  // scores_bf16_32 (amx::scores' bits) of the n keys of krow_ and rrow_ for the task's one pass,
+  // 32 keys at a time, the A operands staged from the rows (stage_rows): key block 0 in kTileS0,
+  // block 1 in kTileS1, chunk by chunk from zero.
+  void score_rows_direct(int64_t n) {
+    constexpr int kChunks = amx::num_chunks(static_cast<int>(kQk));
+    constexpr ptrdiff_t kRowBytes = amx::kMaxHeads * sizeof(float);
+    const ptrdiff_t q_tile = static_cast<ptrdiff_t>(amx::kTileRows) * 2 * m_;  // elements
+    alignas(64) uint16_t stage0[amx::kTileRows * amx::kTileK];
+    alignas(64) uint16_t stage1[amx::kTileRows * amx::kTileK];
+    for (int64_t j = 0; j < n; j += 2 * amx::kTileRows) {
+      const int64_t rows0 = n - j < amx::kTileRows ? n - j : amx::kTileRows;
+      const int64_t rows1 = n - j - rows0 < amx::kTileRows ? n - j - rows0 : amx::kTileRows;
+      Tiles::template zero<amx::kTileS0>();
+      Tiles::template zero<amx::kTileS1>();
+      for (int c = 0; c < kChunks; ++c) {
+        stage_rows(j, rows0, c, stage0);
+        Tiles::template load<amx::kTileK0>(stage0, amx::kTileRowBytes);
+        Tiles::template load<amx::kTileQ>(qpack(0) + c * q_tile, 4 * m_);
+        Tiles::template dpbf16ps<amx::kTileS0, amx::kTileK0, amx::kTileQ>();
+        if (rows1 > 0) {
+          stage_rows(j + amx::kTileRows, rows1, c, stage1);
+          Tiles::template load<amx::kTileK1>(stage1, amx::kTileRowBytes);
+          Tiles::template dpbf16ps<amx::kTileS1, amx::kTileK1, amx::kTileQ>();
+        }
+      }
+      Tiles::template store<amx::kTileS0>(st_ + j * amx::kMaxHeads, kRowBytes);
+      if (rows1 > 0) {
+        Tiles::template store<amx::kTileS1>(st_ + (j + amx::kTileRows) * amx::kMaxHeads, kRowBytes);
+      }
+    }
   }
 
   // Scores of every head against the n gathered rows into w.s (scaled), pass by pass. bf16 rows
@@ -139,7 +194,9 @@ class TileTask<TileEngine<Tiles, kHeads>> {
     const int kn = static_cast<int>(n);
     const int64_t pairs = n / (2 * amx::kTileRows);
     for (int64_t b = 0; b < passes_; ++b) {
-      if (fp16_) {
+      if (direct_) {
+        score_rows_direct(n);
+      } else if (fp16_) {
         amx::scores_split<Tiles>(hi, lo, kQk, kn, static_cast<int>(kQk), qpack(b), m_, pieces_,
                                  st_, kStS);
       } else {
@@ -293,6 +350,10 @@ class TileTask<TileEngine<Tiles, kHeads>> {
   int64_t nh_ = 0, passes_ = 0, v_sdim_ = 1;
   size_t pass_elems_ = 0;
   const void* vrow_[kvflash::cpu::kSfaTile];
+  // gather's row addresses of a direct task (latent, rope), and whether the task is one.
+  const uint16_t* krow_[kvflash::cpu::kSfaTile];
+  const uint16_t* rrow_[kvflash::cpu::kSfaTile];
+  bool direct_ = false;
   alignas(64) float st_[kvflash::cpu::kSfaTile * kvflash::cpu::amx::kMaxHeads];  // key-major
   // One block's packed probabilities per kPvKeys keys of the tile (pv_tile16 packs them all).
   alignas(64) uint16_t ppack_[kTile / kPvKeys * kvflash::cpu::amx::prob_pack_size(
