@@ -2,7 +2,7 @@
 // Included only by fia_kernel-inl.h, inside the ISA namespace and after the parts before it
 // (no include guard, like it: compiled once per ISA, with that unit's flags).
 //
-// The QK product of the bf16 path, in units that define KVFLASH_FIA_BF16_DOT (the avx512 ones):
+// The QK product of the bf16 path, in units that define KVFLASH_FIA_BF16_DOT (avx512 and AMX):
 // vdpbf16ps register blocks (fia_qk_bf16_block, fia_qk_bf16_tile) over a key tile packed as
 // 32-bit pairs (fia_pack16, fia_pack_keys_bf16), the layout the packing pass
 // (fia_task_buffers-inl.h) and the matrix engine (fia_tiles-inl.h) share. Apart from the fp32

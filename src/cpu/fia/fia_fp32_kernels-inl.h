@@ -5,8 +5,9 @@
 // The register blocks of every level: scores S = Q·Kᵀ over fp32 rows (fia_qk_tile, K staged
 // transposed) and acc += P·V (fia_pv_tile), R rows x C vectors at a time, a row remainder through
 // fia_rows_tail. Apart from the bf16 products (fia_bf16_score_kernels-inl.h,
-// fia_bf16_pv_kernels-inl.h) because every level and every dtype runs them, and they know nothing
-// of layouts, masks or the softmax: fia_task_body stages their operands.
+// fia_bf16_pv_kernels-inl.h) because every level runs them (the bf16 path too, for the P·V of rows
+// that see part of a key tile), and they know nothing of layouts, masks or the softmax:
+// fia_task_body stages their operands.
 
 // Register blocks: R score rows x C vectors (AVX-512 6x4 = 24 accumulators of 32 registers, with
 // room for the 4 key / value vectors and a broadcast; AVX2 4x2 = 8 of 16; scalar 4x2). Every

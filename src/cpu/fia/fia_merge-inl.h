@@ -1,4 +1,4 @@
-// FIA kernel body: the rows no task finishes: the split-KV merge and the padding rows.
+// FIA kernel body: the rows no task finishes (the split-KV merge, the padding rows).
 // Included only by fia_kernel-inl.h, inside the ISA namespace and after the parts before it
 // (no include guard, like it: compiled once per ISA, with that unit's flags).
 //

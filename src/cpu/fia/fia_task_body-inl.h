@@ -6,7 +6,10 @@
 // query tile, then per key tile stages and packs K and V, scores, applies the band, pse and mask,
 // folds the online softmax and adds P·V, and at the end finishes its rows or hands their state to
 // the merge; fia_task_tiles runs it on the matrix engine where the shape suits (units that define
-// KVFLASH_FIA_TILES). Everything it calls is defined by the parts before it.
+// KVFLASH_FIA_TILES). Everything it calls is defined by the parts before it. fia_task_body stays
+// one function: moving its query-tile load or its last loop into a function of its own changed
+// the machine code (always_inline: the avx512 and AMX units', other stack slots and up to 300 more
+// bytes; plain inline: every unit's), which the split into these parts did not.
 
 /// One task: batch b, KV head n2, query tile qt, key tiles [t_first, t_last] of those the tile
 /// sees (all of them: t_first = 0, t_last = INT64_MAX). `slot` null: the rows are finished and
