@@ -219,17 +219,23 @@ def row_ceiling(run, row):
 
 
 def kv_cache_table(run):
-    """The cache writes (kvcache: problems): bytes moved (rows read + written) per second."""
+    """The cache writes (kvcache: problems): bytes moved (rows read + written) per second, and the
+    time of a plain copy of the same rows timed alternately with it (of copy speed: copy / write)."""
     rows = [r for r in run["results"] if r.get("op") == "kvcache"]
     if not rows:
         return ""
-    cols = ["problem", "ms/call", "GB/s (read + written)", "of read bw", "of roofline", "check"]
+    cols = ["problem", "ms/call", "GB/s (read + written)", "of read bw", "of roofline",
+            "plain copy ms/call", "of copy speed", "check"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
+        timed = r.get("copy_ratio", 0) > 0  # older runs have no plain copy
         lines.append("| " + " | ".join([f"`{r['problem']}`", f"{r['ms_per_call']:.3f}",
                                         f"{r['gbs']:.1f}",
                                         frac(r["gbs"], run["read_bandwidth_gbs"]),
-                                        roof_cells(run, r)[2], check(r)]) + " |")
+                                        roof_cells(run, r)[2],
+                                        f"{r['copy_ms_per_call']:.3f}" if timed else "-",
+                                        f"{r['copy_ratio']:.2f}" if timed else "-",
+                                        check(r)]) + " |")
     return "\n".join(lines)
 
 

@@ -188,7 +188,7 @@ set_tests_properties(cli_bench_kvcache_unknown_key PROPERTIES
   PASS_REGULAR_EXPRESSION "n8: unknown key \\(t \\(tokens written\\) is an integer in \\[1, 16777216\\];.*slots is prefill .* or decode" LABELS cli)
 add_test(NAME cli_bench_sweep_vllm_list COMMAND kvflash_cli bench --sweep vllm --list)
 set_tests_properties(cli_bench_sweep_vllm_list PROPERTIES
-  PASS_REGULAR_EXPRESSION "ifa:b8,s4096,kv=bf16,paged=128,layout=bsnd\nifa:b32,s1024,kv=bf16,paged=128,layout=bsnd\n.*ifa:b8,s4096,kv=bf16,paged=128,layout=atb\n.*kvcache:t16384,kvn8,d128,paged=128,kv=bf16,slots=decode"
+  PASS_REGULAR_EXPRESSION "ifa:b8,s4096,kv=bf16,paged=128,layout=bsnd\nifa:b32,s1024,kv=bf16,paged=128,layout=bsnd\n.*ifa:b8,s4096,kv=bf16,paged=128,layout=atb\n.*kvcache:t1024,kvn8,d128,paged=128,kv=bf16,slots=decode"
   FAIL_REGULAR_EXPRESSION "bench \\[" TIMEOUT 30 LABELS cli)
 # A named sweep lists its problems without running them (the default sweep of docs/perf-log.md).
 add_test(NAME cli_bench_sweep_list COMMAND kvflash_cli bench --sweep default --list)

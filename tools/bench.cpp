@@ -33,6 +33,7 @@ struct Row {
   Roofline roof;    ///< the row against min(read bandwidth, ceiling / intensity)
   CallTimes capi;   ///< ifa with --capi: the C API path, alternated with the C++ call (runs 0: not)
   std::string capi_note;  ///< why the C API path was not timed
+  CallTimes copy;  ///< kvcache: a plain copy of the same rows, alternated with the write (runs 0: not)
   bool passed = false;
 };
 
@@ -144,6 +145,7 @@ Row kv_cache_row(const BenchProblem& p, const KvCacheWorkloadResult& r) {
   row.head_dim = s.head_dim;
   row.paged = s.block_size;
   row.times = r.times;
+  row.copy = r.copy;
   row.bytes = r.bytes;
   row.gbs = r.gbs;
   row.passed = r.passed;
@@ -200,8 +202,8 @@ bool write_json(const CliOptions& o, const DemoOptions& d, const RunCeilings& c,
                  "\"on_tiles\": %s, \"ceiling_engine\": %s, \"ceiling_gflops\": %.6f, "
                  "\"roofline_ms\": %.6f, \"bound\": %s, \"roofline_fraction\": %.4f, "
                  "\"capi_ms_per_call\": %.6f, \"capi_ms_p10\": %.6f, \"capi_ms_p90\": %.6f, "
-                 "\"capi_ratio\": %.4f, \"capi_note\": %s, "
-                 "\"check_passed\": %s, \"flush_bytes\": %zu}",
+                 "\"capi_ratio\": %.4f, \"capi_note\": %s, \"copy_ms_per_call\": %.6f, "
+                 "\"copy_ratio\": %.4f, \"check_passed\": %s, \"flush_bytes\": %zu}",
                  i ? "," : "", json_string(r.problem).c_str(), r.op.c_str(), r.batch, r.kv_len,
                  r.kv_dtype.c_str(), r.paged, r.layout.c_str(), r.heads, r.kv_heads, r.head_dim,
                  r.top_k, r.sparse_block, r.times.median_ms, r.times.p10_ms, r.times.p90_ms,
@@ -211,7 +213,9 @@ bool write_json(const CliOptions& o, const DemoOptions& d, const RunCeilings& c,
                  r.ceiling.gflops, r.roof.ms, json_string(r.roof.bound).c_str(), r.roof.fraction,
                  r.capi.median_ms, r.capi.p10_ms, r.capi.p90_ms,
                  r.capi.runs > 0 ? r.capi.median_ms / r.times.median_ms : 0.0,
-                 json_string(r.capi_note).c_str(), r.passed ? "true" : "false", d.flush_bytes);
+                 json_string(r.capi_note).c_str(), r.copy.median_ms,
+                 r.copy.runs > 0 ? r.copy.median_ms / r.times.median_ms : 0.0,
+                 r.passed ? "true" : "false", d.flush_bytes);
   }
   std::fprintf(f, "\n  ]\n}\n");
   return std::fclose(f) == 0;

@@ -535,9 +535,13 @@ bool bench_sweep(const std::string& name, std::vector<std::string>* problems, st
       for (const char* layout : {"bsnd", "atb"})
         for (const char* shape : {"b8,s4096", "b32,s1024", "b1,s16384"})
           out.push_back(std::string("ifa:") + shape + ",kv=" + kv + ",paged=128,layout=" + layout);
-    for (const char* slots : {"prefill", "decode"})
-      for (const char* t : {"256", "4096", "16384"})
-        out.push_back(std::string("kvcache:t") + t + ",kvn8,d128,paged=128,kv=bf16,slots=" + slots);
+    // Prefill writes chunks of up to 1024 tokens; a decode step writes one token per request,
+    // each into its own block, so T is the batch (a decode batch of 16k requests would also need
+    // 16k blocks: 4 GiB per cache at these shapes).
+    for (const char* t : {"256", "4096", "16384"})
+      out.push_back(std::string("kvcache:t") + t + ",kvn8,d128,paged=128,kv=bf16,slots=prefill");
+    for (const char* t : {"32", "256", "1024"})
+      out.push_back(std::string("kvcache:t") + t + ",kvn8,d128,paged=128,kv=bf16,slots=decode");
     out.push_back("kvcache:t4096,kvn1,d576,paged=128,kv=bf16,slots=prefill");  // an MLA-sized row
   } else {
     *error = "unknown sweep '" + name + "' (default, quick, vllm)";

@@ -2,7 +2,8 @@
 // cache write of vllm-ascend's attention path, torch_npu._npu_reshape_and_cache and
 // npu_scatter_pa_kv_cache) of T tokens' key and value rows into a paged ND cache, timed, and
 // checked whole against the reference's bytes. A memory-bound copy: its GB/s (the rows read plus
-// the rows written) against the measured read bandwidth is the figure of merit.
+// the rows written) against the measured read bandwidth, and its time against a plain copy of the
+// same rows timed alternately in the same run, are the figures of merit.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,7 @@ struct KvCacheWorkloadShape {
 /// What one timed cache write measured (for `kvflash bench --json/--csv`).
 struct KvCacheWorkloadResult {
   CallTimes times;  ///< per call: median, p10, p90 (ms)
+  CallTimes copy;   ///< a plain copy of the same rows, alternated with the write (the yardstick)
   double bytes = 0;        ///< rows read + rows written + slots read
   double gbs = 0;          ///< bytes / median time
   bool passed = false;

@@ -64,7 +64,12 @@ def agrees(path):
         assert row["roofline_ms"] > 0 and row["roofline_fraction"] > 0, row
         if row["op"] == "kvcache":
             assert row["flops"] == 0 and row["bound"] == "memory" and row["ceiling_engine"] == ""
+            # The plain copy it is timed against, alternated in the same run.
+            assert row["copy_ms_per_call"] > 0, row
+            assert close(row["copy_ratio"], row["copy_ms_per_call"] / row["ms_per_call"], 1e-3,
+                         1e-3), row
         else:
+            assert row["copy_ms_per_call"] == 0 and row["copy_ratio"] == 0, row
             assert row["flops"] > 0 and row["ceiling_gflops"] > 0, row
             assert close(row["intensity"], row["flops"] / row["bytes"], 1e-5, 0), row
         mine = copy.deepcopy(row)

@@ -16,7 +16,9 @@ std::string KvCacheCase::name() const {
   if (!with_value) n += "_keyonly";
   if (strided_rows) n += "_strided";
   if (fused_cache) n += "_fused";
+  if (interleaved_blocks) n += "_interleaved";
   if (skip_every == 0) n += "_noskip";
+  if (prefill_slots) n += blocks_in_order ? "_prefill_inorder" : "_prefill";
   return n;
 }
 
@@ -68,7 +70,18 @@ void fill_kv_cache_case(const KvCacheCase& c, KvCacheCaseData* d, uint32_t seed)
   const auto es = static_cast<int64_t>(dtype_size(c.dtype));
   const int64_t slots = c.num_blocks * c.block_size;
   const int64_t kc = slots * c.kv_heads * c.key_dim, vc = slots * c.kv_heads * c.value_dim;
-  if (c.fused_cache) {
+  if (c.interleaved_blocks) {
+    // One buffer, block b's key rows then its value rows (the value's D must be the key's).
+    d->key_cache.resize(static_cast<size_t>(2 * kc * es));
+    random_bytes(rng, &d->key_cache);
+    const int64_t block = c.block_size * c.kv_heads * c.key_dim;
+    a.key_cache = cache_view(c, c.key_dim, d->key_cache.data());
+    a.key_cache.strides[0] = 2 * block;
+    if (c.with_value) {
+      a.value_cache = a.key_cache;
+      a.value_cache->offset = block;
+    }
+  } else if (c.fused_cache) {
     // One buffer: the key cache, then the value cache (the value's D must be the key's).
     d->key_cache.resize(static_cast<size_t>((kc + vc) * es));
     random_bytes(rng, &d->key_cache);
@@ -93,13 +106,31 @@ void fill_kv_cache_case(const KvCacheCase& c, KvCacheCaseData* d, uint32_t seed)
   }
   d->slots.resize(static_cast<size_t>(std::max<int64_t>(c.tokens, 1) * 8));
   a.slot_mapping = TensorView::contiguous(d->slots.data(), c.slot_dtype, {c.tokens});
-  // Distinct slots: a shuffled prefix of all the cache's.
+  // Distinct slots: a shuffled prefix of all the cache's, or for a prefill requests of lengths
+  // 2 blocks + 3, 1, 5 and 1 block in turn, each from position 0 of the next shuffled blocks.
   std::vector<int64_t> all(static_cast<size_t>(slots));
   std::iota(all.begin(), all.end(), 0);
-  for (int64_t i = slots - 1; i > 0; --i) std::swap(all[i], all[rng.below(i + 1)]);
+  if (c.prefill_slots) {
+    std::vector<int64_t> blocks(static_cast<size_t>(c.num_blocks));
+    std::iota(blocks.begin(), blocks.end(), 0);
+    for (int64_t i = c.num_blocks - 1; i > 0 && !c.blocks_in_order; --i)
+      std::swap(blocks[i], blocks[rng.below(i + 1)]);
+    const int64_t bs = c.block_size, lengths[] = {2 * bs + 3, 1, 5, bs};
+    size_t at = 0, next_block = 0;
+    for (int64_t r = 0; at < all.size() && next_block < blocks.size(); ++r) {
+      for (int64_t p = 0; p < lengths[r % 4] && at < all.size(); ++p) {
+        if (p % bs == 0 && next_block == blocks.size()) break;
+        const int64_t block = blocks[p % bs == 0 ? next_block++ : next_block - 1];
+        all[at++] = block * bs + p % bs;
+      }
+    }
+    all.resize(at);  // the blocks' unused tails are no one's
+  } else {
+    for (int64_t i = slots - 1; i > 0; --i) std::swap(all[i], all[rng.below(i + 1)]);
+  }
   for (int64_t t = 0; t < c.tokens; ++t) {
     const bool skip = c.skip_every > 0 && t % c.skip_every == 1;
-    d->set_slot(t, skip ? -1 : all[static_cast<size_t>(t % slots)]);
+    d->set_slot(t, skip ? -1 : all[static_cast<size_t>(t) % all.size()]);
   }
 }
 
@@ -139,6 +170,34 @@ std::vector<KvCacheCase> kv_cache_cases() {
   cases.push_back(c);
   c = KvCacheCase{};
   c.kv_heads = 1, c.key_dim = 576, c.with_value = false, c.dtype = DType::kInt32;  // MLA latent
+  cases.push_back(c);
+  // Prefill slots: runs of tokens copied as one (cpu::kv_cache_run), cut by skipped tokens, block
+  // ends and task ends; and where rows are not one run of bytes (strided rows, head dims apart).
+  c = KvCacheCase{};
+  c.tokens = 300, c.kv_heads = 8, c.key_dim = 128, c.value_dim = 128, c.num_blocks = 40,
+  c.block_size = 16, c.dtype = DType::kBFloat16, c.prefill_slots = true, c.skip_every = 0;
+  cases.push_back(c);
+  c.skip_every = 7;
+  cases.push_back(c);
+  c = KvCacheCase{};
+  c.tokens = 40, c.num_blocks = 10, c.prefill_slots = true;
+  for (bool fused : {false, true}) {
+    c.fused_cache = fused;
+    cases.push_back(c);
+  }
+  c.fused_cache = false, c.blocks_in_order = true;
+  for (bool interleaved : {false, true}) {
+    c.interleaved_blocks = interleaved;
+    cases.push_back(c);
+  }
+  c.interleaved_blocks = false, c.blocks_in_order = false, c.strided_rows = true;
+  cases.push_back(c);
+  c = KvCacheCase{};
+  c.tokens = 40, c.num_blocks = 10, c.prefill_slots = true, c.key_dim = 32, c.value_dim = 8;
+  cases.push_back(c);
+  c = KvCacheCase{};
+  c.tokens = 40, c.num_blocks = 10, c.prefill_slots = true, c.kv_heads = 1, c.key_dim = 576,
+  c.with_value = false, c.skip_every = 0;
   cases.push_back(c);
   return cases;
 }

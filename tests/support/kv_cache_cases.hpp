@@ -23,8 +23,18 @@ struct KvCacheCase {
   /// The caches as the halves of one (2, num_blocks, block_size, KV_N, D) buffer, value second
   /// (vllm-ascend's kv_cache[0] / kv_cache[1]); else each its own buffer.
   bool fused_cache = false;
+  /// The caches interleaved per block in one (num_blocks, 2, block_size, KV_N, D) buffer, key
+  /// first: a block's rows are one run but blocks lie 2 blocks apart. With fused_cache unset.
+  bool interleaved_blocks = false;
   /// Tokens given slot -1 (every `skip_every`-th from token 1; 0: none).
   int64_t skip_every = 3;
+  /// A prefill's slots: requests of consecutive positions, each from position 0 of its own blocks
+  /// (blocks in a shuffled order), so neighbouring tokens fill one block in order and runs cross
+  /// block ends; else every token a random slot (a decode step's pattern).
+  bool prefill_slots = false;
+  /// With prefill_slots: the blocks in order (as a fresh allocator hands them out), so a run of
+  /// slots goes on across a block's end into the next block.
+  bool blocks_in_order = false;
   std::string name() const;
 };
 
@@ -41,7 +51,7 @@ struct KvCacheCaseData {
 void fill_kv_cache_case(const KvCacheCase& c, KvCacheCaseData* d, uint32_t seed);
 
 /// Every dtype size, both slot dtypes, the key only, strided rows, a fused cache, T = 0, one
-/// token, every slot of the cache used.
+/// token, every slot of the cache used, prefill slots (with and without skipped tokens).
 std::vector<KvCacheCase> kv_cache_cases();
 
 }  // namespace kvflash::testing
