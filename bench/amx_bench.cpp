@@ -4,7 +4,7 @@
 //   - QK^T for G query heads of one KV head over L2-resident bf16 K rows, D = 64/128/256:
 //     amx::scores (K rows straight from the cache, 1 query piece for a bf16 query and 3 for an fp32
 //     one) against a vdpbf16ps loop blocked 4 keys x 4 heads with one horizontal sum per score
-//     (the scheme of score_bf16_dot in src/cpu/ifa/ifa_kernel-inl.h), in ns per key;
+//     (the scheme of score_bf16_dot in src/cpu/ifa/ifa_score_kernels-inl.h), in ns per key;
 //   - P·V for 32 keys: the VNNI pair packing of V (pack_values_bf16_avx512) against fp32 FMAs of
 //     widened V rows (P fp32), in ns per 32 keys.
 // Built with the AVX-512 and AVX512-BF16 flags; it refuses to run below avx512bf16.

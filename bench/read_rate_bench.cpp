@@ -1,11 +1,11 @@
 // Streaming read rate of one core and of a few, by software prefetch instruction, prefetch
 // distance, page size and access pattern (not a test; docs/perf-log.md, "IFA decode read rate on
 // Intel (2026-12-05, round 2)" quotes its output). The patterns copy the decode kernel's
-// (src/cpu/ifa/ifa_kernel-inl.h, chunk_impl): S buffers (streams; 2 = K and V), cut into tasks of
-// `task` bytes per stream handed to the threads in turn; a task reads its streams either tile by
-// tile (`tile` bytes of stream 0, then of stream 1, ...: the kernel's K pass then V pass) or line
-// by line interleaved (ilv=1). Every 64-byte line is loaded once with an AVX-512 load and fed to
-// `work` FMAs (0, 4, 8 or 16; the decode's arithmetic per line is about 8 at G = 4). With a
+// (src/cpu/ifa/ifa_chunk_task-inl.h, chunk_impl): S buffers (streams; 2 = K and V), cut into
+// tasks of `task` bytes per stream handed to the threads in turn; a task reads its streams either
+// tile by tile (`tile` bytes of stream 0, then of stream 1, ...: the kernel's K pass then V pass)
+// or line by line interleaved (ilv=1). Every 64-byte line is loaded once with an AVX-512 load and
+// fed to `work` FMAs (0, 4, 8 or 16; the decode's arithmetic per line is about 8 at G = 4). With a
 // prefetch instruction, the line `dist` bytes ahead in the same stream is prefetched as each line
 // is read, never past the task (cross=1: `dist` ahead in the order the tile passes read, so the
 // K pass prefetches V and the V pass the next tile's K), and a task starts with a burst over the

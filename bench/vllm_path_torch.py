@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """vllm-ascend's attention path through the torch_npu names, timed the way `kvflash bench` times
-the same problems (the `vllm` sweep's atb and kvcache rows): cold caches (twice the last-level
+the same problems (the `vllm` sweep's atb and kvcache rows, a causal prefill through
+npu_fusion_attention, and the LSE update against the same merge in torch): cold caches (twice the last-level
 cache read before each timed call), median and p10-p90 of the timed calls, after two untimed ones.
 
     python3 bench/vllm_path_torch.py [--threads 2] [--iters 10]
@@ -95,6 +96,40 @@ def cache_write(tokens, decode, iters, kv_heads=8, dim=128, block=128, dtype=tor
     return f"kvcache:t{tokens},kvn8,d128,paged=128,kv=bf16,slots={kind}", timed(call, iters)
 
 
+def fusion_attention(seq, iters, heads=32, kv_heads=8, dim=128, dtype=torch.bfloat16):
+    """`fia:b1,q{seq},s0,n32,kvn8,d128,mode=3` as npu_fusion_attention: one TND request's causal
+    prefill with vllm-ascend's 2048 x 2048 compressed mask (sparse mode 3)."""
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(seq, heads, dim, generator=g).to(dtype)
+    k = torch.randn(seq, kv_heads, dim, generator=g).to(dtype)
+    v = torch.randn(seq, kv_heads, dim, generator=g).to(dtype)
+    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+
+    def call():
+        torch_npu.npu_fusion_attention(q, k, v, heads, "TND", scale=dim ** -0.5, atten_mask=mask,
+                                       sparse_mode=3, next_tockens=0, actual_seq_qlen=[seq],
+                                       actual_seq_kvlen=[seq])
+    return f"fia:b1,q{seq},s0,n32,kvn8,d128,mode=3", timed(call, iters)
+
+
+def attention_update(parts, rows, iters, dim=128, dtype=torch.bfloat16):
+    """npu_attention_update of `parts` partial outputs [rows, dim] (context-parallel decode:
+    rows = batch x heads) and their LSE, against the same merge written in torch (fp32)."""
+    g = torch.Generator().manual_seed(4)
+    lse = [torch.randn(rows, generator=g) * 3 for _ in range(parts)]
+    outs = [torch.randn(rows, dim, generator=g).to(dtype) for _ in range(parts)]
+
+    def call():
+        torch_npu.npu_attention_update(lse, outs, 0)
+
+    def in_torch():
+        stacked = torch.stack(lse)
+        w = torch.softmax(stacked, 0)
+        (w[..., None] * torch.stack(outs).float()).sum(0).to(dtype)
+    name = f"npu_attention_update sp={parts} rows={rows} d={dim}"
+    return [(name, timed(call, iters)), (name + " (in torch, fp32)", timed(in_torch, iters))]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
@@ -104,6 +139,8 @@ def main():
     rows = [paged_attention(b, s, args.iters) for b, s in ((8, 4096), (32, 1024), (1, 16384))]
     rows += [cache_write(t, False, args.iters) for t in (256, 4096, 16384)]
     rows += [cache_write(t, True, args.iters) for t in (32, 256, 1024)]
+    rows += [fusion_attention(2048, max(3, args.iters // 3))]
+    rows += attention_update(4, 32 * 32, args.iters) + attention_update(8, 256 * 32, args.iters)
     print(f"torch_npu names through kvflash, {args.threads} threads, median of {args.iters}, "
           "cold caches")
     for name, (med, p10, p90) in rows:

@@ -239,6 +239,53 @@ TEST(AclStream, EnqueuedWorkRunsInSubmissionOrderAndAsynchronously) {
   EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
 }
 
+// A launch may leave a waiting worker asleep and owe it the wake-up (src/aclnn/stream.cpp): the
+// task must still start while the program makes no runtime call at all (the worker looks by
+// itself), in every round, whether the worker was in a timed wait, awake, or just woken.
+TEST(AclStream, QueuedTaskStartsWithoutAnyFurtherCall) {
+  aclrtStream s = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<bool> ran{false};
+    ASSERT_EQ(kvflash::aclnn::enqueue("test", s,
+                                      [&] {
+                                        ran.store(true, std::memory_order_release);
+                                        return Status::kSuccess;
+                                      }),
+              Status::kSuccess);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!ran.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    ASSERT_TRUE(ran.load(std::memory_order_acquire)) << "round " << round;
+    ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    // Alternate: the worker waiting long (asleep) or just back from the last task.
+    if (round % 2 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
+}
+
+// A synchronize on one stream pays the wake-ups owed to the others: a task of stream b that waits
+// for an event stream a records must see a's record run, while this thread runs b's queue.
+TEST(AclStream, SynchronizeStartsOtherStreamsQueuedWork) {
+  aclrtStream a = nullptr, b = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&a), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateStream(&b), ACL_SUCCESS);
+  aclrtEvent e = nullptr;
+  ASSERT_EQ(aclrtCreateEvent(&e), ACL_SUCCESS);
+  std::vector<uint8_t> buf(64, 0);
+  for (int round = 0; round < 20; ++round) {
+    ASSERT_EQ(aclrtMemsetAsync(buf.data(), buf.size(), round, buf.size(), a), ACL_SUCCESS);
+    ASSERT_EQ(aclrtRecordEvent(e, a), ACL_SUCCESS);
+    ASSERT_EQ(aclrtStreamWaitEvent(b, e), ACL_SUCCESS);
+    ASSERT_EQ(aclrtSynchronizeStream(b), ACL_SUCCESS);
+    EXPECT_EQ(buf[63], round);  // a's memset ran before its record, which b waited for
+    ASSERT_EQ(aclrtSynchronizeStream(a), ACL_SUCCESS);
+  }
+  EXPECT_EQ(aclrtDestroyEvent(e), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyStream(a), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyStream(b), ACL_SUCCESS);
+}
+
 TEST(AclStream, TwoStreamsRunConcurrently) {
   aclrtStream s1 = nullptr, s2 = nullptr;
   ASSERT_EQ(aclrtCreateStream(&s1), ACL_SUCCESS);

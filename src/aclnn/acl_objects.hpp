@@ -67,12 +67,19 @@ int32_t raw_enum(const Enum& e) {
   return v;
 }
 
+class Stream;
+/// Declared with its reason in stream.hpp.
+void pay_owed_wakes(const Stream* except);
+
 /// The body of a C entry point: no exception crosses the C boundary. std::bad_alloc, and the
 /// std::system_error of a stream thread that cannot start, become `on_error` with the reason
-/// recorded for aclGetRecentErrMsg without allocating.
+/// recorded for aclGetRecentErrMsg without allocating. First it wakes the stream workers that
+/// launches left asleep (pay_owed_wakes), unless `pay_wakes` is false (aclrtSynchronizeStream,
+/// which pays all but its own stream's).
 template <typename R, typename F>
-R c_entry(const char* fn, R on_error, F&& body) noexcept {
+R c_entry(const char* fn, R on_error, F&& body, bool pay_wakes = true) noexcept {
   try {
+    if (pay_wakes) pay_owed_wakes(nullptr);
     return body();
   } catch (const std::bad_alloc&) {
     core::fail_noalloc(Status::kRuntime, fn, "out of memory");

@@ -248,10 +248,13 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
-  return c_entry("aclrtSynchronizeStream", ACL_ERROR_BAD_ALLOC, [&]() -> aclError {
-    if (aclError e = runtime_ready("aclrtSynchronizeStream")) return e;
-    return device_runtime().synchronize_stream(stream);
-  });
+  return c_entry(
+      "aclrtSynchronizeStream", ACL_ERROR_BAD_ALLOC,
+      [&]() -> aclError {
+        if (aclError e = runtime_ready("aclrtSynchronizeStream")) return e;
+        return device_runtime().synchronize_stream(stream);  // pays the other streams' wake-ups
+      },
+      false);
 }
 
 aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy_enum) {

@@ -371,6 +371,7 @@ aclError CudaRuntime::destroy_stream(aclrtStream stream) {
 }
 
 aclError CudaRuntime::synchronize_stream(aclrtStream stream) {
+  pay_owed_wakes(nullptr);  // host streams' wake-ups (none on this runtime; c_entry leaves them)
   std::shared_ptr<CudaStream> s = find(stream);
   if (!s) return not_live("aclrtSynchronizeStream", stream, "stream");
   return sync_and_report("aclrtSynchronizeStream", *s);

@@ -142,6 +142,7 @@ class HostRuntime final : public DeviceRuntime {
 
   aclError synchronize_stream(aclrtStream stream) override {
     std::shared_ptr<Stream> s = find_stream(stream);
+    pay_owed_wakes(s.get());  // this stream's queue this thread runs itself (Stream::synchronize)
     if (!s) return not_live("aclrtSynchronizeStream", stream, "stream");
     return report("aclrtSynchronizeStream", s->synchronize());
   }

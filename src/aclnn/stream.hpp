@@ -6,9 +6,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,7 +20,7 @@
 
 namespace kvflash::aclnn {
 
-class Stream {
+class Stream : public std::enable_shared_from_this<Stream> {
  public:
   struct Failure {
     Status status = Status::kSuccess;
@@ -31,7 +33,8 @@ class Stream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  /// Queues task; false once close() has begun (the task is dropped).
+  /// Queues task; false once close() has begun (the task is dropped). The worker, when asleep,
+  /// is woken later if it can be (a wake-up owed: pay_owed_wakes), not here: see stream.cpp.
   bool submit(std::function<Status()> task);
   /// Blocks until every task submitted before the call has finished. The calling thread works
   /// meanwhile instead of sleeping: it runs queued tasks the worker has not started (in order, one
@@ -39,6 +42,8 @@ class Stream {
   /// the worker runs (cpu::help_until). Returns the first failure since the previous
   /// synchronize() (and forgets it), or nullopt.
   std::optional<Failure> synchronize();
+  /// Wakes the worker if a submit() owed it a wake-up that nothing has paid yet.
+  void pay_wake();
   /// Blocks like synchronize() but keeps any failure for the next synchronize().
   void wait_idle();
   /// Refuses further work, runs what is queued, joins the worker. Idempotent.
@@ -63,7 +68,26 @@ class Stream {
   // worker's help_until test, as completed_.
   std::atomic<bool> running_{false};
   std::optional<Failure> failure_;
+  // The worker waits for work in work_cv_ (only then can a submit owe it a wake-up). Guarded by
+  // mu_.
+  bool worker_waiting_ = false;
+  // Of which in timed waits (the stream was used lately): a submit() then owes the wake-up instead
+  // of paying it (stream.cpp). Guarded by mu_.
+  bool worker_polls_ = false;
+  // When the last task was submitted. Guarded by mu_.
+  std::chrono::steady_clock::time_point last_submit_;
+  // The worker waits in work_cv_ for the end of a task a synchronize() runs. Guarded by mu_.
+  bool worker_awaits_end_ = false;
+  // A submit() found the worker waiting and did not wake it (stream.cpp says when); cleared when
+  // the wake-up is paid, or when a synchronize() has run what was queued. Guarded by mu_.
+  bool wake_owed_ = false;
   std::thread worker_;
 };
+
+/// Pays the wake-ups that submit() owes to stream workers (all streams but `except`): called at
+/// the start of every C entry point (c_entry), so a task queued by a launch starts at the
+/// program's next runtime call, or within 5 ms when it makes none (the worker looks by itself,
+/// stream.cpp). Cheap when nothing is owed (one atomic load).
+void pay_owed_wakes(const Stream* except = nullptr);
 
 }  // namespace kvflash::aclnn

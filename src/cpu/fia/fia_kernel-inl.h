@@ -358,7 +358,7 @@ inline void fia_widen_row(const void* base, DType t, int64_t x, float* dst, int6
 /// Software prefetch of a row's cache lines into L2 while the tile before it is computed: K/V
 /// rows of one KV head are 1-4 KB apart in BSH/BSND (and paged blocks scattered), which hardware
 /// prefetchers follow poorly; without it staging V stalled on every row (perf: half the task
-/// body's samples). asm volatile for the reason given at ifa_kernel-inl.h's prefetch_row (GCC
+/// body's samples). asm volatile for the reason given at ifa_inputs-inl.h's prefetch_row (GCC
 /// deletes a helper whose only effect is __builtin_prefetch).
 inline void fia_prefetch_row(const void* row, int64_t bytes) {
   const auto* r = static_cast<const std::byte*>(row);

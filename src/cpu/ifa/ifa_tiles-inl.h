@@ -1,6 +1,6 @@
 // The matrix-engine half of the IFA chunk task: scores and (optionally) P·V of chunk_impl
-// (ifa_kernel-inl.h) on tiles. No include guard on purpose: ifa_kernel-inl.h includes it inside
-// its ISA namespace where KVFLASH_IFA_TILES is defined, in a translation unit that includes
+// (ifa_chunk_task-inl.h) on tiles. No include guard on purpose: ifa_chunk_task-inl.h includes it
+// inside its ISA namespace where KVFLASH_IFA_TILES is defined, in a translation unit that includes
 // cpu/amx/amx_kernels.hpp before the namespace and is compiled with the AMX flags
 // (src/cpu/ifa/ifa_kernel_amx.cpp on the CPU's tiles, tests/support/ifa_emu_tiles_amx.cpp on the
 // tests' software model of them).

@@ -96,7 +96,7 @@ inline void widen_key(const LiParams& p, const uint16_t* src, float* dst) {
 // vs 0.16 ms for 4096 keys, cold vs warm, one Zen 5 core). One 128-token block ahead, prefetcht0:
 // on the loaded Zen 5 it was the best of 32 / 64 / 128 / 256 / 512 rows x t0 / t1 / nta (4 x 8192
 // cold keys, bench/li_bench.cpp: t0 at 128 rows 1.75 ms, t1 at 32 rows 1.84-2.13 ms, t1 at 256 or
-// 512 1.86-2.21 ms). asm volatile as in ifa_kernel-inl.h (prefetch_row). Only valid keys (< n,
+// 512 1.86-2.21 ms). asm volatile as in ifa_inputs-inl.h (prefetch_row). Only valid keys (< n,
 // block ids checked) are addressed.
 constexpr int64_t kPrefetchAhead = 128;
 inline void prefetch_key(const LiParams& p, const LiData& d, const LiRowRef& rr, int64_t j) {
