@@ -1,10 +1,9 @@
 // AVX-512 helpers of the tile halves (src/cpu/sfa/sfa_tiles-inl.h): the vector work around the
 // tile kernels of amx_kernels-inl.h (splitting probabilities into bf16 pieces, transposing the
-// key-major score tiles) and variants of amx::scores and amx::pv_accumulate that call back between
-// their tile steps, so a caller can spread the prefetch of its next rows over the tile work
-// instead of issuing it in one burst. Each gives the bits of the amx_kernels-inl.h function it
-// stands for. (src/cpu/ifa/ifa_tiles-inl.h holds its own copies of these, from which they were
-// taken.)
+// key-major score tiles) and scores_bf16_32, amx::scores of 32 keys on two interleaved
+// accumulators, which calls back between its tile steps (a caller may prefetch there). Each gives
+// the bits of the amx_kernels-inl.h function it stands for. (src/cpu/ifa/ifa_tiles-inl.h holds its
+// own copies of these, from which they were taken.)
 //
 // No include guard on purpose: include it inside the ISA namespace of a translation unit built
 // with the AMX flags (AVX-512BW and AVX512-BF16 included), after cpu/amx/amx_kernels.hpp and
@@ -111,29 +110,4 @@ inline void scores_bf16_32(const std::byte* k, ptrdiff_t stride_bytes, int d, co
   constexpr ptrdiff_t kRowBytes = amx::kMaxHeads * sizeof(float);
   Tiles::template store<amx::kTileS0>(st, kRowBytes);
   Tiles::template store<amx::kTileS1>(st + amx::kTileRows * amx::kMaxHeads, kRowBytes);
-}
-
-// amx::pv_accumulate with between(g, groups) called after each channel group's products (the
-// same tile operations in the same order, so the same bits).
-template <class Tiles, class Between>
-inline void pv_accumulate_between(const uint16_t* ppack, int m, int ppieces, const uint16_t* vpack,
-                                  int vpieces, int d, float* o, ptrdiff_t o_stride,
-                                  Between between) {
-  const int groups = amx::num_groups(d);
-  const ptrdiff_t o_bytes = o_stride * static_cast<ptrdiff_t>(sizeof(float));
-  for (int g = 0; g < groups; ++g) {
-    Tiles::template load<amx::kTileO>(o + 16 * g, o_bytes);
-    for (int vp = 0; vp < vpieces; ++vp) {
-      Tiles::template load<amx::kTileV>(
-          vpack + (static_cast<ptrdiff_t>(vp) * groups + g) * amx::kTileRows * amx::kTileK,
-          amx::kTileRowBytes);
-      for (int pp = 0; pp < ppieces; ++pp) {
-        Tiles::template load<amx::kTileP>(ppack + static_cast<ptrdiff_t>(pp) * m * amx::kTileK,
-                                          amx::kTileRowBytes);
-        Tiles::template dpbf16ps<amx::kTileO, amx::kTileP, amx::kTileV>();
-      }
-    }
-    Tiles::template store<amx::kTileO>(o + 16 * g, o_bytes);
-    between(g, groups);
-  }
 }

@@ -10,17 +10,23 @@
 // kSfaTile selected positions:
 //   - the task's queries (fp32 in the scratch) are packed once, in passes of m heads, as the B
 //     operand in bf16 pieces that sum to them exactly (bf16 1 piece, fp16 2);
-//   - the tile's latent (512) + rope (64) rows are gathered ONCE for all nh heads into contiguous
-//     576-channel rows (the scratch's kt, read as bf16 bits): bf16 rows as stored, fp16 rows split
-//     into 2 exact bf16 planes, so no pass of heads re-splits them (amx::scores_split); every pass
-//     scores the same gathered rows (amx::scores), and the key-major score tile is transposed and
-//     scaled into s[h][t];
+//   - a task of one pass over bf16 rows of contiguous channels reads each selected latent (512) +
+//     rope (64) row once for its scores, so it stages them 16 keys x 32 channels at a time into a
+//     1 KiB tile that stays in L1 (score_rows_direct); copying the whole tile's rows first (72 KiB,
+//     more than L1) and reading them back cost the 16-head shard about a fifth of its time
+//     (docs/perf-log.md, "SFA 16-head shard on AMX");
+//   - otherwise the tile's rows are gathered ONCE for all nh heads into contiguous 576-channel rows
+//     (the scratch's kt, read as bf16 bits): bf16 rows as stored, fp16 rows split into 2 exact
+//     bf16 planes, so no pass of heads re-splits them (amx::scores_split); every pass scores the
+//     same gathered rows (bf16: scores_bf16_32, 32 keys on two accumulators), and the key-major
+//     score tile is transposed and scaled into s[h][t];
 //   - the vector body takes over for the online softmax (fold_tile), so the non-finite rules are
 //     the other ISAs' (core/online_softmax.hpp);
 //   - P·V: each block of 32 value rows is packed to VNNI pairs once (from the cache, fp16 in 2
-//     exact pieces) and used by every pass, P in kProbPieces bf16 pieces (exact), accumulated on
-//     the tiles into the scratch's fp32 accumulators; a block holding an infinite value runs on the
-//     vector FMAs instead (pv_rows; amx::pack_value_rows says why).
+//     exact pieces) and used by every pass, P in kProbPieces bf16 pieces (exact;
+//     pack_probs_avx512), accumulated on the tiles into the scratch's fp32 accumulators (passes of
+//     16 bf16 heads: every block of the tile at once, amx::pv_accumulate_heads16); a block holding
+//     an infinite value runs on the vector FMAs instead (pv_rows; amx::pack_value_rows says why).
 // A task of nh heads goes through passes of m = ceil(nh / passes) heads; the last pass starts at
 // nh - m, so it may repeat heads of the one before: their scores are not copied twice, and their
 // probability rows are zero in its P·V (adding +0.0 leaves an accumulator as it is). A head's bits
