@@ -1,7 +1,9 @@
 // merge_attention_states on the CPU (see merge_kernel.hpp and kvflash/merge.hpp for the math; the
 // NaN-keeping max and the LSE are core/online_softmax.hpp's). Compiled with the library's baseline
 // flags: plain fp32 IEEE arithmetic, no FMA contraction possible, kvflash's scalar exp (the
-// IFA/SFA kernels' exp, lane for lane).
+// IFA/SFA kernels' exp, lane for lane). The statistics (max, weights, L, LSE) are always computed
+// here; the weighted sum of contiguous rows runs the active level's vector row kernel
+// (merge_rows.hpp), which gives this file's portable loop's bits.
 #include "cpu/merge/merge_kernel.hpp"
 
 #include <algorithm>
@@ -11,6 +13,8 @@
 
 #include "core/half.hpp"
 #include "core/online_softmax.hpp"
+#include "cpu/isa.hpp"
+#include "cpu/merge/merge_rows.hpp"
 #include "cpu/simd_scalar.h"
 #include "cpu/thread_pool.hpp"
 
@@ -69,9 +73,14 @@ inline int64_t offset(const int64_t* idx, const MergeRowStrides& s, int rank) {
   return o;
 }
 
+inline bool aligned(const void* p, int64_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
+}
+
 class RowMerge {
  public:
-  RowMerge(const MergeProblem& p, const MergeData& d, int64_t r) : p_(p), d_(d), r_(r) {
+  RowMerge(const MergeProblem& p, const MergeData& d, int64_t r, MergeRowFn row_fn)
+      : p_(p), d_(d), r_(r), row_fn_(row_fn) {
     int64_t idx[core::kMergeMaxRowDims] = {};
     int64_t rest = r;
     for (int i = p.row_rank - 1; i >= 0; --i) {
@@ -110,7 +119,48 @@ class RowMerge {
       l += w;
     }
     if (p.has_sink) l += scalar::exp_scalar(sink - m);  // exp(-inf - -inf) = NaN, as SFA's
-    // Pass 3: sum_k w_k * o_k / L, kChunk values at a time.
+    l_ = l;
+    // Pass 3: sum_k w_k * o_k / L.
+    if (!vector_rows()) portable_rows();
+    if (d_.out_lse != nullptr) {
+      st32(d_.out_lse, r_, core::softmax_lse(m, l, scalar::SoftmaxLog{}));
+    }
+    if (d_.out_max != nullptr) {
+      st32(d_.out_max, r_, m);
+      st32(d_.out_sum, r_, l);
+    }
+  }
+
+ private:
+  /// Pass 3 through the active level's row kernel: contiguous D, naturally aligned rows and
+  /// output, every live part's weight cached. Returns false (nothing written) otherwise.
+  bool vector_rows() {
+    const MergeProblem& p = p_;
+    if (row_fn_ == nullptr || p.po_d != 1 || p.num_parts > kWeightCache) return false;
+    const int64_t esize = static_cast<int64_t>(dtype_size(p.part_dtype));
+    const int64_t osize = static_cast<int64_t>(dtype_size(p.out_dtype));
+    auto* out = static_cast<std::byte*>(d_.out) + r_ * p.head_dim * osize;
+    if (!aligned(out, osize)) return false;
+    const auto* po = static_cast<const std::byte*>(d_.partial_out);
+    int64_t live = 0;
+    for (int64_t k = 0; k < p.num_parts; ++k) {
+      if (empty(k)) continue;
+      const std::byte* part =
+          p.parts ? static_cast<const std::byte*>(d_.part_out[k].base()) : po + k * p.po_k * esize;
+      const std::byte* row = part + o_po_ * esize;
+      if (!aligned(row, esize)) return false;
+      rows_[live] = row;
+      live_w_[live] = w_[k];
+      ++live;
+    }
+    row_fn_(MergeRowJob{rows_, live_w_, live, p.head_dim, l_, out, p.part_dtype, p.out_dtype});
+    return true;
+  }
+
+  /// Pass 3 in portable code: kChunk values at a time through an fp32 buffer, any strides.
+  void portable_rows() {
+    const MergeProblem& p = p_;
+    const float l = l_;
     const int64_t dim = p.head_dim;
     const auto* po = static_cast<const std::byte*>(d_.partial_out);
     const int64_t esize = static_cast<int64_t>(dtype_size(p.part_dtype));
@@ -121,8 +171,8 @@ class RowMerge {
       for (int64_t k = 0; k < p.num_parts; ++k) {
         if (empty(k)) continue;
         const float w = k < kWeightCache ? w_[k] : weight(k);
-        const std::byte* part =
-            p.parts ? static_cast<const std::byte*>(d_.part_out[k].base()) : po + k * p.po_k * esize;
+        const std::byte* part = p.parts ? static_cast<const std::byte*>(d_.part_out[k].base())
+                                        : po + k * p.po_k * esize;
         const void* row = part + (o_po_ + d0 * p.po_d) * esize;
         if (p.part_dtype == DType::kFloat32 && p.po_d == 1) {
           for (int64_t i = 0; i < n; ++i) acc[i] += w * ld32(row, i);
@@ -137,16 +187,8 @@ class RowMerge {
         for (int64_t i = 0; i < n; ++i) store(d_.out, p.out_dtype, base + i, acc[i] / l);
       }
     }
-    if (d_.out_lse != nullptr) {
-      st32(d_.out_lse, r_, core::softmax_lse(m, l, scalar::SoftmaxLog{}));
-    }
-    if (d_.out_max != nullptr) {
-      st32(d_.out_max, r_, m);
-      st32(d_.out_sum, r_, l);
-    }
   }
 
- private:
   float stat(int64_t k) const {
     return p_.parts ? ld32(d_.part_lse[k].base(), o_pm_) : ld32(d_.partial_m, k * p_.pm_k + o_pm_);
   }
@@ -175,17 +217,29 @@ class RowMerge {
   const MergeData& d_;
   const int64_t r_;
   int64_t o_po_ = 0, o_pm_ = 0, o_ps_ = 0, o_sink_ = 0;
+  const MergeRowFn row_fn_;
   float m_ = core::kSoftmaxNegInf;
+  float l_ = 0.0f;
   float w_[kWeightCache];
+  // The live parts of vector_rows(), in part order.
+  const std::byte* rows_[kWeightCache];
+  float live_w_[kWeightCache];
 };
 
 struct Run {
   const MergeProblem* p;
   const MergeData* d;
   int64_t rows_per_task;
+  MergeRowFn row_fn;
 };
 
 }  // namespace
+
+MergeRowFn merge_row_fn(Isa isa) {
+  if (isa >= Isa::kAvx512) return avx512::merge_row;
+  if (isa >= Isa::kAvx2) return avx2::merge_row;
+  return nullptr;
+}
 
 Status merge_run(const MergeProblem& p, const MergeData& d, const core::RunContext& ctx) {
   if (p.num_rows == 0) return Status::kSuccess;
@@ -194,12 +248,12 @@ Status merge_run(const MergeProblem& p, const MergeData& d, const core::RunConte
   const int64_t rows_per_task = std::max<int64_t>(1, kTaskElements / per_row);
   const int64_t tasks = (p.num_rows + rows_per_task - 1) / rows_per_task;
   const int threads = num_threads > 0 ? num_threads : default_num_threads();
-  const Run run{&p, &d, rows_per_task};
+  const Run run{&p, &d, rows_per_task, merge_row_fn(active_isa())};
   // The lambda captures one pointer, so std::function keeps it inline (no allocation).
   parallel_for(tasks, threads, [r = &run](int64_t task, int) {
     const int64_t begin = task * r->rows_per_task;
     const int64_t end = std::min(r->p->num_rows, begin + r->rows_per_task);
-    for (int64_t row = begin; row < end; ++row) RowMerge(*r->p, *r->d, row).run();
+    for (int64_t row = begin; row < end; ++row) RowMerge(*r->p, *r->d, row, r->row_fn).run();
   });
   return Status::kSuccess;
 }
