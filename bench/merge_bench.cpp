@@ -154,38 +154,6 @@ uint64_t fnv(uint64_t h, const void* p, size_t n) {
   return h;
 }
 
-// Salts part data with values whose bits the conversions and the arithmetic must keep: NaNs of
-// several payloads (quiet and signalling), infinities, subnormals, values that overflow fp16
-// or round across a bf16 tie.
-void add_special_values(const kvflash::testing::MergeCase& c, kvflash::testing::MergeCaseData* d,
-                        uint32_t seed) {
-  std::mt19937 rng(seed);
-  const uint32_t f32[] = {0x7fc00000u, 0xffc12345u, 0x7f800001u, 0x7fa00000u, 0x7f800000u,
-                          0xff800000u, 0x00000001u, 0x807fffffu, 0x477ff000u, 0x477fefffu,
-                          0x3f808000u, 0x3f818000u, 0x38800000u, 0x387fffffu, 0x33000000u};
-  const uint16_t f16[] = {0x7e00u, 0xfe55u, 0x7c01u, 0x7d00u, 0x7c00u,
-                          0xfc00u, 0x0001u, 0x83ffu, 0x7bffu, 0x0400u};
-  const uint16_t b16[] = {0x7fc0u, 0xffc5u, 0x7f81u, 0x7fa0u, 0x7f80u,
-                          0xff80u, 0x0001u, 0x807fu, 0x7f7fu, 0x0080u};
-  const size_t n = d->po32.size();
-  for (size_t j = 0; j < n / 7 + 1; ++j) {
-    const size_t i = rng() % n;
-    if (c.part_dtype == DType::kFloat32) {
-      std::memcpy(&d->po32[i], &f32[rng() % std::size(f32)], 4);
-    } else if (c.part_dtype == DType::kFloat16) {
-      d->po16[i] = f16[rng() % std::size(f16)];
-    } else {
-      d->po16[i] = b16[rng() % std::size(b16)];
-    }
-  }
-  // Some statistics NaN (payloads too) or huge, so weights are NaN, inf or 0.
-  for (size_t j = 0; j < d->m.size() / 9 + 1; ++j) {
-    const size_t i = rng() % d->m.size();
-    const uint32_t v[] = {0x7fc00000u, 0xffc54321u, 0x7f800000u, 0x42fe0000u, 0xc2fe0000u};
-    std::memcpy(&d->m[i], &v[rng() % std::size(v)], 4);
-  }
-}
-
 // The outputs' bits; with nan_class, every NaN first replaced by one quiet NaN (the bits other
 // than which NaN a lane holds: where two NaNs of different payloads meet in x * w + acc, the
 // portable kernel's own compiled loops keep either operand's, differently in its vector body and
@@ -232,7 +200,7 @@ int hash_cases() {
       for (int threads : {1, 2}) {
         MergeCaseData d;
         kvflash::testing::fill_merge_case(c, &d, seed);
-        if (special) add_special_values(c, &d, seed);
+        if (special) kvflash::testing::add_special_values(c, &d, seed);
         d.args.num_threads = threads;
         const kvflash::Status st = kvflash::merge_attention_states(d.args);
         const uint64_t h0 = fnv(1469598103934665603ull, &st, sizeof(st));
