@@ -106,6 +106,49 @@ TEST(Merge, EveryIsaLevelGivesThePortableBits) {
   }
 }
 
+// Two row dims in a permuted layout (parts [K][N][B][D] seen as [K, B, N, D], the LSE likewise,
+// the sink per head broadcast over B with stride 0), tasks that start inside a row dim: every
+// level and thread count gives the same bits, within the oracle's bounds.
+TEST(Merge, RowDimsInAnyLayout) {
+  const int64_t k = 4, b = 7, n = 5, dim = 512;
+  std::vector<float> po(k * n * b * dim), lse(k * n * b), sink(n);
+  uint32_t x = 12345;
+  auto next = [&] {
+    x = x * 1664525u + 1013904223u;
+    return static_cast<float>(x >> 8) / 16777216.0f * 4.0f - 2.0f;
+  };
+  for (float& v : po) v = next();
+  for (float& v : lse) v = next();
+  for (float& v : sink) v = next();
+  lse[3] = -kInf;  // an empty part
+  std::vector<uint32_t> want;
+  for (int level = 0; level <= static_cast<int>(std::min(cpu::detected_isa(), cpu::kTopIsa));
+       ++level) {
+    for (int threads : {1, 3}) {
+      cpu::set_isa_cap(static_cast<cpu::Isa>(level));
+      std::vector<float> out(b * n * dim, std::nanf("")), out_lse(b * n, std::nanf(""));
+      MergeArgs a;
+      a.partial_out = TensorView::contiguous(po.data(), DType::kFloat32, {k, b, n, dim});
+      a.partial_out->strides = {n * b * dim, dim, b * dim, 1};
+      a.partial_lse = TensorView::contiguous(lse.data(), DType::kFloat32, {k, b, n});
+      a.partial_lse->strides = {n * b, 1, b};
+      a.sink = TensorView::contiguous(sink.data(), DType::kFloat32, {b, n});
+      a.sink->strides = {0, 1};
+      a.out = TensorView::contiguous(out.data(), DType::kFloat32, {b, n, dim});
+      a.out_lse = TensorView::contiguous(out_lse.data(), DType::kFloat32, {b, n});
+      a.num_threads = threads;
+      ASSERT_EQ(merge_attention_states(a), Status::kSuccess) << last_error_message();
+      EXPECT_TRUE(testing::compare_merge_output("row dims", a, reference::merge_reference(a)));
+      std::vector<uint32_t> got(out.size() + out_lse.size());
+      std::memcpy(got.data(), out.data(), out.size() * 4);
+      std::memcpy(got.data() + out.size(), out_lse.data(), out_lse.size() * 4);
+      if (want.empty()) want = got;
+      EXPECT_EQ(got, want) << cpu::isa_name(static_cast<cpu::Isa>(level)) << " threads " << threads;
+    }
+  }
+  cpu::set_isa_cap(std::nullopt);
+}
+
 // A NaN statistic makes its row NaN; a NaN output element of a non-empty part reaches its column;
 // an empty part is never read (its NaN output does not matter).
 TEST(Merge, NonFinite) {
