@@ -200,17 +200,17 @@ class RowMerge {
   }
   float weight(int64_t k) const { return weight_of(k, scalar::exp_scalar(stat(k) - m_)); }
   float weight_of(int64_t k, float e) const { return p_.lse_form ? e : part_sum(k) * e; }
-  /// The listed parts' weights in place of their statistics, the exps four at a time
-  /// (sse2::vexp: exp_scalar's bits in every lane). Once the weighted sum runs vectorised, one
-  /// scalar exp per part costs more than the sum itself.
+  /// The listed parts' weights in place of their statistics, the exps four at a time straight
+  /// from w_ (sse2::vexp: exp_scalar's bits in every lane; lanes past the list compute exp(0)).
+  /// Once the weighted sum runs vectorised, one scalar exp per part costs more than the sum.
   void listed_weights() {
-    constexpr int kLanes = sse2::kLanes;
-    alignas(16) float x[kLanes], e[kLanes];
-    for (int64_t j0 = 0; j0 < n_live_; j0 += kLanes) {
-      const int lanes = static_cast<int>(std::min<int64_t>(kLanes, n_live_ - j0));
-      for (int i = 0; i < kLanes; ++i) x[i] = i < lanes ? w_[j0 + i] - m_ : 0.0f;
-      sse2::vstore(e, sse2::vexp(sse2::vload(x)));
-      for (int i = 0; i < lanes; ++i) w_[j0 + i] = weight_of(live_[j0 + i], e[i]);
+    for (int i = 0; i < sse2::kLanes - 1; ++i) w_[n_live_ + i] = m_;
+    const sse2::Vec m = sse2::vset1(m_);
+    for (int64_t j = 0; j < n_live_; j += sse2::kLanes) {
+      sse2::vstore(w_ + j, sse2::vexp(sse2::vsub(sse2::vload(w_ + j), m)));
+    }
+    if (!p_.lse_form) {
+      for (int64_t j = 0; j < n_live_; ++j) w_[j] = weight_of(live_[j], w_[j]);
     }
   }
   /// No part attended anything and there is no sink: zeros, lse -inf, max = sum = 0.
@@ -235,7 +235,7 @@ class RowMerge {
   // The live parts below kWeightCache in part order (their count, indices, weights, rows).
   int64_t n_live_ = 0;
   int64_t live_[kWeightCache];
-  float w_[kWeightCache];
+  float w_[kWeightCache + sse2::kLanes - 1];
   const std::byte* rows_[kWeightCache];
 };
 
