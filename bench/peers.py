@@ -18,6 +18,12 @@ Peers (each a worker process answering JSON lines, bench/peer_common.py), used w
   pace  AMD PACE's AVX512-BF16 GQA decode kernel (its SlabPool cache) and pace_dense its
         contiguous-cache decode op (grouped_query_attention), bench/pace_peer.py, from the
         amd-pace wheel in the same Python: the bf16 ifa problems.
+Page size: every process of the run puts its caches on the same pages (--pages, recorded in the
+JSON with the kernel's THP mode): 4k (default) clears THP_MEM_ALLOC_ENABLE (PyTorch's CPU
+allocator then madvises nothing) and glibc.malloc.hugetlb from GLIBC_TUNABLES; 2m sets
+THP_MEM_ALLOC_ENABLE=1 (PyTorch madvises allocations of 2 MiB or more MADV_HUGEPAGE) and
+glibc.malloc.hugetlb=1 (glibc madvises its mmap'd chunks: kvflash bench's caches). With THP
+`always` both sides get 2 MiB pages either way, with `never` neither.
 A missing peer environment is reported and the run goes on without it. This script itself needs
 only the Python standard library. A progress line per problem goes to stderr.
 """
@@ -33,14 +39,39 @@ import time
 import roofline
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+THP_MODE = pathlib.Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
-def kvflash_json(binary, args, tmp):
+def page_env(pages):
+    """os.environ with the page-size variables of --pages (see the docstring)."""
+    env = dict(os.environ)
+    tunables = [t for t in env.pop("GLIBC_TUNABLES", "").split(":")
+                if t and not t.startswith("glibc.malloc.hugetlb=")]
+    env.pop("THP_MEM_ALLOC_ENABLE", None)
+    if pages == "2m":
+        env["THP_MEM_ALLOC_ENABLE"] = "1"
+        tunables.append("glibc.malloc.hugetlb=1")
+    if tunables:
+        env["GLIBC_TUNABLES"] = ":".join(tunables)
+    return env
+
+
+def thp_mode():
+    """The bracketed word of the kernel's THP setting ("madvise"), or None where there is none."""
+    try:
+        text = THP_MODE.read_text()
+    except OSError:
+        return None
+    return text[text.find("[") + 1:text.find("]")] if "[" in text else None
+
+
+def kvflash_json(binary, args, tmp, env):
     """Runs `kvflash bench ARGS --json TMP`; returns (the JSON, whether it exited 0, stdout)."""
     path = os.path.join(tmp, "one.json")
     if os.path.exists(path):
         os.remove(path)
-    p = subprocess.run([binary, "bench", *args, "--json", path], capture_output=True, text=True)
+    p = subprocess.run([binary, "bench", *args, "--json", path], capture_output=True, text=True,
+                       env=env)
     if not os.path.exists(path):
         sys.exit(f"peers.py: kvflash bench {' '.join(args)} wrote no JSON:\n{p.stdout}{p.stderr}")
     with open(path) as f:
@@ -50,7 +81,7 @@ def kvflash_json(binary, args, tmp):
 class Peer:
     """One worker process; None answers when it could not start."""
 
-    def __init__(self, name, python, script, threads, iters, extra=()):
+    def __init__(self, name, python, script, threads, iters, env, extra=()):
         self.name, self.info, self.proc = name, None, None
         if not python or not os.path.exists(python):
             self.why = f"no Python environment ({python or 'none given'})"
@@ -60,7 +91,7 @@ class Peer:
             [python, "-W", "ignore:Failed to initialize NumPy", str(REPO / "bench" / script),
              "--serve", "--threads", str(threads),
              "--iters", str(iters), *extra],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
         line = self.proc.stdout.readline()
         if not line:
             self.why = f"{script} did not start (see its error above)"
@@ -105,12 +136,15 @@ def main():
     ap.add_argument("--no-capi", action="store_true",
                     help="do not time the ifa problems through the aclnn C API as well (kvflash "
                          "bench --capi: the C API path alternated with the C++ call, per row)")
+    ap.add_argument("--pages", choices=("4k", "2m"), default="4k",
+                    help="the page size every process's caches sit on (see above)")
     args = ap.parse_args()
+    env = page_env(args.pages)
 
     listing = [args.kvflash, "bench", "--list", *args.problems]
     if args.sweep:
         listing += ["--sweep", args.sweep]
-    p = subprocess.run(listing, capture_output=True, text=True)
+    p = subprocess.run(listing, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"peers.py: {' '.join(listing)} failed:\n{p.stderr}")
     problems = p.stdout.split()
@@ -121,14 +155,14 @@ def main():
     probe = common + (["--no-bandwidth"] if args.no_bandwidth else [])
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        probe_start, _, _ = kvflash_json(args.kvflash, probe, tmp)
+        probe_start, _, _ = kvflash_json(args.kvflash, probe, tmp, env)
         peers = [] if args.no_peers else [
-            Peer("sdpa", args.sdpa_python, "sdpa_peer.py", args.threads, args.iters),
-            Peer("vllm", args.vllm_python, "vllm_peer.py", args.threads, args.iters),
-            Peer("sglang", args.vllm_python, "sglang_mla_peer.py", args.threads, args.iters),
-            Peer("pace", args.vllm_python, "pace_peer.py", args.threads, args.iters,
+            Peer("sdpa", args.sdpa_python, "sdpa_peer.py", args.threads, args.iters, env),
+            Peer("vllm", args.vllm_python, "vllm_peer.py", args.threads, args.iters, env),
+            Peer("sglang", args.vllm_python, "sglang_mla_peer.py", args.threads, args.iters, env),
+            Peer("pace", args.vllm_python, "pace_peer.py", args.threads, args.iters, env,
                  ["--kernel", "slab"]),
-            Peer("pace_dense", args.vllm_python, "pace_peer.py", args.threads, args.iters,
+            Peer("pace_dense", args.vllm_python, "pace_peer.py", args.threads, args.iters, env,
                  ["--kernel", "dense"])]
         for peer in peers:
             state = f"torch {peer.info['torch']}" if peer.info else f"skipped: {peer.why}"
@@ -145,7 +179,7 @@ def main():
             capi = [] if args.no_capi else ["--capi"]
             run, ok, out = kvflash_json(
                 args.kvflash,
-                [problem, *common, *capi, "--iters", str(args.iters), "--no-bandwidth"], tmp)
+                [problem, *common, *capi, "--iters", str(args.iters), "--no-bandwidth"], tmp, env)
             if not ok:
                 print(out, file=sys.stderr)
             all_passed &= ok
@@ -156,7 +190,7 @@ def main():
                 if answer is not None:
                     row["peers"][peer.name] = answer
             results.append(row)
-        probe_end, _, _ = kvflash_json(args.kvflash, probe, tmp)
+        probe_end, _, _ = kvflash_json(args.kvflash, probe, tmp, env)
         for peer in peers:
             peer.close()
 
@@ -185,6 +219,7 @@ def main():
         "fma_peak_gflops": sum(r.get("fma_peak_gflops", 0.0) for r in probes) / 2,
         "amx_peak_gflops": sum(r.get("amx_peak_gflops", 0.0) for r in probes) / 2,
         "flush_bytes": results[0].get("flush_bytes", 0) if results else 0,
+        "pages": args.pages, "thp_mode": thp_mode(),
         "probes": [{"read_bandwidth_gbs": r["read_bandwidth_gbs"],
                     "bf16_peak_gflops": r["bf16_peak_gflops"],
                     "fma_peak_gflops": r.get("fma_peak_gflops", 0.0),

@@ -113,6 +113,9 @@ def header(run):
             line += f" ({info['amx_note']})"
         elif "note" in info:  # what the peer found about the CPU (bench/pace_peer.py)
             line += f" ({info['note']})"
+    if "pages" in run:  # bench/peers.py --pages: every process's caches on these pages
+        line += (f"; caches on {'2 MiB' if run['pages'] == '2m' else '4 KiB'} pages on every side "
+                 f"(THP {run.get('thp_mode') or 'unknown'})")
     if run.get("load_average_at_end"):
         line += f"; load average at the end {run['load_average_at_end'][0]:.1f}"
     return line

@@ -118,6 +118,10 @@ Detection detect() {
   Detection d;
   set_reason(&d, "the CPU or OS lacks AVX512-BF16, which the amx level includes");
   unsigned a = 0, b = 0, c = 0, e = 0;
+  if (__get_cpuid(0, &a, &b, &c, &e)) {
+    // The vendor string is EBX, EDX, ECX: "Genu" "ineI" "ntel".
+    d.features.intel = b == 0x756e6547u && e == 0x49656e69u && c == 0x6c65746eu;
+  }
   if (!__get_cpuid(1, &a, &b, &c, &e)) return d;
   const uint32_t leaf1_ecx = c;
   if ((leaf1_ecx & kOsxsaveBit) == 0 || (leaf1_ecx & kAvxBit) == 0) return d;

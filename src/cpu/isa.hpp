@@ -46,6 +46,7 @@ struct CpuFeatures {
   bool xcr0_tile = false;    // XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA) both set
   bool palette_ok = false;   // CPUID.(0x1D,1): palette 1 has 8 tiles of 16 rows of 64 bytes
   bool tile_permission = false;  // arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) granted
+  bool intel = false;  // CPUID leaf 0 vendor "GenuineIntel" (kernels that stream memory tune by it)
   unsigned long long xcr0 = 0;
 };
 /// The features of this CPU and OS (detected with detected_isa(), same once-per-process run).

@@ -10,7 +10,8 @@
 
 namespace ifa_detail {
 
-// How many tiles ahead the K and V rows are prefetched.
+// How many tiles ahead the rows of a stream are prefetched (K's, when prefetching across the
+// streams: V rows are then prefetched during the K pass of their own tile).
 inline constexpr int64_t kPrefetchTiles = 1;
 
 // The engine a chunk task scores and accumulates on. NoTiles: the vector type, above. The matrix

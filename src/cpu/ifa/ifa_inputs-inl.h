@@ -105,7 +105,8 @@ inline void kv_rows(const IfaProblem& p, const IfaData& d, int64_t b, int64_t n2
 }
 
 // Software prefetch of one row's cache lines into L2 (prefetcht1: L1 has too few miss buffers
-// to keep enough lines in flight; measured 25% faster than prefetcht0 on Zen 4). Rows of one kv
+// to keep enough lines in flight; measured 25% faster than prefetcht0 on Zen 4, and 27-36% on an
+// Intel Xeon in kvflash_read_rate_bench, bench/read_rate_bench.cpp). Rows of one kv
 // head are typically 1-4 KB apart (BSH/BSND caches interleave the heads) and paged blocks are
 // scattered, which hardware prefetchers follow poorly: without this a row costs a memory latency
 // (measured 20-40% slower even with the position-major order).

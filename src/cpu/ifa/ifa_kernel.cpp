@@ -6,6 +6,7 @@
 #include <cassert>
 
 #include "cpu/ifa/ifa_workspace.hpp"
+#include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace kvflash::cpu {
@@ -48,6 +49,10 @@ Status ifa_run(const core::IfaProblem& p, const core::IfaData& data, const core:
   const int threads = workers_for(p, n > 0 ? n : default_num_threads());
   IfaSchedule schedule = ifa_schedule(p, layout, threads);
   schedule.bf16_dot = k.bf16_dot;
+  // Intel cores read the two streams faster with misses in flight on both (docs/perf-log.md,
+  // "IFA decode read rate on Intel (2026-12-05, round 2)"); other vendors keep the per-stream
+  // prefetch their numbers were measured with.
+  schedule.prefetch_across = cpu_features().intel;
   // The lambdas capture one pointer, so std::function keeps them inline (no allocation).
   const Run run{&p, &d, &layout, &schedule, base, &k};
   parallel_for(schedule.num_tasks, threads, [r = &run](int64_t task, int) {

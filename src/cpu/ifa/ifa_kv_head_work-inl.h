@@ -51,6 +51,7 @@ class KvHeadWork {
     qbf_ = nullptr;
     k_sc_ = v_sc_ = k_off_ = v_off_ = nullptr;
     any_exact_ = false;
+    across_ = t.prefetch_across;
     st_ = st;
     any_unmasked_ = any_unmasked;
     k_head_off_ = (n2 - t.n2_begin) * kv_head_bytes<kKind>(p.k, p.k_seqs, t.b);
@@ -129,24 +130,45 @@ class KvHeadWork {
     v_in_place_ = v_sdim_ == 1 && d == dp;
   }
 
-  // Prefetches the K and V rows of the first tile (rows as in `tile`).
+  // Prefetches the K and V rows of the first tile (rows as in `tile`); only K when prefetching
+  // across the streams (its K pass prefetches its V rows).
   void prefetch_first(const TileRows& rows) const {
     for (int64_t i = 0; i < rows.n; ++i) {
       prefetch_row(rows.k[i] + k_head_off_, k_bytes_);
-      prefetch_row(rows.v[i] + v_head_off_, v_bytes_);
+      if (!across_) prefetch_row(rows.v[i] + v_head_off_, v_bytes_);
     }
   }
 
-  // Scores of tile rows [i, i + kBlockRows) against every head into s[g][i ..]. Row i of the next
-  // tile is prefetched while row i of this one is processed (never beyond the chunk): spread
-  // out, so the prefetches never pile up in the miss queues. Contiguous rows of dp channels are
-  // read in place; others are widened into buf first (kBlockRows fp32 rows, kIfaMaxHeadDim
-  // apart).
+  // The row prefetched while K row i of the tile is scored: V row i of this tile when
+  // prefetching across the streams (IfaSchedule::prefetch_across), else K row i of the next tile
+  // (never beyond the chunk). One row per row processed: spread out, so the prefetches never
+  // pile up in the miss queues.
+  void prefetch_while_scoring(const TileRows& rows, int64_t i) const {
+    if (across_) {
+      prefetch_row(rows.v[i] + v_head_off_, v_bytes_);
+    } else if (i < rows.n_next) {
+      prefetch_row(rows.k_next[i] + k_head_off_, k_bytes_);
+    }
+  }
+  // The row prefetched while V row i of the tile is accumulated: row i of the next tile, K when
+  // prefetching across the streams, else V.
+  void prefetch_while_accumulating(const TileRows& rows, int64_t i) const {
+    if (i >= rows.n_next) return;
+    if (across_) {
+      prefetch_row(rows.k_next[i] + k_head_off_, k_bytes_);
+    } else {
+      prefetch_row(rows.v_next[i] + v_head_off_, v_bytes_);
+    }
+  }
+
+  // Scores of tile rows [i, i + kBlockRows) against every head into s[g][i ..], prefetching as
+  // prefetch_while_scoring says. Contiguous rows of dp channels are read in place; others are
+  // widened into buf first (kBlockRows fp32 rows, kIfaMaxHeadDim apart).
   void score_block_at(const TileRows& rows, int64_t i, float (*s)[kIfaTile], float* buf) const {
     const int64_t d = p_->head_dim, dp = l_->dp;
     const std::byte* k[kBlockRows];
     for (int64_t r = 0; r < kBlockRows; ++r) {
-      if (i + r < rows.n_next) prefetch_row(rows.k_next[i + r] + k_head_off_, k_bytes_);
+      prefetch_while_scoring(rows, i + r);
       k[r] = rows.k[i + r] + k_head_off_;
     }
     const float* q0 = slot_ + dp;
@@ -169,7 +191,7 @@ class KvHeadWork {
   // Scores of the single tile row i (the tail of a tile).
   void score_row_at(const TileRows& rows, int64_t i, float (*s)[kIfaTile], float* buf) const {
     const int64_t d = p_->head_dim, dp = l_->dp;
-    if (i < rows.n_next) prefetch_row(rows.k_next[i] + k_head_off_, k_bytes_);
+    prefetch_while_scoring(rows, i);
     const std::byte* k = rows.k[i] + k_head_off_;
     const float* q0 = slot_ + dp;
     if (k_bf16_dot_) {
@@ -300,9 +322,7 @@ class KvHeadWork {
   void pv_block_at(const TileRows& rows, int64_t i0, int64_t m, float (*s)[kIfaTile],
                    float* buf) const {
     const int64_t d = p_->head_dim, dp = l_->dp, hf = l_->head_floats, group = p_->group;
-    for (int64_t r = 0; r < m; ++r) {
-      if (i0 + r < rows.n_next) prefetch_row(rows.v_next[i0 + r] + v_head_off_, v_bytes_);
-    }
+    for (int64_t r = 0; r < m; ++r) prefetch_while_accumulating(rows, i0 + r);
     int64_t i = i0;
     if (v_in_place_) {
       // Contiguous rows of dp channels: four rows at a time straight from the cache.
@@ -420,6 +440,7 @@ class KvHeadWork {
   const float* v_off_;
   bool exact_[kIfaMaxGroup];  // int8 K: heads [0, group) scored term by term (exact_scores)
   bool any_exact_;
+  bool across_;  // IfaChunkTask::prefetch_across
 };
 
 }  // namespace ifa_detail

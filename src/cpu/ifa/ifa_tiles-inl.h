@@ -28,8 +28,9 @@
 // made those rows NaN already). A head's bits depend neither on the pass size nor on its place in a
 // pass (tdpbf16ps computes each element alike whatever the tile shape: docs/perf-log.md, round 3;
 // amx::scores sums in a fixed order), so neither the thread count nor the head blocking changes
-// them. The next tile's K and V rows are prefetched a slice at a time between the tile steps of
-// this one (score_tile, pv_tile), never in one burst.
+// them. The rows KvHeadWork::prefetch_while_scoring and prefetch_while_accumulating name are
+// prefetched a slice at a time between the tile steps of this one (score_tile, pv_tile), never in
+// one burst.
 
 // ---- AVX-512 helpers of the tile half (its units are built with the AMX flags, AVX-512BW and
 // AVX512-BF16 included) ----
@@ -236,16 +237,16 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
   void score_tile(int64_t k, const KvHeadWork<kKind>& w, const TileRows& rows,
                   float (*s)[kIfaTile]) {
     const int64_t n = rows.n;
-    // The next tile's K rows, a slice after each 32-channel step of scores_bf16_32 (spread out:
+    // The rows prefetched while scoring (the next tile's K rows, or this tile's V rows across the
+    // streams), a slice after each 32-channel step of scores_bf16_32 (spread out:
     // issued all at once they fill the miss queues and stall the tile instructions behind them,
     // measured 1.2-1.3 times slower: docs/perf-log.md, "IFA decode on AMX (2026-12-05)"); after
     // the scores where another kernel scores the tile.
     int64_t prefetched = 0;
+    const int64_t to_prefetch = w.across_ ? n : rows.n_next;  // see prefetch_while_scoring
     const auto prefetch_slice = [&](int64_t step, int64_t steps) {
-      const int64_t upto = rows.n_next * (step + 1) / steps;
-      for (; prefetched < upto; ++prefetched) {
-        prefetch_row(rows.k_next[prefetched] + w.k_head_off_, w.k_bytes_);
-      }
+      const int64_t upto = to_prefetch * (step + 1) / steps;
+      for (; prefetched < upto; ++prefetched) w.prefetch_while_scoring(rows, prefetched);
     };
     // Runs of rows a tile operand can take as they are: [start, start + len) at one stride.
     int64_t run_start[kIfaTile], run_len[kIfaTile];
@@ -301,13 +302,12 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
   // weights, KvHeadWork::fold). buf: KvHeadWork::pv_block_at's staging, for the FMA fallback.
   void pv_tile(const KvHeadWork<kKind>& w, const TileRows& rows, float (*s)[kIfaTile], float* buf) {
     const int n = static_cast<int>(rows.n);
-    // The next tile's V rows: a slice after each channel group of P·V (see score_tile).
+    // The rows prefetched while accumulating (the next tile's V rows, or its K rows across the
+    // streams): a slice after each channel group of P·V (see score_tile).
     int64_t prefetched = 0;
     const auto prefetch_slice = [&](int64_t step, int64_t steps) {
       const int64_t upto = rows.n_next * (step + 1) / steps;
-      for (; prefetched < upto; ++prefetched) {
-        prefetch_row(rows.v_next[prefetched] + w.v_head_off_, w.v_bytes_);
-      }
+      for (; prefetched < upto; ++prefetched) w.prefetch_while_accumulating(rows, prefetched);
     };
     bool finite;
     if (kKind == KvKind::kBf16 && w.v_sdim_ == 1) {

@@ -228,6 +228,7 @@ IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const core::IfaData& d, c
   t.begin = d.kv_begin[b] + t.chunk * kIfaChunkLen;
   t.end = std::min(t.begin + kIfaChunkLen, d.kv_begin[b] + p.kv_len[b]);
   t.bf16_dot = s.bf16_dot;
+  t.prefetch_across = s.prefetch_across;
   return t;
 }
 

@@ -106,6 +106,11 @@ struct IfaSchedule {
   /// Score bf16 K with AVX512-BF16 dot products (set by the dispatcher from the active ISA; the
   /// same for every task, so it never depends on threads).
   bool bf16_dot = false;
+  /// Prefetch across the K and V streams (set by the dispatcher from the CPU vendor, Intel):
+  /// while a tile's K rows are scored its V rows are prefetched, and while its V rows are
+  /// accumulated the next tile's K rows, so both streams have misses in flight; otherwise each
+  /// pass prefetches its own stream one tile ahead. Prefetches only: the bits are the same.
+  bool prefetch_across = false;
 };
 IfaSchedule ifa_schedule(const core::IfaProblem& p, const IfaLayout& layout, int num_threads);
 
@@ -115,6 +120,7 @@ struct IfaChunkTask {
   int64_t n2_begin = 0, n2_end = 0;  ///< kv heads [n2_begin, n2_end)
   int64_t begin = 0, end = 0;        ///< absolute positions [begin, end)
   bool bf16_dot = false;             ///< IfaSchedule::bf16_dot
+  bool prefetch_across = false;      ///< IfaSchedule::prefetch_across
 };
 IfaChunkTask ifa_chunk_task(const core::IfaProblem& p, const core::IfaData& d,
                             const IfaLayout& layout, const IfaSchedule& schedule,
