@@ -1,12 +1,13 @@
 // The merge's four-lane exp (src/cpu/merge/merge_exp4.h) against the scalar level's exp_scalar,
 // bit for bit: the merge computes its part weights with the former and promises the latter's bits.
+#include "cpu/merge/merge_exp4.h"
+
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cstdint>
 #include <vector>
 
-#include "cpu/merge/merge_exp4.h"
 #include "cpu/simd_scalar.h"
 
 namespace kvflash::cpu {
