@@ -94,7 +94,7 @@ using FiaTaskFn = void (*)(const FiaParams& p, const FiaPointers& d, float* scra
 /// FiaPackedKv layout.
 using FiaPackFn = void (*)(const FiaParams& p, const FiaPointers& d, int64_t b, int64_t n2,
                            int64_t t, uint16_t* dst);
-/// The merge of a split task's `chunks` slots (fia_merge in fia_kernel-inl.h).
+/// The merge of a split task's `chunks` slots (fia_merge in fia_merge-inl.h).
 using FiaMergeFn = void (*)(const FiaParams& p, const FiaPointers& d, float* scratch, int64_t b,
                             int64_t n2, int64_t qt, int64_t chunks, const float* slots);
 

@@ -1,5 +1,5 @@
 // The matrix-engine half of the FIA prefill task: the two products of fia_task_body's bf16 path
-// (fia_kernel-inl.h, KVFLASH_FIA_BF16_DOT) on tiles instead of vdpbf16ps, over the same packed
+// (fia_task_body-inl.h, KVFLASH_FIA_BF16_DOT) on tiles instead of vdpbf16ps, over the same packed
 // operands. No include guard on purpose: fia_kernel-inl.h includes it inside its ISA namespace
 // when KVFLASH_FIA_TILES is defined, in a translation unit compiled with the AMX flags that
 // includes cpu/amx/amx_tile.hpp first (src/cpu/fia/fia_kernel_amx.cpp on the CPU's tiles,
