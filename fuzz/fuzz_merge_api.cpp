@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/strings.hpp"
+#include "cpu/isa.hpp"
 #include "fuzz_input.hpp"
 #include "harness.hpp"
 #include "kvflash/merge.hpp"
@@ -37,11 +38,22 @@ constexpr int64_t kHeadDims[] = {16, 1, 3, 33, 64, 130, 8, 512};
 constexpr DType kDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
 
 const std::vector<const char*>& merge_names() {
-  static const std::vector<const char*> names = {
-      "partial_out", "partial_lse",    "partial_max", "partial_sum", "sink",
-      "partial_out_list", "partial_lse_list",
-      "out",         "out_lse",        "out_max",     "out_sum",     "num_threads",
-      "workspace",   "workspace_size", "plan",        "stream"};
+  static const std::vector<const char*> names = {"partial_out",
+                                                 "partial_lse",
+                                                 "partial_max",
+                                                 "partial_sum",
+                                                 "sink",
+                                                 "partial_out_list",
+                                                 "partial_lse_list",
+                                                 "out",
+                                                 "out_lse",
+                                                 "out_max",
+                                                 "out_sum",
+                                                 "num_threads",
+                                                 "workspace",
+                                                 "workspace_size",
+                                                 "plan",
+                                                 "stream"};
   return names;
 }
 
@@ -141,8 +153,8 @@ bool decode(FuzzInput& in, MergeFuzzCase* f) {
   }
   // Empty parts: some lse -inf (or sum 0), as a shard with nothing to attend leaves them.
   const TensorView& stat = !a.partial_lse_list.empty() ? a.partial_lse_list[0]
-                           : lse_form                   ? *a.partial_lse
-                                                        : *a.partial_sum;
+                           : lse_form                  ? *a.partial_lse
+                                                       : *a.partial_sum;
   const int64_t n_stat = safe_numel(stat);
   for (int n = static_cast<int>(in.below(4)); n > 0 && n_stat > 0; --n) {
     const int64_t e = in.below(static_cast<uint32_t>(n_stat));
@@ -217,14 +229,32 @@ bool decode(FuzzInput& in, MergeFuzzCase* f) {
 }
 
 // Bytes of every output a call may write.
-std::vector<std::byte> output_bytes(const MergeArgs& a) {
+/// The outputs' bytes; with nan_class every NaN element replaced by one quiet NaN (which payload
+/// survives where two NaNs meet depends on the instruction-set level: docs/perf-log.md, "The
+/// merge operator at memory speed").
+std::vector<std::byte> output_bytes(const MergeArgs& a, bool nan_class = false) {
   std::vector<std::byte> b;
   for (const TensorView* v :
        {&a.out, a.out_lse ? &*a.out_lse : nullptr, a.out_max ? &*a.out_max : nullptr,
         a.out_sum ? &*a.out_sum : nullptr}) {
     if (v == nullptr || v->data == nullptr) continue;
     const auto* p = static_cast<const std::byte*>(v->data);
-    b.insert(b.end(), p, p + safe_numel(*v) * static_cast<int64_t>(dtype_size(v->dtype)));
+    const size_t es = dtype_size(v->dtype), start = b.size();
+    b.insert(b.end(), p, p + safe_numel(*v) * static_cast<int64_t>(es));
+    for (size_t i = start; nan_class && i + es <= b.size(); i += es) {
+      if (es == 4) {
+        uint32_t u;
+        std::memcpy(&u, &b[i], 4);
+        if ((u & 0x7fffffffu) > 0x7f800000u) u = 0x7fc00000u;
+        std::memcpy(&b[i], &u, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, &b[i], 2);
+        const uint16_t inf = v->dtype == DType::kBFloat16 ? 0x7f80u : 0x7c00u;
+        if ((h & 0x7fffu) > inf) h = 0x7fffu;
+        std::memcpy(&b[i], &h, 2);
+      }
+    }
   }
   return b;
 }
@@ -310,6 +340,14 @@ void run(FuzzInput& in, MergeFuzzCase& f) {
              " threads");
   if (merge_attention_states(a) != Status::kSuccess) violated("the one-shot merge failed");
   if (output_bytes(a) != first) violated("the one-shot merge gave other bits than the plan");
+  // The portable level gives the same bits as the active one (the AVX2 / AVX-512 row kernels,
+  // cpu/merge/merge_rows.hpp), NaNs taken as one class.
+  const std::vector<std::byte> classed = output_bytes(a, true);
+  cpu::set_isa_cap(cpu::Isa::kScalar);
+  const Status scalar_status = merge_attention_states(a);
+  cpu::set_isa_cap(std::nullopt);
+  if (scalar_status != Status::kSuccess) violated("the merge at the scalar level failed");
+  if (output_bytes(a, true) != classed) violated("the scalar level gave other bits");
   if (plan->status(ws.data()) != Status::kSuccess) violated("status() of a merge plan failed");
   f.mem.check_after(slots, true, "second runs");
   const ::testing::AssertionResult r =

@@ -5,12 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "cpu/isa.hpp"
 #include "merge_reference.hpp"
 #include "support/merge_cases.hpp"
 #include "support/merge_compare.hpp"
@@ -41,6 +43,112 @@ TEST(Merge, BitwiseIndependentOfThreads) {
   EXPECT_EQ(std::memcmp(d1.lse.data(), d2.lse.data(), d1.lse.size() * 4), 0);
 }
 
+// The outputs of a case as bytes, NaNs kept (exact) or each replaced by one quiet NaN.
+std::vector<uint32_t> output_words(const Data& d, DType out, bool nan_class) {
+  std::vector<uint32_t> w;
+  auto f32 = [&](const std::vector<float>& v) {
+    for (float x : v) {
+      uint32_t u;
+      std::memcpy(&u, &x, 4);
+      w.push_back(nan_class && std::isnan(x) ? 0x7fc00000u : u);
+    }
+  };
+  f32(d.out32);
+  for (uint16_t x : d.out16) {
+    const bool nan = out == DType::kBFloat16 ? (x & 0x7fffu) > 0x7f80u : (x & 0x7fffu) > 0x7c00u;
+    w.push_back(nan_class && nan ? 0x7fffu : x);
+  }
+  f32(d.lse);
+  f32(d.omax);
+  f32(d.osum);
+  return w;
+}
+
+// Every instruction-set level (the vector row kernels, cpu/merge/merge_rows.hpp) gives the
+// portable kernel's bits: exactly on the case list and on longer rows; with special values salted
+// in (NaN payloads, infinities, subnormals, fp16 overflow, bf16 ties), the same bits except which
+// NaN a NaN element holds where two NaNs of different payloads meet (the portable kernel's own
+// loops differ there: docs/perf-log.md "The merge operator at memory speed").
+TEST(Merge, EveryIsaLevelGivesThePortableBits) {
+  std::vector<Case> cases = testing::merge_cases();
+  const size_t listed = cases.size();
+  for (size_t i = 0; i < listed; i += 3) {
+    Case c = cases[i];
+    c.dim = (i / 3) % 2 ? 128 : 200;  // the model widths and a remainder past 3 vectors
+    c.rows = 5;
+    cases.push_back(c);
+  }
+  const cpu::Isa top = std::min(cpu::detected_isa(), cpu::kTopIsa);
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    for (bool special : {false, true}) {
+      std::vector<uint32_t> want;
+      for (int level = 0; level <= static_cast<int>(top); ++level) {
+        cpu::set_isa_cap(static_cast<cpu::Isa>(level));
+        Data d;
+        fill_merge_case(c, &d, seed);
+        if (special) testing::add_special_values(c, &d, seed);
+        ASSERT_EQ(merge_attention_states(d.args), Status::kSuccess) << last_error_message();
+        const std::vector<uint32_t> got = output_words(d, c.out_dtype, special);
+        if (level == 0) {
+          want = got;
+        } else {
+          size_t first = 0;
+          while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;
+          EXPECT_EQ(got, want) << "first difference at word " << first << " of " << got.size()
+                               << ": " << c.name() << (special ? " special" : "") << " at "
+                               << cpu::isa_name(static_cast<cpu::Isa>(level));
+        }
+      }
+      cpu::set_isa_cap(std::nullopt);
+    }
+    ++seed;
+  }
+}
+
+// Two row dims in a permuted layout (parts [K][N][B][D] seen as [K, B, N, D], the LSE likewise,
+// the sink per head broadcast over B with stride 0), tasks that start inside a row dim: every
+// level and thread count gives the same bits, within the oracle's bounds.
+TEST(Merge, RowDimsInAnyLayout) {
+  const int64_t k = 4, b = 7, n = 5, dim = 512;
+  std::vector<float> po(k * n * b * dim), lse(k * n * b), sink(n);
+  uint32_t x = 12345;
+  auto next = [&] {
+    x = x * 1664525u + 1013904223u;
+    return static_cast<float>(x >> 8) / 16777216.0f * 4.0f - 2.0f;
+  };
+  for (float& v : po) v = next();
+  for (float& v : lse) v = next();
+  for (float& v : sink) v = next();
+  lse[3] = -kInf;  // an empty part
+  std::vector<uint32_t> want;
+  for (int level = 0; level <= static_cast<int>(std::min(cpu::detected_isa(), cpu::kTopIsa));
+       ++level) {
+    for (int threads : {1, 3}) {
+      cpu::set_isa_cap(static_cast<cpu::Isa>(level));
+      std::vector<float> out(b * n * dim, std::nanf("")), out_lse(b * n, std::nanf(""));
+      MergeArgs a;
+      a.partial_out = TensorView::contiguous(po.data(), DType::kFloat32, {k, b, n, dim});
+      a.partial_out->strides = {n * b * dim, dim, b * dim, 1};
+      a.partial_lse = TensorView::contiguous(lse.data(), DType::kFloat32, {k, b, n});
+      a.partial_lse->strides = {n * b, 1, b};
+      a.sink = TensorView::contiguous(sink.data(), DType::kFloat32, {b, n});
+      a.sink->strides = {0, 1};
+      a.out = TensorView::contiguous(out.data(), DType::kFloat32, {b, n, dim});
+      a.out_lse = TensorView::contiguous(out_lse.data(), DType::kFloat32, {b, n});
+      a.num_threads = threads;
+      ASSERT_EQ(merge_attention_states(a), Status::kSuccess) << last_error_message();
+      EXPECT_TRUE(testing::compare_merge_output("row dims", a, reference::merge_reference(a)));
+      std::vector<uint32_t> got(out.size() + out_lse.size());
+      std::memcpy(got.data(), out.data(), out.size() * 4);
+      std::memcpy(got.data() + out.size(), out_lse.data(), out_lse.size() * 4);
+      if (want.empty()) want = got;
+      EXPECT_EQ(got, want) << cpu::isa_name(static_cast<cpu::Isa>(level)) << " threads " << threads;
+    }
+  }
+  cpu::set_isa_cap(std::nullopt);
+}
+
 // A NaN statistic makes its row NaN; a NaN output element of a non-empty part reaches its column;
 // an empty part is never read (its NaN output does not matter).
 TEST(Merge, NonFinite) {
@@ -67,7 +175,8 @@ TEST(Merge, NonFinite) {
   for (int64_t i = 0; i < c.dim; ++i) EXPECT_TRUE(std::isnan(d.out32[c.dim + i]));
   EXPECT_TRUE(std::isnan(d.out32[2 * c.dim + 2]));
   EXPECT_FALSE(std::isnan(d.out32[2 * c.dim + 1]));
-  EXPECT_TRUE(testing::compare_merge_output("nonfinite", d.args, reference::merge_reference(d.args)));
+  EXPECT_TRUE(
+      testing::compare_merge_output("nonfinite", d.args, reference::merge_reference(d.args)));
 }
 
 // The list form (aclnnAttentionUpdate's): the parts as separate tensors, here copied to other

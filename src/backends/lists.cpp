@@ -110,9 +110,10 @@ constexpr SfaBackend kSfaList[] = {
 };
 // clang-format on
 
-// One portable entry: the merge is memory-bound (a few flops per element read), and baseline
-// x86-64 code without FMA gives the same bits on every CPU, so every rank of a context-parallel
-// group merges identically whatever its instruction set (cpu/merge/merge_kernel.hpp).
+// One entry: the merge is memory-bound (a few flops per element read); inside it the active
+// level's vector row kernel, without FMA, gives the portable code's bits on every CPU, so every
+// rank of a context-parallel group merges identically whatever its instruction set
+// (cpu/merge/merge_kernel.hpp).
 constexpr MergeBackend kMergeList[] = {
     {"cpu", DeviceType::kHost, always, nullptr, no_workspace, cpu::merge_run, nullptr},
 };

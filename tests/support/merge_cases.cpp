@@ -1,6 +1,8 @@
 #include "support/merge_cases.hpp"
 
 #include <cmath>
+#include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 
@@ -69,6 +71,34 @@ void fill_merge_case(const MergeCase& c, MergeCaseData* d, uint32_t seed) {
   a.out_lse = TensorView::contiguous(d->lse.data(), DType::kFloat32, {c.rows});
   a.out_max = TensorView::contiguous(d->omax.data(), DType::kFloat32, {c.rows});
   a.out_sum = TensorView::contiguous(d->osum.data(), DType::kFloat32, {c.rows});
+}
+
+void add_special_values(const MergeCase& c, MergeCaseData* d, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const uint32_t f32[] = {0x7fc00000u, 0xffc12345u, 0x7f800001u, 0x7fa00000u, 0x7f800000u,
+                          0xff800000u, 0x00000001u, 0x807fffffu, 0x477ff000u, 0x477fefffu,
+                          0x3f808000u, 0x3f818000u, 0x38800000u, 0x387fffffu, 0x33000000u};
+  const uint16_t f16[] = {0x7e00u, 0xfe55u, 0x7c01u, 0x7d00u, 0x7c00u,
+                          0xfc00u, 0x0001u, 0x83ffu, 0x7bffu, 0x0400u};
+  const uint16_t b16[] = {0x7fc0u, 0xffc5u, 0x7f81u, 0x7fa0u, 0x7f80u,
+                          0xff80u, 0x0001u, 0x807fu, 0x7f7fu, 0x0080u};
+  const size_t n = d->po32.size();
+  for (size_t j = 0; j < n / 7 + 1; ++j) {
+    const size_t i = rng() % n;
+    if (c.part_dtype == DType::kFloat32) {
+      std::memcpy(&d->po32[i], &f32[rng() % std::size(f32)], 4);
+    } else if (c.part_dtype == DType::kFloat16) {
+      d->po16[i] = f16[rng() % std::size(f16)];
+    } else {
+      d->po16[i] = b16[rng() % std::size(b16)];
+    }
+  }
+  // Some statistics NaN (payloads too) or huge, so weights are NaN, inf or 0.
+  for (size_t j = 0; j < d->m.size() / 9 + 1; ++j) {
+    const size_t i = rng() % d->m.size();
+    const uint32_t v[] = {0x7fc00000u, 0xffc54321u, 0x7f800000u, 0x42fe0000u, 0xc2fe0000u};
+    std::memcpy(&d->m[i], &v[rng() % std::size(v)], 4);
+  }
 }
 
 std::vector<MergeCase> merge_cases() {

@@ -31,6 +31,12 @@ struct MergeCaseData {
 /// with its last part only; outputs NaN.
 void fill_merge_case(const MergeCase& c, MergeCaseData* d, uint32_t seed);
 
+/// Salts *d's part data (filled for c) with values whose bits the conversions and the arithmetic
+/// must keep: NaNs of several payloads (quiet and signalling), infinities, subnormals, values that
+/// overflow fp16 or round across a bf16 tie; and some statistics NaN or huge (weights NaN, inf,
+/// 0). The ISA-level test and bench/merge_bench.cpp's bit hash use it.
+void add_special_values(const MergeCase& c, MergeCaseData* d, uint32_t seed);
+
 /// Both statistic forms, with and without a sink, every input and output dtype.
 std::vector<MergeCase> merge_cases();
 

@@ -1,10 +1,13 @@
-// The merge_attention_states CPU backend: one portable kernel, no instruction-set variants.
+// The merge_attention_states CPU backend: one entry whose bits do not depend on the CPU.
 //
 // The merge reads K partial rows of D values and does a multiply and an add per value: it is
-// bound by memory bandwidth, not arithmetic, and the compiler's baseline SSE2 vectorisation of
-// the inner loop keeps up with memory. It is deliberately compiled for baseline x86-64 (no FMA,
-// kvflash's own exp): the output bits are then the same on every x86-64 CPU, so ranks of a
-// context-parallel group on different hardware merge identically.
+// bound by memory bandwidth, not arithmetic. The statistics (max, weights, L, LSE, kvflash's own
+// exp) are computed in baseline x86-64 code (no FMA); the weighted sum of contiguous rows runs the
+// active level's vector row kernel (merge_rows.hpp: AVX2 or AVX-512, compiled without FMA
+// contraction, the same fp32 operations in the same order), other layouts and the scalar level
+// the portable loop. The output bits are the same on every x86-64 CPU (Merge tests'
+// EveryIsaLevelGivesThePortableBits), so ranks of a context-parallel group on different hardware
+// merge identically.
 #pragma once
 
 #include "core/backend.hpp"
