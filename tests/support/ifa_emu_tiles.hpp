@@ -20,7 +20,7 @@ extern const cpu::IfaKernels kIfaKernelsEmuTilesPvFma;
 /// 16): the same bits as kIfaKernelsEmuTiles when head blocking does not matter.
 extern const cpu::IfaKernels kIfaKernelsEmuTilesNarrow;
 
-/// The tile half's AVX-512 probability packing (pack_probs_avx512 in src/cpu/ifa/ifa_tiles-inl.h)
+/// The tile half's AVX-512 probability packing (pack_probs_avx512 in src/cpu/amx/amx_avx512-inl.h)
 /// and score transpose (transpose16_rows), as this unit compiles them, for direct checks against
 /// cpu::amx::pack_probs and a plain transpose. Need AVX-512 (Isa::kAvx512).
 void ifa_tiles_pack_probs(const float* p, ptrdiff_t p_stride, int m, int n, int pieces,

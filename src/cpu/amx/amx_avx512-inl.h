@@ -1,13 +1,13 @@
-// AVX-512 helpers of the tile halves (src/cpu/sfa/sfa_tiles-inl.h): the vector work around the
-// tile kernels of amx_kernels-inl.h (splitting probabilities into bf16 pieces, transposing the
-// key-major score tiles) and scores_bf16_32, amx::scores of 32 keys on two interleaved
-// accumulators, which calls back between its tile steps (a caller may prefetch there). Each gives
-// the bits of the amx_kernels-inl.h function it stands for. (src/cpu/ifa/ifa_tiles-inl.h holds its
-// own copies of these, from which they were taken.)
+// AVX-512 helpers of the tile halves (src/cpu/ifa/ifa_tiles-inl.h, src/cpu/sfa/sfa_tiles-inl.h):
+// the vector work around the tile kernels of amx_kernels-inl.h (splitting probabilities into bf16
+// pieces, transposing the key-major score tiles) and scores_bf16_32, amx::scores of 32 keys on two
+// interleaved accumulators, which calls back between its tile steps (a caller may prefetch there).
+// Each gives the bits of the amx_kernels-inl.h function it stands for.
 //
-// No include guard on purpose: include it inside the ISA namespace of a translation unit built
-// with the AMX flags (AVX-512BW and AVX512-BF16 included), after cpu/amx/amx_kernels.hpp and
-// <immintrin.h> at file scope, as sfa_kernel-inl.h does where KVFLASH_SFA_TILES is defined.
+// No include guard on purpose: include it inside the ISA namespace (or a namespace of it) of a
+// translation unit built with the AMX flags (AVX-512BW and AVX512-BF16 included), after
+// cpu/amx/amx_kernels.hpp and <immintrin.h> at file scope, as sfa_kernel-inl.h does where
+// KVFLASH_SFA_TILES is defined and ifa_chunk_task-inl.h where KVFLASH_IFA_TILES is.
 
 namespace amx = kvflash::cpu::amx;
 

@@ -4,9 +4,10 @@
 //
 // chunk_impl runs one task (a chunk of one sequence for a few adjacent kv heads) tile by tile,
 // each tile position-major across the task's kv heads (KvHeadWork), on an engine: NoTiles, the
-// vector micro-kernels, or the matrix engine. The matrix engine (ifa_tiles-inl.h) is included here,
-// where the unit defines KVFLASH_IFA_TILES, because its TileChunk specialises the one declared
-// below and chunk_impl instantiates it.
+// vector micro-kernels, or the matrix engine. The matrix engine (ifa_tiles-inl.h, after the
+// AVX-512 helpers it shares with SFA's, cpu/amx/amx_avx512-inl.h) is included here, where the unit
+// defines KVFLASH_IFA_TILES, because its TileChunk specialises the one declared below and
+// chunk_impl instantiates it.
 
 namespace ifa_detail {
 
@@ -32,6 +33,7 @@ class TileChunk {
   void init(const IfaProblem&, const IfaLayout&, const KvHeadWork<kKind>*, int64_t) {}
 };
 #ifdef KVFLASH_IFA_TILES
+#include "cpu/amx/amx_avx512-inl.h"
 #include "cpu/ifa/ifa_tiles-inl.h"
 #endif
 
