@@ -42,10 +42,10 @@ void perturb_common(FuzzInput& in, Args* a, TensorView* first_input) {
           std::isfinite(static_cast<float>(a->scale_value)) ? a->scale_value * 2 + 1 : 0.5;
       break;
     case 1:
-      first_input->strides[0] += 1;
+      first_input->strides[0] = another_value(first_input->strides[0]);
       break;
     case 2:
-      first_input->offset += 1;
+      first_input->offset = another_value(first_input->offset);
       break;
     default:
       first_input->data = nullptr;

@@ -46,7 +46,7 @@ void run(FuzzInput& in, KvCacheFuzzCase& f) {
   Guarded ws(plan->workspace_size(), in.below(64));
   if (in.rare(4)) {  // other metadata: refused, nothing written
     ScatterPaKvCacheArgs other = a;
-    other.key.offset += 1;
+    other.key.offset = another_value(other.key.offset);
     const Status rs = plan->run(other, ws.data(), ws.size());
     check_status(static_cast<int64_t>(rs), last_error_message(), kOp, kv_cache_names(), "mismatch");
     if (rs == Status::kSuccess) violated("a run with other metadata than the plan's succeeded");

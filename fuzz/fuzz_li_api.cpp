@@ -53,13 +53,13 @@ void run(FuzzInput& in, LiFuzzCase& f) {
     LightningIndexerArgs other = a;
     switch (in.below(4)) {
       case 0:
-        other.sparse_count += 1;
+        other.sparse_count = another_value(other.sparse_count);
         break;
       case 1:
-        other.query.strides[0] += 1;
+        other.query.strides[0] = another_value(other.query.strides[0]);
         break;
       case 2:
-        other.key.offset += 1;
+        other.key.offset = another_value(other.key.offset);
         break;
       default:
         other.query.data = nullptr;

@@ -304,10 +304,10 @@ void run(FuzzInput& in, MergeFuzzCase& f) {
     const uint32_t how = safe_numel(po) > 0 ? in.below(4) : 3;
     switch (how) {
       case 0:
-        po.strides[0] += 1;
+        po.strides[0] = another_value(po.strides[0]);
         break;
       case 1:
-        po.offset += 1;
+        po.offset = another_value(po.offset);
         break;
       case 2:
         po.data = nullptr;

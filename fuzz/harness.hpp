@@ -65,6 +65,10 @@ void* unreadable_page();
 /// The element count of a view, or -1 when a dim is negative or the product overflows int64.
 int64_t safe_numel(const TensorView& v);
 
+/// A value other than v, next to it, that does not overflow (v + 1, or v - 1 at the top): for
+/// the "other metadata than the plan's" checks, whose fields the decoder may have set anywhere.
+inline int64_t another_value(int64_t v) { return v == INT64_MAX ? v - 1 : v + 1; }
+
 /// FNV-1a over bytes.
 uint64_t hash_bytes(const void* p, size_t n);
 
