@@ -264,6 +264,32 @@ TEST(AclStream, QueuedTaskStartsWithoutAnyFurtherCall) {
   EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
 }
 
+// A launch after a pause that leaves the stream in use (under the second of stream.cpp's
+// kPollWindow, far over the 5 ms waits) owes its wake-up: the worker, which has looked and found
+// nothing some sixty times, must still find the task by itself. (Round 0's launch is the stream's
+// first, which wakes the worker at once; rounds 1 and 2 follow a pause after a task.)
+TEST(AclStream, QueuedTaskStartsAfterAPause) {
+  aclrtStream s = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::atomic<bool> ran{false};
+    ASSERT_EQ(kvflash::aclnn::enqueue("test", s,
+                                      [&] {
+                                        ran.store(true, std::memory_order_release);
+                                        return Status::kSuccess;
+                                      }),
+              Status::kSuccess);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!ran.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    ASSERT_TRUE(ran.load(std::memory_order_acquire)) << "round " << round;
+  }
+  EXPECT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
+}
+
 // A synchronize on one stream pays the wake-ups owed to the others: a task of stream b that waits
 // for an event stream a records must see a's record run, while this thread runs b's queue.
 TEST(AclStream, SynchronizeStartsOtherStreamsQueuedWork) {
