@@ -26,10 +26,10 @@ namespace kvflash::aclnn {
 // worker in an untimed wait, which submit() ends at once. (Timed waits of 1 ms cost the kernels
 // running on the other cores 5-10 % at 1k tokens on the 2-core Xeon; 5 ms did not.) The window is
 // a second, not less: a model's decode step launches again after its other layers, and a launch
-// that found the worker in its untimed wait cost 40-45 us on the 2-core Xeon with cold caches (the
-// wake-up and the launch's own code fetched from memory; 100 ms windows missed the bench's cold
-// 4k-token calls, docs/perf-log.md "Phase 1 and the idle stream's wake-up"); an idle stream's
-// worker looks 200 times in that second, then sleeps.
+// that found the worker in its untimed wait took 48 us on the 2-core Xeon with cold caches,
+// against 5 us when it owed the wake-up (100 ms windows missed the bench's cold 4k-token calls,
+// docs/perf-log.md "Phase 1 and the idle stream's wake-up"); an idle stream's worker looks 200
+// times in that second, then sleeps.
 namespace {
 
 using Clock = std::chrono::steady_clock;
