@@ -31,8 +31,9 @@ aclnnStatus aclnn_only(const IfaArgs& a) {
 // Phase 1 reuses the last plan for identical arguments (aclnn/acl_objects.hpp,
 // plan_executor_reusing), which needs IfaPlan::create to be a function of its arguments alone.
 // It is: validate_ifa and its parts (ops/ifa/ifa_validate*.cpp) read only the arguments; the
-// workspace is the largest any host entry needs (core::plan_workspace over the entries'
-// workspace_size of the problem, whatever the ISA cap; the CPU entries have no supports hook);
+// workspace is the largest any entry of the device needs (core::plan_workspace over the entries'
+// workspace_size of the problem, whatever the ISA cap; the CPU entries have no supports hook, and
+// the CUDA entry's, cuda::ifa_cuda_supports, reads only the problem);
 // device_memory_bytes is fixed per process; strip_data copies. The table covers every member of
 // IfaArgs but num_threads (ifa_fields.hpp), which phase 1 leaves at 0; it is compared anyway.
 bool same_call(const IfaArgs& a, const IfaArgs& b) {
