@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <future>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,12 +20,14 @@
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
 #include "aclnn/acl_objects.hpp"
+#include "aclnn/same_arguments.hpp"
 #include "aclnnop/aclnn_incre_flash_attention.h"
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
 #include "core/half.hpp"
 #include "ifa_reference.hpp"
+#include "ops/ifa/ifa_fields.hpp"
 #include "support/compare.hpp"
 #include "support/ifa_cases.hpp"
 #include "support/stream_gate.hpp"
@@ -600,6 +604,164 @@ TEST(AclnnIfa, ConcurrentCallsFromManyThreads) {
     EXPECT_TRUE(kvflash::testing::compare_ifa_output(
         "thread", data[i]->args(), kvflash::reference::ifa_reference(data[i]->args())));
   }
+}
+
+// ---- phase 1's reuse of the last plan (aclnn/acl_objects.hpp, plan_executor_reusing) -----------
+
+// Calls that differ from the previous one in a single argument each (data pointers, the scale,
+// the lengths) compute with their own arguments: a reuse of the previous call's plan and tensors
+// would leave the poisoned output, or the previous arguments' values, in place.
+TEST(AclnnIfa, PhaseOneReusesAPlanOnlyForIdenticalArguments) {
+  IfaCase spec = small_case();
+  IfaCaseData d1(spec);
+  spec.tag = "twin";  // the same metadata over other buffers
+  IfaCaseData d2(spec);
+  Handles h;
+  const Call c1 = Call::from(d1.args(), &h), c2 = Call::from(d2.args(), &h);
+  // d1's tensors with another scale, and with shorter lengths.
+  IfaArgs scaled = d1.args();
+  scaled.scale_value *= 0.5;
+  Call c_scaled = c1;
+  c_scaled.scale = scaled.scale_value;
+  IfaArgs shorter = d1.args();
+  (*shorter.actual_seq_lengths)[0] -= 5;
+  Call c_shorter = c1;
+  c_shorter.lens = h.ints(shorter.actual_seq_lengths);
+  struct Step {
+    const char* name;
+    const Call* call;
+    IfaCaseData* data;
+    const IfaArgs* args;  // what the reference computes
+  };
+  const Step steps[] = {{"d1", &c1, &d1, &d1.args()},         {"d1 again", &c1, &d1, &d1.args()},
+                        {"d2", &c2, &d2, &d2.args()},         {"d1 after d2", &c1, &d1, &d1.args()},
+                        {"scale", &c_scaled, &d1, &scaled},   {"lengths", &c_shorter, &d1, &shorter},
+                        {"d1 at last", &c1, &d1, &d1.args()}};
+  for (const Step& step : steps) {
+    step.data->poison_outputs();
+    ASSERT_EQ(run_call(*step.call, 4), ACLNN_SUCCESS) << step.name << ": " << recent();
+    EXPECT_TRUE(kvflash::testing::compare_ifa_output(step.name, *step.args,
+                                                     kvflash::reference::ifa_reference(*step.args)))
+        << step.name;
+  }
+  // Two executors of one call (the second reusing the first's plan) are each single-use, and
+  // each runs.
+  uint64_t w1 = 0, w2 = 0;
+  aclOpExecutor *e1 = nullptr, *e2 = nullptr;
+  ASSERT_EQ(c1.phase1(4, &w1, &e1), ACLNN_SUCCESS);
+  ASSERT_EQ(c1.phase1(4, &w2, &e2), ACLNN_SUCCESS);
+  EXPECT_NE(e1, e2);
+  EXPECT_EQ(w1, w2);
+  std::vector<std::byte> ws(w1);
+  for (aclOpExecutor* e : {e1, e2}) {
+    d1.poison_outputs();
+    ASSERT_EQ(phase2(4, ws.data(), w1, e, nullptr), ACLNN_SUCCESS);
+    ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+    EXPECT_TRUE(kvflash::testing::compare_ifa_output(
+        "executor", d1.args(), kvflash::reference::ifa_reference(d1.args())));
+    EXPECT_EQ(phase2(4, ws.data(), w1, e, nullptr), ACLNN_ERR_PARAM_INVALID);  // consumed
+  }
+}
+
+// An invalid call right after a valid one with the same tensors is refused in phase 1 as ever:
+// the reuse is for identical arguments only, and validation runs for everything else.
+TEST(AclnnIfa, InvalidCallAfterAValidOneIsStillRefusedInPhaseOne) {
+  IfaCaseData data(small_case());
+  Handles h;
+  const Call good = Call::from(data.args(), &h);
+  TensorView strided_out = data.args().attention_out;
+  strided_out.shape[2] /= 2;
+  strided_out.strides[2] = 2;
+  aclTensor* bad_out = h.tensor(strided_out);
+  const std::vector<int64_t> too_long = {1000, 9};
+  const aclIntArray* long_lens = h.ints(too_long);
+  const std::vector<std::pair<std::string, std::function<void(Call*)>>> cases = {
+      {"numHeads 0", [](Call* c) { c->num_heads = 0; }},
+      {"numKeyValueHeads 3", [](Call* c) { c->num_kv_heads = 3; }},
+      {"layout XYZ", [](Call* c) { c->layout = "XYZ"; }},
+      {"non-contiguous attentionOut", [&](Call* c) { c->out = bad_out; }},
+      {"innerPrecise 2", [](Call* c) { c->inner_precise = 2; }},
+      {"actualSeqLengths past the cache", [&](Call* c) { c->lens = long_lens; }},
+  };
+  for (const auto& [name, apply] : cases) {
+    uint64_t ws = 0;
+    aclOpExecutor* e = nullptr;
+    ASSERT_EQ(good.phase1(4, &ws, &e), ACLNN_SUCCESS) << name << ": " << recent();
+    ASSERT_EQ(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+    Call bad = good;
+    apply(&bad);
+    e = kSentinel;
+    EXPECT_EQ(bad.phase1(4, &ws, &e), ACLNN_ERR_PARAM_INVALID) << name;
+    EXPECT_EQ(e, nullptr) << name;
+    EXPECT_FALSE(recent().empty()) << name;
+  }
+  data.poison_outputs();
+  ASSERT_EQ(run_call(good, 4), ACLNN_SUCCESS) << recent();
+  EXPECT_TRUE(kvflash::testing::compare_ifa_output("good", data.args(),
+                                                   kvflash::reference::ifa_reference(data.args())));
+}
+
+// same_arguments (the comparison behind the reuse) tells apart argument sets that differ in any
+// member of any field: each change below alone makes a difference.
+TEST(AclnnSameArguments, EveryMemberOfEveryFieldCounts) {
+  IfaCase spec = small_case();
+  spec.mask = kvflash::testing::MaskShape::kBS;
+  IfaCaseData data(spec);
+  const IfaArgs& base = data.args();
+  const auto same = [](const IfaArgs& a, const IfaArgs& b) {
+    return kvflash::aclnn::same_arguments<kvflash::ifa::kFields>(a, b);
+  };
+  ASSERT_TRUE(same(base, base));
+  ASSERT_TRUE(same(base, IfaArgs(base)));
+  const std::vector<std::pair<std::string, std::function<void(IfaArgs*)>>> changes = {
+      {"query data", [](IfaArgs* a) { a->query.data = static_cast<char*>(a->query.data) + 2; }},
+      {"query dtype", [](IfaArgs* a) { a->query.dtype = DType::kBFloat16; }},
+      {"query rank", [](IfaArgs* a) { a->query.rank = 4; }},
+      {"query dim", [](IfaArgs* a) { a->query.shape[0] += 1; }},
+      {"query dim past the rank", [](IfaArgs* a) { a->query.shape[5] = 7; }},
+      {"query stride", [](IfaArgs* a) { a->query.strides[0] += 1; }},
+      {"query offset", [](IfaArgs* a) { a->query.offset = 1; }},
+      {"query device", [](IfaArgs* a) { a->query.device.index = 1; }},
+      {"key list length", [](IfaArgs* a) { a->key.push_back(a->key[0]); }},
+      {"key element", [](IfaArgs* a) { a->key[0].strides[0] += 1; }},
+      {"value element", [](IfaArgs* a) { a->value[0].offset = 3; }},
+      {"mask absent", [](IfaArgs* a) { a->atten_mask.reset(); }},
+      {"mask dim", [](IfaArgs* a) { a->atten_mask->shape[0] += 1; }},
+      {"pse present", [](IfaArgs* a) { a->pse_shift = a->query; }},
+      {"lengths absent", [](IfaArgs* a) { a->actual_seq_lengths.reset(); }},
+      {"length value", [](IfaArgs* a) { (*a->actual_seq_lengths)[1] -= 1; }},
+      {"lengths count", [](IfaArgs* a) { a->actual_seq_lengths->push_back(1); }},
+      {"numHeads", [](IfaArgs* a) { a->num_heads *= 2; }},
+      {"scale", [](IfaArgs* a) { a->scale_value = std::nextafter(a->scale_value, 2.0); }},
+      {"scale -0.0 against 0.0", [](IfaArgs* a) { a->scale_value = -0.0; }},
+      {"layout", [](IfaArgs* a) { a->input_layout = "BSND"; }},
+      {"numKeyValueHeads", [](IfaArgs* a) { a->num_key_value_heads += 1; }},
+      {"blockSize", [](IfaArgs* a) { a->block_size = 16; }},
+      {"innerPrecise", [](IfaArgs* a) { a->inner_precise = 0; }},
+      {"attentionOut data", [](IfaArgs* a) { a->attention_out.data = nullptr; }},
+      {"softmax_lse present", [](IfaArgs* a) { a->softmax_lse = a->query; }},
+      {"zero_fully_masked_rows", [](IfaArgs* a) { a->zero_fully_masked_rows = true; }},
+      {"blocks_may_repeat", [](IfaArgs* a) { a->blocks_may_repeat = true; }},
+  };
+  for (const auto& [name, change] : changes) {
+    IfaArgs other = base;
+    if (name == "scale -0.0 against 0.0") {
+      IfaArgs zero = base;
+      zero.scale_value = 0.0;
+      change(&other);
+      EXPECT_FALSE(same(zero, other)) << name;
+      continue;
+    }
+    change(&other);
+    EXPECT_FALSE(same(base, other)) << name;
+    EXPECT_FALSE(same(other, base)) << name;
+  }
+  // A NaN scale equals itself bit for bit (the same call), not another NaN.
+  IfaArgs nan1 = base, nan2 = base;
+  nan1.scale_value = std::numeric_limits<double>::quiet_NaN();
+  nan2.scale_value = -std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(same(nan1, IfaArgs(nan1)));
+  EXPECT_FALSE(same(nan1, nan2));
 }
 
 // ---- what each version passes on ---------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
 #include "aclnn/acl_objects.hpp"
+#include "aclnn/freed_blocks.hpp"
 #include "aclnn/opdev/fp16_t.h"
 #include "core/error.hpp"
 #include "hooks/aclnn_enqueue.hpp"
@@ -109,6 +111,71 @@ TEST(AclMemory, MallocIsAlignedAndFreeChecksThePointer) {
   EXPECT_EQ(aclrtFree(p), ACL_ERROR_INVALID_PARAM);  // double free refused, not undefined
   EXPECT_NE(recent().find("already freed"), std::string::npos);
   EXPECT_EQ(aclrtFree(nullptr), ACL_ERROR_INVALID_PARAM);
+}
+
+// A workspace allocated before each launch and freed after it gets the same block back, pages
+// already mapped (aclnn/freed_blocks.hpp); a block kept is not handed out for another size, and
+// freeing it twice is still refused.
+TEST(AclMemory, FreedBlockComesBackForTheSameSize) {
+  constexpr size_t kWorkspace = 272 * 1024 + 8;
+  void* a = nullptr;
+  ASSERT_EQ(aclrtMalloc(&a, kWorkspace, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  std::memset(a, 0x11, kWorkspace);
+  ASSERT_EQ(aclrtFree(a), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(a), ACL_ERROR_INVALID_PARAM);  // kept, not live
+  void* other = nullptr;
+  ASSERT_EQ(aclrtMalloc(&other, kWorkspace + 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  EXPECT_NE(other, a);
+  void* b = nullptr;
+  ASSERT_EQ(aclrtMalloc(&b, kWorkspace, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  EXPECT_EQ(b, a);
+  std::memset(b, 0x22, kWorkspace);  // usable again in full (ASan: unpoisoned)
+  EXPECT_EQ(aclrtFree(other), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(b), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(b), ACL_ERROR_INVALID_PARAM);
+}
+
+TEST(FreedBlocks, KeepsWithinItsBoundsAndGivesTheNewestOfASize) {
+  using kvflash::aclnn::FreedBlocks;
+  using kvflash::aclnn::HostBlock;
+  const auto block = [](size_t bytes) { return HostBlock(std::aligned_alloc(64, bytes)); };
+  FreedBlocks kept;
+  EXPECT_EQ(kept.take(64), nullptr);
+  // Too large: handed straight back.
+  HostBlock big = block(FreedBlocks::kMaxBlockBytes + 64);
+  void* const big_ptr = big.get();
+  std::vector<HostBlock> dropped = kept.keep(std::move(big), FreedBlocks::kMaxBlockBytes + 64);
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0].get(), big_ptr);
+  EXPECT_EQ(kept.blocks(), 0u);
+  // The count bound: the oldest go first.
+  std::vector<void*> order;
+  for (size_t i = 0; i < FreedBlocks::kMaxBlocks + 3; ++i) {
+    HostBlock b = block(4096);
+    order.push_back(b.get());
+    dropped = kept.keep(std::move(b), 4096);
+    if (i < FreedBlocks::kMaxBlocks) {
+      EXPECT_TRUE(dropped.empty()) << i;
+    } else {
+      ASSERT_EQ(dropped.size(), 1u) << i;
+      EXPECT_EQ(dropped[0].get(), order[i - FreedBlocks::kMaxBlocks]) << i;
+    }
+  }
+  EXPECT_EQ(kept.blocks(), FreedBlocks::kMaxBlocks);
+  EXPECT_EQ(kept.bytes(), FreedBlocks::kMaxBlocks * 4096);
+  HostBlock newest = kept.take(4096);
+  EXPECT_EQ(newest.get(), order.back());
+  EXPECT_EQ(kept.take(8192), nullptr);
+  // The byte bound: 16 MiB blocks, at most kMaxBytes of them.
+  constexpr size_t kBig = FreedBlocks::kMaxBlockBytes;
+  for (int i = 0; i < 6; ++i) dropped = kept.keep(block(kBig), kBig);
+  EXPECT_LE(kept.bytes(), FreedBlocks::kMaxBytes);
+  EXPECT_LE(kept.blocks(), FreedBlocks::kMaxBlocks);
+  EXPECT_NE(kept.take(kBig), nullptr);
+  dropped = kept.clear();
+  EXPECT_EQ(kept.blocks(), 0u);
+  EXPECT_EQ(kept.bytes(), 0u);
+  EXPECT_FALSE(dropped.empty());
 }
 
 TEST(AclMemory, MallocRejectsBadArguments) {
@@ -261,6 +328,32 @@ TEST(AclStream, QueuedTaskStartsWithoutAnyFurtherCall) {
     // Alternate: the worker waiting long (asleep) or just back from the last task.
     if (round % 2 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
+}
+
+// A launch after a pause that leaves the stream in use (under the second of stream.cpp's
+// kPollWindow, far over the 5 ms waits) owes its wake-up: the worker, which has looked and found
+// nothing some sixty times, must still find the task by itself. (Round 0's launch is the stream's
+// first, which wakes the worker at once; rounds 1 and 2 follow a pause after a task.)
+TEST(AclStream, QueuedTaskStartsAfterAPause) {
+  aclrtStream s = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::atomic<bool> ran{false};
+    ASSERT_EQ(kvflash::aclnn::enqueue("test", s,
+                                      [&] {
+                                        ran.store(true, std::memory_order_release);
+                                        return Status::kSuccess;
+                                      }),
+              Status::kSuccess);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!ran.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    ASSERT_TRUE(ran.load(std::memory_order_acquire)) << "round " << round;
+  }
+  EXPECT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
   EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
 }
 

@@ -99,8 +99,10 @@ constexpr bool acl_prefix() {
 /// Phase 1 (aclnn*GetWorkspaceSize): acl holds the newest entry point's parameters but the last
 /// two, in table order; check(Args&) -> aclnnStatus is the entry point's own rule on the
 /// converted arguments (it may also set what the entry point implies: PFA's FiaArgs::prompt).
-/// *executor is null unless it succeeds; no exception leaves (361001).
-template <class Plan, const auto& kFields, class... Acl, class Check>
+/// *executor is null unless it succeeds; no exception leaves (361001). kSame, when given, is
+/// bool(const Args&, const Args&) saying two calls are identical: the operator's plan is a
+/// function of its arguments alone, and phase 1 reuses the last plan (plan_executor_reusing).
+template <class Plan, const auto& kFields, auto kSame = nullptr, class... Acl, class Check>
 aclnnStatus plan_phase1(const char* op, const std::tuple<Acl...>& acl, Check&& check,
                         uint64_t* workspace_size, aclOpExecutor** executor) {
   static_assert(acl_args_detail::acl_prefix<kFields, sizeof...(Acl)>(),
@@ -120,7 +122,11 @@ aclnnStatus plan_phase1(const char* op, const std::tuple<Acl...>& acl, Check&& c
     });
     if (s == ACLNN_SUCCESS) s = check(args);
     if (s != ACLNN_SUCCESS) return s;
-    return plan_executor<Plan>(op, std::move(args), workspace_size, executor);
+    if constexpr (std::is_null_pointer_v<decltype(kSame)>) {
+      return plan_executor<Plan>(op, std::move(args), workspace_size, executor);
+    } else {
+      return plan_executor_reusing<Plan, kSame>(op, std::move(args), workspace_size, executor);
+    }
   });
 }
 

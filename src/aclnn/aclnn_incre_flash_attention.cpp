@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "aclnn/acl_args.hpp"
+#include "aclnn/same_arguments.hpp"
 #include "aclnnop/aclnn_incre_flash_attention_v2.h"
 #include "aclnnop/aclnn_incre_flash_attention_v3.h"
 #include "aclnnop/aclnn_incre_flash_attention_v4.h"
@@ -25,6 +26,18 @@ constexpr const char* kOp = ifa::kIfaOp;
 
 aclnnStatus aclnn_only(const IfaArgs& a) {
   return refuse_fp32_output(kOp, "attentionOut", a.attention_out, "the query dtype or int8");
+}
+
+// Phase 1 reuses the last plan for identical arguments (aclnn/acl_objects.hpp,
+// plan_executor_reusing), which needs IfaPlan::create to be a function of its arguments alone.
+// It is: validate_ifa and its parts (ops/ifa/ifa_validate*.cpp) read only the arguments; the
+// workspace is the largest any entry of the device needs (core::plan_workspace over the entries'
+// workspace_size of the problem, whatever the ISA cap; the CPU entries have no supports hook, and
+// the CUDA entry's, cuda::ifa_cuda_supports, reads only the problem);
+// device_memory_bytes is fixed per process; strip_data copies. The table covers every member of
+// IfaArgs but num_threads (ifa_fields.hpp), which phase 1 leaves at 0; it is compared anyway.
+bool same_call(const IfaArgs& a, const IfaArgs& b) {
+  return same_arguments<ifa::kFields>(a, b) && a.num_threads == b.num_threads;
 }
 
 }  // namespace
@@ -107,7 +120,7 @@ aclnnStatus aclnnIncreFlashAttentionV4GetWorkspaceSize(
     int64_t blockSize, int64_t innerPrecise, const aclTensor* attentionOut, uint64_t* workspaceSize,
     aclOpExecutor** executor) {
   using namespace kvflash;
-  return aclnn::plan_phase1<IfaPlan, ifa::kFields>(
+  return aclnn::plan_phase1<IfaPlan, ifa::kFields, aclnn::same_call>(
       aclnn::kOp,
       std::tuple(query, key, value, pseShift, attenMask, actualSeqLengths, dequantScale1,
                  quantScale1, dequantScale2, quantScale2, quantOffset2, antiquantScale,

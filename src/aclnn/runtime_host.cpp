@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "aclnn/device_runtime.hpp"
+#include "aclnn/freed_blocks.hpp"
 #include "aclnn/runtime_common.hpp"
 #include "aclnn/runtime_state.hpp"
 #include "aclnn/stream.hpp"
@@ -43,10 +44,11 @@ namespace {
 constexpr size_t kDeviceAlignment = 64;  // every kernel may assume cache-line aligned buffers
 constexpr int32_t kNumDevices = 1;
 
-struct AlignedFree {
-  void operator()(void* p) const { std::free(p); }
+struct Allocation {
+  HostBlock block;
+  size_t bytes = 0;  // as allocated (rounded up to kDeviceAlignment)
 };
-using Allocations = std::unordered_map<void*, std::unique_ptr<void, AlignedFree>>;
+using Allocations = std::unordered_map<void*, Allocation>;
 
 struct HostEvent {
   std::mutex mu;
@@ -104,10 +106,12 @@ class HostRuntime final : public DeviceRuntime {
   aclError finalize() override {
     std::unordered_map<void*, std::shared_ptr<Stream>> streams;
     std::shared_ptr<Stream> default_stream;
+    std::vector<HostBlock> kept;  // the freed blocks go back to the C library (outside the lock)
     {
       std::lock_guard<std::mutex> lock(mu_);
       streams.swap(streams_);
       default_stream.swap(default_stream_);
+      kept = freed_device_memory_.clear();
     }
     for (auto& [handle, stream] : streams) stream->close();
     if (default_stream) default_stream->close();
@@ -174,13 +178,17 @@ class HostRuntime final : public DeviceRuntime {
   }
 
   aclError malloc_device(void** ptr, size_t size) override {
-    return allocate(&device_memory_, "aclrtMalloc", ptr, size);
+    return allocate(&device_memory_, &freed_device_memory_, "aclrtMalloc", ptr, size);
   }
-  aclError free_device(void* ptr) override { return release(&device_memory_, "aclrtFree", ptr); }
+  aclError free_device(void* ptr) override {
+    return release(&device_memory_, &freed_device_memory_, "aclrtFree", ptr);
+  }
   aclError malloc_host(void** ptr, size_t size) override {
-    return allocate(&host_memory_, "aclrtMallocHost", ptr, size);
+    return allocate(&host_memory_, nullptr, "aclrtMallocHost", ptr, size);
   }
-  aclError free_host(void* ptr) override { return release(&host_memory_, "aclrtFreeHost", ptr); }
+  aclError free_host(void* ptr) override {
+    return release(&host_memory_, nullptr, "aclrtFreeHost", ptr);
+  }
 
   aclError memcpy_sync(void* dst, const void* src, size_t count, int32_t) override {
     if (count > 0) std::memmove(dst, src, count);
@@ -357,38 +365,52 @@ class HostRuntime final : public DeviceRuntime {
     return it == events_.end() ? nullptr : it->second;
   }
 
-  aclError allocate(Allocations* table, const char* fn, void** ptr, size_t size) {
+  // A block of `size` bytes recorded in table: one `freed` kept (aclrtMalloc: freed_blocks.hpp
+  // says why), else a new one.
+  aclError allocate(Allocations* table, FreedBlocks* freed, const char* fn, void** ptr,
+                    size_t size) {
     if (size > SIZE_MAX - kDeviceAlignment)
       return rt_fail(ACL_ERROR_BAD_ALLOC,
                      std::string(fn) + ": size " + std::to_string(size) + " is too large");
     const size_t rounded = (size + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
-    void* p = std::aligned_alloc(kDeviceAlignment, rounded);
-    if (p == nullptr)
+    HostBlock block;
+    if (freed != nullptr) {
+      std::lock_guard<std::mutex> lock(mu_);
+      block = freed->take(rounded);
+    }
+    if (!block) block.reset(std::aligned_alloc(kDeviceAlignment, rounded));
+    if (!block)
       return rt_fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": out of memory allocating " +
                                               std::to_string(size) + " bytes");
-    std::unique_ptr<void, AlignedFree> owned(p);  // freed if recording it fails (std::bad_alloc)
+    void* const p = block.get();
     std::lock_guard<std::mutex> lock(mu_);
-    table->emplace(p, std::move(owned));
+    table->emplace(p, Allocation{std::move(block), rounded});  // freed if this throws
     *ptr = p;
     return ACL_SUCCESS;
   }
 
-  aclError release(Allocations* table, const char* fn, void* ptr) {
-    std::unique_ptr<void, AlignedFree> owned;
+  aclError release(Allocations* table, FreedBlocks* freed, const char* fn, void* ptr) {
+    std::vector<HostBlock> dropped;  // freed outside the lock
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = table->find(ptr);
       if (it == table->end())
         return rt_fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": " + ptr_str(ptr) +
                                                     " was not allocated by it or is already freed");
-      owned = std::move(it->second);
+      Allocation a = std::move(it->second);
       table->erase(it);
+      if (freed != nullptr) {
+        dropped = freed->keep(std::move(a.block), a.bytes);
+      } else {
+        dropped.push_back(std::move(a.block));
+      }
     }
-    return ACL_SUCCESS;  // owned frees outside the lock
+    return ACL_SUCCESS;
   }
 
   std::mutex mu_;
   Allocations device_memory_, host_memory_;
+  FreedBlocks freed_device_memory_;
   std::unordered_map<void*, std::shared_ptr<Stream>> streams_;
   std::shared_ptr<Stream> default_stream_;
   std::unordered_map<void*, std::shared_ptr<HostEvent>> events_;

@@ -24,12 +24,17 @@ namespace kvflash::aclnn {
 // it runs itself), or the worker finds the task at its next look. A queued task thus starts
 // without a synchronize, as on a device, within kOwedWakeBound. A stream idle for longer has its
 // worker in an untimed wait, which submit() ends at once. (Timed waits of 1 ms cost the kernels
-// running on the other cores 5-10 % at 1k tokens on the 2-core Xeon; 5 ms did not.)
+// running on the other cores 5-10 % at 1k tokens on the 2-core Xeon; 5 ms did not.) The window is
+// a second, not less: a model's decode step launches again after its other layers, and a launch
+// that found the worker in its untimed wait took 48 us on the 2-core Xeon with cold caches,
+// against 5 us when it owed the wake-up (100 ms windows missed the bench's cold 4k-token calls,
+// docs/perf-log.md "Phase 1 and the idle stream's wake-up"); an idle stream's worker looks 200
+// times in that second, then sleeps.
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kOwedWakeBound = std::chrono::milliseconds(5);
-constexpr auto kPollWindow = std::chrono::milliseconds(100);
+constexpr auto kPollWindow = std::chrono::seconds(1);
 
 // The streams owed a wake-up (some of them paid since, by their worker or a synchronize).
 struct OwedWakes {
