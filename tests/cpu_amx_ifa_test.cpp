@@ -172,31 +172,33 @@ INSTANTIATE_TEST_SUITE_P(WideGroups, AmxIfaHardware, ::testing::ValuesIn(wide_gr
                            return info.param.test_name();
                          });
 
+// The values the bf16 split treats apart: +-0, subnormals, values of 24 significand bits, ties of
+// the last piece's rounding, the largest finite value, +-inf and NaN.
+const float kSplitSpecials[] = {0.0f,
+                                -0.0f,
+                                1.0f,
+                                0x1.000002p-3f,
+                                0x1.0181p0f,
+                                0x1.01808p0f,
+                                0x1.fffffep127f,
+                                0x1p-149f,
+                                0x1.8p-130f,
+                                __builtin_inff(),
+                                -__builtin_inff(),
+                                __builtin_nanf(""),
+                                -__builtin_nanf("")};
+
 // The tile half's AVX-512 probability packing against the scalar cpu::amx::pack_probs, bit for
-// bit, on every head and key count and piece count, with the values the split treats apart: +-0,
-// subnormals, values of 24 significand bits, ties of the last piece's rounding, +-inf and NaN.
+// bit, on every head and key count and piece count, with kSplitSpecials among random values.
 TEST(AmxIfaTileHelpers, PackProbsMatchesScalarBitForBit) {
   if (cpu::detected_isa() < cpu::Isa::kAvx512) GTEST_SKIP() << "needs AVX-512";
   TestRng rng(2026120501);
-  const float specials[] = {0.0f,
-                            -0.0f,
-                            1.0f,
-                            0x1.000002p-3f,
-                            0x1.0181p0f,
-                            0x1.01808p0f,
-                            0x1.fffffep127f,
-                            0x1p-149f,
-                            0x1.8p-130f,
-                            __builtin_inff(),
-                            -__builtin_inff(),
-                            __builtin_nanf(""),
-                            -__builtin_nanf("")};
   constexpr int kStride = 40;
   std::vector<float> p(16 * kStride);
   for (int trial = 0; trial < 400; ++trial) {
     for (float& x : p) {
       const int64_t pick = rng.below(4);
-      x = pick == 0   ? specials[rng.below(sizeof(specials) / sizeof(float))]
+      x = pick == 0   ? kSplitSpecials[rng.below(sizeof(kSplitSpecials) / sizeof(float))]
           : pick == 1 ? std::bit_cast<float>(static_cast<uint32_t>(rng.next()))
                       : static_cast<float>(rng.uniform(-1.0, 1.0));
     }
@@ -206,6 +208,31 @@ TEST(AmxIfaTileHelpers, PackProbsMatchesScalarBitForBit) {
     cpu::amx::pack_probs(p.data(), kStride, m, n, pieces, want.data());
     ifa_tiles_pack_probs(p.data(), kStride, m, n, pieces, got.data());
     ASSERT_EQ(got, want) << "m " << m << " n " << n << " pieces " << pieces;
+  }
+}
+
+// The tile half's AVX-512 query packing against the scalar cpu::amx::pack_query_f32, bit for bit,
+// on every head count, head dims with partial chunks, and 1-3 pieces, with kSplitSpecials among
+// random values (the output is filled with a marker first, so an element left unwritten shows).
+TEST(AmxIfaTileHelpers, PackQueryMatchesScalarBitForBit) {
+  if (cpu::detected_isa() < cpu::Isa::kAvx512) GTEST_SKIP() << "needs AVX-512";
+  TestRng rng(2026120502);
+  const int dims[] = {16, 20, 32, 64, 100, 128, 192, 256};
+  for (int trial = 0; trial < 300; ++trial) {
+    const int m = 1 + trial % 16, d = dims[(trial / 16) % 8], pieces = 1 + trial % 3;
+    const int stride = d + 5;
+    std::vector<float> q(static_cast<size_t>((m - 1) * stride + d));  // exactly what is read
+    for (float& x : q) {
+      const int64_t pick = rng.below(4);
+      x = pick == 0   ? kSplitSpecials[rng.below(sizeof(kSplitSpecials) / sizeof(float))]
+          : pick == 1 ? std::bit_cast<float>(static_cast<uint32_t>(rng.next()))
+                      : static_cast<float>(rng.uniform(-1.0, 1.0));
+    }
+    std::vector<uint16_t> want(cpu::amx::query_pack_size(m, d, pieces));
+    std::vector<uint16_t> got(want.size(), 0xbeef);
+    cpu::amx::pack_query_f32(q.data(), stride, m, d, pieces, want.data());
+    ifa_tiles_pack_query(q.data(), stride, m, d, pieces, got.data());
+    ASSERT_EQ(got, want) << "m " << m << " d " << d << " pieces " << pieces;
   }
 }
 

@@ -128,6 +128,37 @@ TEST(AmxPack, VectorValuePackMatchesScalar) {
   }
 }
 
+// The full-tile fast path of pack_values_bf16_avx512 (32 rows, whole 32-channel chunks) with
+// +-inf and the values around it (largest finite, NaNs with the smallest payloads) planted at
+// every position in turn: the finiteness answer and the packing match the scalar code.
+TEST(AmxPack, VectorValuePackFindsEveryInfinity) {
+  if (detected_isa() < Isa::kAvx512) GTEST_SKIP() << "no AVX-512";
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> bits(0, 0x7f7f);  // finite, either sign below
+  const uint16_t planted[] = {0x7f80, 0xff80, 0x7f7f, 0xff7f, 0x7f81, 0xffc0, 0x7fff};
+  for (int d : {32, 64, 128}) {
+    const ptrdiff_t stride = d + 8;
+    std::vector<uint16_t> v(static_cast<size_t>(31 * stride + d));
+    for (auto& x : v) x = static_cast<uint16_t>(bits(rng) | (bits(rng) & 1) << 15);
+    std::vector<uint16_t> want(value_pack_size(d, KvType::kBf16)), got(want.size());
+    EXPECT_TRUE(pack_values_bf16_avx512(v.data(), stride, 32, d, got.data()));
+    for (int k = 0; k < 32; k += 3) {
+      for (int x = k % 5; x < d; x += 7) {
+        for (uint16_t value : planted) {
+          const uint16_t keep = v[k * stride + x];
+          v[k * stride + x] = value;
+          const bool finite = pack_values<KvType::kBf16>(v.data(), stride, 32, d, want.data());
+          EXPECT_EQ(finite, (value & 0x7fff) != 0x7f80);
+          ASSERT_EQ(pack_values_bf16_avx512(v.data(), stride, 32, d, got.data()), finite)
+              << "d " << d << " key " << k << " channel " << x << " value " << value;
+          ASSERT_EQ(got, want);
+          v[k * stride + x] = keep;
+        }
+      }
+    }
+  }
+}
+
 // ---- the engines: the model of the tiles, and the CPU's ----------------------------------
 
 struct EmuScope : BasicTileScope<EmuTiles> {

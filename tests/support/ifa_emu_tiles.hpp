@@ -20,9 +20,12 @@ extern const cpu::IfaKernels kIfaKernelsEmuTilesPvFma;
 /// 16): the same bits as kIfaKernelsEmuTiles when head blocking does not matter.
 extern const cpu::IfaKernels kIfaKernelsEmuTilesNarrow;
 
-/// The tile half's AVX-512 probability packing (pack_probs_avx512 in src/cpu/amx/amx_avx512-inl.h)
-/// and score transpose (transpose16_rows), as this unit compiles them, for direct checks against
+/// The tile half's AVX-512 query and probability packing (pack_query_f32_avx512 and
+/// pack_probs_avx512 in src/cpu/amx/amx_avx512-inl.h) and score transpose (transpose16_rows), as
+/// this unit compiles them, for direct checks against cpu::amx::pack_query_f32,
 /// cpu::amx::pack_probs and a plain transpose. Need AVX-512 (Isa::kAvx512).
+void ifa_tiles_pack_query(const float* q, ptrdiff_t q_stride, int m, int d, int pieces,
+                          uint16_t* out);
 void ifa_tiles_pack_probs(const float* p, ptrdiff_t p_stride, int m, int n, int pieces,
                           uint16_t* out);
 void ifa_tiles_transpose16(const float* in, ptrdiff_t in_stride, int64_t c0, int64_t c1, float* out,

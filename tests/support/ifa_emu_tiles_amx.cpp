@@ -39,6 +39,10 @@ using Emu = body::ifa_detail::TileEngine<body::Tiles, kPv, kHeads>;
 const cpu::IfaKernels kIfaKernelsEmuTiles = {body::ifa_chunk_on<Emu<true>>, body::ifa_merge, false};
 const cpu::IfaKernels kIfaKernelsEmuTilesPvFma = {body::ifa_chunk_on<Emu<false>>, body::ifa_merge,
                                                   false};
+void ifa_tiles_pack_query(const float* q, ptrdiff_t q_stride, int m, int d, int pieces,
+                          uint16_t* out) {
+  body::ifa_detail::pack_query_f32_avx512(q, q_stride, m, d, pieces, out);
+}
 void ifa_tiles_pack_probs(const float* p, ptrdiff_t p_stride, int m, int n, int pieces,
                           uint16_t* out) {
   body::ifa_detail::pack_probs_avx512(p, p_stride, m, n, pieces, out);

@@ -1,7 +1,8 @@
 // AVX-512 helpers of the tile halves (src/cpu/ifa/ifa_tiles-inl.h, src/cpu/sfa/sfa_tiles-inl.h):
-// the vector work around the tile kernels of amx_kernels-inl.h (splitting probabilities into bf16
-// pieces, transposing the key-major score tiles) and scores_bf16_32, amx::scores of 32 keys on two
-// interleaved accumulators, which calls back between its tile steps (a caller may prefetch there).
+// the vector work around the tile kernels of amx_kernels-inl.h (splitting queries and
+// probabilities into bf16 pieces, transposing the key-major score tiles) and scores_bf16_32,
+// amx::scores of 32 keys on two interleaved accumulators, which calls back between its tile steps
+// (a caller may prefetch there).
 // Each gives the bits of the amx_kernels-inl.h function it stands for.
 //
 // No include guard on purpose: include it inside the ISA namespace (or a namespace of it) of a
@@ -54,6 +55,39 @@ inline void pack_probs_avx512(const float* p, ptrdiff_t p_stride, int m, int n, 
       const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(lo[q])),
                                               _mm512_cvtepi32_epi16(hi[q]), 1);
       _mm512_storeu_si512(out + (q * m + i) * amx::kTileK, both);
+    }
+  }
+}
+
+// amx::pack_query_f32 bit for bit: m query rows of fp32 (q_i at q + i * q_stride, d channels) in
+// `pieces` pieces, 16 channel pairs at a time. A head's 32 channels of a chunk become 16 pair
+// units (32 bits: channel 2r in the low half), scattered to their rows r of the packed tile, m
+// units apart; channels past d are +0.0, whose pieces are zero, so every element is written.
+// (The scalar packing, run once per kv head and task, held about 6 % of the profile samples of
+// a G = 8 decode whose cache sits in L2: docs/perf-log.md, "IFA decode on AMX, round 3".)
+inline void pack_query_f32_avx512(const float* q, ptrdiff_t q_stride, int m, int d, int pieces,
+                                  uint16_t* out) {
+  const int chunks = amx::num_chunks(d);
+  const __m512i unit_index =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(m));
+  const auto lanes = [](int left) {
+    return left >= 16 ? __mmask16(0xffff) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
+  };
+  __m512i lo[amx::kMaxPieces], hi[amx::kMaxPieces];
+  for (int i = 0; i < m; ++i) {
+    const float* row = q + i * q_stride;
+    for (int c = 0; c < chunks; ++c) {
+      const int x0 = c * amx::kTileK;
+      split_lanes_to_bf16(_mm512_maskz_loadu_ps(lanes(d - x0), row + x0), pieces, lo);
+      split_lanes_to_bf16(_mm512_maskz_loadu_ps(lanes(d - x0 - 16), row + x0 + 16), pieces, hi);
+      for (int p = 0; p < pieces; ++p) {
+        const __m512i units = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm512_cvtepi32_epi16(lo[p])), _mm512_cvtepi32_epi16(hi[p]), 1);
+        auto* tile = reinterpret_cast<int*>(out) +
+                     (static_cast<ptrdiff_t>(p) * chunks + c) * amx::kTileRows * m + i;
+        _mm512_i32scatter_epi32(tile, unit_index, units, 4);
+      }
     }
   }
 }

@@ -36,10 +36,12 @@ using Engine = ifa_detail::TileEngine<amx::HwTiles, kPvOnTiles>;
 // (docs/perf-log.md, "IFA decode on AMX (2026-12-05)"; 2 threads, cold caches, B = 2, D = 128,
 // paged 128, best of 3-4 quiet runs, tiles ms / vector ms): G = 1 5.94 / 5.05, 2 2.99 / 2.90,
 // 4 3.75 / 3.75 (s8192; medians 4.15 / 3.88), 5 4.46 / 4.67 (s8192), 7 1.10 / 1.42,
-// 8 1.22 / 1.42, 16 0.88 / 1.18 (s4096 unless noted). fp16 and int8 KV stay on the vector body at
-// every G (their tile staging is scalar: 6.6-30 times slower on the first AMX machine,
-// docs/perf-log.md, "The AMX check"). Elsewhere the chunk runs the vector body, the same code as
-// the avx512bf16 entry's.
+// 8 1.22 / 1.42, 16 0.88 / 1.18 (s4096 unless noted). Rechecked after round 3's packing changes
+// (docs/perf-log.md, "IFA decode on AMX, round 3"): G = 4 s8192 tiles 4.39-4.46 / vector
+// 4.00-4.03 ms (2 threads), 7.86-9.01 / 7.36-7.40 (1 thread). fp16 and int8 KV stay on the
+// vector body at every G (their tile staging is scalar: 6.6-30 times slower on the first AMX
+// machine, docs/perf-log.md, "The AMX check"). Elsewhere the chunk runs the vector body, the same
+// code as the avx512bf16 entry's.
 inline constexpr int64_t kTileMinGroup = 5;
 void ifa_chunk_amx(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
                    const IfaSchedule& schedule, std::byte* base, int64_t task) {

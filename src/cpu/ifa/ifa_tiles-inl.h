@@ -31,10 +31,19 @@
 // them. The rows KvHeadWork::prefetch_while_scoring and prefetch_while_accumulating name are
 // prefetched a slice at a time between the tile steps of this one (score_tile, pv_tile), never in
 // one burst.
+//
+// Where a step's time goes (G = 8, D = 128, measured on the first AMX machine: docs/perf-log.md,
+// "IFA decode on AMX, round 3"): about 1.2 us of a core per kv head and 32 positions even with the
+// cache in L2, spread over the V re-layout (pack_value_rows_bf16_avx512), the fold, the tile
+// operations and the probability split; no part dominates. Interleaving two accumulator chains
+// in P·V, keeping the probability pieces resident on a P·V palette, double-buffering the QK
+// operands, and packing a head's V rows and weights ahead of the previous head's products left the
+// time unchanged, so the order of the tile operations below is the plain one.
 
-// The AVX-512 helpers around the tile steps (split_lanes_to_bf16, pack_probs_avx512,
-// transpose16_rows, scores_bf16_32) are cpu/amx/amx_avx512-inl.h's, which ifa_chunk_task-inl.h
-// includes just before this file; SFA's tile half (src/cpu/sfa/sfa_tiles-inl.h) uses the same ones.
+// The AVX-512 helpers around the tile steps (split_lanes_to_bf16, pack_query_f32_avx512,
+// pack_probs_avx512, transpose16_rows, scores_bf16_32) are cpu/amx/amx_avx512-inl.h's, which
+// ifa_chunk_task-inl.h includes just before this file; SFA's tile half
+// (src/cpu/sfa/sfa_tiles-inl.h) uses the same ones.
 
 // amx::pv_accumulate with between(g, groups) called after each channel group's products (the
 // same tile operations in the same order, so the same bits).
@@ -128,7 +137,7 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
     for (int64_t k = 0; k < num_kv; ++k) {
       for (int64_t b = 0; b < passes_; ++b) {
         const float* q = work[k].slot_ + pass_start(b) * hf_ + l.dp;
-        amx::pack_query_f32(q, hf_, m_, d_, kQueryPieces, qpack(k, b));
+        pack_query_f32_avx512(q, hf_, m_, d_, kQueryPieces, qpack(k, b));
       }
     }
   }
