@@ -108,8 +108,8 @@ class TileTask<TileEngine<Tiles, kHeads>> {
     pass_elems_ = kvflash::cpu::amx::query_pack_size(m_, static_cast<int>(kQk), pieces_);
     std::memset(st_, 0, sizeof(st_));  // the transpose reads whole 16-key blocks
     for (int64_t b = 0; b < passes_; ++b) {
-      kvflash::cpu::amx::pack_query_f32(w.q + pass_start(b) * kQk, kQk, m_, static_cast<int>(kQk),
-                                        pieces_, qpack(b));
+      pack_query_f32_avx512(w.q + pass_start(b) * kQk, kQk, m_, static_cast<int>(kQk), pieces_,
+                            qpack(b));
     }
   }
 
