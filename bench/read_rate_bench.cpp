@@ -10,8 +10,9 @@
 // is read, never past the task (cross=1: `dist` ahead in the order the tile passes read, so the
 // K pass prefetches V and the V pass the next tile's K), and a task starts with a burst over the
 // first min(dist, task) bytes of each stream (burst=0: none). Buffers are 2 MiB aligned and
-// madvised to 4 KiB or 2 MiB pages; each repetition reads all of them once (mib in total, far
-// above the last-level cache), so every read is cold.
+// madvised to 4 KiB or 2 MiB pages; each repetition reads all of them once (mib in total): the
+// default 1 GiB is far above the last-level cache, so every read is cold; a total the last-level
+// cache holds (16 MiB, the least: 2 MiB a stream) times the work on data read from it instead.
 // Usage: kvflash_read_rate_bench [threads=1] [mib=1024] [reps=3] [pages=4k|2m] CASE...
 //   CASE: comma-separated key=value: s=2 pf=none|t0|t1|t2|nta dist=65536 tile=65536
 //   task=1048576 ilv=0 work=0|4|8|16 burst=1 cross=0.
@@ -261,7 +262,7 @@ int main(int argc, char** argv) {
       cases.push_back(c);
     }
   }
-  if (cases.empty() || threads < 1 || reps < 1 || mib < 64) {
+  if (cases.empty() || threads < 1 || reps < 1 || mib < 2 * kMaxStreams) {
     std::fprintf(stderr,
                  "usage: kvflash_read_rate_bench [threads=1] [mib=1024] [reps=3] [pages=4k|2m] "
                  "CASE...\n");
