@@ -157,11 +157,16 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
       const int64_t upto = to_prefetch * (step + 1) / steps;
       for (; prefetched < upto; ++prefetched) w.prefetch_while_scoring(rows, prefetched);
     };
+    // int8 and fp16 rows of contiguous channels: converted once for every pass into bf16 rows
+    // (int8 widened, fp16 split in 2 pieces; what amx::scores<Tiles, kType> would stage, element
+    // for element, a 16 x 32 block at a time and once per pass), scored as bf16 below.
+    const bool widened = kKind != KvKind::kBf16 && w.k_sdim_ == 1;
+    if (widened) widen_k(w, rows, prefetch_slice);
     // Runs of rows a tile operand can take as they are: [start, start + len) at one stride.
     int64_t run_start[kIfaTile], run_len[kIfaTile];
     ptrdiff_t run_stride[kIfaTile];
     int64_t runs = 0;
-    for (int64_t j = 0; j < n;) {
+    for (int64_t j = 0; j < n && !widened;) {
       int64_t len = 1;
       ptrdiff_t stride = 0;
       if (w.k_sdim_ != 1) {
@@ -177,6 +182,13 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
     }
     for (int64_t b = 0; b < passes_; ++b) {
       const uint16_t* qp = qpack(k, b);
+      if (widened && kKind == KvKind::kInt8) {
+        amx::scores<Tiles, amx::KvType::kBf16>(kwide_, d_, static_cast<int>(n), d_, qp, m_,
+                                               kQueryPieces, st_, amx::kMaxHeads);
+      } else if (widened) {
+        amx::scores_split<Tiles>(kwide_, kwide_ + kWidePlane, d_, static_cast<int>(n), d_, qp, m_,
+                                 kQueryPieces, st_, amx::kMaxHeads);
+      }
       for (int64_t r = 0; r < runs; ++r) {
         const int64_t j = run_start[r];
         const void* k0 = rows.k[j] + w.k_head_off_;
@@ -225,6 +237,16 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
         v[i] = reinterpret_cast<const uint16_t*>(rows.v[i] + w.v_head_off_);
       }
       finite = amx::pack_value_rows_bf16_avx512(v, n, d_, vpack_);
+    } else if (kKind == KvKind::kInt8 && w.v_sdim_ == 1) {
+      const int8_t* v[kIfaTile];
+      for (int i = 0; i < n; ++i) v[i] = reinterpret_cast<const int8_t*>(rows.v[i] + w.v_head_off_);
+      finite = amx::pack_value_rows_int8_avx512(v, n, d_, vpack_);
+    } else if (kKind == KvKind::kFp16 && w.v_sdim_ == 1) {
+      const uint16_t* v[kIfaTile];
+      for (int i = 0; i < n; ++i) {
+        v[i] = reinterpret_cast<const uint16_t*>(rows.v[i] + w.v_head_off_);
+      }
+      finite = amx::pack_value_rows_fp16_avx512(v, n, d_, vpack_);
     } else {
       const void* v[kIfaTile];
       for (int i = 0; i < n; ++i) v[i] = rows.v[i] + w.v_head_off_;
@@ -260,6 +282,24 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
   uint16_t* qpack(int64_t k, int64_t b) {
     return qpack_ + static_cast<size_t>(k * passes_ + b) * pass_elems_;
   }
+  // The tile's K rows (int8 or fp16, contiguous channels) as bf16 rows of d_ channels in kwide_
+  // (fp16's second pieces kWidePlane elements on), prefetching a slice after each row.
+  template <class PrefetchSlice>
+  void widen_k(const KvHeadWork<kKind>& w, const TileRows& rows, PrefetchSlice& prefetch_slice) {
+    const int64_t n = rows.n;
+    for (int64_t j = 0; j < n; ++j) {
+      const std::byte* row = rows.k[j] + w.k_head_off_;
+      uint16_t* out = kwide_ + j * d_;
+      if constexpr (kKind == KvKind::kInt8) {
+        const auto* typed = reinterpret_cast<const int8_t*>(row);
+        amx::widen_rows_int8_avx512(&typed, 1, d_, out, d_);
+      } else if constexpr (kKind == KvKind::kFp16) {
+        const auto* typed = reinterpret_cast<const uint16_t*>(row);
+        amx::split_rows_fp16_avx512(&typed, 1, d_, out, out + kWidePlane, d_);
+      }
+      prefetch_slice(j, n);
+    }
+  }
   // Rows [j, j + len) of a strided-channel cache copied, element for element, into kstage_ as
   // contiguous rows of d_ channels.
   void stage_rows(const TileRows& rows, int64_t j, int64_t len, int64_t head_off, int64_t sdim) {
@@ -276,6 +316,8 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
   alignas(64) float st_[kIfaTile * amx::kMaxHeads];  // one pass's scores, key-major
   alignas(64) uint16_t qpack_[kQueryElems];
   alignas(64) std::byte kstage_[amx::kTileRows * kIfaMaxHeadDim * kEs];
+  static constexpr size_t kWidePlane = kIfaTile * kIfaMaxHeadDim;
+  alignas(64) uint16_t kwide_[kKind == KvKind::kBf16 ? 1 : amx::kv_pieces(kType) * kWidePlane];
   alignas(64) uint16_t vpack_[kPv ? amx::value_pack_size(kIfaMaxHeadDim, kType) : 1];
   alignas(64) uint16_t ppack_[amx::prob_pack_size(amx::kMaxHeads, kProbPieces)];
 };
