@@ -178,7 +178,9 @@ struct TypedRows {
   }
   const void* const* rows() const { return reinterpret_cast<const void* const*>(row_ptr.data()); }
   template <class E>
-  const E* const* typed() const { return reinterpret_cast<const E* const*>(row_ptr.data()); }
+  const E* const* typed() const {
+    return reinterpret_cast<const E* const*>(row_ptr.data());
+  }
 
   KvType type;
   ptrdiff_t stride;
@@ -188,14 +190,15 @@ struct TypedRows {
 
 // The specials planted: int8's ends and zero; fp16 +-inf, NaNs (smallest payloads, quiet and
 // signalling), the largest finite, -0, the smallest and largest subnormals.
-const uint16_t kInt8Specials[] = {0x80, 0x7f, 0x00, 0xff, 0x01};
-const uint16_t kFp16Specials[] = {0x7c00, 0xfc00, 0x7c01, 0xfe00, 0x7fff, 0x7bff, 0xfbff,
-                                  0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400};
+std::vector<uint16_t> specials_of(KvType t) {
+  if (t == KvType::kInt8) return {0x80, 0x7f, 0x00, 0xff, 0x01};
+  return {0x7c00, 0xfc00, 0x7c01, 0xfe00, 0x7fff, 0x7bff, 0xfbff,
+          0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400};
+}
 
 bool typed_pack_avx512(const TypedRows& v, int n, int d, uint16_t* out) {
-  return v.type == KvType::kInt8
-             ? pack_value_rows_int8_avx512(v.typed<int8_t>(), n, d, out)
-             : pack_value_rows_fp16_avx512(v.typed<uint16_t>(), n, d, out);
+  return v.type == KvType::kInt8 ? pack_value_rows_int8_avx512(v.typed<int8_t>(), n, d, out)
+                                 : pack_value_rows_fp16_avx512(v.typed<uint16_t>(), n, d, out);
 }
 bool typed_pack_scalar(const TypedRows& v, int n, int d, uint16_t* out) {
   return v.type == KvType::kInt8 ? pack_value_rows<KvType::kInt8>(v.rows(), 1, n, d, out)
@@ -215,8 +218,7 @@ TEST(AmxPack, Int8AndFp16ValuePackMatchScalar) {
           const TypedRows v(t, n, d, d + 5, finite, rng);
           std::vector<uint16_t> want(value_pack_size(d, t), 1), got(want.size(), 2);
           const bool want_finite = typed_pack_scalar(v, n, d, want.data());
-          ASSERT_EQ(typed_pack_avx512(v, n, d, got.data()), want_finite)
-              << "d " << d << " n " << n;
+          ASSERT_EQ(typed_pack_avx512(v, n, d, got.data()), want_finite) << "d " << d << " n " << n;
           ASSERT_EQ(got, want) << "type " << int(t) << " d " << d << " n " << n;
         }
       }
@@ -228,8 +230,7 @@ TEST(AmxPack, Int8AndFp16ValuePackMatchScalar) {
       std::vector<uint16_t> want(value_pack_size(d, t)), got(want.size());
       for (int k = 0; k < 32; k += 3) {
         for (int x = k % 5; x < d; x += 11) {
-          for (uint16_t value : t == KvType::kInt8 ? std::vector<uint16_t>(std::begin(kInt8Specials), std::end(kInt8Specials))
-                                                   : std::vector<uint16_t>(std::begin(kFp16Specials), std::end(kFp16Specials))) {
+          for (uint16_t value : specials_of(t)) {
             uint16_t keep = 0;
             std::memcpy(&keep, &v.bytes[(k * v.stride + x) * kv_bytes(t)], kv_bytes(t));
             v.set(k, x, value);
@@ -257,9 +258,7 @@ TEST(AmxPack, Int8AndFp16KRowsMatchStaging) {
     for (int d : {16, 20, 32, 40, 128, 576}) {
       for (int n : {1, 16, 17, 32}) {
         TypedRows v(t, n, d, d + 3, /*finite=*/false, rng);
-        const auto& specials = t == KvType::kInt8
-                                   ? std::vector<uint16_t>(std::begin(kInt8Specials), std::end(kInt8Specials))
-                                   : std::vector<uint16_t>(std::begin(kFp16Specials), std::end(kFp16Specials));
+        const std::vector<uint16_t> specials = specials_of(t);
         for (size_t i = 0; i < specials.size(); ++i) {
           v.set(static_cast<int>(i) % n, static_cast<int>(i * 7) % d, specials[i]);
         }
@@ -306,7 +305,6 @@ TEST(AmxPack, Int8AndFp16KRowsMatchStaging) {
     }
   }
 }
-
 
 // ---- the engines: the model of the tiles, and the CPU's ----------------------------------
 

@@ -54,8 +54,8 @@ bool pack_value_rows_fp16_avx512(const uint16_t* const* rows, int n, int d, uint
 /// Writes channels [0, d) of each row only. Need AVX-512 and AVX512-BF16, no tiles.
 void widen_rows_int8_avx512(const int8_t* const* rows, int n, int d, uint16_t* out,
                             ptrdiff_t out_stride);
-void split_rows_fp16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* hi,
-                            uint16_t* lo, ptrdiff_t out_stride);
+void split_rows_fp16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* hi, uint16_t* lo,
+                            ptrdiff_t out_stride);
 
 /// A register-only loop of `iters` x 4 tdpbf16ps on full 16 x 16 x 32 tiles (16,384 FLOP each):
 /// the matrix engine's bf16 peak, for tools/bf16_peak.cpp. Configures and releases its own

@@ -35,15 +35,19 @@ void pv_accumulate(const uint16_t* ppack, int m, int ppieces, const uint16_t* vp
   pv_accumulate<HwTiles>(ppack, m, ppieces, vpack, vpieces, d, o, o_stride);
 }
 
+namespace {
+// The VNNI interleave of two rows' 32-channel chunks: output element 2c + j of a packed row is
+// channel c of key 2r + j, the low half of the chunk (indices 32 + c pick the second row) in
+// kLo, then the high half in kHi.
+alignas(64) constexpr uint16_t kLo[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                          37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                          11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+alignas(64) constexpr uint16_t kHi[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                          53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                          27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+}  // namespace
+
 bool pack_value_rows_bf16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* out) {
-  // Output element 2c + j of a row is channel c of key 2r + j: the low half of a 32-channel chunk
-  // interleaved from two rows (indices 32 + c pick the second row), then the high half.
-  alignas(64) static constexpr uint16_t kLo[32] = {
-      0, 32, 1, 33, 2, 34, 3, 35, 4,  36, 5,  37, 6,  38, 7,  39,
-      8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-  alignas(64) static constexpr uint16_t kHi[32] = {
-      16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
-      24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
   const __m512i lo_idx = _mm512_load_si512(kLo);
   const __m512i hi_idx = _mm512_load_si512(kHi);
   const __m512i magnitude = _mm512_set1_epi16(0x7fff);
@@ -142,15 +146,10 @@ struct SplitFp16 {
 };
 
 // pack_value_rows<T> with `convert` (WidenInt8, SplitFp16) turning 32 channels of a row into
-// their pieces; the interleave is pack_value_rows_bf16_avx512's general loop, piece by piece.
+// their pieces; the interleave (kLo, kHi) is pack_value_rows_bf16_avx512's general loop, piece by
+// piece.
 template <class Convert, class T>
 bool pack_converted_rows(const T* const* rows, int n, int d, uint16_t* out, Convert convert) {
-  alignas(64) static constexpr uint16_t kLo[32] = {
-      0, 32, 1, 33, 2, 34, 3, 35, 4,  36, 5,  37, 6,  38, 7,  39,
-      8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-  alignas(64) static constexpr uint16_t kHi[32] = {
-      16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
-      24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
   constexpr int kPieces = Convert::kPieces;
   const __m512i lo_idx = _mm512_load_si512(kLo);
   const __m512i hi_idx = _mm512_load_si512(kHi);
@@ -201,8 +200,8 @@ void widen_rows_int8_avx512(const int8_t* const* rows, int n, int d, uint16_t* o
   }
 }
 
-void split_rows_fp16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* hi,
-                            uint16_t* lo, ptrdiff_t out_stride) {
+void split_rows_fp16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* hi, uint16_t* lo,
+                            ptrdiff_t out_stride) {
   __m512i piece[2];
   for (int k = 0; k < n; ++k) {
     for (int x0 = 0; x0 < d; x0 += kTileK) {

@@ -7,21 +7,25 @@
 //
 // Written once against a tile-operations type (cpu/amx/amx_tile.hpp), so the code the tests check
 // on the model is the code the hardware runs. Per tile of kIfaTile positions and kv head:
-//   - QK: the K rows straight from the cache as the A operand (runs of equally spaced rows, which a
-//     paged cache breaks at block edges; rows of strided channels are first copied, unchanged, into
-//     a contiguous staging buffer), the group's queries packed once per task as the B operand in
-//     bf16 pieces that sum to them exactly (bf16 query 1 piece, fp16 2, int8 KV's scaled fp32 query
-//     3), so every product is exact and only the fp32 sums round (amx::scores; a whole 32-row
-//     run of bf16 rows goes through scores_bf16_32, the same sums with two accumulators);
+//   - QK: bf16 K rows straight from the cache as the A operand (runs of equally spaced rows, which
+//     a paged cache breaks at block edges; rows of strided channels are first copied, unchanged,
+//     into a contiguous staging buffer); int8 and fp16 rows of contiguous channels converted once
+//     per tile into bf16 rows on AVX-512 (amx::widen_rows_int8_avx512,
+//     amx::split_rows_fp16_avx512), strided ones staged by amx::scores; the group's queries packed
+//     once per task as the B operand in bf16 pieces that sum to them exactly (bf16 query 1 piece,
+//     fp16 2, int8 KV's scaled fp32 query 3), so every product is exact and only the fp32 sums
+//     round (amx::scores; a whole 32-row run of bf16 rows goes through scores_bf16_32, the same
+//     sums with two accumulators);
 //   - the key-major score tile is transposed into s[g][i] (transpose16_rows), and the vector
 //     body takes over: int8 bias and exact_scores, scale, pse, mask and the online softmax fold
 //     (KvHeadWork::fold), so the non-finite rules are the other ISAs' (core/online_softmax.hpp);
 //   - P·V (when the engine says so): V packed to VNNI pairs once per kv head (int8 widened to bf16
-//     exactly, fp16 in 2 exact pieces; the int8 scale and offset stay folded into the accumulator,
-//     KvHeadWork::finish), P in kProbPieces bf16 pieces (exact; pack_probs_avx512, amx::pack_probs
-//     bit for bit), accumulated on the tiles into the slot's fp32 accumulators; a block holding an
-//     infinite value runs on the vector FMAs instead (amx::pack_value_rows says why). Otherwise
-//     P·V is KvHeadWork::pv_block_at, the vector FMAs.
+//     exactly, fp16 in 2 exact pieces; on AVX-512 for contiguous channels, amx_kernels.hpp; the
+//     int8 scale and offset stay folded into the accumulator, KvHeadWork::finish), P in kProbPieces
+//     bf16 pieces (exact; pack_probs_avx512, amx::pack_probs bit for bit), accumulated on the tiles
+//     into the slot's fp32 accumulators; a block holding an infinite value runs on the vector FMAs
+//     instead (amx::pack_value_rows says why). Otherwise P·V is KvHeadWork::pv_block_at, the vector
+//     FMAs.
 // A group of G heads goes through passes of m = ceil(G / passes) heads; the last pass starts at
 // G - m, so it may repeat heads of the one before: their scores are not copied twice, and their
 // probability rows are zero in its P·V (adding +0.0 leaves an accumulator as it is; a NaN value
