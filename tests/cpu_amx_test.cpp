@@ -159,6 +159,153 @@ TEST(AmxPack, VectorValuePackFindsEveryInfinity) {
   }
 }
 
+// Rows of int8 or fp16 cache elements for the vector packing and K staging of the tile path:
+// random bit patterns (every fp16 class: NaN, inf, subnormals, -0) or random finite ones, with
+// `planted` values stored at every position in turn by the tests below.
+struct TypedRows {
+  TypedRows(KvType t, int n, int d, ptrdiff_t stride, bool finite, std::mt19937& rng)
+      : type(t), stride(stride), bytes(static_cast<size_t>(((n - 1) * stride + d) * kv_bytes(t))) {
+    std::uniform_int_distribution<int> bits(0, 0xffff);
+    for (size_t i = 0; i < bytes.size(); i += kv_bytes(t)) {
+      uint16_t b = static_cast<uint16_t>(bits(rng));
+      if (finite && t == KvType::kFp16 && (b & 0x7c00) == 0x7c00) b &= 0xbfff;  // exponent < 31
+      std::memcpy(&bytes[i], &b, kv_bytes(t));
+    }
+    for (int k = 0; k < n; ++k) row_ptr.push_back(bytes.data() + k * stride * kv_bytes(t));
+  }
+  void set(int k, int x, uint16_t value) {
+    std::memcpy(&bytes[(k * stride + x) * kv_bytes(type)], &value, kv_bytes(type));
+  }
+  const void* const* rows() const { return reinterpret_cast<const void* const*>(row_ptr.data()); }
+  template <class E>
+  const E* const* typed() const {
+    return reinterpret_cast<const E* const*>(row_ptr.data());
+  }
+
+  KvType type;
+  ptrdiff_t stride;
+  std::vector<std::byte> bytes;  // exactly what is read
+  std::vector<const std::byte*> row_ptr;
+};
+
+// The specials planted: int8's ends and zero; fp16 +-inf, NaNs (smallest payloads, quiet and
+// signalling), the largest finite, -0, the smallest and largest subnormals.
+std::vector<uint16_t> specials_of(KvType t) {
+  if (t == KvType::kInt8) return {0x80, 0x7f, 0x00, 0xff, 0x01};
+  return {0x7c00, 0xfc00, 0x7c01, 0xfe00, 0x7fff, 0x7bff, 0xfbff,
+          0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400};
+}
+
+bool typed_pack_avx512(const TypedRows& v, int n, int d, uint16_t* out) {
+  return v.type == KvType::kInt8 ? pack_value_rows_int8_avx512(v.typed<int8_t>(), n, d, out)
+                                 : pack_value_rows_fp16_avx512(v.typed<uint16_t>(), n, d, out);
+}
+bool typed_pack_scalar(const TypedRows& v, int n, int d, uint16_t* out) {
+  return v.type == KvType::kInt8 ? pack_value_rows<KvType::kInt8>(v.rows(), 1, n, d, out)
+                                 : pack_value_rows<KvType::kFp16>(v.rows(), 1, n, d, out);
+}
+
+// pack_value_rows_{int8,fp16}_avx512 give pack_value_rows' bits and finiteness answer over random
+// rows (all fp16 bit patterns, NaN and inf included) at every tail of keys and channels, and with
+// each special planted at spread positions of finite rows.
+TEST(AmxPack, Int8AndFp16ValuePackMatchScalar) {
+  if (detected_isa() < Isa::kAvx512Bf16) GTEST_SKIP() << "no AVX512-BF16";
+  std::mt19937 rng(31);
+  for (KvType t : {KvType::kInt8, KvType::kFp16}) {
+    for (int d : {16, 20, 32, 48, 64, 100, 128, 256}) {
+      for (int n : {1, 2, 15, 31, 32}) {
+        for (bool finite : {false, true}) {
+          const TypedRows v(t, n, d, d + 5, finite, rng);
+          std::vector<uint16_t> want(value_pack_size(d, t), 1), got(want.size(), 2);
+          const bool want_finite = typed_pack_scalar(v, n, d, want.data());
+          ASSERT_EQ(typed_pack_avx512(v, n, d, got.data()), want_finite) << "d " << d << " n " << n;
+          ASSERT_EQ(got, want) << "type " << int(t) << " d " << d << " n " << n;
+        }
+      }
+    }
+  }
+  for (KvType t : {KvType::kInt8, KvType::kFp16}) {
+    for (int d : {40, 128}) {
+      TypedRows v(t, 32, d, d, /*finite=*/true, rng);
+      std::vector<uint16_t> want(value_pack_size(d, t)), got(want.size());
+      for (int k = 0; k < 32; k += 3) {
+        for (int x = k % 5; x < d; x += 11) {
+          for (uint16_t value : specials_of(t)) {
+            uint16_t keep = 0;
+            std::memcpy(&keep, &v.bytes[(k * v.stride + x) * kv_bytes(t)], kv_bytes(t));
+            v.set(k, x, value);
+            const bool finite = typed_pack_scalar(v, 32, d, want.data());
+            EXPECT_EQ(finite, t == KvType::kInt8 || (value & 0x7fff) != 0x7c00);
+            ASSERT_EQ(typed_pack_avx512(v, 32, d, got.data()), finite)
+                << "d " << d << " key " << k << " channel " << x << " value " << value;
+            ASSERT_EQ(got, want) << "d " << d << " key " << k << " channel " << x;
+            v.set(k, x, keep);
+          }
+        }
+      }
+    }
+  }
+}
+
+// widen_rows_int8_avx512 / split_rows_fp16_avx512 write, element for element, what
+// detail::stage_k stages for scores<Ops, T> (every 16-row block, chunk and piece), and nothing
+// past d; specials planted as above.
+TEST(AmxPack, Int8AndFp16KRowsMatchStaging) {
+  if (detected_isa() < Isa::kAvx512Bf16) GTEST_SKIP() << "no AVX512-BF16";
+  std::mt19937 rng(37);
+  for (KvType t : {KvType::kInt8, KvType::kFp16}) {
+    const int pieces = kv_pieces(t);
+    for (int d : {16, 20, 32, 40, 128, 576}) {
+      for (int n : {1, 16, 17, 32}) {
+        TypedRows v(t, n, d, d + 3, /*finite=*/false, rng);
+        const std::vector<uint16_t> specials = specials_of(t);
+        for (size_t i = 0; i < specials.size(); ++i) {
+          v.set(static_cast<int>(i) % n, static_cast<int>(i * 7) % d, specials[i]);
+        }
+        const ptrdiff_t out_stride = d + 9;
+        constexpr uint16_t kUntouched = 0x5555;
+        std::vector<uint16_t> out[2];
+        for (auto& o : out) o.assign(static_cast<size_t>(n * out_stride), kUntouched);
+        if (t == KvType::kInt8) {
+          widen_rows_int8_avx512(v.typed<int8_t>(), n, d, out[0].data(), out_stride);
+        } else {
+          split_rows_fp16_avx512(v.typed<uint16_t>(), n, d, out[0].data(), out[1].data(),
+                                 out_stride);
+        }
+        alignas(64) uint16_t stage[kTileRows * kTileK];
+        const ptrdiff_t stride_bytes = v.stride * kv_bytes(t);
+        for (int j0 = 0; j0 < n; j0 += kTileRows) {
+          const int rows = n - j0 < kTileRows ? n - j0 : kTileRows;
+          for (int x0 = 0; x0 < d; x0 += kTileK) {
+            for (int p = 0; p < pieces; ++p) {
+              const std::byte* k = v.row_ptr[j0];
+              if (t == KvType::kInt8) {
+                detail::stage_k<KvType::kInt8>(k, stride_bytes, rows, x0, d, p, stage);
+              } else {
+                detail::stage_k<KvType::kFp16>(k, stride_bytes, rows, x0, d, p, stage);
+              }
+              for (int r = 0; r < rows; ++r) {
+                for (int x = 0; x < kTileK && x0 + x < d; ++x) {
+                  ASSERT_EQ(out[p][(j0 + r) * out_stride + x0 + x], stage[r * kTileK + x])
+                      << "type " << int(t) << " d " << d << " row " << j0 + r << " channel "
+                      << x0 + x << " piece " << p;
+                }
+              }
+            }
+          }
+        }
+        for (int p = 0; p < pieces; ++p) {
+          for (int r = 0; r < n; ++r) {
+            for (ptrdiff_t x = d; x < out_stride; ++x) {
+              ASSERT_EQ(out[p][r * out_stride + x], kUntouched) << "row " << r << " at " << x;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // ---- the engines: the model of the tiles, and the CPU's ----------------------------------
 
 struct EmuScope : BasicTileScope<EmuTiles> {

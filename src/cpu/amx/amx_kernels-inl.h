@@ -122,11 +122,12 @@ inline void pack_probs(const float* p, ptrdiff_t p_stride, int m, int n, int pie
 
 /// Packs n <= 32 value rows given by address (row k at rows[k]; channel x at element x * x_stride
 /// of T from it, d channels) in kv_pieces(T) pieces: the rows of a paged cache need not be
-/// equally spaced. Scalar reference layout; pack_value_rows_bf16_avx512 (amx_kernels.hpp) is the
-/// same layout for bf16 rows of contiguous channels with vector shuffles. Returns false when a
-/// value is +-inf: such a block must not go through pv_accumulate with more than one probability
-/// piece (inf times a zero piece is NaN where fp64 has +-inf), so the caller runs that block's
-/// P·V on fp32 FMAs. NaN values need nothing: they make the same outputs NaN either way.
+/// equally spaced. Scalar reference layout; pack_value_rows_{bf16,int8,fp16}_avx512
+/// (amx_kernels.hpp) are the same layout for rows of contiguous channels with vector shuffles.
+/// Returns false when a value is +-inf: such a block must not go through pv_accumulate with more
+/// than one probability piece (inf times a zero piece is NaN where fp64 has +-inf), so the caller
+/// runs that block's P·V on fp32 FMAs. NaN values need nothing: they make the same outputs NaN
+/// either way.
 template <KvType T>
 inline bool pack_value_rows(const void* const* rows, ptrdiff_t x_stride, int n, int d,
                             uint16_t* out) {

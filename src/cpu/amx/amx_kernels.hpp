@@ -40,6 +40,23 @@ bool pack_value_rows_bf16_avx512(const uint16_t* const* rows, int n, int d, uint
 /// The same for equally spaced rows (row k at v + k * v_stride), as pack_values<KvType::kBf16>.
 bool pack_values_bf16_avx512(const uint16_t* v, ptrdiff_t v_stride, int n, int d, uint16_t* out);
 
+/// pack_value_rows<KvType::kInt8> and pack_value_rows<KvType::kFp16> of n <= 32 rows of
+/// contiguous channels, 32 channels a vector (int8 widened with vcvtne2ps2bf16, exact; fp16
+/// converted to fp32 and split in 2 pieces lane by lane): the same bits and the same result
+/// (false when a value is +-inf; never for int8). Need AVX-512 and AVX512-BF16, no tiles.
+bool pack_value_rows_int8_avx512(const int8_t* const* rows, int n, int d, uint16_t* out);
+bool pack_value_rows_fp16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* out);
+
+/// n rows of contiguous channels (row k at rows[k], d channels) as bf16 rows out_stride elements
+/// apart, the K operand of scores<HwTiles, KvType::kBf16> / scores_split: int8 widened (one exact
+/// piece, out[k * out_stride + x]), fp16 split in 2 (piece 0 in hi, piece 1 in lo). Element for
+/// element what detail::stage_k<T> stages, so scoring these rows gives scores<HwTiles, T>'s bits.
+/// Writes channels [0, d) of each row only. Need AVX-512 and AVX512-BF16, no tiles.
+void widen_rows_int8_avx512(const int8_t* const* rows, int n, int d, uint16_t* out,
+                            ptrdiff_t out_stride);
+void split_rows_fp16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* hi, uint16_t* lo,
+                            ptrdiff_t out_stride);
+
 /// A register-only loop of `iters` x 4 tdpbf16ps on full 16 x 16 x 32 tiles (16,384 FLOP each):
 /// the matrix engine's bf16 peak, for tools/bf16_peak.cpp. Configures and releases its own
 /// tiles; returns a sum of the accumulators so the loop cannot be optimised away.

@@ -1,7 +1,15 @@
 // The AMX microkernels on the CPU's tiles. This translation unit is built with the AVX-512,
 // AVX512-BF16 and AMX flags (CMakeLists.txt, KVFLASH_AMX_FLAGS); only code reached at
-// Isa::kAmx (and the pack_value*_bf16_avx512 functions, at Isa::kAvx512) runs from it.
+// Isa::kAmx (and the pack_value*_bf16_avx512 functions, at Isa::kAvx512) runs from it; the int8
+// and fp16 packing and K staging below need AVX512-BF16 besides.
 #include <immintrin.h>
+
+// GCC 12's intrinsic headers trip -W(maybe-)uninitialized on their internal _mm*_undefined
+// operands once inlined here (a known false positive); nothing in this unit is uninitialised.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "cpu/amx/amx_kernels.hpp"
 
@@ -27,15 +35,19 @@ void pv_accumulate(const uint16_t* ppack, int m, int ppieces, const uint16_t* vp
   pv_accumulate<HwTiles>(ppack, m, ppieces, vpack, vpieces, d, o, o_stride);
 }
 
+namespace {
+// The VNNI interleave of two rows' 32-channel chunks: output element 2c + j of a packed row is
+// channel c of key 2r + j, the low half of the chunk (indices 32 + c pick the second row) in
+// kLo, then the high half in kHi.
+alignas(64) constexpr uint16_t kLo[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                          37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                          11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+alignas(64) constexpr uint16_t kHi[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                          53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                          27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+}  // namespace
+
 bool pack_value_rows_bf16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* out) {
-  // Output element 2c + j of a row is channel c of key 2r + j: the low half of a 32-channel chunk
-  // interleaved from two rows (indices 32 + c pick the second row), then the high half.
-  alignas(64) static constexpr uint16_t kLo[32] = {
-      0, 32, 1, 33, 2, 34, 3, 35, 4,  36, 5,  37, 6,  38, 7,  39,
-      8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-  alignas(64) static constexpr uint16_t kHi[32] = {
-      16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
-      24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
   const __m512i lo_idx = _mm512_load_si512(kLo);
   const __m512i hi_idx = _mm512_load_si512(kHi);
   const __m512i magnitude = _mm512_set1_epi16(0x7fff);
@@ -88,6 +100,117 @@ bool pack_value_rows_bf16_avx512(const uint16_t* const* rows, int n, int d, uint
     }
   }
   return infinite == 0;
+}
+
+namespace {
+
+// The AVX-512 helpers (split_lanes_to_bf16) in a namespace of this file's own.
+namespace vec {
+#include "cpu/amx/amx_avx512-inl.h"
+}  // namespace vec
+
+__mmask32 first_lanes(int width) {
+  return width >= kTileK ? ~__mmask32{0} : (__mmask32{1} << width) - 1;
+}
+
+// Channels [x0, x0 + 32) of an int8 row (`mask`: those below d) as 32 bf16 (exact: an int8 value
+// has at most 8 significant bits, so the rounding conversion changes nothing). Never infinite.
+struct WidenInt8 {
+  static constexpr int kPieces = 1;
+  __mmask32 operator()(const int8_t* row, int x0, __mmask32 mask, __m512i* out) const {
+    const __m256i v = _mm256_maskz_loadu_epi8(mask, row + x0);
+    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(v)));
+    const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(v, 1)));
+    out[0] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+    return 0;
+  }
+};
+
+// Channels [x0, x0 + 32) of an fp16 row as their 2 bf16 pieces (split_to_bf16 of the exact fp32
+// value, lane for lane: split_lanes_to_bf16); returns the lanes that hold +-inf.
+struct SplitFp16 {
+  static constexpr int kPieces = 2;
+  __mmask32 operator()(const uint16_t* row, int x0, __mmask32 mask, __m512i* out) const {
+    alignas(64) static constexpr uint16_t kLowHalves[32] = {
+        0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+        32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
+    const __m512i v = _mm512_maskz_loadu_epi16(mask, row + x0);
+    __m512i lo[2], hi[2];
+    vec::split_lanes_to_bf16(_mm512_cvtph_ps(_mm512_castsi512_si256(v)), 2, lo);
+    vec::split_lanes_to_bf16(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(v, 1)), 2, hi);
+    const __m512i halves = _mm512_load_si512(kLowHalves);
+    for (int p = 0; p < 2; ++p) out[p] = _mm512_permutex2var_epi16(lo[p], halves, hi[p]);
+    return _mm512_cmpeq_epi16_mask(_mm512_and_si512(v, _mm512_set1_epi16(0x7fff)),
+                                   _mm512_set1_epi16(0x7c00));
+  }
+};
+
+// pack_value_rows<T> with `convert` (WidenInt8, SplitFp16) turning 32 channels of a row into
+// their pieces; the interleave (kLo, kHi) is pack_value_rows_bf16_avx512's general loop, piece by
+// piece.
+template <class Convert, class T>
+bool pack_converted_rows(const T* const* rows, int n, int d, uint16_t* out, Convert convert) {
+  constexpr int kPieces = Convert::kPieces;
+  const __m512i lo_idx = _mm512_load_si512(kLo);
+  const __m512i hi_idx = _mm512_load_si512(kHi);
+  const int groups = num_groups(d);
+  const ptrdiff_t plane = static_cast<ptrdiff_t>(groups) * kTileRows * kTileK;
+  __mmask32 infinite = 0;
+  __m512i a[kPieces], b[kPieces];
+  for (int r = 0; r < kTileRows; ++r) {
+    const int k0 = 2 * r, k1 = 2 * r + 1;
+    for (int x0 = 0; x0 < d; x0 += kTileK) {
+      const __mmask32 mask = first_lanes(d - x0);
+      for (int p = 0; p < kPieces; ++p) a[p] = b[p] = _mm512_setzero_si512();
+      if (k0 < n) infinite |= convert(rows[k0], x0, mask, a);
+      if (k1 < n) infinite |= convert(rows[k1], x0, mask, b);
+      const int g = x0 / 16;
+      for (int p = 0; p < kPieces; ++p) {
+        uint16_t* dst = out + p * plane + (g * kTileRows + r) * kTileK;
+        _mm512_storeu_si512(dst, _mm512_permutex2var_epi16(a[p], lo_idx, b[p]));
+        if (g + 1 < groups) {
+          _mm512_storeu_si512(dst + kTileRows * kTileK,
+                              _mm512_permutex2var_epi16(a[p], hi_idx, b[p]));
+        }
+      }
+    }
+  }
+  return infinite == 0;
+}
+
+}  // namespace
+
+bool pack_value_rows_int8_avx512(const int8_t* const* rows, int n, int d, uint16_t* out) {
+  return pack_converted_rows(rows, n, d, out, WidenInt8{});
+}
+
+bool pack_value_rows_fp16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* out) {
+  return pack_converted_rows(rows, n, d, out, SplitFp16{});
+}
+
+void widen_rows_int8_avx512(const int8_t* const* rows, int n, int d, uint16_t* out,
+                            ptrdiff_t out_stride) {
+  __m512i piece[1];
+  for (int k = 0; k < n; ++k) {
+    for (int x0 = 0; x0 < d; x0 += kTileK) {
+      const __mmask32 mask = first_lanes(d - x0);
+      WidenInt8{}(rows[k], x0, mask, piece);
+      _mm512_mask_storeu_epi16(out + k * out_stride + x0, mask, piece[0]);
+    }
+  }
+}
+
+void split_rows_fp16_avx512(const uint16_t* const* rows, int n, int d, uint16_t* hi, uint16_t* lo,
+                            ptrdiff_t out_stride) {
+  __m512i piece[2];
+  for (int k = 0; k < n; ++k) {
+    for (int x0 = 0; x0 < d; x0 += kTileK) {
+      const __mmask32 mask = first_lanes(d - x0);
+      SplitFp16{}(rows[k], x0, mask, piece);
+      _mm512_mask_storeu_epi16(hi + k * out_stride + x0, mask, piece[0]);
+      _mm512_mask_storeu_epi16(lo + k * out_stride + x0, mask, piece[1]);
+    }
+  }
 }
 
 bool pack_values_bf16_avx512(const uint16_t* v, ptrdiff_t v_stride, int n, int d, uint16_t* out) {

@@ -39,9 +39,13 @@ using Engine = ifa_detail::TileEngine<amx::HwTiles, kPvOnTiles>;
 // 8 1.22 / 1.42, 16 0.88 / 1.18 (s4096 unless noted). Rechecked after round 3's packing changes
 // (docs/perf-log.md, "IFA decode on AMX, round 3"): G = 4 s8192 tiles 4.39-4.46 / vector
 // 4.00-4.03 ms (2 threads), 7.86-9.01 / 7.36-7.40 (1 thread). fp16 and int8 KV stay on the
-// vector body at every G (their tile staging is scalar: 6.6-30 times slower on the first AMX
-// machine, docs/perf-log.md, "The AMX check"). Elsewhere the chunk runs the vector body, the same
-// code as the avx512bf16 entry's.
+// vector body at every G: with their K staging and V packing on AVX-512 (5.5 / 8.7 times faster
+// than the scalar staging) the tiles still lose, int8 tiles / vector 4.54 / 4.32 ms at G = 7
+// (s16384), 2.37 / 2.21 at G = 8, 3.94 / 3.58 at G = 5 (s8192), fp16 9.48 / 5.31, 4.78 / 2.77,
+// 8.86 / 4.40, 1 thread G = 7 int8 8.81 / 8.02, fp16 17.0 / 9.67 (2 threads unless noted, same
+// setup, medians of 3: docs/perf-log.md, "IFA decode on AMX: int8 and fp16 staging on AVX-512"):
+// int8's query takes 3 bf16 pieces and fp16's 2 against K's 2, 3-4 times bf16's tile products.
+// Elsewhere the chunk runs the vector body, the same code as the avx512bf16 entry's.
 inline constexpr int64_t kTileMinGroup = 5;
 void ifa_chunk_amx(const core::IfaProblem& p, const core::IfaData& d, const IfaLayout& layout,
                    const IfaSchedule& schedule, std::byte* base, int64_t task) {

@@ -7,21 +7,25 @@
 //
 // Written once against a tile-operations type (cpu/amx/amx_tile.hpp), so the code the tests check
 // on the model is the code the hardware runs. Per tile of kIfaTile positions and kv head:
-//   - QK: the K rows straight from the cache as the A operand (runs of equally spaced rows, which a
-//     paged cache breaks at block edges; rows of strided channels are first copied, unchanged, into
-//     a contiguous staging buffer), the group's queries packed once per task as the B operand in
-//     bf16 pieces that sum to them exactly (bf16 query 1 piece, fp16 2, int8 KV's scaled fp32 query
-//     3), so every product is exact and only the fp32 sums round (amx::scores; a whole 32-row
-//     run of bf16 rows goes through scores_bf16_32, the same sums with two accumulators);
+//   - QK: bf16 K rows straight from the cache as the A operand (runs of equally spaced rows, which
+//     a paged cache breaks at block edges; rows of strided channels are first copied, unchanged,
+//     into a contiguous staging buffer); int8 and fp16 rows of contiguous channels converted once
+//     per tile into bf16 rows on AVX-512 (amx::widen_rows_int8_avx512,
+//     amx::split_rows_fp16_avx512), strided ones staged by amx::scores; the group's queries packed
+//     once per task as the B operand in bf16 pieces that sum to them exactly (bf16 query 1 piece,
+//     fp16 2, int8 KV's scaled fp32 query 3), so every product is exact and only the fp32 sums
+//     round (amx::scores; a whole 32-row run of bf16 rows goes through scores_bf16_32, the same
+//     sums with two accumulators);
 //   - the key-major score tile is transposed into s[g][i] (transpose16_rows), and the vector
 //     body takes over: int8 bias and exact_scores, scale, pse, mask and the online softmax fold
 //     (KvHeadWork::fold), so the non-finite rules are the other ISAs' (core/online_softmax.hpp);
 //   - P·V (when the engine says so): V packed to VNNI pairs once per kv head (int8 widened to bf16
-//     exactly, fp16 in 2 exact pieces; the int8 scale and offset stay folded into the accumulator,
-//     KvHeadWork::finish), P in kProbPieces bf16 pieces (exact; pack_probs_avx512, amx::pack_probs
-//     bit for bit), accumulated on the tiles into the slot's fp32 accumulators; a block holding an
-//     infinite value runs on the vector FMAs instead (amx::pack_value_rows says why). Otherwise
-//     P·V is KvHeadWork::pv_block_at, the vector FMAs.
+//     exactly, fp16 in 2 exact pieces; on AVX-512 for contiguous channels, amx_kernels.hpp; the
+//     int8 scale and offset stay folded into the accumulator, KvHeadWork::finish), P in kProbPieces
+//     bf16 pieces (exact; pack_probs_avx512, amx::pack_probs bit for bit), accumulated on the tiles
+//     into the slot's fp32 accumulators; a block holding an infinite value runs on the vector FMAs
+//     instead (amx::pack_value_rows says why). Otherwise P·V is KvHeadWork::pv_block_at, the vector
+//     FMAs.
 // A group of G heads goes through passes of m = ceil(G / passes) heads; the last pass starts at
 // G - m, so it may repeat heads of the one before: their scores are not copied twice, and their
 // probability rows are zero in its P·V (adding +0.0 leaves an accumulator as it is; a NaN value
@@ -157,11 +161,16 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
       const int64_t upto = to_prefetch * (step + 1) / steps;
       for (; prefetched < upto; ++prefetched) w.prefetch_while_scoring(rows, prefetched);
     };
+    // int8 and fp16 rows of contiguous channels: converted once for every pass into bf16 rows
+    // (int8 widened, fp16 split in 2 pieces; what amx::scores<Tiles, kType> would stage, element
+    // for element, a 16 x 32 block at a time and once per pass), scored as bf16 below.
+    const bool widened = kKind != KvKind::kBf16 && w.k_sdim_ == 1;
+    if (widened) widen_k(w, rows, prefetch_slice);
     // Runs of rows a tile operand can take as they are: [start, start + len) at one stride.
     int64_t run_start[kIfaTile], run_len[kIfaTile];
     ptrdiff_t run_stride[kIfaTile];
     int64_t runs = 0;
-    for (int64_t j = 0; j < n;) {
+    for (int64_t j = 0; j < n && !widened;) {
       int64_t len = 1;
       ptrdiff_t stride = 0;
       if (w.k_sdim_ != 1) {
@@ -177,6 +186,13 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
     }
     for (int64_t b = 0; b < passes_; ++b) {
       const uint16_t* qp = qpack(k, b);
+      if (widened && kKind == KvKind::kInt8) {
+        amx::scores<Tiles, amx::KvType::kBf16>(kwide_, d_, static_cast<int>(n), d_, qp, m_,
+                                               kQueryPieces, st_, amx::kMaxHeads);
+      } else if (widened) {
+        amx::scores_split<Tiles>(kwide_, kwide_ + kWidePlane, d_, static_cast<int>(n), d_, qp, m_,
+                                 kQueryPieces, st_, amx::kMaxHeads);
+      }
       for (int64_t r = 0; r < runs; ++r) {
         const int64_t j = run_start[r];
         const void* k0 = rows.k[j] + w.k_head_off_;
@@ -225,6 +241,16 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
         v[i] = reinterpret_cast<const uint16_t*>(rows.v[i] + w.v_head_off_);
       }
       finite = amx::pack_value_rows_bf16_avx512(v, n, d_, vpack_);
+    } else if (kKind == KvKind::kInt8 && w.v_sdim_ == 1) {
+      const int8_t* v[kIfaTile];
+      for (int i = 0; i < n; ++i) v[i] = reinterpret_cast<const int8_t*>(rows.v[i] + w.v_head_off_);
+      finite = amx::pack_value_rows_int8_avx512(v, n, d_, vpack_);
+    } else if (kKind == KvKind::kFp16 && w.v_sdim_ == 1) {
+      const uint16_t* v[kIfaTile];
+      for (int i = 0; i < n; ++i) {
+        v[i] = reinterpret_cast<const uint16_t*>(rows.v[i] + w.v_head_off_);
+      }
+      finite = amx::pack_value_rows_fp16_avx512(v, n, d_, vpack_);
     } else {
       const void* v[kIfaTile];
       for (int i = 0; i < n; ++i) v[i] = rows.v[i] + w.v_head_off_;
@@ -260,6 +286,24 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
   uint16_t* qpack(int64_t k, int64_t b) {
     return qpack_ + static_cast<size_t>(k * passes_ + b) * pass_elems_;
   }
+  // The tile's K rows (int8 or fp16, contiguous channels) as bf16 rows of d_ channels in kwide_
+  // (fp16's second pieces kWidePlane elements on), prefetching a slice after each row.
+  template <class PrefetchSlice>
+  void widen_k(const KvHeadWork<kKind>& w, const TileRows& rows, PrefetchSlice& prefetch_slice) {
+    const int64_t n = rows.n;
+    for (int64_t j = 0; j < n; ++j) {
+      const std::byte* row = rows.k[j] + w.k_head_off_;
+      uint16_t* out = kwide_ + j * d_;
+      if constexpr (kKind == KvKind::kInt8) {
+        const auto* typed = reinterpret_cast<const int8_t*>(row);
+        amx::widen_rows_int8_avx512(&typed, 1, d_, out, d_);
+      } else if constexpr (kKind == KvKind::kFp16) {
+        const auto* typed = reinterpret_cast<const uint16_t*>(row);
+        amx::split_rows_fp16_avx512(&typed, 1, d_, out, out + kWidePlane, d_);
+      }
+      prefetch_slice(j, n);
+    }
+  }
   // Rows [j, j + len) of a strided-channel cache copied, element for element, into kstage_ as
   // contiguous rows of d_ channels.
   void stage_rows(const TileRows& rows, int64_t j, int64_t len, int64_t head_off, int64_t sdim) {
@@ -276,6 +320,8 @@ class TileChunk<TileEngine<Tiles, kPv, kHeads>, kKind> {
   alignas(64) float st_[kIfaTile * amx::kMaxHeads];  // one pass's scores, key-major
   alignas(64) uint16_t qpack_[kQueryElems];
   alignas(64) std::byte kstage_[amx::kTileRows * kIfaMaxHeadDim * kEs];
+  static constexpr size_t kWidePlane = kIfaTile * kIfaMaxHeadDim;
+  alignas(64) uint16_t kwide_[kKind == KvKind::kBf16 ? 1 : amx::kv_pieces(kType) * kWidePlane];
   alignas(64) uint16_t vpack_[kPv ? amx::value_pack_size(kIfaMaxHeadDim, kType) : 1];
   alignas(64) uint16_t ppack_[amx::prob_pack_size(amx::kMaxHeads, kProbPieces)];
 };
