@@ -306,6 +306,23 @@ TEST(AclStream, EnqueuedWorkRunsInSubmissionOrderAndAsynchronously) {
   EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
 }
 
+// Queues a task on s and waits (up to 10 s, making no runtime call) for it to run: whether the
+// stream's worker starts it by itself.
+bool queued_task_runs_unaided(aclrtStream s) {
+  std::atomic<bool> ran{false};
+  if (kvflash::aclnn::enqueue("test", s, [&] {
+        ran.store(true, std::memory_order_release);
+        return Status::kSuccess;
+      }) != Status::kSuccess)
+    return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!ran.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  const bool unaided = ran.load(std::memory_order_acquire);
+  if (!unaided) aclrtSynchronizeStream(s);  // the task must not outlive `ran`
+  return unaided;
+}
+
 // A launch may leave a waiting worker asleep and owe it the wake-up (src/aclnn/stream.cpp): the
 // task must still start while the program makes no runtime call at all (the worker looks by
 // itself), in every round, whether the worker was in a timed wait, awake, or just woken.
@@ -313,17 +330,7 @@ TEST(AclStream, QueuedTaskStartsWithoutAnyFurtherCall) {
   aclrtStream s = nullptr;
   ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
   for (int round = 0; round < 20; ++round) {
-    std::atomic<bool> ran{false};
-    ASSERT_EQ(kvflash::aclnn::enqueue("test", s,
-                                      [&] {
-                                        ran.store(true, std::memory_order_release);
-                                        return Status::kSuccess;
-                                      }),
-              Status::kSuccess);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!ran.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    ASSERT_TRUE(ran.load(std::memory_order_acquire)) << "round " << round;
+    ASSERT_TRUE(queued_task_runs_unaided(s)) << "round " << round;
     ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
     // Alternate: the worker waiting long (asleep) or just back from the last task.
     if (round % 2 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -341,17 +348,7 @@ TEST(AclStream, QueuedTaskStartsAfterAPause) {
   for (int round = 0; round < 3; ++round) {
     ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
     if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    std::atomic<bool> ran{false};
-    ASSERT_EQ(kvflash::aclnn::enqueue("test", s,
-                                      [&] {
-                                        ran.store(true, std::memory_order_release);
-                                        return Status::kSuccess;
-                                      }),
-              Status::kSuccess);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!ran.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    ASSERT_TRUE(ran.load(std::memory_order_acquire)) << "round " << round;
+    ASSERT_TRUE(queued_task_runs_unaided(s)) << "round " << round;
   }
   EXPECT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
   EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
