@@ -208,6 +208,15 @@ IfaCase small_case() {
   return c;
 }
 
+// A strided (non-contiguous) view over a case's real output buffer: (B, 1, H/2), every other
+// element of each row. aclnn refuses it.
+TensorView strided_output(const IfaCaseData& data) {
+  TensorView out = data.args().attention_out;
+  out.shape[2] /= 2;
+  out.strides[2] = 2;
+  return out;
+}
+
 // ---- phase 1: null pointers and invalid arguments ---------------------------------------------
 
 TEST(AclnnIfa, NullRequiredPointersReturn161001WithNullExecutor) {
@@ -264,11 +273,7 @@ TEST(AclnnIfa, InvalidArgumentsReturn161002WithNullExecutor) {
   IfaCaseData data(small_case());
   Handles h;
   const Call good = Call::from(data.args(), &h);
-  // A strided (non-contiguous) output view over the real output buffer.
-  TensorView strided_out = data.args().attention_out;
-  strided_out.shape[2] /= 2;
-  strided_out.strides[2] = 2;  // (B, 1, H/2), every other element of each row
-  aclTensor* bad_out = h.tensor(strided_out);
+  aclTensor* bad_out = h.tensor(strided_output(data));
   // An fp32 output view: kvflash's C++ API accepts it (an extension), aclnn does not.
   TensorView f32_out = data.args().attention_out;
   f32_out.dtype = DType::kFloat32;
@@ -669,10 +674,7 @@ TEST(AclnnIfa, InvalidCallAfterAValidOneIsStillRefusedInPhaseOne) {
   IfaCaseData data(small_case());
   Handles h;
   const Call good = Call::from(data.args(), &h);
-  TensorView strided_out = data.args().attention_out;
-  strided_out.shape[2] /= 2;
-  strided_out.strides[2] = 2;
-  aclTensor* bad_out = h.tensor(strided_out);
+  aclTensor* bad_out = h.tensor(strided_output(data));
   const std::vector<int64_t> too_long = {1000, 9};
   const aclIntArray* long_lens = h.ints(too_long);
   const std::vector<std::pair<std::string, std::function<void(Call*)>>> cases = {
